@@ -1,0 +1,401 @@
+//! Group commit: many writers, one committer, one sync per batch.
+//!
+//! A writer hands [`Db::write`] a closure that reads and writes through a
+//! [`Tx`]. The committer thread takes every closure waiting in the queue (up
+//! to `max_batch`), runs them one after the other — each sees the writes of
+//! those before it — applies the surviving writes as one atomic engine batch,
+//! syncs once, and then answers every writer. A closure that returns an error
+//! has its own writes discarded and gets its own error back; its batch-mates
+//! are unaffected. If the engine fails to apply or sync the batch, every
+//! writer of that batch gets the error and none of them is acknowledged.
+//!
+//! There is no timer: a writer arriving at an idle committer is served at
+//! once, and writers arriving while a sync is under way form the next batch.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::{DbError, Engine, Result, WriteOp};
+
+/// Options of the group committer.
+#[derive(Debug, Clone, Copy)]
+pub struct DbOptions {
+    /// Sync every batch to disk before acknowledging it (`metadata_fsync`).
+    pub fsync: bool,
+    /// Most writes in one batch; 1 disables batching (one sync per write).
+    pub max_batch: usize,
+    /// Writes that may wait for the committer before writers are held back.
+    pub queue_len: usize,
+}
+
+impl Default for DbOptions {
+    fn default() -> Self {
+        DbOptions {
+            fsync: false,
+            max_batch: 256,
+            queue_len: 4096,
+        }
+    }
+}
+
+/// Counters of the committer, for metrics and benchmarks.
+#[derive(Debug, Default)]
+pub struct CommitStats {
+    pub batches: AtomicU64,
+    pub writes: AtomicU64,
+    pub failed_writes: AtomicU64,
+    pub syncs: AtomicU64,
+}
+
+type Completion = Box<dyn FnOnce(Result<()>) + Send>;
+type Job = Box<dyn FnOnce(&mut Tx<'_>) -> (bool, Completion) + Send>;
+
+/// The metadata store: an engine plus its group committer.
+#[derive(Clone)]
+pub struct Db {
+    engine: Arc<dyn Engine>,
+    jobs: mpsc::Sender<Job>,
+    stats: Arc<CommitStats>,
+}
+
+impl Db {
+    /// Starts the committer thread over `engine`.
+    pub fn new(engine: Arc<dyn Engine>, opts: DbOptions) -> Db {
+        let (jobs, rx) = mpsc::channel(opts.queue_len.max(1));
+        let stats = Arc::new(CommitStats::default());
+        let (e, s) = (engine.clone(), stats.clone());
+        std::thread::Builder::new()
+            .name("db-committer".into())
+            .spawn(move || committer(e, rx, opts, s))
+            .expect("spawn db committer thread");
+        Db {
+            engine,
+            jobs,
+            stats,
+        }
+    }
+
+    /// The engine's name.
+    pub fn engine_name(&self) -> &'static str {
+        self.engine.name()
+    }
+
+    /// The underlying engine, for reads.
+    pub fn engine(&self) -> &Arc<dyn Engine> {
+        &self.engine
+    }
+
+    /// Committer counters.
+    pub fn stats(&self) -> &CommitStats {
+        &self.stats
+    }
+
+    /// Runs `f` in the next group commit and returns its result once the batch
+    /// holding its writes is applied (and synced, with `fsync`). On error,
+    /// none of `f`'s writes are applied.
+    pub async fn write<R, E, F>(&self, f: F) -> std::result::Result<R, E>
+    where
+        F: FnOnce(&mut Tx<'_>) -> std::result::Result<R, E> + Send + 'static,
+        R: Send + 'static,
+        E: From<DbError> + Send + 'static,
+    {
+        let (s, r) = oneshot::channel::<std::result::Result<R, E>>();
+        let job: Job = Box::new(move |tx| match f(tx) {
+            Ok(v) => (
+                true,
+                Box::new(move |committed: Result<()>| {
+                    let _ = s.send(committed.map(|_| v).map_err(E::from));
+                }),
+            ),
+            Err(e) => (
+                false,
+                Box::new(move |_| {
+                    let _ = s.send(Err(e));
+                }),
+            ),
+        });
+        self.jobs.send(job).await.map_err(|_| DbError::Closed)?;
+        r.await.map_err(|_| DbError::Closed)?
+    }
+
+    /// Reads one key (blocking; see [`Db::get_async`]).
+    pub fn get(&self, tree: &'static str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.engine.get(tree, key)
+    }
+
+    /// Reads one key on the blocking pool.
+    pub async fn get_async(&self, tree: &'static str, key: Vec<u8>) -> Result<Option<Vec<u8>>> {
+        let e = self.engine.clone();
+        blocking(move || e.get(tree, &key)).await
+    }
+
+    /// Reads a range (blocking; see [`Db::range_async`]).
+    pub fn range(
+        &self,
+        tree: &'static str,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        reverse: bool,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        self.engine.range(tree, start, end, reverse, limit)
+    }
+
+    /// Reads up to `limit` entries in `[start, end)` (unbounded when `None`)
+    /// on the blocking pool.
+    pub async fn range_async(
+        &self,
+        tree: &'static str,
+        start: Bound<Vec<u8>>,
+        end: Bound<Vec<u8>>,
+        reverse: bool,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let e = self.engine.clone();
+        blocking(move || {
+            e.range(
+                tree,
+                start.as_ref().map(|v| v.as_slice()),
+                end.as_ref().map(|v| v.as_slice()),
+                reverse,
+                limit,
+            )
+        })
+        .await
+    }
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| DbError::Engine {
+            engine: "blocking pool",
+            message: e.to_string(),
+        })?
+}
+
+type PendingMap = BTreeMap<(&'static str, Vec<u8>), Option<Vec<u8>>>;
+
+/// A writer's view of the store inside a group commit: reads see the engine,
+/// then the writes of earlier writers in the same batch, then its own.
+pub struct Tx<'a> {
+    engine: &'a dyn Engine,
+    batch: &'a PendingMap,
+    own: PendingMap,
+}
+
+impl Tx<'_> {
+    /// The current value of `key`, including writes not yet committed.
+    pub fn get(&self, tree: &'static str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let k = (tree, key.to_vec());
+        if let Some(v) = self.own.get(&k).or_else(|| self.batch.get(&k)) {
+            return Ok(v.clone());
+        }
+        self.engine.get(tree, key)
+    }
+
+    /// Sets `key` to `value`.
+    pub fn put(&mut self, tree: &'static str, key: Vec<u8>, value: Vec<u8>) {
+        self.own.insert((tree, key), Some(value));
+    }
+
+    /// Deletes `key`.
+    pub fn delete(&mut self, tree: &'static str, key: Vec<u8>) {
+        self.own.insert((tree, key), None);
+    }
+}
+
+fn committer(
+    engine: Arc<dyn Engine>,
+    mut rx: mpsc::Receiver<Job>,
+    opts: DbOptions,
+    stats: Arc<CommitStats>,
+) {
+    let max_batch = opts.max_batch.max(1);
+    let mut jobs = Vec::with_capacity(max_batch);
+    while let Some(first) = rx.blocking_recv() {
+        jobs.push(first);
+        while jobs.len() < max_batch {
+            match rx.try_recv() {
+                Ok(j) => jobs.push(j),
+                Err(_) => break,
+            }
+        }
+
+        let mut pending = PendingMap::new();
+        let mut completions = Vec::with_capacity(jobs.len());
+        let mut failed = 0u64;
+        for job in jobs.drain(..) {
+            let mut tx = Tx {
+                engine: engine.as_ref(),
+                batch: &pending,
+                own: PendingMap::new(),
+            };
+            let (ok, done) = job(&mut tx);
+            let own = tx.own;
+            if ok {
+                pending.extend(own);
+            } else {
+                failed += 1;
+            }
+            completions.push((ok, done));
+        }
+
+        let ops: Vec<WriteOp> = pending
+            .into_iter()
+            .map(|((tree, key), value)| WriteOp { tree, key, value })
+            .collect();
+        let result = if ops.is_empty() {
+            Ok(())
+        } else {
+            let r = engine.apply(ops, opts.fsync);
+            if opts.fsync {
+                stats.syncs.fetch_add(1, Ordering::Relaxed);
+            }
+            r
+        };
+        if let Err(e) = &result {
+            tracing::error!("metadata batch of {} writes failed: {e}", completions.len());
+        }
+        stats.batches.fetch_add(1, Ordering::Relaxed);
+        stats
+            .writes
+            .fetch_add(completions.len() as u64, Ordering::Relaxed);
+        stats.failed_writes.fetch_add(failed, Ordering::Relaxed);
+        for (_, done) in completions {
+            done(result.clone());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::SledEngine;
+
+    fn open(fsync: bool, max_batch: usize) -> (tempfile::TempDir, Db) {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = SledEngine::open(dir.path(), 16 << 20).unwrap();
+        let db = Db::new(
+            Arc::new(engine),
+            DbOptions {
+                fsync,
+                max_batch,
+                queue_len: 1024,
+            },
+        );
+        (dir, db)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_writers_are_batched_and_all_applied() {
+        let (_d, db) = open(true, 256);
+        let mut handles = Vec::new();
+        for i in 0..200u32 {
+            let db = db.clone();
+            handles.push(tokio::spawn(async move {
+                db.write(move |tx| {
+                    tx.put("t", i.to_be_bytes().to_vec(), vec![1]);
+                    Ok::<_, DbError>(i)
+                })
+                .await
+            }));
+        }
+        for (i, h) in handles.into_iter().enumerate() {
+            assert_eq!(h.await.unwrap().unwrap(), i as u32);
+        }
+        let all = db
+            .range("t", Bound::Unbounded, Bound::Unbounded, false, 1000)
+            .unwrap();
+        assert_eq!(all.len(), 200);
+        let s = db.stats();
+        assert_eq!(s.writes.load(Ordering::Relaxed), 200);
+        assert!(s.batches.load(Ordering::Relaxed) <= 200);
+    }
+
+    #[tokio::test]
+    async fn a_failing_writer_does_not_fail_its_batch_mates() {
+        let (_d, db) = open(false, 256);
+        let ok = db.write(|tx| {
+            tx.put("t", b"a".to_vec(), b"1".to_vec());
+            Ok::<_, DbError>(())
+        });
+        let bad = db.write(|tx| {
+            tx.put("t", b"b".to_vec(), b"2".to_vec());
+            Err::<(), _>(DbError::Closed)
+        });
+        let (ok, bad) = tokio::join!(ok, bad);
+        ok.unwrap();
+        assert!(bad.is_err());
+        assert_eq!(db.get("t", b"a").unwrap(), Some(b"1".to_vec()));
+        assert_eq!(db.get("t", b"b").unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn writers_see_earlier_writes_of_their_batch() {
+        let (_d, db) = open(false, 256);
+        let incr = |db: Db| async move {
+            db.write(|tx| {
+                let n = tx
+                    .get("c", b"n")?
+                    .map(|v| u64::from_be_bytes(v.try_into().unwrap()))
+                    .unwrap_or(0);
+                tx.put("c", b"n".to_vec(), (n + 1).to_be_bytes().to_vec());
+                Ok::<_, DbError>(())
+            })
+            .await
+        };
+        let futs: Vec<_> = (0..100).map(|_| tokio::spawn(incr(db.clone()))).collect();
+        for f in futs {
+            f.await.unwrap().unwrap();
+        }
+        let v = db.get("c", b"n").unwrap().unwrap();
+        assert_eq!(u64::from_be_bytes(v.try_into().unwrap()), 100);
+    }
+
+    #[tokio::test]
+    async fn trees_are_separate_and_ranges_are_bounded() {
+        let (_d, db) = open(false, 1);
+        db.write(|tx| {
+            for i in 0u8..10 {
+                tx.put("a", vec![i], vec![i]);
+                tx.put("ab", vec![i], vec![i]);
+            }
+            tx.delete("a", vec![3]);
+            Ok::<_, DbError>(())
+        })
+        .await
+        .unwrap();
+        let a = db
+            .range_async(
+                "a",
+                Bound::Included(vec![2]),
+                Bound::Excluded(vec![6]),
+                false,
+                100,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            a.iter().map(|(k, _)| k[0]).collect::<Vec<_>>(),
+            vec![2, 4, 5]
+        );
+        let rev = db
+            .range("a", Bound::Unbounded, Bound::Unbounded, true, 2)
+            .unwrap();
+        assert_eq!(
+            rev.iter().map(|(k, _)| k[0]).collect::<Vec<_>>(),
+            vec![9, 8]
+        );
+        assert_eq!(
+            db.range("ab", Bound::Unbounded, Bound::Unbounded, false, 100)
+                .unwrap()
+                .len(),
+            10
+        );
+    }
+}

@@ -1,0 +1,26 @@
+//! Hangar's embedded metadata store.
+//!
+//! An [`Engine`] is an ordered map of byte keys, divided into named trees, that
+//! can apply a batch of writes atomically and make it durable. [`Db`] wraps an
+//! engine with *group commit*: every write is a closure handed to one
+//! committer thread, which runs the closures of all writers waiting at that
+//! moment, applies their combined changes in one atomic batch, syncs once
+//! (when `metadata_fsync` is on) and only then answers each writer. No lock is
+//! held by a writer across an fsync; a lone writer waits for nobody.
+//!
+//! Reads go straight to the engine. Async callers use the `*_async` methods,
+//! which run on tokio's blocking pool so that database work never stalls the
+//! runtime's worker threads.
+
+mod engine;
+mod error;
+mod group_commit;
+mod sled_engine;
+
+pub use engine::{Engine, WriteOp};
+pub use error::DbError;
+pub use group_commit::{CommitStats, Db, DbOptions, Tx};
+pub use sled_engine::SledEngine;
+
+/// Result alias of this crate.
+pub type Result<T> = std::result::Result<T, DbError>;

@@ -1,0 +1,124 @@
+//! The sled engine. All trees share one sled tree, each key prefixed with its
+//! tree name and a NUL byte, so that a batch touching several trees is still
+//! a single atomic `apply_batch` (sled's cross-tree transactions are slower
+//! and retry on conflict, which one committer never has).
+
+use std::ops::Bound;
+use std::path::Path;
+
+use crate::{DbError, Engine, Result, WriteOp};
+
+const NAME: &str = "sled";
+
+/// Hangar's metadata on sled 0.34.
+pub struct SledEngine {
+    db: sled::Db,
+    kv: sled::Tree,
+}
+
+impl SledEngine {
+    /// Opens (or creates) the store in `path`. With `fsync` off, sled still
+    /// flushes its log in the background every 500 ms.
+    pub fn open(path: &Path, cache_bytes: u64) -> Result<Self> {
+        let db = sled::Config::new()
+            .path(path)
+            .cache_capacity(cache_bytes)
+            .flush_every_ms(Some(500))
+            .open()
+            .map_err(|e| DbError::engine(NAME, e))?;
+        let kv = db
+            .open_tree("hangar")
+            .map_err(|e| DbError::engine(NAME, e))?;
+        Ok(SledEngine { db, kv })
+    }
+}
+
+/// `tree` ++ NUL ++ `key`.
+pub(crate) fn prefixed(tree: &str, key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(tree.len() + 1 + key.len());
+    k.extend_from_slice(tree.as_bytes());
+    k.push(0);
+    k.extend_from_slice(key);
+    k
+}
+
+/// The first key after every key of `tree`.
+pub(crate) fn tree_end(tree: &str) -> Vec<u8> {
+    let mut k = tree.as_bytes().to_vec();
+    k.push(1);
+    k
+}
+
+/// Maps a bound inside `tree` to a bound on prefixed keys.
+pub(crate) fn prefixed_bound(tree: &str, b: Bound<&[u8]>, is_end: bool) -> Bound<Vec<u8>> {
+    match b {
+        Bound::Included(k) => Bound::Included(prefixed(tree, k)),
+        Bound::Excluded(k) => Bound::Excluded(prefixed(tree, k)),
+        Bound::Unbounded if is_end => Bound::Excluded(tree_end(tree)),
+        Bound::Unbounded => Bound::Included(prefixed(tree, b"")),
+    }
+}
+
+impl Engine for SledEngine {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn get(&self, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.kv
+            .get(prefixed(tree, key))
+            .map(|v| v.map(|v| v.to_vec()))
+            .map_err(|e| DbError::engine(NAME, e))
+    }
+
+    fn range(
+        &self,
+        tree: &str,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        reverse: bool,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let range = (
+            prefixed_bound(tree, start, false),
+            prefixed_bound(tree, end, true),
+        );
+        let strip = tree.len() + 1;
+        let iter = self.kv.range(range);
+        let take = |it: &mut dyn Iterator<Item = sled::Result<(sled::IVec, sled::IVec)>>| {
+            it.take(limit)
+                .map(|r| {
+                    r.map(|(k, v)| (k[strip..].to_vec(), v.to_vec()))
+                        .map_err(|e| DbError::engine(NAME, e))
+                })
+                .collect::<Result<Vec<_>>>()
+        };
+        if reverse {
+            take(&mut iter.rev())
+        } else {
+            take(&mut { iter })
+        }
+    }
+
+    fn apply(&self, batch: Vec<WriteOp>, sync: bool) -> Result<()> {
+        let mut b = sled::Batch::default();
+        for op in batch {
+            let k = prefixed(op.tree, &op.key);
+            match op.value {
+                Some(v) => b.insert(k, v),
+                None => b.remove(k),
+            }
+        }
+        self.kv
+            .apply_batch(b)
+            .map_err(|e| DbError::engine(NAME, e))?;
+        if sync {
+            self.db.flush().map_err(|e| DbError::engine(NAME, e))?;
+        }
+        Ok(())
+    }
+
+    fn size_on_disk(&self) -> Result<u64> {
+        self.db.size_on_disk().map_err(|e| DbError::engine(NAME, e))
+    }
+}

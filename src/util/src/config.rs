@@ -1,0 +1,607 @@
+//! The node's configuration file, with Garage's key names.
+//!
+//! Unlike Garage, an unknown key is an error that names the key: a typo in a
+//! config file must not silently fall back to a default. Secrets may come from
+//! the file, from a `*_file` key, or from `HANGAR_*` / `GARAGE_*` environment
+//! variables.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::size::Size;
+
+/// Why a configuration could not be loaded. The message always names the key.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid config file {path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("invalid config: {0}")]
+    Invalid(String),
+}
+
+/// Metadata engines Hangar can run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DbEngine {
+    Sled,
+    Redb,
+}
+
+impl DbEngine {
+    pub const NAMES: &'static str = "\"sled\" or \"redb\"";
+
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "sled" => Ok(DbEngine::Sled),
+            "redb" => Ok(DbEngine::Redb),
+            "lmdb" | "sqlite" | "fjall" => Err(format!(
+                "db_engine = \"{s}\" is a Garage engine that Hangar does not have; \
+                 Hangar's engines are {}. Start with an empty metadata_dir, or convert a \
+                 Hangar node's metadata with `hangar convert-db`",
+                Self::NAMES
+            )),
+            other => Err(format!(
+                "db_engine = \"{other}\" is unknown; Hangar's engines are {}",
+                Self::NAMES
+            )),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DbEngine::Sled => "sled",
+            DbEngine::Redb => "redb",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for DbEngine {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        DbEngine::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+/// `compression_level`: a zstd level, or `"none"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CompressionLevel(pub Option<i32>);
+
+impl<'de> Deserialize<'de> for CompressionLevel {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Int(i64),
+            Str(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Int(i) if (-7..=22).contains(&i) => Ok(CompressionLevel(Some(i as i32))),
+            Raw::Int(i) => Err(serde::de::Error::custom(format!(
+                "compression_level {i} is out of zstd's range -7..=22"
+            ))),
+            Raw::Str(s) if s == "none" => Ok(CompressionLevel(None)),
+            Raw::Str(s) => Err(serde::de::Error::custom(format!(
+                "compression_level \"{s}\": expected an integer zstd level or \"none\""
+            ))),
+        }
+    }
+}
+
+/// `consistency_mode`, with Garage's quorum rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ConsistencyMode {
+    #[default]
+    Consistent,
+    Degraded,
+    Dangerous,
+}
+
+/// One entry of `data_dir` when it is given as a list.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DataDir {
+    pub path: PathBuf,
+    #[serde(default)]
+    pub capacity: Option<Size>,
+    #[serde(default)]
+    pub read_only: bool,
+}
+
+/// `data_dir`: one path, or a list of directories with capacities.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(untagged)]
+pub enum DataDirs {
+    One(PathBuf),
+    Many(Vec<DataDir>),
+}
+
+impl DataDirs {
+    /// The directories new blocks may be written to.
+    pub fn writable(&self) -> Vec<PathBuf> {
+        match self {
+            DataDirs::One(p) => vec![p.clone()],
+            DataDirs::Many(v) => v
+                .iter()
+                .filter(|d| !d.read_only)
+                .map(|d| d.path.clone())
+                .collect(),
+        }
+    }
+}
+
+/// `[s3_api]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct S3ApiConfig {
+    pub api_bind_addr: Option<String>,
+    pub s3_region: String,
+    pub root_domain: Option<String>,
+}
+
+/// `[s3_web]`: accepted so a Garage file loads; the website server is not built yet.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebConfig {
+    pub bind_addr: Option<String>,
+    pub root_domain: Option<String>,
+    #[serde(default)]
+    pub add_host_to_metrics: bool,
+}
+
+/// `[k2v_api]`: accepted so a Garage file loads; K2V is not built yet.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct K2vConfig {
+    pub api_bind_addr: Option<String>,
+}
+
+/// `[admin]`.
+#[derive(Debug, Clone, Deserialize, Serialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct AdminConfig {
+    pub api_bind_addr: Option<String>,
+    pub admin_token: Option<String>,
+    pub admin_token_file: Option<PathBuf>,
+    pub metrics_token: Option<String>,
+    pub metrics_token_file: Option<PathBuf>,
+    pub trace_sink: Option<String>,
+}
+
+fn default_true() -> bool {
+    true
+}
+fn default_db_engine() -> DbEngine {
+    DbEngine::Sled
+}
+fn default_block_size() -> Size {
+    Size(1 << 20)
+}
+fn default_ram_buffer() -> Size {
+    Size(256 << 20)
+}
+fn default_compression() -> CompressionLevel {
+    CompressionLevel(Some(1))
+}
+fn default_rpc_timeout() -> u64 {
+    300_000
+}
+fn default_ping_timeout() -> u64 {
+    10_000
+}
+fn default_inline_threshold() -> Size {
+    Size(3072)
+}
+fn default_commit_batch() -> usize {
+    256
+}
+fn default_block_gc_delay() -> u64 {
+    600
+}
+fn default_max_connections() -> usize {
+    1024
+}
+
+/// The whole configuration file.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub metadata_dir: PathBuf,
+    pub data_dir: DataDirs,
+    pub metadata_snapshots_dir: Option<PathBuf>,
+    #[serde(default)]
+    pub metadata_fsync: bool,
+    #[serde(default)]
+    pub data_fsync: bool,
+    #[serde(default)]
+    pub disable_scrub: bool,
+    #[serde(default)]
+    pub use_local_tz: bool,
+    pub metadata_auto_snapshot_interval: Option<String>,
+    #[serde(default = "default_db_engine")]
+    pub db_engine: DbEngine,
+    #[serde(default = "default_block_size")]
+    pub block_size: Size,
+    #[serde(default = "default_ram_buffer")]
+    pub block_ram_buffer_max: Size,
+    /// LMDB only; accepted so that a Garage file loads, and ignored.
+    pub lmdb_map_size: Option<Size>,
+    #[serde(default = "default_compression")]
+    pub compression_level: CompressionLevel,
+
+    /// Copies of each partition. Required, as in Garage (or via `replication_mode`).
+    pub replication_factor: Option<usize>,
+    /// Legacy pre-1.0 form of `replication_factor` + `consistency_mode`.
+    pub replication_mode: Option<String>,
+    #[serde(default)]
+    pub consistency_mode: ConsistencyMode,
+
+    pub rpc_secret: Option<String>,
+    pub rpc_secret_file: Option<PathBuf>,
+    pub rpc_bind_addr: SocketAddr,
+    #[serde(default)]
+    pub rpc_bind_outgoing: bool,
+    pub rpc_public_addr: Option<String>,
+    pub rpc_public_addr_subnet: Option<String>,
+    #[serde(default = "default_rpc_timeout")]
+    pub rpc_timeout_msec: u64,
+    #[serde(default = "default_ping_timeout")]
+    pub rpc_ping_timeout_msec: u64,
+    #[serde(default)]
+    pub bootstrap_peers: Vec<String>,
+    #[serde(default)]
+    pub allow_world_readable_secrets: bool,
+    #[serde(default)]
+    pub allow_punycode: bool,
+
+    pub s3_api: S3ApiConfig,
+    pub s3_web: Option<WebConfig>,
+    pub k2v_api: Option<K2vConfig>,
+    #[serde(default)]
+    pub admin: AdminConfig,
+
+    // Hangar's own keys (documented in doc/configuration.md).
+    /// Objects up to this size are stored inside their metadata row.
+    #[serde(default = "default_inline_threshold")]
+    pub inline_threshold: Size,
+    /// Most metadata writes one group commit may carry (1 = no batching).
+    #[serde(default = "default_commit_batch")]
+    pub metadata_commit_batch: usize,
+    /// Seconds a block's reference count must stay zero before its file is deleted.
+    #[serde(default = "default_block_gc_delay")]
+    pub block_gc_delay_secs: u64,
+    /// Concurrent S3 connections accepted before new ones wait in the kernel backlog.
+    #[serde(default = "default_max_connections")]
+    pub s3_max_connections: usize,
+    /// Verify a block's hash every time it is read from disk.
+    #[serde(default = "default_true")]
+    pub verify_blocks_on_read: bool,
+}
+
+/// Replication settings derived from `replication_factor` / `replication_mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Replication {
+    pub factor: usize,
+    pub consistency: ConsistencyMode,
+}
+
+impl Config {
+    /// Reads and validates a config file, applying environment overrides.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::parse(&text).map_err(|e| match e {
+            ConfigError::Parse { message, .. } => ConfigError::Parse {
+                path: path.to_owned(),
+                message,
+            },
+            other => other,
+        })
+    }
+
+    /// Parses and validates config text (environment overrides included).
+    pub fn parse(text: &str) -> Result<Config, ConfigError> {
+        let mut cfg: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: PathBuf::new(),
+            message: e.to_string(),
+        })?;
+        cfg.apply_env();
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    fn apply_env(&mut self) {
+        let env = |name: &str| {
+            std::env::var(format!("HANGAR_{name}"))
+                .or_else(|_| std::env::var(format!("GARAGE_{name}")))
+                .ok()
+        };
+        if let Some(v) = env("RPC_SECRET") {
+            self.rpc_secret = Some(v);
+        }
+        if let Some(v) = env("RPC_SECRET_FILE") {
+            self.rpc_secret_file = Some(v.into());
+        }
+        if let Some(v) = env("ADMIN_TOKEN") {
+            self.admin.admin_token = Some(v);
+        }
+        if let Some(v) = env("METRICS_TOKEN") {
+            self.admin.metrics_token = Some(v);
+        }
+        if env("ALLOW_WORLD_READABLE_SECRETS").is_some_and(|v| v == "true" || v == "1") {
+            self.allow_world_readable_secrets = true;
+        }
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |m: String| Err(ConfigError::Invalid(m));
+        self.replication()?;
+        if self.rpc_secret.is_some() && self.rpc_secret_file.is_some() {
+            return bad("rpc_secret and rpc_secret_file are both set; keep one".into());
+        }
+        if self.rpc_secret.is_none() && self.rpc_secret_file.is_none() {
+            return bad("rpc_secret (or rpc_secret_file) is required".into());
+        }
+        if let Some(s) = &self.rpc_secret {
+            check_secret_hex(s)?;
+        }
+        if self.block_size.0 < 4096 || self.block_size.0 > (64 << 20) {
+            return bad(format!(
+                "block_size = {} must be between 4 KiB and 64 MiB",
+                self.block_size
+            ));
+        }
+        if self.inline_threshold.0 > 64 * 1024 {
+            return bad("inline_threshold must be at most 64 KiB".into());
+        }
+        if self.metadata_commit_batch == 0 {
+            return bad("metadata_commit_batch must be at least 1".into());
+        }
+        if self.data_dir.writable().is_empty() {
+            return bad("data_dir has no writable directory".into());
+        }
+        if self.s3_api.s3_region.is_empty() {
+            return bad("[s3_api] s3_region must not be empty".into());
+        }
+        if self.rpc_timeout_msec == 0 || self.rpc_ping_timeout_msec == 0 {
+            return bad("rpc_timeout_msec and rpc_ping_timeout_msec must be positive".into());
+        }
+        Ok(())
+    }
+
+    /// The replication factor and consistency mode, from `replication_factor`
+    /// (preferred) or the legacy `replication_mode`.
+    pub fn replication(&self) -> Result<Replication, ConfigError> {
+        match (self.replication_factor, &self.replication_mode) {
+            (Some(_), Some(_)) => Err(ConfigError::Invalid(
+                "replication_factor and replication_mode are both set; keep replication_factor"
+                    .into(),
+            )),
+            (Some(0), None) => Err(ConfigError::Invalid(
+                "replication_factor must be at least 1".into(),
+            )),
+            (Some(f), None) => Ok(Replication {
+                factor: f,
+                consistency: self.consistency_mode,
+            }),
+            (None, Some(mode)) => {
+                tracing::warn!(
+                    "replication_mode is deprecated; use replication_factor and consistency_mode"
+                );
+                let (n, consistency) = match mode.as_str() {
+                    "none" | "1" => (1, ConsistencyMode::Consistent),
+                    "2" => (2, ConsistencyMode::Consistent),
+                    "2-dangerous" => (2, ConsistencyMode::Dangerous),
+                    "3" => (3, ConsistencyMode::Consistent),
+                    "3-degraded" => (3, ConsistencyMode::Degraded),
+                    "3-dangerous" => (3, ConsistencyMode::Dangerous),
+                    other => {
+                        return Err(ConfigError::Invalid(format!(
+                            "replication_mode = \"{other}\" is not a known mode"
+                        )));
+                    }
+                };
+                Ok(Replication {
+                    factor: n,
+                    consistency,
+                })
+            }
+            (None, None) => Err(ConfigError::Invalid(
+                "replication_factor is required (e.g. replication_factor = 1 for a single node)"
+                    .into(),
+            )),
+        }
+    }
+
+    /// The cluster secret as 32 bytes, read from `rpc_secret` or `rpc_secret_file`.
+    pub fn rpc_secret_bytes(&self) -> Result<[u8; 32], ConfigError> {
+        let text = match (&self.rpc_secret, &self.rpc_secret_file) {
+            (Some(s), _) => s.clone(),
+            (None, Some(p)) => {
+                check_secret_file_mode(p, self.allow_world_readable_secrets)?;
+                std::fs::read_to_string(p)
+                    .map_err(|e| {
+                        ConfigError::Invalid(format!(
+                            "rpc_secret_file {}: cannot read: {e}",
+                            p.display()
+                        ))
+                    })?
+                    .trim()
+                    .to_owned()
+            }
+            (None, None) => return Err(ConfigError::Invalid("rpc_secret is required".into())),
+        };
+        check_secret_hex(&text)
+    }
+
+    /// The admin bearer token, from `admin_token` or `admin_token_file`.
+    pub fn admin_token(&self) -> Result<Option<String>, ConfigError> {
+        read_token(
+            &self.admin.admin_token,
+            &self.admin.admin_token_file,
+            "admin_token",
+            self.allow_world_readable_secrets,
+        )
+    }
+
+    /// The metrics bearer token, from `metrics_token` or `metrics_token_file`.
+    pub fn metrics_token(&self) -> Result<Option<String>, ConfigError> {
+        read_token(
+            &self.admin.metrics_token,
+            &self.admin.metrics_token_file,
+            "metrics_token",
+            self.allow_world_readable_secrets,
+        )
+    }
+}
+
+fn check_secret_hex(s: &str) -> Result<[u8; 32], ConfigError> {
+    let mut out = [0u8; 32];
+    hex::decode_to_slice(s.trim(), &mut out).map_err(|_| {
+        ConfigError::Invalid(
+            "rpc_secret must be 64 hex characters (32 bytes; `openssl rand -hex 32` makes one)"
+                .into(),
+        )
+    })?;
+    Ok(out)
+}
+
+fn read_token(
+    inline: &Option<String>,
+    file: &Option<PathBuf>,
+    key: &str,
+    allow_world_readable: bool,
+) -> Result<Option<String>, ConfigError> {
+    match (inline, file) {
+        (Some(_), Some(_)) => Err(ConfigError::Invalid(format!(
+            "[admin] {key} and {key}_file are both set; keep one"
+        ))),
+        (Some(t), None) => Ok(Some(t.clone())),
+        (None, Some(p)) => {
+            check_secret_file_mode(p, allow_world_readable)?;
+            let t = std::fs::read_to_string(p).map_err(|e| {
+                ConfigError::Invalid(format!("[admin] {key}_file {}: {e}", p.display()))
+            })?;
+            Ok(Some(t.trim().to_owned()))
+        }
+        (None, None) => Ok(None),
+    }
+}
+
+#[cfg(unix)]
+fn check_secret_file_mode(p: &Path, allow: bool) -> Result<(), ConfigError> {
+    use std::os::unix::fs::PermissionsExt;
+    if allow {
+        return Ok(());
+    }
+    let meta = std::fs::metadata(p)
+        .map_err(|e| ConfigError::Invalid(format!("secret file {}: {e}", p.display())))?;
+    if meta.permissions().mode() & 0o077 != 0 {
+        return Err(ConfigError::Invalid(format!(
+            "secret file {} is readable by group or others; chmod 600 it, or set \
+             allow_world_readable_secrets = true",
+            p.display()
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn check_secret_file_mode(_: &Path, _: bool) -> Result<(), ConfigError> {
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = r#"
+metadata_dir = "/tmp/m"
+data_dir = "/tmp/d"
+replication_factor = 1
+rpc_secret = "0000000000000000000000000000000000000000000000000000000000000000"
+rpc_bind_addr = "127.0.0.1:3901"
+[s3_api]
+s3_region = "garage"
+api_bind_addr = "127.0.0.1:3900"
+"#;
+
+    #[test]
+    fn minimal_config_loads_with_defaults() {
+        let c = Config::parse(BASE).unwrap();
+        assert_eq!(c.block_size.0, 1 << 20);
+        assert_eq!(c.db_engine, DbEngine::Sled);
+        assert_eq!(c.compression_level, CompressionLevel(Some(1)));
+        assert_eq!(c.rpc_timeout_msec, 300_000);
+        assert_eq!(c.replication().unwrap().factor, 1);
+    }
+
+    #[test]
+    fn unknown_key_is_named() {
+        let text = format!("metdata_fsync = true\n{BASE}");
+        let err = Config::parse(&text).unwrap_err().to_string();
+        assert!(err.contains("metdata_fsync"), "{err}");
+    }
+
+    #[test]
+    fn unknown_key_in_section_is_named() {
+        let text = format!("{BASE}root_domian = \".s3\"\n");
+        let err = Config::parse(&text).unwrap_err().to_string();
+        assert!(err.contains("root_domian"), "{err}");
+    }
+
+    #[test]
+    fn missing_required_key_is_named() {
+        let text = BASE.replace("metadata_dir = \"/tmp/m\"\n", "");
+        let err = Config::parse(&text).unwrap_err().to_string();
+        assert!(err.contains("metadata_dir"), "{err}");
+    }
+
+    #[test]
+    fn malformed_values_are_refused() {
+        let text = format!("block_size = \"huge\"\n{BASE}");
+        let err = Config::parse(&text).unwrap_err().to_string();
+        assert!(err.contains("block_size"), "{err}");
+        let text = format!("db_engine = \"lmdb\"\n{BASE}");
+        let err = Config::parse(&text).unwrap_err().to_string();
+        assert!(err.contains("lmdb") && err.contains("sled"), "{err}");
+        let text = BASE.replace("0000000000000000", "zz");
+        let err = Config::parse(&text).unwrap_err().to_string();
+        assert!(err.contains("rpc_secret"), "{err}");
+    }
+
+    #[test]
+    fn sizes_and_data_dir_lists() {
+        let text = format!(
+            "block_size = \"4MiB\"\ncompression_level = \"none\"\n{}",
+            BASE.replace(
+                "data_dir = \"/tmp/d\"",
+                "data_dir = [{ path = \"/a\", capacity = \"1T\" }, { path = \"/b\", read_only = true }]"
+            )
+        );
+        let c = Config::parse(&text).unwrap();
+        assert_eq!(c.block_size.0, 4 << 20);
+        assert_eq!(c.compression_level, CompressionLevel(None));
+        assert_eq!(c.data_dir.writable(), vec![PathBuf::from("/a")]);
+    }
+
+    #[test]
+    fn legacy_replication_mode() {
+        let text = BASE.replace(
+            "replication_factor = 1",
+            "replication_mode = \"3-degraded\"",
+        );
+        let r = Config::parse(&text).unwrap().replication().unwrap();
+        assert_eq!(r.factor, 3);
+        assert_eq!(r.consistency, ConsistencyMode::Degraded);
+    }
+}

@@ -1,0 +1,12 @@
+//! Hangar's shared ground: the configuration file, the block hash type, size
+//! parsing and the registry through which background workers report progress.
+//!
+//! Every other crate may depend on this one; it depends on none of them.
+
+pub mod config;
+pub mod hash;
+pub mod size;
+pub mod time;
+pub mod worker;
+
+pub use hash::Hash;

@@ -15,11 +15,13 @@
 mod engine;
 mod error;
 mod group_commit;
+mod open;
 mod sled_engine;
 
 pub use engine::{Engine, WriteOp};
 pub use error::DbError;
 pub use group_commit::{CommitStats, Db, DbOptions, Tx};
+pub use open::open_engine;
 pub use sled_engine::SledEngine;
 
 /// Result alias of this crate.

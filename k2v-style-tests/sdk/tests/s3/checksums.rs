@@ -1,0 +1,201 @@
+//! Flexible checksums: the SDK's default CRC32 (sent as an aws-chunked trailer or a
+//! header, as the SDK chooses), explicit algorithms and precomputed values, verified on
+//! upload and returned with `x-amz-checksum-mode: ENABLED`.
+
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::{ChecksumAlgorithm, ChecksumMode};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use hangar_sdk_tests::random_bytes;
+use sha2::{Digest, Sha256};
+
+use crate::{assert_error, assert_same_bytes, failure, get, server_with_bucket};
+
+const SIZES: [usize; 4] = [0, 3 * 1024, 1024 * 1024 + 1, 5 * 1024 * 1024 + 7];
+
+fn crc32_of(data: &[u8]) -> String {
+    BASE64.encode(crc32fast::hash(data).to_be_bytes())
+}
+
+fn sha256_of(data: &[u8]) -> String {
+    BASE64.encode(Sha256::digest(data))
+}
+
+#[tokio::test]
+async fn sdk_default_crc32_is_verified_and_returned() {
+    let (_server, client) = server_with_bucket("crc").await;
+    for size in SIZES {
+        let data = random_bytes(size, size as u64);
+        let key = format!("obj-{size}");
+        let put = client
+            .put_object()
+            .bucket("crc")
+            .key(&key)
+            .body(ByteStream::from(data.clone()))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("PUT {key}: {e:?}"));
+        assert_eq!(
+            put.checksum_crc32(),
+            Some(crc32_of(&data).as_str()),
+            "PUT {key}"
+        );
+
+        let got = client
+            .get_object()
+            .bucket("crc")
+            .key(&key)
+            .checksum_mode(ChecksumMode::Enabled)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            got.checksum_crc32(),
+            Some(crc32_of(&data).as_str()),
+            "GET {key}"
+        );
+        // The SDK also validates the body against the returned checksum while reading.
+        assert_same_bytes(&crate::body(got).await, &data, &key);
+
+        let head = client
+            .head_object()
+            .bucket("crc")
+            .key(&key)
+            .checksum_mode(ChecksumMode::Enabled)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            head.checksum_crc32(),
+            Some(crc32_of(&data).as_str()),
+            "HEAD {key}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn explicit_sha256_is_verified_and_returned() {
+    let (_server, client) = server_with_bucket("sha").await;
+    for size in SIZES {
+        let data = random_bytes(size, 100 + size as u64);
+        let key = format!("obj-{size}");
+        let put = client
+            .put_object()
+            .bucket("sha")
+            .key(&key)
+            .checksum_algorithm(ChecksumAlgorithm::Sha256)
+            .body(ByteStream::from(data.clone()))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("PUT {key}: {e:?}"));
+        assert_eq!(
+            put.checksum_sha256(),
+            Some(sha256_of(&data).as_str()),
+            "PUT {key}"
+        );
+        let got = client
+            .get_object()
+            .bucket("sha")
+            .key(&key)
+            .checksum_mode(ChecksumMode::Enabled)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            got.checksum_sha256(),
+            Some(sha256_of(&data).as_str()),
+            "GET {key}"
+        );
+        assert_same_bytes(&crate::body(got).await, &data, &key);
+    }
+    // A precomputed value, sent as a header.
+    let data = random_bytes(4096, 9);
+    client
+        .put_object()
+        .bucket("sha")
+        .key("precomputed")
+        .checksum_sha256(sha256_of(&data))
+        .body(ByteStream::from(data.clone()))
+        .send()
+        .await
+        .unwrap();
+    assert_same_bytes(
+        &get(&client, "sha", "precomputed").await,
+        &data,
+        "precomputed",
+    );
+}
+
+#[tokio::test]
+async fn other_algorithms_round_trip() {
+    let (_server, client) = server_with_bucket("algos").await;
+    let data = random_bytes(1024 * 1024 + 1, 3);
+    for algorithm in [
+        ChecksumAlgorithm::Crc32C,
+        ChecksumAlgorithm::Sha1,
+        ChecksumAlgorithm::Crc64Nvme,
+    ] {
+        let key = algorithm.as_str().to_owned();
+        let put = client
+            .put_object()
+            .bucket("algos")
+            .key(&key)
+            .checksum_algorithm(algorithm.clone())
+            .body(ByteStream::from(data.clone()))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("PUT {key}: {e:?}"));
+        let got = client
+            .get_object()
+            .bucket("algos")
+            .key(&key)
+            .checksum_mode(ChecksumMode::Enabled)
+            .send()
+            .await
+            .unwrap();
+        let (sent, returned) = match algorithm {
+            ChecksumAlgorithm::Crc32C => (put.checksum_crc32_c(), got.checksum_crc32_c()),
+            ChecksumAlgorithm::Sha1 => (put.checksum_sha1(), got.checksum_sha1()),
+            _ => (put.checksum_crc64_nvme(), got.checksum_crc64_nvme()),
+        };
+        let sent = sent.map(str::to_owned);
+        assert!(sent.is_some(), "PUT {key} returned no checksum");
+        assert_eq!(returned.map(str::to_owned), sent, "GET {key}");
+        assert_same_bytes(&crate::body(got).await, &data, &key);
+    }
+}
+
+#[tokio::test]
+async fn wrong_checksum_is_refused() {
+    let (_server, client) = server_with_bucket("bad-sum").await;
+    let data = random_bytes(10_000, 4);
+    let other = random_bytes(10_000, 5);
+    assert_error(
+        client
+            .put_object()
+            .bucket("bad-sum")
+            .key("crc")
+            .checksum_crc32(crc32_of(&other))
+            .body(ByteStream::from(data.clone()))
+            .send()
+            .await,
+        400,
+        "BadDigest",
+    );
+    assert_error(
+        client
+            .put_object()
+            .bucket("bad-sum")
+            .key("sha")
+            .checksum_sha256(sha256_of(&other))
+            .body(ByteStream::from(data.clone()))
+            .send()
+            .await,
+        400,
+        "BadDigest",
+    );
+    for key in ["crc", "sha"] {
+        let (status, _) = failure(client.head_object().bucket("bad-sum").key(key).send().await);
+        assert_eq!(status, 404, "{key} must not exist after a refused upload");
+    }
+}

@@ -1,0 +1,106 @@
+//! The single measured S3 operations. Each returns the object bytes it moved, or a
+//! message describing the failure (with the service's error code when there is one).
+
+use std::time::{Duration, Instant};
+
+use aws_sdk_s3::Client;
+use aws_sdk_s3::error::DisplayErrorContext;
+use aws_sdk_s3::primitives::ByteStream;
+
+use crate::payload::ObjectSpec;
+
+/// The outcome of one timed operation: its latency, and bytes moved or an error.
+pub type Timed = (Duration, Result<u64, String>);
+
+/// Uploads `spec`'s body. The body is generated before the clock starts.
+pub async fn put(client: &Client, bucket: &str, spec: &ObjectSpec) -> Timed {
+    let body = spec.body();
+    let start = Instant::now();
+    let result = client
+        .put_object()
+        .bucket(bucket)
+        .key(&spec.key)
+        .body(ByteStream::from(body))
+        .send()
+        .await;
+    let latency = start.elapsed();
+    (
+        latency,
+        result
+            .map(|_| spec.size)
+            .map_err(|e| format!("PUT {}: {}", spec.key, DisplayErrorContext(&e))),
+    )
+}
+
+/// Downloads `spec` in full; the clock stops when the last byte has arrived, and the
+/// content is then checked against the seed in the key.
+pub async fn get(client: &Client, bucket: &str, spec: &ObjectSpec) -> Timed {
+    let start = Instant::now();
+    let body = match client
+        .get_object()
+        .bucket(bucket)
+        .key(&spec.key)
+        .send()
+        .await
+    {
+        Ok(output) => output.body.collect().await.map(|data| data.into_bytes()),
+        Err(e) => {
+            let message = format!("GET {}: {}", spec.key, DisplayErrorContext(&e));
+            return (start.elapsed(), Err(message));
+        }
+    };
+    let latency = start.elapsed();
+    let result = match body {
+        Ok(body) => spec
+            .verify(&body)
+            .map(|()| spec.size)
+            .map_err(|e| format!("GET content mismatch: {e}")),
+        Err(e) => Err(format!(
+            "GET {} body: {}",
+            spec.key,
+            DisplayErrorContext(&e)
+        )),
+    };
+    (latency, result)
+}
+
+/// Reads `spec`'s metadata and checks the reported length. Moves no object bytes.
+pub async fn stat(client: &Client, bucket: &str, spec: &ObjectSpec) -> Timed {
+    let start = Instant::now();
+    let result = client
+        .head_object()
+        .bucket(bucket)
+        .key(&spec.key)
+        .send()
+        .await;
+    let latency = start.elapsed();
+    let result = match result {
+        Ok(head) if head.content_length() == Some(spec.size as i64) => Ok(0),
+        Ok(head) => Err(format!(
+            "STAT {}: content-length {:?}, expected {}",
+            spec.key,
+            head.content_length(),
+            spec.size
+        )),
+        Err(e) => Err(format!("STAT {}: {}", spec.key, DisplayErrorContext(&e))),
+    };
+    (latency, result)
+}
+
+/// Deletes `spec`. Moves no object bytes.
+pub async fn delete(client: &Client, bucket: &str, spec: &ObjectSpec) -> Timed {
+    let start = Instant::now();
+    let result = client
+        .delete_object()
+        .bucket(bucket)
+        .key(&spec.key)
+        .send()
+        .await;
+    let latency = start.elapsed();
+    (
+        latency,
+        result
+            .map(|_| 0)
+            .map_err(|e| format!("DELETE {}: {}", spec.key, DisplayErrorContext(&e))),
+    )
+}

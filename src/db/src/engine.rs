@@ -44,4 +44,27 @@ pub trait Engine: Send + Sync + 'static {
 
     /// Approximate on-disk size of the store, in bytes.
     fn size_on_disk(&self) -> Result<u64>;
+
+    /// Names of the trees that hold at least one key, ascending. An engine
+    /// may also list a tree whose keys were all deleted. Used to copy a whole
+    /// store (see [`crate::convert`]).
+    fn trees(&self) -> Result<Vec<String>>;
+
+    /// Inserts `entries` into `tree` as one atomic, durable batch. This is the
+    /// bulk path of [`crate::convert`], where tree names are only known at run
+    /// time; normal writes go through [`Engine::apply`].
+    fn load(&self, tree: &str, entries: Vec<(Vec<u8>, Vec<u8>)>) -> Result<()>;
+}
+
+/// True when no key can lie between `start` and `end`. Engines check this
+/// before iterating because their range functions panic or misbehave on an
+/// inverted range, which callers may legitimately ask for (an empty listing).
+pub(crate) fn range_is_empty(start: Bound<&[u8]>, end: Bound<&[u8]>) -> bool {
+    match (start, end) {
+        (Bound::Included(s), Bound::Included(e)) => s > e,
+        (Bound::Included(s), Bound::Excluded(e))
+        | (Bound::Excluded(s), Bound::Included(e))
+        | (Bound::Excluded(s), Bound::Excluded(e)) => s >= e,
+        _ => false,
+    }
 }

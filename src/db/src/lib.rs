@@ -12,16 +12,20 @@
 //! which run on tokio's blocking pool so that database work never stalls the
 //! runtime's worker threads.
 
+mod convert;
 mod engine;
 mod error;
 mod group_commit;
 mod open;
+mod redb_engine;
 mod sled_engine;
 
+pub use convert::{convert, convert_db, parse_engine_path};
 pub use engine::{Engine, WriteOp};
 pub use error::DbError;
 pub use group_commit::{CommitStats, Db, DbOptions, Tx};
-pub use open::open_engine;
+pub use open::{open_engine, open_engine_at};
+pub use redb_engine::RedbEngine;
 pub use sled_engine::SledEngine;
 
 /// Result alias of this crate.

@@ -6,6 +6,7 @@
 use std::ops::Bound;
 use std::path::Path;
 
+use crate::engine::range_is_empty;
 use crate::{DbError, Engine, Result, WriteOp};
 
 const NAME: &str = "sled";
@@ -79,6 +80,9 @@ impl Engine for SledEngine {
         reverse: bool,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        if limit == 0 || range_is_empty(start, end) {
+            return Ok(Vec::new());
+        }
         let range = (
             prefixed_bound(tree, start, false),
             prefixed_bound(tree, end, true),
@@ -120,5 +124,42 @@ impl Engine for SledEngine {
 
     fn size_on_disk(&self) -> Result<u64> {
         self.db.size_on_disk().map_err(|e| DbError::engine(NAME, e))
+    }
+
+    fn trees(&self) -> Result<Vec<String>> {
+        // Jump from one tree's first key to the next tree's: one seek per
+        // tree rather than a scan of every key.
+        let mut trees = Vec::new();
+        let mut from = Vec::new();
+        loop {
+            let first = self
+                .kv
+                .range(from..)
+                .next()
+                .transpose()
+                .map_err(|e| DbError::engine(NAME, e))?;
+            let Some((k, _)) = first else {
+                return Ok(trees);
+            };
+            let nul = k.iter().position(|&b| b == 0).ok_or_else(|| {
+                DbError::engine(NAME, format!("key without a tree prefix: {:?}", &k[..]))
+            })?;
+            let tree = String::from_utf8(k[..nul].to_vec())
+                .map_err(|e| DbError::engine(NAME, format!("tree name is not UTF-8: {e}")))?;
+            from = tree_end(&tree);
+            trees.push(tree);
+        }
+    }
+
+    fn load(&self, tree: &str, entries: Vec<(Vec<u8>, Vec<u8>)>) -> Result<()> {
+        let mut b = sled::Batch::default();
+        for (k, v) in entries {
+            b.insert(prefixed(tree, &k), v);
+        }
+        self.kv
+            .apply_batch(b)
+            .map_err(|e| DbError::engine(NAME, e))?;
+        self.db.flush().map_err(|e| DbError::engine(NAME, e))?;
+        Ok(())
     }
 }

@@ -126,43 +126,59 @@ async fn explicit_sha256_is_verified_and_returned() {
     );
 }
 
-#[tokio::test]
-async fn other_algorithms_round_trip() {
-    let (_server, client) = server_with_bucket("algos").await;
+/// Uploads with `algorithm` computed by the SDK, then checks that GET with checksum mode
+/// returns the value the PUT answer gave (the SDK validates the body against it too).
+async fn algorithm_round_trips(algorithm: ChecksumAlgorithm) {
+    let bucket = format!("algo-{}", algorithm.as_str().to_lowercase());
+    let (_server, client) = server_with_bucket(&bucket).await;
     let data = random_bytes(1024 * 1024 + 1, 3);
-    for algorithm in [
-        ChecksumAlgorithm::Crc32C,
-        ChecksumAlgorithm::Sha1,
-        ChecksumAlgorithm::Crc64Nvme,
-    ] {
-        let key = algorithm.as_str().to_owned();
-        let put = client
-            .put_object()
-            .bucket("algos")
-            .key(&key)
-            .checksum_algorithm(algorithm.clone())
-            .body(ByteStream::from(data.clone()))
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("PUT {key}: {e:?}"));
-        let got = client
-            .get_object()
-            .bucket("algos")
-            .key(&key)
-            .checksum_mode(ChecksumMode::Enabled)
-            .send()
-            .await
-            .unwrap();
-        let (sent, returned) = match algorithm {
-            ChecksumAlgorithm::Crc32C => (put.checksum_crc32_c(), got.checksum_crc32_c()),
-            ChecksumAlgorithm::Sha1 => (put.checksum_sha1(), got.checksum_sha1()),
-            _ => (put.checksum_crc64_nvme(), got.checksum_crc64_nvme()),
-        };
-        let sent = sent.map(str::to_owned);
-        assert!(sent.is_some(), "PUT {key} returned no checksum");
-        assert_eq!(returned.map(str::to_owned), sent, "GET {key}");
-        assert_same_bytes(&crate::body(got).await, &data, &key);
-    }
+    let put = client
+        .put_object()
+        .bucket(&bucket)
+        .key("obj")
+        .checksum_algorithm(algorithm.clone())
+        .body(ByteStream::from(data.clone()))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("PUT with {algorithm:?}: {e:?}"));
+    let got = client
+        .get_object()
+        .bucket(&bucket)
+        .key("obj")
+        .checksum_mode(ChecksumMode::Enabled)
+        .send()
+        .await
+        .unwrap();
+    let (sent, returned) = match algorithm {
+        ChecksumAlgorithm::Crc32C => (put.checksum_crc32_c(), got.checksum_crc32_c()),
+        ChecksumAlgorithm::Sha1 => (put.checksum_sha1(), got.checksum_sha1()),
+        ChecksumAlgorithm::Crc64Nvme => (put.checksum_crc64_nvme(), got.checksum_crc64_nvme()),
+        other => panic!("not covered here: {other:?}"),
+    };
+    let sent = sent.map(str::to_owned);
+    assert!(
+        sent.is_some(),
+        "PUT with {algorithm:?} returned no checksum"
+    );
+    assert_eq!(returned.map(str::to_owned), sent, "GET with {algorithm:?}");
+    assert_same_bytes(&crate::body(got).await, &data, algorithm.as_str());
+}
+
+#[tokio::test]
+async fn crc32c_round_trips() {
+    algorithm_round_trips(ChecksumAlgorithm::Crc32C).await;
+}
+
+#[tokio::test]
+async fn sha1_round_trips() {
+    algorithm_round_trips(ChecksumAlgorithm::Sha1).await;
+}
+
+/// CRC64NVME is asked for "if the library has it" (issue 2): a failure here alone says
+/// the server does not support it.
+#[tokio::test]
+async fn crc64nvme_round_trips() {
+    algorithm_round_trips(ChecksumAlgorithm::Crc64Nvme).await;
 }
 
 #[tokio::test]

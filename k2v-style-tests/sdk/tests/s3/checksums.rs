@@ -1,6 +1,7 @@
-//! Flexible checksums: the SDK's default CRC32 (sent as an aws-chunked trailer or a
-//! header, as the SDK chooses), explicit algorithms and precomputed values, verified on
-//! upload and returned with `x-amz-checksum-mode: ENABLED`.
+//! Flexible checksums: the SDK's default CRC32 (a header for in-memory bodies; an
+//! aws-chunked trailer, `STREAMING-UNSIGNED-PAYLOAD-TRAILER`, for streaming bodies),
+//! explicit algorithms and precomputed values, verified on upload and returned with
+//! `x-amz-checksum-mode: ENABLED`.
 
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{ChecksumAlgorithm, ChecksumMode};
@@ -70,6 +71,48 @@ async fn sdk_default_crc32_is_verified_and_returned() {
             Some(crc32_of(&data).as_str()),
             "HEAD {key}"
         );
+    }
+}
+
+#[tokio::test]
+async fn streaming_body_sends_crc32_trailer() {
+    // A body read from a file has no in-memory bytes, so the SDK sends it aws-chunked
+    // with the CRC32 in a trailer, as aws-cli and current SDKs do by default.
+    let (_server, client) = server_with_bucket("trailer").await;
+    let dir = tempfile::tempdir().unwrap();
+    for size in SIZES.into_iter().chain([20 * 1024 * 1024 + 3]) {
+        let data = random_bytes(size, 1000 + size as u64);
+        let path = dir.path().join(format!("body-{size}"));
+        std::fs::write(&path, &data).unwrap();
+        let key = format!("streamed-{size}");
+        let put = client
+            .put_object()
+            .bucket("trailer")
+            .key(&key)
+            .body(ByteStream::from_path(&path).await.unwrap())
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("PUT {key}: {e:?}"));
+        assert_eq!(
+            put.checksum_crc32(),
+            Some(crc32_of(&data).as_str()),
+            "PUT {key}"
+        );
+        let got = client
+            .get_object()
+            .bucket("trailer")
+            .key(&key)
+            .checksum_mode(ChecksumMode::Enabled)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            got.checksum_crc32(),
+            Some(crc32_of(&data).as_str()),
+            "GET {key}"
+        );
+        assert_eq!(got.content_length(), Some(size as i64), "GET {key}");
+        assert_same_bytes(&crate::body(got).await, &data, &key);
     }
 }
 

@@ -170,3 +170,39 @@ async fn content_md5_is_verified() {
         "InvalidDigest",
     );
 }
+
+#[tokio::test]
+async fn content_encoding_survives_aws_chunked_upload() {
+    // A streaming body goes aws-chunked: the SDK adds `aws-chunked` to Content-Encoding,
+    // and the server must store only the user's encoding.
+    let (_server, client) = server_with_bucket("chunked-enc").await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("body");
+    let data = random_bytes(200_000, 5);
+    std::fs::write(&path, &data).unwrap();
+    client
+        .put_object()
+        .bucket("chunked-enc")
+        .key("obj")
+        .content_encoding("gzip")
+        .content_type("application/x-tar")
+        .body(ByteStream::from_path(&path).await.unwrap())
+        .send()
+        .await
+        .unwrap();
+    let head = client
+        .head_object()
+        .bucket("chunked-enc")
+        .key("obj")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(head.content_encoding(), Some("gzip"));
+    assert_eq!(head.content_type(), Some("application/x-tar"));
+    assert_eq!(head.content_length(), Some(data.len() as i64));
+    assert_same_bytes(
+        &get(&client, "chunked-enc", "obj").await,
+        &data,
+        "chunked body",
+    );
+}

@@ -19,7 +19,7 @@ pub mod object;
 pub mod version;
 
 pub use error::ModelError;
-pub use model::Model;
+pub use model::{Model, PermissionChange};
 
 /// Result alias of this crate.
 pub type Result<T> = std::result::Result<T, ModelError>;

@@ -384,14 +384,12 @@ impl Model {
             .await
     }
 
-    /// Stores block number `index` of `version`.
-    pub async fn store_block(
-        &self,
-        version: VersionId,
-        index: u32,
-        hash: Hash,
-        data: Bytes,
-    ) -> Result<()> {
+    /// Stores block number `index` of `version`, named by its blake3 hash
+    /// (computed here, off the async threads).
+    pub async fn store_block(&self, version: VersionId, index: u32, data: Bytes) -> Result<()> {
+        let (hash, data) = tokio::task::spawn_blocking(move || (Hash::of(&data), data))
+            .await
+            .map_err(|e| ModelError::Invalid(format!("hashing task failed: {e}")))?;
         let entry = BlockEntry {
             hash,
             size: data.len() as u64,
@@ -469,6 +467,29 @@ impl Model {
             .await?;
         self.wake_gc();
         Ok(existed)
+    }
+
+    /// Makes version `to` use the same blocks as version `from` (a copy
+    /// shares blocks instead of duplicating them). `to` must have been
+    /// registered with [`Model::begin_upload`]. Returns the block count.
+    pub async fn share_blocks(&self, from: VersionId, to: VersionId) -> Result<u32> {
+        let mut next = 0u32;
+        loop {
+            let page = self.version_blocks(&from, next, 256).await?;
+            let Some((last, _)) = page.last() else {
+                return Ok(next);
+            };
+            next = last + 1;
+            self.db
+                .write(move |tx| {
+                    for (idx, entry) in &page {
+                        hangar_block::add_ref(tx, &entry.hash, &to)?;
+                        Table::<VersionTable>::tx_insert(tx, &to, &idx.to_be_bytes(), entry)?;
+                    }
+                    Ok::<_, ModelError>(())
+                })
+                .await?;
+        }
     }
 
     /// Up to `limit` block entries of `version` from block `from` on.

@@ -1,0 +1,70 @@
+//! HTTP preconditions on an object (RFC 7232 order, as S3 applies them).
+
+use hangar_model::object::ObjectRow;
+use s3s::dto::{ETag, ETagCondition, Timestamp};
+use s3s::{S3Result, s3_error};
+
+use crate::time::{msec_to_secs, secs};
+
+/// The four conditional headers of a read (or of a copy's source).
+#[derive(Default)]
+pub struct Preconditions<'a> {
+    pub if_match: Option<&'a ETagCondition>,
+    pub if_none_match: Option<&'a ETagCondition>,
+    pub if_modified_since: Option<&'a Timestamp>,
+    pub if_unmodified_since: Option<&'a Timestamp>,
+}
+
+fn matches(cond: &ETagCondition, etag: &str) -> bool {
+    match cond {
+        ETagCondition::Any => true,
+        ETagCondition::ETag(e) => e.value() == etag,
+    }
+}
+
+impl Preconditions<'_> {
+    /// Checks the conditions against `obj`. `not_modified_is_error` selects
+    /// the answer to a failed If-None-Match / If-Modified-Since: 304 for a
+    /// GET or HEAD, 412 for a copy source.
+    pub fn check(&self, obj: &ObjectRow, not_modified_is_412: bool) -> S3Result<()> {
+        let modified = msec_to_secs(obj.timestamp_msec);
+        if let Some(c) = self.if_match {
+            if !matches(c, &obj.etag) {
+                return Err(s3_error!(
+                    PreconditionFailed,
+                    "At least one of the pre-conditions you specified did not hold"
+                ));
+            }
+        } else if let Some(t) = self.if_unmodified_since
+            && modified > secs(t)
+        {
+            return Err(s3_error!(
+                PreconditionFailed,
+                "At least one of the pre-conditions you specified did not hold"
+            ));
+        }
+        let not_modified = if let Some(c) = self.if_none_match {
+            matches(c, &obj.etag)
+        } else if let Some(t) = self.if_modified_since {
+            modified <= secs(t)
+        } else {
+            false
+        };
+        if not_modified {
+            return Err(if not_modified_is_412 {
+                s3_error!(
+                    PreconditionFailed,
+                    "At least one of the pre-conditions you specified did not hold"
+                )
+            } else {
+                s3_error!(NotModified)
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The ETag of an object as S3 sends it.
+pub fn etag(obj: &ObjectRow) -> ETag {
+    ETag::Strong(obj.etag.clone())
+}

@@ -1,0 +1,56 @@
+//! The one place where internal errors become S3 errors.
+
+use hangar_block::BlockError;
+use hangar_model::ModelError;
+use s3s::{S3Error, S3ErrorCode, s3_error};
+
+/// Maps a model error to the S3 error a client should see.
+pub fn model_error(e: ModelError) -> S3Error {
+    match e {
+        ModelError::NoSuchBucket(b) => {
+            s3_error!(NoSuchBucket, "The specified bucket does not exist: {b}")
+        }
+        ModelError::BucketAlreadyExists(b) => s3_error!(
+            BucketAlreadyExists,
+            "The requested bucket name is not available: {b}"
+        ),
+        ModelError::BucketNotEmpty(b) => s3_error!(
+            BucketNotEmpty,
+            "The bucket you tried to delete is not empty: {b}"
+        ),
+        ModelError::InvalidBucketName { name, reason } => {
+            s3_error!(
+                InvalidBucketName,
+                "The specified bucket is not valid: {name:?} {reason}"
+            )
+        }
+        ModelError::NoSuchKey(k) => s3_error!(InvalidAccessKeyId, "No such access key: {k}"),
+        ModelError::KeyAlreadyExists(k) => s3_error!(InvalidRequest, "Key {k} exists"),
+        ModelError::Invalid(m) => s3_error!(InvalidRequest, "{m}"),
+        ModelError::Block(b) => block_error(b),
+        e @ (ModelError::Table(_) | ModelError::Db(_)) => internal(e),
+    }
+}
+
+/// Maps a block store error.
+pub fn block_error(e: BlockError) -> S3Error {
+    tracing::error!("block store: {e}");
+    S3Error::with_message(S3ErrorCode::InternalError, e.to_string())
+}
+
+/// An internal error: logged, and reported without detail beyond its text.
+pub fn internal(e: impl std::fmt::Display) -> S3Error {
+    tracing::error!("internal error: {e}");
+    S3Error::with_message(S3ErrorCode::InternalError, e.to_string())
+}
+
+/// Extension to turn model results into S3 results.
+pub trait OrS3<T> {
+    fn or_s3(self) -> s3s::S3Result<T>;
+}
+
+impl<T> OrS3<T> for Result<T, ModelError> {
+    fn or_s3(self) -> s3s::S3Result<T> {
+        self.map_err(model_error)
+    }
+}

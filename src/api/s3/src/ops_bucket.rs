@@ -1,0 +1,132 @@
+//! Bucket operations: ListBuckets, CreateBucket, HeadBucket, DeleteBucket,
+//! GetBucketLocation.
+
+use s3s::dto::{
+    Bucket, CreateBucketInput, CreateBucketOutput, DeleteBucketInput, DeleteBucketOutput,
+    GetBucketLocationInput, GetBucketLocationOutput, HeadBucketInput, HeadBucketOutput,
+    ListBucketsInput, ListBucketsOutput, Owner,
+};
+use s3s::{S3Request, S3Response, S3Result, s3_error};
+
+use crate::S3Api;
+use crate::error::OrS3;
+use crate::time::timestamp;
+
+fn access_key<T>(req: &S3Request<T>) -> S3Result<&str> {
+    req.credentials
+        .as_ref()
+        .map(|c| c.access_key.as_str())
+        .ok_or_else(|| s3_error!(AccessDenied, "Anonymous access is not allowed"))
+}
+
+impl S3Api {
+    pub(crate) async fn do_list_buckets(
+        &self,
+        req: S3Request<ListBucketsInput>,
+    ) -> S3Result<S3Response<ListBucketsOutput>> {
+        let key = self
+            .model
+            .get_key(access_key(&req)?)
+            .await
+            .or_s3()?
+            .ok_or_else(|| s3_error!(InvalidAccessKeyId))?;
+        let prefix = req.input.prefix.as_deref().unwrap_or("");
+        let buckets = self
+            .model
+            .list_buckets()
+            .await
+            .or_s3()?
+            .into_iter()
+            .filter(|b| key.permission(&b.name).any() && b.name.starts_with(prefix))
+            .map(|b| Bucket {
+                name: Some(b.name),
+                creation_date: Some(timestamp(b.created_msec)),
+                bucket_region: Some(self.settings.region.clone()),
+            })
+            .collect();
+        Ok(S3Response::new(ListBucketsOutput {
+            buckets: Some(buckets),
+            owner: Some(Owner {
+                id: Some(key.access_key_id.clone()),
+                display_name: Some(key.name.clone()),
+            }),
+            prefix: req.input.prefix,
+            continuation_token: None,
+        }))
+    }
+
+    pub(crate) async fn do_create_bucket(
+        &self,
+        req: S3Request<CreateBucketInput>,
+    ) -> S3Result<S3Response<CreateBucketOutput>> {
+        let key_id = access_key(&req)?.to_owned();
+        let name = &req.input.bucket;
+        if let Some(c) = req
+            .input
+            .create_bucket_configuration
+            .as_ref()
+            .and_then(|c| c.location_constraint.as_ref())
+            && c.as_str() != self.settings.region
+        {
+            return Err(s3_error!(
+                InvalidLocationConstraint,
+                "The specified location-constraint is not valid: this is region {}",
+                self.settings.region
+            ));
+        }
+        if self.model.get_bucket(name).await.or_s3()?.is_some() {
+            let key = self.model.get_key(&key_id).await.or_s3()?;
+            return Err(if key.is_some_and(|k| k.permission(name).owner) {
+                s3_error!(
+                    BucketAlreadyOwnedByYou,
+                    "Your previous request to create the named bucket succeeded and you already own it."
+                )
+            } else {
+                s3_error!(
+                    BucketAlreadyExists,
+                    "The requested bucket name is not available."
+                )
+            });
+        }
+        self.model
+            .create_bucket(name, Some(&key_id))
+            .await
+            .or_s3()?;
+        Ok(S3Response::new(CreateBucketOutput {
+            location: Some(format!("/{name}")),
+        }))
+    }
+
+    pub(crate) async fn do_head_bucket(
+        &self,
+        req: S3Request<HeadBucketInput>,
+    ) -> S3Result<S3Response<HeadBucketOutput>> {
+        self.bucket(&req.input.bucket).await?;
+        Ok(S3Response::new(HeadBucketOutput {
+            bucket_region: Some(self.settings.region.clone()),
+            ..Default::default()
+        }))
+    }
+
+    pub(crate) async fn do_delete_bucket(
+        &self,
+        req: S3Request<DeleteBucketInput>,
+    ) -> S3Result<S3Response<DeleteBucketOutput>> {
+        self.model.delete_bucket(&req.input.bucket).await.or_s3()?;
+        let mut resp = S3Response::new(DeleteBucketOutput {});
+        resp.status = Some(http::StatusCode::NO_CONTENT);
+        Ok(resp)
+    }
+
+    pub(crate) async fn do_get_bucket_location(
+        &self,
+        req: S3Request<GetBucketLocationInput>,
+    ) -> S3Result<S3Response<GetBucketLocationOutput>> {
+        self.bucket(&req.input.bucket).await?;
+        Ok(S3Response::new(GetBucketLocationOutput {
+            location_constraint: Some(s3s::dto::BucketLocationConstraint::from(
+                self.settings.region.clone(),
+            )),
+        }))
+    }
+}

@@ -1,0 +1,134 @@
+//! CopyObject: metadata COPY or REPLACE, copy-source preconditions. Data is
+//! never copied: the new version references the source's blocks (or
+//! carries its inline bytes).
+
+use hangar_model::object::{ObjectData, ObjectRow};
+use s3s::dto::{
+    CopyObjectInput, CopyObjectOutput, CopyObjectResult, CopySource, MetadataDirective,
+};
+use s3s::{S3Request, S3Response, S3Result, s3_error};
+
+use crate::S3Api;
+use crate::conditions::{Preconditions, etag};
+use crate::error::OrS3;
+use crate::ops_put::system_headers;
+use crate::time::timestamp;
+
+impl S3Api {
+    pub(crate) async fn do_copy_object(
+        &self,
+        req: S3Request<CopyObjectInput>,
+    ) -> S3Result<S3Response<CopyObjectOutput>> {
+        let input = &req.input;
+        let (src_bucket, src_key) = match &input.copy_source {
+            CopySource::Bucket {
+                bucket,
+                key,
+                version_id,
+            } => {
+                if version_id.is_some() {
+                    return Err(s3_error!(
+                        NotImplemented,
+                        "Copying a specific version is not supported (no versioning yet)"
+                    ));
+                }
+                (bucket.to_string(), key.to_string())
+            }
+            CopySource::AccessPoint { .. } | CopySource::Outpost { .. } => {
+                return Err(s3_error!(NotImplemented, "Access points are not supported"));
+            }
+        };
+        // The access check covered the destination; the source needs read.
+        let key_id = req
+            .credentials
+            .as_ref()
+            .map(|c| c.access_key.clone())
+            .ok_or_else(|| s3_error!(AccessDenied))?;
+        let key = self
+            .model
+            .get_key(&key_id)
+            .await
+            .or_s3()?
+            .ok_or_else(|| s3_error!(InvalidAccessKeyId))?;
+        let src_b = self.bucket(&src_bucket).await?;
+        if !key.permission(&src_bucket).read {
+            return Err(s3_error!(AccessDenied, "Access Denied to the copy source"));
+        }
+        let dst_b = self.bucket(&input.bucket).await?;
+        if input.key.len() > 1024 {
+            return Err(s3_error!(KeyTooLongError, "Your key is too long"));
+        }
+        let src = self
+            .model
+            .get_object(&src_b, &src_key)
+            .await
+            .or_s3()?
+            .ok_or_else(|| s3_error!(NoSuchKey, "The specified key does not exist."))?;
+        Preconditions {
+            if_match: input.copy_source_if_match.as_ref(),
+            if_none_match: input.copy_source_if_none_match.as_ref(),
+            if_modified_since: input.copy_source_if_modified_since.as_ref(),
+            if_unmodified_since: input.copy_source_if_unmodified_since.as_ref(),
+        }
+        .check(&src, true)?;
+
+        let replace = input
+            .metadata_directive
+            .as_ref()
+            .is_some_and(|d| d.as_str() == MetadataDirective::REPLACE);
+        if src_bucket == input.bucket && src_key == input.key && !replace {
+            return Err(s3_error!(
+                InvalidRequest,
+                "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes."
+            ));
+        }
+        let (headers, user_meta) = if replace {
+            (
+                system_headers(&req.headers),
+                input
+                    .metadata
+                    .clone()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .collect(),
+            )
+        } else {
+            (src.headers.clone(), src.user_meta.clone())
+        };
+
+        let version = hangar_model::new_version_id();
+        let data = match &src.data {
+            ObjectData::Inline(b) => ObjectData::Inline(b.clone()),
+            ObjectData::Blocks { .. } => {
+                self.model.begin_upload(version).await.or_s3()?;
+                match self.model.share_blocks(src.version, version).await {
+                    Ok(count) => ObjectData::Blocks { count },
+                    Err(e) => {
+                        let _ = self.model.abort_upload(version).await;
+                        return Err(crate::error::model_error(e));
+                    }
+                }
+            }
+        };
+        let row = ObjectRow {
+            version,
+            timestamp_msec: hangar_util::time::now_msec(),
+            size: src.size,
+            etag: src.etag.clone(),
+            headers,
+            user_meta,
+            checksum: src.checksum.clone(),
+            data,
+        };
+        let result = CopyObjectResult {
+            e_tag: Some(etag(&row)),
+            last_modified: Some(timestamp(row.timestamp_msec)),
+            ..Default::default()
+        };
+        self.model.publish(&dst_b, &input.key, row).await.or_s3()?;
+        Ok(S3Response::new(CopyObjectOutput {
+            copy_object_result: Some(result),
+            ..Default::default()
+        }))
+    }
+}

@@ -1,0 +1,294 @@
+//! GetObject and HeadObject: preconditions, ranges, response overrides,
+//! checksums, and the body streamed block by block with the next blocks
+//! read ahead.
+
+use std::ops::Range;
+
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+use hangar_model::object::{ObjectData, ObjectRow};
+use http::{HeaderMap, HeaderValue};
+use s3s::dto::{
+    ChecksumMode, GetObjectInput, GetObjectOutput, HeadObjectInput, HeadObjectOutput, StreamingBlob,
+};
+use s3s::{S3Request, S3Response, S3Result, s3_error};
+
+use crate::S3Api;
+use crate::conditions::{Preconditions, etag};
+use crate::error::{OrS3, block_error};
+use crate::time::timestamp;
+
+/// Blocks read ahead of the one being sent.
+const READ_AHEAD: usize = 2;
+
+/// The fields GET and HEAD share.
+struct Described {
+    content_length: u64,
+    content_range: Option<String>,
+    checksum: Option<(String, String)>,
+    headers: HeaderMap,
+}
+
+fn describe(
+    obj: &ObjectRow,
+    range: Option<&Range<u64>>,
+    checksum_mode: Option<&ChecksumMode>,
+    overrides: &[(&'static str, Option<&String>)],
+) -> Described {
+    let mut headers = HeaderMap::new();
+    for (name, value) in &obj.headers {
+        if let (Ok(n), Ok(v)) = (
+            http::HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            headers.insert(n, v);
+        }
+    }
+    if !headers.contains_key(http::header::CONTENT_TYPE) {
+        headers.insert(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static("binary/octet-stream"),
+        );
+    }
+    for (name, value) in overrides {
+        if let Some(v) = value
+            && let Ok(v) = HeaderValue::from_str(v)
+        {
+            headers.insert(*name, v);
+        }
+    }
+    for (k, v) in &obj.user_meta {
+        if let (Ok(n), Ok(v)) = (
+            http::HeaderName::from_bytes(format!("x-amz-meta-{k}").as_bytes()),
+            HeaderValue::from_str(v),
+        ) {
+            headers.insert(n, v);
+        }
+    }
+    let (content_length, content_range) = match range {
+        Some(r) => (
+            r.end - r.start,
+            Some(format!("bytes {}-{}/{}", r.start, r.end - 1, obj.size)),
+        ),
+        None => (obj.size, None),
+    };
+    // A checksum describes the whole object, so a range gets none.
+    let wants_checksum = checksum_mode.is_some_and(|m| m.as_str() == ChecksumMode::ENABLED);
+    let checksum = match (&obj.checksum, wants_checksum && range.is_none()) {
+        (Some(c), true) => Some((c.algorithm.clone(), c.value.clone())),
+        _ => None,
+    };
+    Described {
+        content_length,
+        content_range,
+        checksum,
+        headers,
+    }
+}
+
+fn set_checksum<'a>(
+    c: &Option<(String, String)>,
+    crc32: &'a mut Option<String>,
+    crc32c: &'a mut Option<String>,
+    crc64: &'a mut Option<String>,
+    sha1: &'a mut Option<String>,
+    sha256: &'a mut Option<String>,
+) {
+    if let Some((algo, v)) = c {
+        let slot = match algo.as_str() {
+            "CRC32" => crc32,
+            "CRC32C" => crc32c,
+            "CRC64NVME" => crc64,
+            "SHA1" => sha1,
+            _ => sha256,
+        };
+        *slot = Some(v.clone());
+    }
+}
+
+impl S3Api {
+    async fn object_for_read(&self, bucket: &str, key: &str) -> S3Result<ObjectRow> {
+        let b = self.bucket(bucket).await?;
+        self.model
+            .get_object(&b, key)
+            .await
+            .or_s3()?
+            .ok_or_else(|| s3_error!(NoSuchKey, "The specified key does not exist."))
+    }
+
+    /// The bytes `range` of `obj`, as a stream of blocks.
+    async fn body(&self, obj: &ObjectRow, range: Range<u64>) -> S3Result<StreamingBlob> {
+        let blocks = match &obj.data {
+            ObjectData::Inline(b) => {
+                let bytes = Bytes::copy_from_slice(&b[range.start as usize..range.end as usize]);
+                return Ok(StreamingBlob::wrap::<_, std::io::Error>(
+                    futures::stream::once(async move { Ok(bytes) }),
+                ));
+            }
+            ObjectData::Blocks { count } => self
+                .model
+                .version_blocks(&obj.version, 0, *count as usize)
+                .await
+                .or_s3()?,
+        };
+        // Which blocks overlap the range, and which slice of each to send.
+        let mut parts = Vec::new();
+        let mut offset = 0u64;
+        for (_, entry) in blocks {
+            let (start, end) = (offset, offset + entry.size);
+            offset = end;
+            if end <= range.start || start >= range.end {
+                continue;
+            }
+            let from = range.start.max(start) - start;
+            let to = range.end.min(end) - start;
+            parts.push((entry.hash, from as usize, to as usize));
+        }
+        if offset != obj.size {
+            return Err(crate::error::internal(format!(
+                "object version has {offset} bytes of blocks but a size of {}",
+                obj.size
+            )));
+        }
+        let model = self.model.clone();
+        let stream = futures::stream::iter(parts)
+            .map(move |(hash, from, to)| {
+                let model = model.clone();
+                async move {
+                    let data = model.blocks().read(hash).await.map_err(|e| {
+                        let e = block_error(e);
+                        std::io::Error::other(e.to_string())
+                    })?;
+                    Ok::<_, std::io::Error>(data.slice(from..to))
+                }
+            })
+            .buffered(READ_AHEAD + 1)
+            .into_stream();
+        Ok(StreamingBlob::wrap(stream))
+    }
+
+    pub(crate) async fn do_get_object(
+        &self,
+        req: S3Request<GetObjectInput>,
+    ) -> S3Result<S3Response<GetObjectOutput>> {
+        let input = &req.input;
+        let obj = self.object_for_read(&input.bucket, &input.key).await?;
+        Preconditions {
+            if_match: input.if_match.as_ref(),
+            if_none_match: input.if_none_match.as_ref(),
+            if_modified_since: input.if_modified_since.as_ref(),
+            if_unmodified_since: input.if_unmodified_since.as_ref(),
+        }
+        .check(&obj, false)?;
+        if let Some(p) = input.part_number
+            && p != 1
+        {
+            return Err(s3_error!(
+                InvalidArgument,
+                "The requested partnumber is not satisfiable: objects uploaded in one part have only part 1"
+            ));
+        }
+        let range = match &input.range {
+            Some(r) => Some(r.check(obj.size)?),
+            None => None,
+        };
+        let d = describe(
+            &obj,
+            range.as_ref(),
+            input.checksum_mode.as_ref(),
+            &[
+                ("content-type", input.response_content_type.as_ref()),
+                ("content-language", input.response_content_language.as_ref()),
+                ("cache-control", input.response_cache_control.as_ref()),
+                (
+                    "content-disposition",
+                    input.response_content_disposition.as_ref(),
+                ),
+                ("content-encoding", input.response_content_encoding.as_ref()),
+            ],
+        );
+        let mut headers = d.headers;
+        if let Some(e) = &input.response_expires {
+            // response-expires is echoed as sent; the parsed timestamp is
+            // only used to validate it.
+            let mut s = Vec::new();
+            if e.format(s3s::dto::TimestampFormat::HttpDate, &mut s)
+                .is_ok()
+                && let Ok(v) = HeaderValue::from_bytes(&s)
+            {
+                headers.insert(http::header::EXPIRES, v);
+            }
+        }
+        let body = self.body(&obj, range.unwrap_or(0..obj.size)).await?;
+        let mut out = GetObjectOutput {
+            body: Some(body),
+            content_length: Some(d.content_length as i64),
+            content_range: d.content_range,
+            accept_ranges: Some("bytes".into()),
+            e_tag: Some(etag(&obj)),
+            last_modified: Some(timestamp(obj.timestamp_msec)),
+            ..Default::default()
+        };
+        set_checksum(
+            &d.checksum,
+            &mut out.checksum_crc32,
+            &mut out.checksum_crc32c,
+            &mut out.checksum_crc64nvme,
+            &mut out.checksum_sha1,
+            &mut out.checksum_sha256,
+        );
+        if d.checksum.is_some() {
+            out.checksum_type = Some(s3s::dto::ChecksumType::from_static(
+                s3s::dto::ChecksumType::FULL_OBJECT,
+            ));
+        }
+        let mut resp = S3Response::new(out);
+        resp.headers = headers;
+        if resp.output.content_range.is_some() {
+            resp.status = Some(http::StatusCode::PARTIAL_CONTENT);
+        }
+        Ok(resp)
+    }
+
+    pub(crate) async fn do_head_object(
+        &self,
+        req: S3Request<HeadObjectInput>,
+    ) -> S3Result<S3Response<HeadObjectOutput>> {
+        let input = &req.input;
+        let obj = self.object_for_read(&input.bucket, &input.key).await?;
+        Preconditions {
+            if_match: input.if_match.as_ref(),
+            if_none_match: input.if_none_match.as_ref(),
+            if_modified_since: input.if_modified_since.as_ref(),
+            if_unmodified_since: input.if_unmodified_since.as_ref(),
+        }
+        .check(&obj, false)?;
+        let range = match &input.range {
+            Some(r) => Some(r.check(obj.size)?),
+            None => None,
+        };
+        let d = describe(&obj, range.as_ref(), input.checksum_mode.as_ref(), &[]);
+        let mut out = HeadObjectOutput {
+            content_length: Some(d.content_length as i64),
+            content_range: d.content_range,
+            accept_ranges: Some("bytes".into()),
+            e_tag: Some(etag(&obj)),
+            last_modified: Some(timestamp(obj.timestamp_msec)),
+            ..Default::default()
+        };
+        set_checksum(
+            &d.checksum,
+            &mut out.checksum_crc32,
+            &mut out.checksum_crc32c,
+            &mut out.checksum_crc64nvme,
+            &mut out.checksum_sha1,
+            &mut out.checksum_sha256,
+        );
+        let mut resp = S3Response::new(out);
+        resp.headers = d.headers;
+        if resp.output.content_range.is_some() {
+            resp.status = Some(http::StatusCode::PARTIAL_CONTENT);
+        }
+        Ok(resp)
+    }
+}

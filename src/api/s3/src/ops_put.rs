@@ -1,0 +1,268 @@
+//! PutObject: the body is cut into blocks as it streams in, never buffered
+//! whole. MD5 (the ETag), the requested flexible checksum and each block's
+//! blake3 name are computed in the same pass; up to [`BLOCKS_IN_FLIGHT`]
+//! blocks are being stored while the next one is read. The object becomes
+//! visible only when its row is published, after every block is stored.
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use bytes::{Bytes, BytesMut};
+use futures::stream::FuturesOrdered;
+use futures::{Stream, StreamExt};
+use hangar_model::VersionId;
+use hangar_model::bucket::BucketRow;
+use hangar_model::object::{ObjectData, ObjectRow, StoredChecksum};
+use http::HeaderMap;
+use s3s::crypto::{Checksum as _, Md5};
+use s3s::dto::{PutObjectInput, PutObjectOutput, StreamingBlob};
+use s3s::{S3Error, S3Request, S3Response, S3Result, TrailingHeaders, s3_error};
+
+use crate::S3Api;
+use crate::checksum::{self, Requested};
+use crate::conditions::etag;
+use crate::error::OrS3;
+
+/// Blocks of one upload being stored at once (bounds an upload's memory to
+/// about this many blocks).
+pub const BLOCKS_IN_FLIGHT: usize = 4;
+
+/// The system headers S3 stores with an object and returns on GET/HEAD.
+pub const SYSTEM_HEADERS: [&str; 6] = [
+    "content-type",
+    "content-encoding",
+    "content-disposition",
+    "content-language",
+    "cache-control",
+    "expires",
+];
+
+/// An object body once stored.
+pub struct StoredBody {
+    pub size: u64,
+    pub md5_hex: String,
+    pub checksum: Option<StoredChecksum>,
+    pub data: ObjectData,
+}
+
+/// Collects the system headers of a request, as sent.
+pub fn system_headers(headers: &HeaderMap) -> BTreeMap<String, String> {
+    SYSTEM_HEADERS
+        .iter()
+        .filter_map(|h| {
+            let v = headers.get(*h)?.to_str().ok()?;
+            Some(((*h).to_owned(), v.to_owned()))
+        })
+        .collect()
+}
+
+/// Maps an error raised by the body stream. s3s does not export its
+/// aws-chunked error type, so its display text is matched.
+fn body_error(e: &(dyn std::error::Error + Send + Sync + 'static)) -> S3Error {
+    if let Some(s3) = e.downcast_ref::<S3Error>() {
+        let mut err = S3Error::new(s3.code().clone());
+        if let Some(m) = s3.message() {
+            err.set_message(m.to_owned());
+        }
+        return err;
+    }
+    let text = e.to_string();
+    if text.contains("SignatureMismatch") {
+        s3_error!(
+            SignatureDoesNotMatch,
+            "The request signature we calculated does not match the signature you provided (chunk signature)."
+        )
+    } else if text.contains("FormatError") || text.contains("TooLarge") || text.contains("TooMany")
+    {
+        s3_error!(InvalidRequest, "Malformed aws-chunked body: {text}")
+    } else {
+        s3_error!(IncompleteBody, "The request body ended early: {text}")
+    }
+}
+
+impl S3Api {
+    /// The live bucket `name`, or NoSuchBucket.
+    pub(crate) async fn bucket(&self, name: &str) -> S3Result<BucketRow> {
+        self.model
+            .get_bucket(name)
+            .await
+            .or_s3()?
+            .ok_or_else(|| s3_error!(NoSuchBucket, "The specified bucket does not exist"))
+    }
+
+    /// Reads `body` to its end and stores it as `version`, checking the
+    /// Content-MD5 and checksum the client sent. On any error the blocks
+    /// already stored are released.
+    pub(crate) async fn store_body(
+        &self,
+        version: VersionId,
+        body: Option<StreamingBlob>,
+        headers: &HeaderMap,
+        content_md5: Option<&str>,
+        trailers: Option<&TrailingHeaders>,
+    ) -> S3Result<StoredBody> {
+        let requested = checksum::requested(headers)?;
+        let mut started = false;
+        let res = self
+            .store_body_inner(
+                version,
+                body,
+                requested,
+                content_md5,
+                trailers,
+                &mut started,
+            )
+            .await;
+        if res.is_err()
+            && started
+            && let Err(e) = self.model.abort_upload(version).await
+        {
+            tracing::error!("cannot release the blocks of a failed upload: {e}");
+        }
+        res
+    }
+
+    async fn store_body_inner(
+        &self,
+        version: VersionId,
+        body: Option<StreamingBlob>,
+        requested: Option<Requested>,
+        content_md5: Option<&str>,
+        trailers: Option<&TrailingHeaders>,
+        started: &mut bool,
+    ) -> S3Result<StoredBody> {
+        let block_size = self.settings.block_size;
+        let inline_max = self.settings.inline_threshold;
+        let mut md5 = Md5::new();
+        let mut sum = requested.as_ref().map(|r| checksum::hasher(r.algorithm));
+        let mut buf = BytesMut::new();
+        let mut size = 0u64;
+        let mut next_index = 0u32;
+        let mut in_flight = FuturesOrdered::new();
+        let mut body: std::pin::Pin<Box<dyn Stream<Item = _> + Send>> = match body {
+            Some(b) => Box::pin(b),
+            None => Box::pin(futures::stream::empty()),
+        };
+
+        while let Some(chunk) = body.next().await {
+            let chunk: Bytes = chunk.map_err(|e| body_error(e.as_ref()))?;
+            md5.update(&chunk);
+            if let Some(s) = &mut sum {
+                s.update(&chunk);
+            }
+            size += chunk.len() as u64;
+            buf.extend_from_slice(&chunk);
+            if !*started && buf.len() > inline_max {
+                self.model.begin_upload(version).await.or_s3()?;
+                *started = true;
+            }
+            while *started && buf.len() >= block_size {
+                let block = buf.split_to(block_size).freeze();
+                in_flight.push_back(self.store_one(version, next_index, block));
+                next_index += 1;
+                if in_flight.len() >= BLOCKS_IN_FLIGHT
+                    && let Some(r) = in_flight.next().await
+                {
+                    r?;
+                }
+            }
+        }
+        if *started && !buf.is_empty() {
+            let block = buf.split().freeze();
+            in_flight.push_back(self.store_one(version, next_index, block));
+            next_index += 1;
+        }
+        while let Some(r) = in_flight.next().await {
+            r?;
+        }
+
+        let digest = md5.finalize();
+        if let Some(sent) = content_md5 {
+            let computed = base64::engine::general_purpose::STANDARD.encode(digest);
+            if sent.trim() != computed {
+                return Err(s3_error!(
+                    BadDigest,
+                    "The Content-MD5 you specified did not match what we received."
+                ));
+            }
+        }
+        let checksum = match (requested, sum) {
+            (Some(r), Some(s)) => Some(checksum::verify(&r, s, trailers)?),
+            _ => None,
+        };
+        let data = if *started {
+            ObjectData::Blocks { count: next_index }
+        } else {
+            ObjectData::Inline(buf.to_vec())
+        };
+        Ok(StoredBody {
+            size,
+            md5_hex: hex::encode(digest),
+            checksum,
+            data,
+        })
+    }
+
+    async fn store_one(&self, version: VersionId, index: u32, block: Bytes) -> S3Result<()> {
+        self.model.store_block(version, index, block).await.or_s3()
+    }
+
+    pub(crate) async fn do_put_object(
+        &self,
+        req: S3Request<PutObjectInput>,
+    ) -> S3Result<S3Response<PutObjectOutput>> {
+        let S3Request {
+            input,
+            headers,
+            trailing_headers,
+            ..
+        } = req;
+        let bucket = self.bucket(&input.bucket).await?;
+        if input.key.len() > 1024 {
+            return Err(s3_error!(KeyTooLongError, "Your key is too long"));
+        }
+        let version = hangar_model::new_version_id();
+        let stored = self
+            .store_body(
+                version,
+                input.body,
+                &headers,
+                input.content_md5.as_deref(),
+                trailing_headers.as_ref(),
+            )
+            .await?;
+        let row = ObjectRow {
+            version,
+            timestamp_msec: hangar_util::time::now_msec(),
+            size: stored.size,
+            etag: stored.md5_hex,
+            headers: system_headers(&headers),
+            user_meta: input.metadata.unwrap_or_default().into_iter().collect(),
+            checksum: stored.checksum,
+            data: stored.data,
+        };
+        let out = PutObjectOutput {
+            e_tag: Some(etag(&row)),
+            size: Some(row.size as i64),
+            ..Default::default()
+        };
+        let out = with_checksum(out, row.checksum.as_ref());
+        self.model.publish(&bucket, &input.key, row).await.or_s3()?;
+        Ok(S3Response::new(out))
+    }
+}
+
+fn with_checksum(mut out: PutObjectOutput, c: Option<&StoredChecksum>) -> PutObjectOutput {
+    if let Some(c) = c {
+        let v = Some(c.value.clone());
+        match c.algorithm.as_str() {
+            "CRC32" => out.checksum_crc32 = v,
+            "CRC32C" => out.checksum_crc32c = v,
+            "CRC64NVME" => out.checksum_crc64nvme = v,
+            "SHA1" => out.checksum_sha1 = v,
+            "SHA256" => out.checksum_sha256 = v,
+            _ => {}
+        }
+    }
+    out
+}

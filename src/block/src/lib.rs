@@ -1,0 +1,23 @@
+//! Hangar's block store.
+//!
+//! Object data is cut into blocks; each block is a file named by the blake3
+//! hash of its plain content, stored zstd-compressed when that saves at least
+//! an eighth of its size. Identical blocks are stored once. A reference count
+//! per block (kept in the metadata store, changed in the same transaction as
+//! the rows that reference the block) decides when a file may go: a block
+//! whose count stayed zero for the grace delay is deleted by the GC worker.
+
+mod error;
+mod files;
+mod gc;
+mod manager;
+mod refcount;
+
+pub use error::BlockError;
+pub use files::{BlockFiles, StoredBlock};
+pub use gc::{collect_due, spawn_gc_worker};
+pub use manager::{BlockManager, BlockStats};
+pub use refcount::{RC_TREE, RcRow, add_ref, remove_ref};
+
+/// Result alias of this crate.
+pub type Result<T> = std::result::Result<T, BlockError>;

@@ -1,0 +1,156 @@
+//! The block manager: stores and reads blocks, keeping files and reference
+//! counts consistent with each other.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bytes::Bytes;
+use hangar_db::{Db, DbError, Tx};
+use hangar_util::Hash;
+use hangar_util::time::now_msec;
+use tokio::sync::Mutex;
+
+use crate::files::StoredBlock;
+use crate::refcount::{self, add_ref};
+use crate::{BlockError, BlockFiles, Result};
+
+const LOCK_STRIPES: usize = 1024;
+
+/// Counters of the block store, for metrics.
+#[derive(Debug, Default)]
+pub struct BlockStats {
+    pub blocks_written: AtomicU64,
+    pub bytes_written_plain: AtomicU64,
+    pub bytes_written_stored: AtomicU64,
+    pub blocks_deduplicated: AtomicU64,
+    pub blocks_read: AtomicU64,
+    pub blocks_deleted: AtomicU64,
+    pub corrupt_reads: AtomicU64,
+}
+
+/// Blocks of this node: files plus reference counts.
+///
+/// A block's file and its count row are only changed under that block's
+/// lock (striped by hash), so the GC can never delete a file between an
+/// upload finding it on disk and the upload's reference being committed.
+pub struct BlockManager {
+    files: BlockFiles,
+    db: Db,
+    locks: Vec<Mutex<()>>,
+    /// How long a count must stay zero before the file is deleted (ms).
+    pub(crate) grace_msec: u64,
+    stats: BlockStats,
+}
+
+impl BlockManager {
+    pub fn new(files: BlockFiles, db: Db, grace_msec: u64) -> Arc<Self> {
+        Arc::new(BlockManager {
+            files,
+            db,
+            locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+            grace_msec,
+            stats: BlockStats::default(),
+        })
+    }
+
+    pub(crate) fn lock_for(&self, hash: &Hash) -> &Mutex<()> {
+        let b = hash.as_bytes();
+        &self.locks[(u16::from_be_bytes([b[0], b[1]]) as usize) % LOCK_STRIPES]
+    }
+
+    pub(crate) fn files(&self) -> &BlockFiles {
+        &self.files
+    }
+
+    pub(crate) fn db(&self) -> &Db {
+        &self.db
+    }
+
+    pub fn stats(&self) -> &BlockStats {
+        &self.stats
+    }
+
+    /// Stores `data` (whose blake3 hash is `hash`) as a block used by
+    /// `version`, and runs `also` in the same transaction that records the
+    /// reference (the caller's row naming the block). Returns how the block
+    /// was stored.
+    pub async fn store<F>(
+        &self,
+        hash: Hash,
+        data: Bytes,
+        version: [u8; 16],
+        also: F,
+    ) -> Result<StoredBlock>
+    where
+        F: FnOnce(&mut Tx<'_>) -> std::result::Result<(), DbError> + Send + 'static,
+    {
+        let _guard = self.lock_for(&hash).lock().await;
+        let grace = self.grace_msec;
+        // A count row (and a GC visit) exists before the file does, so a file
+        // whose upload dies before the reference below is still reclaimed.
+        self.db
+            .write(move |tx| refcount::touch(tx, &hash, now_msec(), grace))
+            .await?;
+        let files = self.files.clone();
+        let stored = tokio::task::spawn_blocking(move || files.write(&hash, &data))
+            .await
+            .map_err(|e| BlockError::Task(e.to_string()))??;
+        self.db
+            .write(move |tx| {
+                add_ref(tx, &hash, &version)?;
+                also(tx)
+            })
+            .await?;
+        if stored.written {
+            self.stats.blocks_written.fetch_add(1, Ordering::Relaxed);
+            self.stats
+                .bytes_written_stored
+                .fetch_add(stored.stored_len, Ordering::Relaxed);
+        } else {
+            self.stats
+                .blocks_deduplicated
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(stored)
+    }
+
+    /// Reads block `hash`.
+    pub async fn read(&self, hash: Hash) -> Result<Bytes> {
+        let files = self.files.clone();
+        let r = tokio::task::spawn_blocking(move || files.read(&hash))
+            .await
+            .map_err(|e| BlockError::Task(e.to_string()))?;
+        match &r {
+            Ok(_) => {
+                self.stats.blocks_read.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(BlockError::Corrupt { .. }) => {
+                self.stats.corrupt_reads.fetch_add(1, Ordering::Relaxed);
+                tracing::error!("{}", r.as_ref().unwrap_err());
+            }
+            Err(_) => {}
+        }
+        r
+    }
+
+    /// Whether the block's file is present.
+    pub fn has_file(&self, hash: &Hash) -> bool {
+        self.files.exists(hash)
+    }
+
+    /// The current reference count of `hash` (0 when unknown).
+    pub async fn refcount(&self, hash: Hash) -> Result<u64> {
+        Ok(self
+            .db
+            .get_async(refcount::RC_TREE, hash.as_bytes().to_vec())
+            .await?
+            .map(|v| refcount::RcRow::decode(&v))
+            .transpose()?
+            .map(|r| r.count)
+            .unwrap_or(0))
+    }
+
+    pub(crate) fn note_deleted(&self) {
+        self.stats.blocks_deleted.fetch_add(1, Ordering::Relaxed);
+    }
+}

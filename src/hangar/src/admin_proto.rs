@@ -1,0 +1,65 @@
+//! The local admin protocol between the `hangar` CLI and a running node.
+//!
+//! The node listens on a Unix socket, `<metadata_dir>/admin.sock`, created
+//! with mode 0600: whoever can use it could read the node's files anyway.
+//! One connection carries one request: a JSON [`Request`] on one line, then
+//! one JSON [`Response`] line. (When the RPC mesh lands, the CLI will also
+//! reach remote nodes through it; this socket stays the local path.)
+
+use serde::{Deserialize, Serialize};
+
+/// File name of the admin socket inside `metadata_dir`.
+pub const SOCKET_NAME: &str = "admin.sock";
+
+/// A CLI request.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Request {
+    KeyCreate {
+        name: String,
+    },
+    KeyImport {
+        id: String,
+        secret: String,
+        name: String,
+    },
+    KeyList,
+    KeyInfo {
+        key: String,
+    },
+    KeyDelete {
+        key: String,
+    },
+    KeySetCreateBucket {
+        key: String,
+        allow: bool,
+    },
+    BucketCreate {
+        name: String,
+    },
+    BucketList,
+    BucketInfo {
+        name: String,
+    },
+    BucketDelete {
+        name: String,
+    },
+    BucketPermission {
+        bucket: String,
+        key: String,
+        read: bool,
+        write: bool,
+        owner: bool,
+        /// true: grant the flags set; false: revoke them.
+        allow: bool,
+    },
+    WorkerList,
+}
+
+/// The node's answer: a JSON value, or an error message for the operator.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Response {
+    Ok(serde_json::Value),
+    Error(String),
+}

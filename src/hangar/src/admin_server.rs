@@ -1,0 +1,170 @@
+//! The node side of the local admin socket (see [`crate::admin_proto`]).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use hangar_model::key::KeyRow;
+use hangar_model::{Model, PermissionChange};
+use hangar_util::worker::WorkerRegistry;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::UnixListener;
+
+use crate::admin_proto::{Request, Response};
+
+/// Largest request line accepted.
+const MAX_REQUEST: usize = 64 * 1024;
+
+/// JSON view of a key, as `hangar key info --json` prints it.
+pub fn key_json(k: &KeyRow) -> Value {
+    json!({
+        "name": k.name,
+        "access_key_id": k.access_key_id,
+        "secret_access_key": k.secret,
+        "allow_create_bucket": k.allow_create_bucket,
+        "buckets": k.buckets.iter().map(|(b, p)| json!({
+            "bucket": b, "read": p.read, "write": p.write, "owner": p.owner,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+async fn handle(model: &Model, workers: &WorkerRegistry, req: Request) -> Result<Value, String> {
+    let e = |e: hangar_model::ModelError| e.to_string();
+    Ok(match req {
+        Request::KeyCreate { name } => key_json(&model.create_key(&name).await.map_err(e)?),
+        Request::KeyImport { id, secret, name } => {
+            key_json(&model.import_key(&id, &secret, &name).await.map_err(e)?)
+        }
+        Request::KeyList => Value::Array(
+            model
+                .list_keys()
+                .await
+                .map_err(e)?
+                .iter()
+                .map(|k| json!({"access_key_id": k.access_key_id, "name": k.name}))
+                .collect(),
+        ),
+        Request::KeyInfo { key } => key_json(&model.find_key(&key).await.map_err(e)?),
+        Request::KeyDelete { key } => {
+            let k = model.find_key(&key).await.map_err(e)?;
+            model.delete_key(&k.access_key_id).await.map_err(e)?;
+            json!({"deleted": k.access_key_id})
+        }
+        Request::KeySetCreateBucket { key, allow } => {
+            let k = model.find_key(&key).await.map_err(e)?;
+            key_json(
+                &model
+                    .set_create_bucket(&k.access_key_id, allow)
+                    .await
+                    .map_err(e)?,
+            )
+        }
+        Request::BucketCreate { name } => {
+            let b = model.create_bucket(&name, None).await.map_err(e)?;
+            json!({"name": b.name, "id": b.id})
+        }
+        Request::BucketList => Value::Array(
+            model
+                .list_buckets()
+                .await
+                .map_err(e)?
+                .iter()
+                .map(|b| json!({"name": b.name, "id": b.id, "created": b.created_msec}))
+                .collect(),
+        ),
+        Request::BucketInfo { name } => {
+            let b = model
+                .get_bucket(&name)
+                .await
+                .map_err(e)?
+                .ok_or_else(|| format!("bucket {name} does not exist"))?;
+            let (objects, bytes) = model.bucket_usage(&b).await.map_err(e)?;
+            let keys: Vec<Value> = model
+                .list_keys()
+                .await
+                .map_err(e)?
+                .iter()
+                .filter_map(|k| {
+                    let p = k.buckets.get(&name)?;
+                    Some(json!({"access_key_id": k.access_key_id, "name": k.name,
+                        "read": p.read, "write": p.write, "owner": p.owner}))
+                })
+                .collect();
+            json!({"name": b.name, "id": b.id, "created": b.created_msec,
+                "objects": objects, "bytes": bytes, "keys": keys})
+        }
+        Request::BucketDelete { name } => {
+            model.delete_bucket(&name).await.map_err(e)?;
+            json!({"deleted": name})
+        }
+        Request::BucketPermission {
+            bucket,
+            key,
+            read,
+            write,
+            owner,
+            allow,
+        } => {
+            let k = model.find_key(&key).await.map_err(e)?;
+            let flag = |set: bool| set.then_some(allow);
+            let change = PermissionChange {
+                read: flag(read),
+                write: flag(write),
+                owner: flag(owner),
+            };
+            key_json(
+                &model
+                    .set_permission(&bucket, &k.access_key_id, change)
+                    .await
+                    .map_err(e)?,
+            )
+        }
+        Request::WorkerList => serde_json::to_value(workers.list()).map_err(|e| e.to_string())?,
+    })
+}
+
+/// Serves the admin socket at `path` forever.
+pub async fn serve(
+    path: &Path,
+    model: Arc<Model>,
+    workers: WorkerRegistry,
+) -> std::io::Result<tokio::task::JoinHandle<()>> {
+    // A socket left by a previous run (kill -9) would make bind fail.
+    let _ = std::fs::remove_file(path);
+    let listener = UnixListener::bind(path)?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(tokio::spawn(async move {
+        loop {
+            let (stream, _) = match listener.accept().await {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!("admin socket accept: {e}");
+                    continue;
+                }
+            };
+            let model = model.clone();
+            let workers = workers.clone();
+            tokio::spawn(async move {
+                let (r, mut w) = stream.into_split();
+                let mut line = String::new();
+                let mut reader = BufReader::new(r).take(MAX_REQUEST as u64);
+                if reader.read_line(&mut line).await.is_err() {
+                    return;
+                }
+                let resp = match serde_json::from_str::<Request>(&line) {
+                    Ok(req) => match handle(&model, &workers, req).await {
+                        Ok(v) => Response::Ok(v),
+                        Err(m) => Response::Error(m),
+                    },
+                    Err(e) => Response::Error(format!("malformed admin request: {e}")),
+                };
+                let mut out = serde_json::to_vec(&resp).expect("responses encode");
+                out.push(b'\n');
+                let _ = w.write_all(&out).await;
+            });
+        }
+    }))
+}

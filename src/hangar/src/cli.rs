@@ -1,0 +1,291 @@
+//! The operator commands that talk to a running node: `hangar key …`,
+//! `hangar bucket …`, `hangar worker list`.
+
+use std::path::Path;
+
+use clap::{Args, Subcommand};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::UnixStream;
+
+use crate::admin_proto::{Request, Response, SOCKET_NAME};
+
+#[derive(Subcommand, Debug)]
+pub enum KeyCmd {
+    /// Create an access key.
+    Create {
+        /// A name for the key.
+        #[arg(default_value = "")]
+        name: String,
+    },
+    /// Import an existing access key id and secret.
+    Import {
+        id: String,
+        secret: String,
+        #[arg(short = 'n', long, default_value = "")]
+        name: String,
+    },
+    /// List access keys.
+    List,
+    /// Show a key (by id, id prefix or name).
+    Info {
+        key: String,
+        /// Print the secret key too.
+        #[arg(long)]
+        show_secret: bool,
+    },
+    /// Delete a key.
+    Delete {
+        key: String,
+        /// Confirm the deletion.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Grant a key the right to create buckets.
+    Allow {
+        key: String,
+        #[arg(long)]
+        create_bucket: bool,
+    },
+    /// Revoke a key's right to create buckets.
+    Deny {
+        key: String,
+        #[arg(long)]
+        create_bucket: bool,
+    },
+}
+
+#[derive(Args, Debug)]
+pub struct PermFlags {
+    /// The access key (id, id prefix or name).
+    #[arg(long)]
+    pub key: String,
+    #[arg(long)]
+    pub read: bool,
+    #[arg(long)]
+    pub write: bool,
+    #[arg(long)]
+    pub owner: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BucketCmd {
+    /// Create a bucket.
+    Create { name: String },
+    /// List buckets.
+    List,
+    /// Show a bucket, its usage and the keys allowed on it.
+    Info { name: String },
+    /// Delete an empty bucket.
+    Delete {
+        name: String,
+        /// Confirm the deletion.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Grant a key permissions on a bucket.
+    Allow {
+        bucket: String,
+        #[command(flatten)]
+        perm: PermFlags,
+    },
+    /// Revoke a key's permissions on a bucket.
+    Deny {
+        bucket: String,
+        #[command(flatten)]
+        perm: PermFlags,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum WorkerCmd {
+    /// List the node's background workers and their progress.
+    List,
+}
+
+/// Sends one request to the node whose metadata_dir is `metadata_dir`.
+pub async fn call(metadata_dir: &Path, req: &Request) -> Result<Value, String> {
+    let path = metadata_dir.join(SOCKET_NAME);
+    let stream = UnixStream::connect(&path).await.map_err(|e| {
+        format!(
+            "cannot reach the node through {}: {e} (is `hangar server` running with this config?)",
+            path.display()
+        )
+    })?;
+    let (r, mut w) = stream.into_split();
+    let mut line = serde_json::to_vec(req).expect("requests encode");
+    line.push(b'\n');
+    w.write_all(&line)
+        .await
+        .map_err(|e| format!("admin socket: {e}"))?;
+    let mut answer = String::new();
+    BufReader::new(r)
+        .read_line(&mut answer)
+        .await
+        .map_err(|e| format!("admin socket: {e}"))?;
+    match serde_json::from_str::<Response>(&answer) {
+        Ok(Response::Ok(v)) => Ok(v),
+        Ok(Response::Error(m)) => Err(m),
+        Err(e) => Err(format!("unreadable answer from the node: {e}")),
+    }
+}
+
+fn s(v: &Value, k: &str) -> String {
+    match &v[k] {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+fn print_key(v: &Value, show_secret: bool) {
+    println!("Key name: {}", s(v, "name"));
+    println!("Key ID: {}", s(v, "access_key_id"));
+    if show_secret {
+        println!("Secret key: {}", s(v, "secret_access_key"));
+    } else {
+        println!("Secret key: (redacted, use --show-secret)");
+    }
+    println!("Can create buckets: {}", v["allow_create_bucket"]);
+    let buckets = v["buckets"].as_array().cloned().unwrap_or_default();
+    if !buckets.is_empty() {
+        println!("Buckets:");
+        for b in buckets {
+            println!("  {:<40} {}", s(&b, "bucket"), perm_string(&b));
+        }
+    }
+}
+
+fn perm_string(p: &Value) -> String {
+    let f = |k: &str, c: char| if p[k] == Value::Bool(true) { c } else { '-' };
+    format!("{}{}{}", f("read", 'R'), f("write", 'W'), f("owner", 'O'))
+}
+
+/// Runs a key command.
+pub async fn key(metadata_dir: &Path, cmd: KeyCmd, json: bool) -> Result<(), String> {
+    let (req, show_secret) = match cmd {
+        KeyCmd::Create { name } => (Request::KeyCreate { name }, true),
+        KeyCmd::Import { id, secret, name } => (Request::KeyImport { id, secret, name }, true),
+        KeyCmd::List => (Request::KeyList, false),
+        KeyCmd::Info { key, show_secret } => (Request::KeyInfo { key }, show_secret),
+        KeyCmd::Delete { key, yes } => {
+            if !yes {
+                return Err(format!("add --yes to really delete key {key}"));
+            }
+            (Request::KeyDelete { key }, false)
+        }
+        KeyCmd::Allow { key, create_bucket } | KeyCmd::Deny { key, create_bucket }
+            if !create_bucket =>
+        {
+            return Err(format!("nothing to change for {key}: give --create-bucket"));
+        }
+        KeyCmd::Allow { key, .. } => (Request::KeySetCreateBucket { key, allow: true }, false),
+        KeyCmd::Deny { key, .. } => (Request::KeySetCreateBucket { key, allow: false }, false),
+    };
+    let list = matches!(req, Request::KeyList);
+    let deleted = matches!(req, Request::KeyDelete { .. });
+    let mut v = call(metadata_dir, &req).await?;
+    if !show_secret && let Some(o) = v.as_object_mut() {
+        o.remove("secret_access_key");
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&v).expect("json"));
+    } else if list {
+        println!("{:<28} NAME", "ID");
+        for k in v.as_array().cloned().unwrap_or_default() {
+            println!("{:<28} {}", s(&k, "access_key_id"), s(&k, "name"));
+        }
+    } else if deleted {
+        println!("Key {} deleted.", s(&v, "deleted"));
+    } else {
+        print_key(&v, show_secret);
+    }
+    Ok(())
+}
+
+/// Runs a bucket command.
+pub async fn bucket(metadata_dir: &Path, cmd: BucketCmd, json: bool) -> Result<(), String> {
+    let perm = |bucket: String, p: PermFlags, allow: bool| -> Result<Request, String> {
+        if !(p.read || p.write || p.owner) {
+            return Err("give at least one of --read, --write, --owner".into());
+        }
+        Ok(Request::BucketPermission {
+            bucket,
+            key: p.key,
+            read: p.read,
+            write: p.write,
+            owner: p.owner,
+            allow,
+        })
+    };
+    let req = match cmd {
+        BucketCmd::Create { name } => Request::BucketCreate { name },
+        BucketCmd::List => Request::BucketList,
+        BucketCmd::Info { name } => Request::BucketInfo { name },
+        BucketCmd::Delete { name, yes } => {
+            if !yes {
+                return Err(format!("add --yes to really delete bucket {name}"));
+            }
+            Request::BucketDelete { name }
+        }
+        BucketCmd::Allow { bucket, perm: p } => perm(bucket, p, true)?,
+        BucketCmd::Deny { bucket, perm: p } => perm(bucket, p, false)?,
+    };
+    let v = call(metadata_dir, &req).await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&v).expect("json"));
+        return Ok(());
+    }
+    match req {
+        Request::BucketCreate { name } => println!("Bucket {name} created."),
+        Request::BucketDelete { name } => println!("Bucket {name} deleted."),
+        Request::BucketList => {
+            for b in v.as_array().cloned().unwrap_or_default() {
+                println!("{}", s(&b, "name"));
+            }
+        }
+        Request::BucketInfo { .. } => {
+            println!("Bucket: {}", s(&v, "name"));
+            println!("ID: {}", s(&v, "id"));
+            println!("Objects: {}", s(&v, "objects"));
+            println!("Size: {} bytes", s(&v, "bytes"));
+            println!("Keys:");
+            for k in v["keys"].as_array().cloned().unwrap_or_default() {
+                println!(
+                    "  {} {:<28} {}",
+                    perm_string(&k),
+                    s(&k, "access_key_id"),
+                    s(&k, "name")
+                );
+            }
+        }
+        _ => print_key(&v, false),
+    }
+    Ok(())
+}
+
+/// Runs a worker command.
+pub async fn worker(metadata_dir: &Path, cmd: WorkerCmd, json: bool) -> Result<(), String> {
+    let WorkerCmd::List = cmd;
+    let v = call(metadata_dir, &Request::WorkerList).await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&v).expect("json"));
+        return Ok(());
+    }
+    println!(
+        "{:<16} {:<6} {:>10} {:>7} {:>8}  PROGRESS",
+        "WORKER", "STATE", "PROCESSED", "ERRORS", "QUEUE"
+    );
+    for w in v.as_array().cloned().unwrap_or_default() {
+        println!(
+            "{:<16} {:<6} {:>10} {:>7} {:>8}  {}",
+            s(&w, "name"),
+            s(&w, "state"),
+            s(&w, "processed"),
+            s(&w, "errors"),
+            s(&w, "queue_length"),
+            s(&w, "progress")
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,103 @@
+//! `hangar`: the node (`hangar server`) and the operator CLI.
+
+mod admin_proto;
+mod admin_server;
+mod cli;
+mod node;
+mod single_node;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use hangar_util::config::Config;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "hangar",
+    version,
+    about = "Hangar, an S3-compatible object store cluster"
+)]
+struct Cli {
+    /// Configuration file.
+    #[arg(
+        short = 'c',
+        long = "config",
+        global = true,
+        env = "HANGAR_CONFIG_FILE",
+        default_value = "/etc/hangar.toml"
+    )]
+    config: PathBuf,
+    /// Print machine-readable JSON instead of tables.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Run a node with the configuration file.
+    Server,
+    /// Run a ready-to-use single node with embedded defaults (first-time setup included).
+    SingleNode {
+        /// Directory for the config, metadata and data.
+        #[arg(long, default_value = ".hangar-dev")]
+        dir: PathBuf,
+        /// S3 port on 127.0.0.1 (the next port is used for RPC).
+        #[arg(long, default_value_t = 3900)]
+        port: u16,
+    },
+    /// Manage access keys.
+    #[command(subcommand)]
+    Key(cli::KeyCmd),
+    /// Manage buckets and permissions.
+    #[command(subcommand)]
+    Bucket(cli::BucketCmd),
+    /// Inspect background workers.
+    #[command(subcommand)]
+    Worker(cli::WorkerCmd),
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let res: Result<(), String> = rt.block_on(async move {
+        match cli.cmd {
+            Cmd::SingleNode { dir, port } => {
+                single_node::run(dir, port).await.map_err(|e| e.to_string())
+            }
+            cmd => {
+                let cfg = Config::load(&cli.config).map_err(|e| e.to_string())?;
+                let meta = cfg.metadata_dir.clone();
+                match cmd {
+                    Cmd::Server => node::run(cfg).await.map_err(|e| e.to_string()),
+                    Cmd::Key(c) => cli::key(&meta, c, cli.json).await,
+                    Cmd::Bucket(c) => cli::bucket(&meta, c, cli.json).await,
+                    Cmd::Worker(c) => cli::worker(&meta, c, cli.json).await,
+                    Cmd::SingleNode { .. } => unreachable!("handled above"),
+                }
+            }
+        }
+    });
+    match res {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! `hangar server`: opens the node's stores, starts its workers and serves
+//! S3 and the local admin socket until SIGINT/SIGTERM.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hangar_api_s3::{S3Api, S3Settings};
+use hangar_block::{BlockFiles, BlockManager, spawn_gc_worker};
+use hangar_db::{Db, DbOptions, open_engine};
+use hangar_model::Model;
+use hangar_model::garbage::{abandon_stale_uploads, spawn_version_gc_worker};
+use hangar_util::config::Config;
+use hangar_util::worker::WorkerRegistry;
+
+use crate::admin_proto::SOCKET_NAME;
+use crate::admin_server;
+
+/// Errors that stop a node from starting.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    #[error("{0}")]
+    Config(#[from] hangar_util::config::ConfigError),
+    #[error("metadata store: {0}")]
+    Db(#[from] hangar_db::DbError),
+    #[error("block store: {0}")]
+    Block(#[from] hangar_block::BlockError),
+    #[error("{0}")]
+    Model(#[from] hangar_model::ModelError),
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> NodeError {
+    let what = what.into();
+    move |source| NodeError::Io { what, source }
+}
+
+/// A started node's stores.
+pub struct Node {
+    pub model: Arc<Model>,
+    pub workers: WorkerRegistry,
+}
+
+/// Opens the stores and starts the background workers.
+pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
+    std::fs::create_dir_all(&cfg.metadata_dir).map_err(io(format!(
+        "cannot create metadata_dir {}",
+        cfg.metadata_dir.display()
+    )))?;
+    let engine = open_engine(cfg.db_engine, &cfg.metadata_dir)?;
+    let db = Db::new(
+        engine,
+        DbOptions {
+            fsync: cfg.metadata_fsync,
+            max_batch: cfg.metadata_commit_batch,
+            ..DbOptions::default()
+        },
+    );
+    let files = BlockFiles::new(
+        cfg.data_dir.writable(),
+        cfg.compression_level.0,
+        cfg.data_fsync,
+        cfg.verify_blocks_on_read,
+    )?;
+    let grace = cfg.block_gc_delay_secs * 1000;
+    let blocks = BlockManager::new(files, db.clone(), grace);
+    let model = Model::new(db, blocks.clone(), grace, cfg.allow_punycode);
+    let stale = abandon_stale_uploads(&model).await?;
+    if stale > 0 {
+        tracing::info!("{stale} uploads interrupted by the last stop will be cleaned up");
+    }
+    let workers = WorkerRegistry::default();
+    spawn_version_gc_worker(model.clone(), &workers, Duration::from_secs(60));
+    spawn_gc_worker(
+        blocks,
+        &workers,
+        Duration::from_secs(cfg.block_gc_delay_secs.clamp(1, 60)),
+    );
+    Ok(Node { model, workers })
+}
+
+/// Runs the node until a termination signal.
+pub async fn run(cfg: Config) -> Result<(), NodeError> {
+    let node = open(&cfg).await?;
+    serve(cfg, node).await
+}
+
+/// Serves an opened node until a termination signal.
+pub async fn serve(cfg: Config, node: Node) -> Result<(), NodeError> {
+    let sock = cfg.metadata_dir.join(SOCKET_NAME);
+    admin_server::serve(&sock, node.model.clone(), node.workers.clone())
+        .await
+        .map_err(io(format!("cannot listen on {}", sock.display())))?;
+
+    let Some(addr) = cfg.s3_api.api_bind_addr.clone() else {
+        tracing::warn!("[s3_api] api_bind_addr is not set: the S3 API is off");
+        shutdown_signal().await;
+        return Ok(());
+    };
+    let listener = tokio::net::TcpListener::bind(&addr)
+        .await
+        .map_err(io(format!(
+            "cannot listen on [s3_api] api_bind_addr {addr}"
+        )))?;
+    let api = S3Api::new(
+        node.model.clone(),
+        S3Settings {
+            region: cfg.s3_api.s3_region.clone(),
+            root_domain: cfg.s3_api.root_domain.clone(),
+            block_size: cfg.block_size.as_usize(),
+            inline_threshold: cfg.inline_threshold.as_usize(),
+        },
+    );
+    tracing::info!(
+        "S3 API on http://{addr} (region {}), metadata engine {}, data in {:?}",
+        cfg.s3_api.s3_region,
+        cfg.db_engine.name(),
+        cfg.data_dir.writable()
+    );
+    hangar_api_s3::server::serve(
+        listener,
+        hangar_api_s3::server::service(api),
+        cfg.s3_max_connections,
+        shutdown_signal(),
+    )
+    .await
+    .map_err(io("S3 server"))?;
+    tracing::info!("stopping");
+    let _ = std::fs::remove_file(&sock);
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).expect("install SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}

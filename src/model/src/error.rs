@@ -1,0 +1,26 @@
+use thiserror::Error;
+
+/// Errors of the data model. The S3 layer maps each to its S3 error code.
+#[derive(Debug, Error)]
+pub enum ModelError {
+    #[error("bucket {0} does not exist")]
+    NoSuchBucket(String),
+    #[error("bucket {0} already exists")]
+    BucketAlreadyExists(String),
+    #[error("bucket {0} is not empty")]
+    BucketNotEmpty(String),
+    #[error("invalid bucket name {name:?}: {reason}")]
+    InvalidBucketName { name: String, reason: &'static str },
+    #[error("access key {0} does not exist")]
+    NoSuchKey(String),
+    #[error("access key {0} already exists")]
+    KeyAlreadyExists(String),
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Table(#[from] hangar_table::TableError),
+    #[error(transparent)]
+    Db(#[from] hangar_db::DbError),
+    #[error(transparent)]
+    Block(#[from] hangar_block::BlockError),
+}

@@ -1,0 +1,155 @@
+//! Uploads in progress, and the collector of dead versions.
+//!
+//! An upload registers its version in the `upload` tree before its first
+//! block, and removes it in the transaction that publishes the object. A
+//! version that is no longer reachable (overwritten, deleted, aborted, or
+//! left behind by a crash) is queued in `version_gc`; the collector removes
+//! its block rows a batch at a time, dropping the blocks' references (the
+//! block GC then deletes unreferenced files after their grace delay).
+
+use std::ops::Bound;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hangar_block::remove_ref;
+use hangar_db::Tx;
+use hangar_table::Table;
+use hangar_util::time::now_msec;
+use hangar_util::worker::{WorkerRegistry, WorkerState};
+
+use crate::version::VersionTable;
+use crate::{Model, ModelError, Result, VersionId};
+
+/// Tree of uploads in progress: version id → empty.
+pub const UPLOAD_TREE: &str = "upload";
+/// Tree of versions to collect: version id → empty.
+pub const VERSION_GC_TREE: &str = "version_gc";
+
+const BATCH: usize = 256;
+
+/// Queues `version` for collection, inside a transaction.
+pub fn queue_version_gc(tx: &mut Tx<'_>, version: &VersionId) {
+    tx.delete(UPLOAD_TREE, version.to_vec());
+    tx.put(VERSION_GC_TREE, version.to_vec(), Vec::new());
+}
+
+/// Queues every upload left over from before this start (a restart ends
+/// all uploads in progress). Returns how many were found.
+pub async fn abandon_stale_uploads(model: &Model) -> Result<u64> {
+    let mut n = 0;
+    loop {
+        let rows = model
+            .db()
+            .range_async(
+                UPLOAD_TREE,
+                Bound::Unbounded,
+                Bound::Unbounded,
+                false,
+                BATCH,
+            )
+            .await?;
+        if rows.is_empty() {
+            return Ok(n);
+        }
+        n += rows.len() as u64;
+        model
+            .db()
+            .write(move |tx| {
+                for (k, _) in rows {
+                    if let Ok(v) = VersionId::try_from(k.as_slice()) {
+                        queue_version_gc(tx, &v);
+                    }
+                }
+                Ok::<_, ModelError>(())
+            })
+            .await?;
+    }
+}
+
+/// Collects every queued version; returns how many block rows were removed.
+pub async fn collect_versions(model: &Model) -> Result<u64> {
+    let mut removed = 0;
+    loop {
+        let queued = model
+            .db()
+            .range_async(
+                VERSION_GC_TREE,
+                Bound::Unbounded,
+                Bound::Unbounded,
+                false,
+                64,
+            )
+            .await?;
+        if queued.is_empty() {
+            return Ok(removed);
+        }
+        for (k, _) in queued {
+            let Ok(version) = VersionId::try_from(k.as_slice()) else {
+                continue;
+            };
+            removed += collect_one(model, version).await?;
+        }
+    }
+}
+
+async fn collect_one(model: &Model, version: VersionId) -> Result<u64> {
+    let table = Table::<VersionTable>::new(model.db().clone());
+    let grace = model.block_gc_delay_msec();
+    let mut removed = 0;
+    loop {
+        let rows = table
+            .range(&version, Bound::Unbounded, Bound::Unbounded, false, BATCH)
+            .await?;
+        let done = rows.len() < BATCH;
+        removed += rows.len() as u64;
+        model
+            .db()
+            .write(move |tx| {
+                let now = now_msec();
+                for (idx, entry) in &rows {
+                    remove_ref(tx, &entry.hash, &version, now, grace)?;
+                    Table::<VersionTable>::tx_delete(tx, &version, idx);
+                }
+                if done {
+                    tx.delete(VERSION_GC_TREE, version.to_vec());
+                }
+                Ok::<_, ModelError>(())
+            })
+            .await?;
+        if done {
+            return Ok(removed);
+        }
+    }
+}
+
+/// Starts the version collector, woken by [`Model::wake_gc`] and every `interval`.
+pub fn spawn_version_gc_worker(
+    model: Arc<Model>,
+    workers: &WorkerRegistry,
+    interval: Duration,
+) -> tokio::task::JoinHandle<()> {
+    let w = workers.register("version-gc");
+    tokio::spawn(async move {
+        loop {
+            w.set_state(WorkerState::Busy);
+            match collect_versions(&model).await {
+                Ok(n) => {
+                    w.add_processed(n);
+                    if n > 0 {
+                        tracing::debug!("version gc: released {n} block references");
+                    }
+                    w.set_progress(format!("last pass: {n} block references released"), None);
+                }
+                Err(e) => {
+                    tracing::error!("version gc: {e}");
+                    w.record_error(&e);
+                }
+            }
+            w.set_state(WorkerState::Idle);
+            tokio::select! {
+                _ = model.gc_wakeup().notified() => {}
+                _ = tokio::time::sleep(interval) => {}
+            }
+        }
+    })
+}

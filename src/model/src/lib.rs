@@ -1,0 +1,33 @@
+//! Hangar's data model, on top of tables and the block store.
+//!
+//! - [`key`]: access keys, their secrets and their per-bucket permissions;
+//! - [`bucket`]: buckets by name;
+//! - [`object`]: the current version of each object, with its metadata and
+//!   either its bytes (small objects, stored inline) or a block count;
+//! - [`version`]: a version's block list, one row per block so that a large
+//!   object costs O(n) rows and never rewrites a growing list;
+//! - [`garbage`]: uploads in progress and the collector of dead versions.
+//!
+//! [`Model`] ties them to one node's metadata store and block manager.
+
+pub mod bucket;
+mod error;
+pub mod garbage;
+pub mod key;
+mod model;
+pub mod object;
+pub mod version;
+
+pub use error::ModelError;
+pub use model::{Model, PermissionChange};
+
+/// Result alias of this crate.
+pub type Result<T> = std::result::Result<T, ModelError>;
+
+/// A version identifier: 16 random bytes.
+pub type VersionId = [u8; 16];
+
+/// A new random version identifier.
+pub fn new_version_id() -> VersionId {
+    rand::random()
+}

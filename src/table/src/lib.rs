@@ -1,0 +1,276 @@
+//! Hangar's tables: sets of typed rows keyed by (partition key, sort key).
+//!
+//! A [`Schema`] names a tree of the metadata store and the row type stored in
+//! it. Rows are CRDTs ([`Crdt`]): inserting a row merges it into the one
+//! already stored, so that replicas that received writes in different orders
+//! converge (the replicated layer, when it comes, sends the same merges to
+//! every replica). On a single node a table is one tree of `hangar_db`.
+//!
+//! Storage key: `partition(Schema::PARTITION_LEN bytes) ++ sort key`. Row
+//! value: one format byte ([`ROW_FORMAT`]) then the row as a MessagePack map
+//! (field names included, so a field added with `#[serde(default)]` reads old
+//! rows). See `doc/table-rows.md`.
+
+use std::marker::PhantomData;
+use std::ops::Bound;
+
+use hangar_db::{Db, DbError, Tx};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// The first byte of every stored row.
+pub const ROW_FORMAT: u8 = 1;
+
+/// Errors of the table layer.
+#[derive(Debug, thiserror::Error)]
+pub enum TableError {
+    #[error(transparent)]
+    Db(#[from] DbError),
+    #[error("row of table {tree} cannot be decoded: {message}")]
+    Decode { tree: &'static str, message: String },
+}
+
+impl From<TableError> for DbError {
+    fn from(e: TableError) -> DbError {
+        match e {
+            TableError::Db(d) => d,
+            TableError::Decode { tree, message } => DbError::Engine {
+                engine: tree,
+                message,
+            },
+        }
+    }
+}
+
+/// Result alias of this crate.
+pub type Result<T> = std::result::Result<T, TableError>;
+
+/// A row type that merges deterministically with another version of itself.
+pub trait Crdt {
+    /// Merges `other` into `self`. Must be commutative, associative and
+    /// idempotent, so that replicas converge whatever order writes arrive in.
+    fn merge(&mut self, other: &Self);
+}
+
+/// A table's name and row type.
+pub trait Schema: Send + Sync + 'static {
+    /// The metadata tree holding the rows.
+    const TREE: &'static str;
+    /// Length of the partition key in bytes.
+    const PARTITION_LEN: usize;
+    /// The row type.
+    type Row: Serialize + DeserializeOwned + Crdt + Clone + Send + Sync + 'static;
+}
+
+/// A typed view of one table.
+pub struct Table<S: Schema> {
+    db: Db,
+    _schema: PhantomData<S>,
+}
+
+impl<S: Schema> Clone for Table<S> {
+    fn clone(&self) -> Self {
+        Table {
+            db: self.db.clone(),
+            _schema: PhantomData,
+        }
+    }
+}
+
+/// The storage key of row (`partition`, `sort`).
+pub fn storage_key<S: Schema>(partition: &[u8], sort: &[u8]) -> Vec<u8> {
+    assert_eq!(
+        partition.len(),
+        S::PARTITION_LEN,
+        "partition key of {}",
+        S::TREE
+    );
+    let mut k = Vec::with_capacity(partition.len() + sort.len());
+    k.extend_from_slice(partition);
+    k.extend_from_slice(sort);
+    k
+}
+
+fn encode<S: Schema>(row: &S::Row) -> Vec<u8> {
+    let mut v = vec![ROW_FORMAT];
+    rmp_serde::encode::write_named(&mut v, row).expect("table rows encode");
+    v
+}
+
+fn decode<S: Schema>(v: &[u8]) -> Result<S::Row> {
+    let err = |message: String| TableError::Decode {
+        tree: S::TREE,
+        message,
+    };
+    match v.split_first() {
+        Some((&ROW_FORMAT, body)) => rmp_serde::from_slice(body).map_err(|e| err(e.to_string())),
+        Some((f, _)) => Err(err(format!("unknown row format {f}"))),
+        None => Err(err("empty row".into())),
+    }
+}
+
+impl<S: Schema> Table<S> {
+    pub fn new(db: Db) -> Self {
+        Table {
+            db,
+            _schema: PhantomData,
+        }
+    }
+
+    /// The metadata store under this table.
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
+    /// Reads one row.
+    pub async fn get(&self, partition: &[u8], sort: &[u8]) -> Result<Option<S::Row>> {
+        let k = storage_key::<S>(partition, sort);
+        self.db
+            .get_async(S::TREE, k)
+            .await?
+            .map(|v| decode::<S>(&v))
+            .transpose()
+    }
+
+    /// Reads up to `limit` rows of `partition` whose sort key is within
+    /// (`start`, `end`), in sort-key order (reversed when `reverse`).
+    /// Returns (sort key, row) pairs.
+    pub async fn range(
+        &self,
+        partition: &[u8],
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        reverse: bool,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, S::Row)>> {
+        let map = |b: Bound<&[u8]>| b.map(|s| storage_key::<S>(partition, s));
+        let start = match map(start) {
+            Bound::Unbounded => Bound::Included(partition.to_vec()),
+            b => b,
+        };
+        let end = match map(end) {
+            Bound::Unbounded => match partition_end(partition) {
+                Some(e) => Bound::Excluded(e),
+                None => Bound::Unbounded,
+            },
+            b => b,
+        };
+        let rows = self
+            .db
+            .range_async(S::TREE, start, end, reverse, limit)
+            .await?;
+        rows.into_iter()
+            .map(|(k, v)| Ok((k[S::PARTITION_LEN..].to_vec(), decode::<S>(&v)?)))
+            .collect()
+    }
+
+    /// Reads a row inside a write transaction.
+    pub fn tx_get(tx: &Tx<'_>, partition: &[u8], sort: &[u8]) -> Result<Option<S::Row>> {
+        tx.get(S::TREE, &storage_key::<S>(partition, sort))?
+            .map(|v| decode::<S>(&v))
+            .transpose()
+    }
+
+    /// Merges `row` into the stored row (or stores it) inside a write
+    /// transaction, and returns the merged row.
+    pub fn tx_insert(
+        tx: &mut Tx<'_>,
+        partition: &[u8],
+        sort: &[u8],
+        row: &S::Row,
+    ) -> Result<S::Row> {
+        let merged = match Self::tx_get(tx, partition, sort)? {
+            Some(mut old) => {
+                old.merge(row);
+                old
+            }
+            None => row.clone(),
+        };
+        tx.put(
+            S::TREE,
+            storage_key::<S>(partition, sort),
+            encode::<S>(&merged),
+        );
+        Ok(merged)
+    }
+
+    /// Deletes a row inside a write transaction. Only for rows whose
+    /// deletion is already decided (a tombstone was merged and has been
+    /// superseded, or the row is local bookkeeping).
+    pub fn tx_delete(tx: &mut Tx<'_>, partition: &[u8], sort: &[u8]) {
+        tx.delete(S::TREE, storage_key::<S>(partition, sort));
+    }
+}
+
+/// The first key after every key starting with `partition`, if any.
+fn partition_end(partition: &[u8]) -> Option<Vec<u8>> {
+    let mut e = partition.to_vec();
+    while let Some(last) = e.pop() {
+        if last < 0xff {
+            e.push(last + 1);
+            return Some(e);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hangar_db::{DbOptions, SledEngine};
+    use serde::Deserialize;
+    use std::sync::Arc;
+
+    #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+    struct MaxRow {
+        v: u64,
+    }
+    impl Crdt for MaxRow {
+        fn merge(&mut self, o: &Self) {
+            self.v = self.v.max(o.v);
+        }
+    }
+    struct T;
+    impl Schema for T {
+        const TREE: &'static str = "t";
+        const PARTITION_LEN: usize = 2;
+        type Row = MaxRow;
+    }
+
+    #[tokio::test]
+    async fn rows_merge_and_ranges_stay_in_their_partition() {
+        let d = tempfile::tempdir().unwrap();
+        let db = Db::new(
+            Arc::new(SledEngine::open(d.path(), 1 << 20).unwrap()),
+            DbOptions::default(),
+        );
+        let t = Table::<T>::new(db.clone());
+        db.write(|tx| {
+            Table::<T>::tx_insert(tx, b"p1", b"a", &MaxRow { v: 5 })?;
+            Table::<T>::tx_insert(tx, b"p1", b"a", &MaxRow { v: 3 })?;
+            Table::<T>::tx_insert(tx, b"p1", b"b", &MaxRow { v: 1 })?;
+            Table::<T>::tx_insert(tx, b"p2", b"a", &MaxRow { v: 9 })?;
+            Table::<T>::tx_insert(tx, &[0xff, 0xff], b"z", &MaxRow { v: 2 })?;
+            Ok::<_, TableError>(())
+        })
+        .await
+        .unwrap();
+        assert_eq!(t.get(b"p1", b"a").await.unwrap(), Some(MaxRow { v: 5 }));
+        let p1 = t
+            .range(b"p1", Bound::Unbounded, Bound::Unbounded, false, 10)
+            .await
+            .unwrap();
+        assert_eq!(p1.len(), 2);
+        assert_eq!(p1[1].0, b"b");
+        let after_a = t
+            .range(b"p1", Bound::Excluded(b"a"), Bound::Unbounded, false, 10)
+            .await
+            .unwrap();
+        assert_eq!(after_a.len(), 1);
+        let last = t
+            .range(&[0xff, 0xff], Bound::Unbounded, Bound::Unbounded, true, 10)
+            .await
+            .unwrap();
+        assert_eq!(last.len(), 1);
+    }
+}

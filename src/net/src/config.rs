@@ -1,0 +1,109 @@
+//! The mesh's settings, taken from Hangar's configuration file plus a few
+//! of the mesh's own knobs that have sensible defaults.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use hangar_util::config::Config;
+
+use crate::error::NetError;
+use crate::identity::PeerAddr;
+
+/// QUIC flow-control windows: what bounds the memory one connection may use
+/// for data in flight (see doc/rpc.md, "Flow control").
+#[derive(Clone, Debug)]
+pub struct FlowControl {
+    /// Bytes a single call's stream may have unread at the receiver.
+    pub stream_window: u32,
+    /// Bytes all streams of a connection may have unread at the receiver.
+    pub connection_window: u32,
+    /// Bytes a sender keeps buffered but unacknowledged per connection.
+    pub send_window: u64,
+    /// Streams (calls) a peer may have open at once on one connection. This
+    /// is QUIC stream credit, refilled as calls end; calls beyond it wait for
+    /// a stream within their deadline.
+    pub max_concurrent_streams: u32,
+}
+
+impl Default for FlowControl {
+    fn default() -> Self {
+        FlowControl {
+            stream_window: 2 * 1024 * 1024,
+            connection_window: 16 * 1024 * 1024,
+            send_window: 16 * 1024 * 1024,
+            max_concurrent_streams: 16 * 1024,
+        }
+    }
+}
+
+/// Everything [`crate::Mesh::start`] needs.
+#[derive(Clone, Debug)]
+pub struct MeshConfig {
+    /// The cluster secret (`rpc_secret`).
+    pub secret: [u8; 32],
+    /// UDP address to bind (`rpc_bind_addr`); port 0 picks a free one.
+    pub bind_addr: SocketAddr,
+    /// `host:port` other nodes should dial (`rpc_public_addr`); when unset,
+    /// the bind address if it is specific, else what peers observe.
+    pub public_addr: Option<String>,
+    /// Where `node_key` and `peer_list.json` live.
+    pub metadata_dir: PathBuf,
+    /// `bootstrap_peers`, parsed.
+    pub bootstrap_peers: Vec<PeerAddr>,
+    /// Default deadline of a call (`rpc_timeout_msec`).
+    pub rpc_timeout: Duration,
+    /// Deadline of a ping and of a connection handshake (`rpc_ping_timeout_msec`).
+    pub ping_timeout: Duration,
+    /// Time between two pings of a peer.
+    pub ping_interval: Duration,
+    /// Consecutive failed pings after which a peer is marked down and its
+    /// connection closed (so that it is dialed again).
+    pub ping_failures_down: u32,
+    /// Time between two peer-list exchanges with each peer (there is also
+    /// one at every new connection).
+    pub peer_exchange_interval: Duration,
+    /// First and largest wait between two dials of an unreachable peer.
+    pub reconnect_backoff_min: Duration,
+    pub reconnect_backoff_max: Duration,
+    pub flow: FlowControl,
+}
+
+impl MeshConfig {
+    /// Settings with Hangar's defaults for everything but the identity,
+    /// secret and address.
+    pub fn new(secret: [u8; 32], bind_addr: SocketAddr, metadata_dir: PathBuf) -> MeshConfig {
+        MeshConfig {
+            secret,
+            bind_addr,
+            public_addr: None,
+            metadata_dir,
+            bootstrap_peers: vec![],
+            rpc_timeout: Duration::from_secs(300),
+            ping_timeout: Duration::from_secs(10),
+            ping_interval: Duration::from_secs(5),
+            ping_failures_down: 2,
+            peer_exchange_interval: Duration::from_secs(30),
+            reconnect_backoff_min: Duration::from_millis(100),
+            reconnect_backoff_max: Duration::from_secs(1),
+            flow: FlowControl::default(),
+        }
+    }
+
+    /// Settings from Hangar's configuration file.
+    pub fn from_config(cfg: &Config) -> Result<MeshConfig, NetError> {
+        let secret = cfg
+            .rpc_secret_bytes()
+            .map_err(|e| NetError::Config(e.to_string()))?;
+        let mut m = MeshConfig::new(secret, cfg.rpc_bind_addr, cfg.metadata_dir.clone());
+        m.public_addr = cfg.rpc_public_addr.clone();
+        m.bootstrap_peers = cfg
+            .bootstrap_peers
+            .iter()
+            .map(|s| s.parse())
+            .collect::<Result<_, _>>()?;
+        m.rpc_timeout = Duration::from_millis(cfg.rpc_timeout_msec);
+        m.ping_timeout = Duration::from_millis(cfg.rpc_ping_timeout_msec);
+        Ok(m)
+    }
+}

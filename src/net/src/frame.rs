@@ -1,0 +1,144 @@
+//! The bytes on one RPC stream (doc/rpc.md is the reference for this file).
+//!
+//! A call is one QUIC bidirectional stream. The caller writes a request
+//! (version byte, header frame, message frame, optional body), the callee
+//! answers with a response (version byte, header frame, message frame if the
+//! status is OK, optional body). A frame is a big-endian `u32` length then
+//! that many bytes of MessagePack (rmp-serde, structs as arrays).
+
+use bytes::Bytes;
+use quinn::{RecvStream, SendStream};
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+
+use crate::error::NetError;
+
+/// First byte of every request and response stream.
+pub(crate) const WIRE_VERSION: u8 = 1;
+/// Largest accepted header frame.
+pub(crate) const MAX_HEADER_LEN: usize = 64 * 1024;
+/// Largest accepted message frame. Bulk data goes in the streamed body.
+pub(crate) const MAX_MESSAGE_LEN: usize = 16 * 1024 * 1024;
+
+/// Response status: the call succeeded, a message frame follows.
+pub(crate) const STATUS_OK: u8 = 0;
+/// The callee has no endpoint by that path (or no handler set on it).
+pub(crate) const STATUS_NO_SUCH_ENDPOINT: u8 = 1;
+/// The handler's queue is full; the caller should retry later or elsewhere.
+pub(crate) const STATUS_OVERLOADED: u8 = 2;
+/// The handler returned an error; `message` says which.
+pub(crate) const STATUS_HANDLER_ERROR: u8 = 3;
+/// The request could not be decoded into the endpoint's message type.
+pub(crate) const STATUS_BAD_REQUEST: u8 = 4;
+/// The handler did not finish before the call's deadline.
+pub(crate) const STATUS_TIMEOUT: u8 = 5;
+
+/// QUIC application error code used to reset/stop a stream whose call was
+/// abandoned (deadline passed or caller gone).
+pub(crate) const CODE_CANCELLED: u32 = 1;
+
+/// What the caller asks for; sent before the message.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct RequestHeader {
+    /// Endpoint path, e.g. `hangar/ping`.
+    pub path: String,
+    /// Time left before the caller's deadline, in milliseconds, when sent.
+    pub timeout_ms: u64,
+    /// 0 background, 1 foreground, 2 control (ping, peer exchange).
+    pub priority: u8,
+    /// Whether body frames follow the message.
+    pub has_body: bool,
+}
+
+/// How the callee answers; sent before the response message.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct ResponseHeader {
+    /// One of the `STATUS_*` constants.
+    pub status: u8,
+    /// Whether body frames follow the message (only with `STATUS_OK`).
+    pub has_body: bool,
+    /// Error text for non-OK statuses.
+    pub message: Option<String>,
+}
+
+/// Encodes a value as a MessagePack frame payload.
+pub(crate) fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, NetError> {
+    Ok(rmp_serde::to_vec(value)?)
+}
+
+/// Decodes a MessagePack frame payload.
+pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, NetError> {
+    Ok(rmp_serde::from_slice(bytes)?)
+}
+
+/// Reads one length-prefixed frame, refusing frames longer than `max`.
+pub(crate) async fn read_frame(recv: &mut RecvStream, max: usize) -> Result<Vec<u8>, NetError> {
+    let mut len = [0u8; 4];
+    recv.read_exact(&mut len).await?;
+    let len = u32::from_be_bytes(len) as usize;
+    if len > max {
+        return Err(NetError::Protocol(format!(
+            "frame of {len} bytes over the limit of {max}"
+        )));
+    }
+    let mut buf = vec![0u8; len];
+    recv.read_exact(&mut buf).await?;
+    Ok(buf)
+}
+
+/// Writes the version byte, the header frame and the message frame of a
+/// request, in one go.
+pub(crate) async fn write_request(
+    send: &mut SendStream,
+    header: &RequestHeader,
+    msg: Vec<u8>,
+) -> Result<(), NetError> {
+    write_head(send, encode(header)?, Some(msg)).await
+}
+
+/// Writes the version byte, header frame and (for OK) message frame of a
+/// response.
+pub(crate) async fn write_response(
+    send: &mut SendStream,
+    header: &ResponseHeader,
+    msg: Option<Vec<u8>>,
+) -> Result<(), NetError> {
+    write_head(send, encode(header)?, msg).await
+}
+
+async fn write_head(
+    send: &mut SendStream,
+    header: Vec<u8>,
+    msg: Option<Vec<u8>>,
+) -> Result<(), NetError> {
+    let mut head = Vec::with_capacity(1 + 4 + header.len() + 4);
+    head.push(WIRE_VERSION);
+    head.extend_from_slice(&(header.len() as u32).to_be_bytes());
+    head.extend_from_slice(&header);
+    let mut chunks = Vec::with_capacity(2);
+    if let Some(msg) = msg {
+        let len = u32::try_from(msg.len())
+            .ok()
+            .filter(|l| (*l as usize) <= MAX_MESSAGE_LEN)
+            .ok_or_else(|| NetError::Protocol("message over the 16 MiB limit".into()))?;
+        head.extend_from_slice(&len.to_be_bytes());
+        chunks.push(Bytes::from(head));
+        chunks.push(Bytes::from(msg));
+    } else {
+        chunks.push(Bytes::from(head));
+    }
+    send.write_all_chunks(&mut chunks).await?;
+    Ok(())
+}
+
+/// Reads the version byte and the header frame of a request or response.
+pub(crate) async fn read_head<H: DeserializeOwned>(recv: &mut RecvStream) -> Result<H, NetError> {
+    let mut version = [0u8; 1];
+    recv.read_exact(&mut version).await?;
+    if version[0] != WIRE_VERSION {
+        return Err(NetError::Protocol(format!(
+            "wire version {} (this node speaks {WIRE_VERSION})",
+            version[0]
+        )));
+    }
+    decode(&read_frame(recv, MAX_HEADER_LEN).await?)
+}

@@ -1,0 +1,328 @@
+//! The mesh: starting a node, its public API, and the state shared by the
+//! connection, RPC, ping and peer-exchange parts.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::Duration;
+
+use quinn::crypto::rustls::QuicServerConfig;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+use crate::config::MeshConfig;
+use crate::endpoint::{DEFAULT_QUEUE_CAPACITY, Endpoint, EndpointEntry, Message};
+use crate::error::NetError;
+use crate::exchange::{PEERS_PATH, PeerListMsg, PeersHandler};
+use crate::identity::{NodeId, NodeKey, PeerAddr};
+use crate::metrics::NetMetrics;
+use crate::peers::{PeerStatus, PeerTable, load_peer_list, save_peer_list};
+use crate::ping::{PING_PATH, PingHandler, PingMsg};
+use crate::tls::ClusterTls;
+
+/// blake3 context deriving the QUIC stateless-reset key from the node key.
+/// Being stable across restarts, it lets a restarted node reset the stale
+/// connections its peers still hold to its previous incarnation.
+const RESET_KEY_CONTEXT: &str = "hangar 2026-11 quic stateless reset key v1";
+
+/// A running node of the mesh. Cheap to clone; the node stops when
+/// [`Mesh::shutdown`] is called or the last clone is dropped.
+#[derive(Clone)]
+pub struct Mesh {
+    inner: Arc<MeshInner>,
+}
+
+pub(crate) struct MeshInner {
+    pub(crate) cfg: MeshConfig,
+    id: NodeId,
+    pub(crate) tls: ClusterTls,
+    pub(crate) transport: Arc<quinn::TransportConfig>,
+    pub(crate) quic: quinn::Endpoint,
+    local_addr: SocketAddr,
+    pub(crate) public_addr: Option<String>,
+    pub(crate) peers: Mutex<PeerTable>,
+    endpoints: RwLock<HashMap<String, EndpointEntry>>,
+    metrics: NetMetrics,
+    /// Wakes the dial loop when a peer needs a connection.
+    pub(crate) dial_wakeup: Arc<Notify>,
+    persist_lock: Mutex<()>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+    pub(crate) self_ref: Weak<MeshInner>,
+}
+
+fn transport_config(cfg: &MeshConfig) -> Result<quinn::TransportConfig, NetError> {
+    let mut t = quinn::TransportConfig::default();
+    t.max_concurrent_bidi_streams(cfg.flow.max_concurrent_streams.into());
+    t.max_concurrent_uni_streams(0u32.into());
+    t.stream_receive_window(cfg.flow.stream_window.into());
+    t.receive_window(cfg.flow.connection_window.into());
+    t.send_window(cfg.flow.send_window);
+    // Nodes of a cluster are usually close: a smaller first RTT guess makes
+    // a lost handshake packet (e.g. a peer still starting) retried sooner.
+    t.initial_rtt(Duration::from_millis(100));
+    // Pings detect dead peers; the idle timeout only reclaims connections
+    // that nothing uses anymore, and keep-alives stop it from closing a
+    // healthy but quiet one.
+    let idle = (cfg.ping_interval * (cfg.ping_failures_down + 1) + cfg.ping_timeout)
+        .max(Duration::from_secs(2));
+    t.max_idle_timeout(Some(idle.try_into().map_err(|_| {
+        NetError::Config("ping settings give a too long idle timeout".into())
+    })?));
+    t.keep_alive_interval(Some(idle / 4));
+    Ok(t)
+}
+
+impl Mesh {
+    /// Starts a node: loads or creates its key in `metadata_dir`, binds the
+    /// UDP socket, and starts accepting, dialing known peers (persisted list
+    /// and bootstrap peers), pinging and exchanging peer lists. Must be
+    /// called within a Tokio runtime.
+    pub async fn start(cfg: MeshConfig) -> Result<Mesh, NetError> {
+        let key = NodeKey::load_or_create(&cfg.metadata_dir)?;
+        let id = key.id();
+        let tls = ClusterTls::new(&cfg.secret, &key)?;
+        let transport = Arc::new(transport_config(&cfg)?);
+        let crypto = QuicServerConfig::try_from(tls.server_config())
+            .map_err(|e| NetError::Tls(e.to_string()))?;
+        let mut server = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+        server.transport_config(transport.clone());
+        let reset_key =
+            ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &key.derive(RESET_KEY_CONTEXT));
+        let socket = std::net::UdpSocket::bind(cfg.bind_addr)?;
+        let quic = quinn::Endpoint::new(
+            quinn::EndpointConfig::new(Arc::new(reset_key)),
+            Some(server),
+            socket,
+            Arc::new(quinn::TokioRuntime),
+        )?;
+        let local_addr = quic.local_addr()?;
+        let public_addr = cfg
+            .public_addr
+            .clone()
+            .or_else(|| (!cfg.bind_addr.ip().is_unspecified()).then(|| local_addr.to_string()));
+
+        let mut table = PeerTable::default();
+        let saved = load_peer_list(&cfg.metadata_dir)?;
+        let mut changed = false;
+        for p in saved.iter().chain(cfg.bootstrap_peers.iter()) {
+            if p.id != id {
+                changed |= table.learn(p.id, Some(p.addr.clone()), false);
+            }
+        }
+        changed &= table.addresses() != saved;
+
+        let inner = Arc::new_cyclic(|weak| MeshInner {
+            cfg,
+            id,
+            tls,
+            transport,
+            quic,
+            local_addr,
+            public_addr,
+            peers: Mutex::new(table),
+            endpoints: RwLock::new(HashMap::new()),
+            metrics: NetMetrics::default(),
+            dial_wakeup: Arc::new(Notify::new()),
+            persist_lock: Mutex::new(()),
+            tasks: Mutex::new(Vec::new()),
+            self_ref: weak.clone(),
+        });
+        if changed {
+            inner.persist_peers();
+        }
+        let mesh = Mesh { inner };
+        let weak = Arc::downgrade(&mesh.inner);
+        mesh.endpoint::<PingMsg, PingMsg>(PING_PATH)?
+            .set_handler(PingHandler, DEFAULT_QUEUE_CAPACITY);
+        mesh.endpoint::<PeerListMsg, PeerListMsg>(PEERS_PATH)?
+            .set_handler(PeersHandler { mesh: weak.clone() }, 64);
+
+        let tasks = vec![
+            tokio::spawn(crate::conn::accept_loop(
+                weak.clone(),
+                mesh.inner.quic.clone(),
+            )),
+            tokio::spawn(crate::conn::dial_loop(
+                weak.clone(),
+                mesh.inner.dial_wakeup.clone(),
+            )),
+            tokio::spawn(crate::ping::ping_loop(
+                weak.clone(),
+                mesh.inner.cfg.ping_interval,
+            )),
+            tokio::spawn(crate::exchange::exchange_loop(
+                weak,
+                mesh.inner.cfg.peer_exchange_interval,
+            )),
+        ];
+        *mesh.inner.tasks.lock().expect("tasks lock") = tasks;
+        tracing::info!(id = %id, addr = %local_addr, "mesh node started");
+        Ok(mesh)
+    }
+
+    /// This node's id.
+    pub fn id(&self) -> NodeId {
+        self.inner.id
+    }
+
+    /// The UDP address the node is bound to (useful with port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.inner.local_addr
+    }
+
+    /// `<id>@<addr>` to give to other nodes (`hangar node id`): the public
+    /// address if configured, else the bound address.
+    pub fn peer_addr(&self) -> PeerAddr {
+        PeerAddr {
+            id: self.inner.id,
+            addr: self
+                .inner
+                .public_addr
+                .clone()
+                .unwrap_or_else(|| self.inner.local_addr.to_string()),
+        }
+    }
+
+    /// Adds a peer (persisted at once) and dials it now; returns when the
+    /// connection is up or the dial failed (wrong id, wrong secret, nobody
+    /// there). The mesh keeps redialing a failed peer in the background.
+    pub async fn connect(&self, peer: &PeerAddr) -> Result<(), NetError> {
+        self.inner.connect(peer).await
+    }
+
+    /// Every known node, this one included, with its health.
+    pub fn peer_status(&self) -> Vec<PeerStatus> {
+        self.inner.peer_status()
+    }
+
+    /// The ids of the nodes that answer pings now (this one included).
+    pub fn up_nodes(&self) -> Vec<NodeId> {
+        self.peer_status()
+            .into_iter()
+            .filter(|p| p.is_up)
+            .map(|p| p.id)
+            .collect()
+    }
+
+    /// The typed endpoint at `path`, created on first use. Asking again for
+    /// the same path with the same types gives the same endpoint; with other
+    /// types it is an error.
+    pub fn endpoint<Req: Message, Resp: Message>(
+        &self,
+        path: &str,
+    ) -> Result<Arc<Endpoint<Req, Resp>>, NetError> {
+        let mut eps = self.inner.endpoints.write().expect("endpoints lock");
+        if let Some(e) = eps.get(path) {
+            return e
+                .typed
+                .clone()
+                .downcast::<Endpoint<Req, Resp>>()
+                .map_err(|_| NetError::EndpointTypeMismatch(path.to_string()));
+        }
+        let ep = Arc::new(Endpoint::<Req, Resp>::new(
+            path.to_string(),
+            Arc::downgrade(&self.inner),
+        ));
+        eps.insert(
+            path.to_string(),
+            EndpointEntry {
+                serve: ep.clone(),
+                typed: ep.clone(),
+            },
+        );
+        Ok(ep)
+    }
+
+    /// The mesh's metrics (register them with [`NetMetrics::register`]).
+    pub fn metrics(&self) -> &NetMetrics {
+        &self.inner.metrics
+    }
+
+    /// Stops the node: closes every connection (peers see it go at once),
+    /// stops the background tasks and releases the UDP port.
+    pub async fn shutdown(&self) {
+        self.inner.quic.close(0u32.into(), b"shutdown");
+        for t in self.inner.tasks.lock().expect("tasks lock").drain(..) {
+            t.abort();
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(2), self.inner.quic.wait_idle()).await;
+    }
+}
+
+impl Drop for MeshInner {
+    fn drop(&mut self) {
+        self.quic.close(0u32.into(), b"shutdown");
+        for t in self.tasks.get_mut().expect("tasks lock").drain(..) {
+            t.abort();
+        }
+    }
+}
+
+impl MeshInner {
+    pub(crate) fn id(&self) -> NodeId {
+        self.id
+    }
+
+    pub(crate) fn rpc_timeout(&self) -> Duration {
+        self.cfg.rpc_timeout
+    }
+
+    pub(crate) fn metrics(&self) -> &NetMetrics {
+        &self.metrics
+    }
+
+    pub(crate) fn serve_entry(&self, path: &str) -> Option<EndpointEntry> {
+        self.endpoints
+            .read()
+            .expect("endpoints lock")
+            .get(path)
+            .cloned()
+    }
+
+    pub(crate) fn typed_endpoint<Req: Message, Resp: Message>(
+        &self,
+        path: &str,
+    ) -> Option<Arc<Endpoint<Req, Resp>>> {
+        self.serve_entry(path)?
+            .typed
+            .downcast::<Endpoint<Req, Resp>>()
+            .ok()
+    }
+
+    /// Writes the peer list file with the current table.
+    pub(crate) fn persist_peers(&self) {
+        let _guard = self.persist_lock.lock().expect("persist lock");
+        let list = self.peers.lock().expect("peers lock").addresses();
+        if let Err(e) = save_peer_list(&self.cfg.metadata_dir, &list) {
+            tracing::warn!(error = %e, "cannot write the peer list");
+        }
+    }
+
+    fn peer_status(&self) -> Vec<PeerStatus> {
+        let mut v = vec![PeerStatus {
+            id: self.id,
+            addr: Some(
+                self.public_addr
+                    .clone()
+                    .unwrap_or_else(|| self.local_addr.to_string()),
+            ),
+            is_up: true,
+            connected: true,
+            last_seen_msec: Some(hangar_now_msec()),
+            rtt_msec: Some(0.0),
+            is_self: true,
+        }];
+        let table = self.peers.lock().expect("peers lock");
+        let mut others: Vec<PeerStatus> = table.peers.iter().map(|(id, p)| p.status(*id)).collect();
+        others.sort_by_key(|p| p.id);
+        v.extend(others);
+        v
+    }
+}
+
+fn hangar_now_msec() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}

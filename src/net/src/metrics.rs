@@ -1,0 +1,199 @@
+//! The mesh's metrics, kept with `prometheus-client` so that the admin API
+//! can register them in its registry and serve them on `/metrics`.
+
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::error::NetError;
+use crate::identity::NodeId;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CallLabels {
+    endpoint: String,
+    peer: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ErrorLabels {
+    endpoint: String,
+    peer: String,
+    kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct PeerLabels {
+    peer: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EndpointLabels {
+    endpoint: String,
+}
+
+fn latency_histogram() -> Histogram {
+    // 100 µs .. ~3.3 s, doubling.
+    Histogram::new(exponential_buckets(0.0001, 2.0, 16))
+}
+
+/// Counters, gauges and histograms of one node's mesh. Cheap to clone (the
+/// families share their storage).
+#[derive(Clone)]
+pub struct NetMetrics {
+    calls: Family<CallLabels, Counter>,
+    errors: Family<ErrorLabels, Counter>,
+    timeouts: Family<CallLabels, Counter>,
+    latency: Family<CallLabels, Histogram, fn() -> Histogram>,
+    rejected: Family<EndpointLabels, Counter>,
+    bytes_sent: Family<PeerLabels, Counter>,
+    bytes_received: Family<PeerLabels, Counter>,
+    peer_up: Family<PeerLabels, Gauge>,
+    peer_rtt: Family<PeerLabels, Gauge<f64, AtomicU64>>,
+}
+
+impl Default for NetMetrics {
+    fn default() -> Self {
+        NetMetrics {
+            calls: Family::default(),
+            errors: Family::default(),
+            timeouts: Family::default(),
+            latency: Family::new_with_constructor(latency_histogram),
+            rejected: Family::default(),
+            bytes_sent: Family::default(),
+            bytes_received: Family::default(),
+            peer_up: Family::default(),
+            peer_rtt: Family::default(),
+        }
+    }
+}
+
+pub(crate) fn peer_labels(peer: &NodeId) -> PeerLabels {
+    PeerLabels { peer: peer.short() }
+}
+
+impl NetMetrics {
+    /// Adds every metric of the mesh to `registry` (names prefixed `rpc_`).
+    pub fn register(&self, registry: &mut Registry) {
+        let r = registry.sub_registry_with_prefix("rpc");
+        r.register(
+            "calls",
+            "RPC calls made, per endpoint and peer",
+            self.calls.clone(),
+        );
+        r.register(
+            "errors",
+            "RPC calls that failed, per endpoint, peer and error kind",
+            self.errors.clone(),
+        );
+        r.register(
+            "timeouts",
+            "RPC calls that hit their deadline",
+            self.timeouts.clone(),
+        );
+        r.register(
+            "call_duration_seconds",
+            "RPC call latency, per endpoint and peer",
+            self.latency.clone(),
+        );
+        r.register(
+            "rejected_overloaded",
+            "incoming calls refused because the handler queue was full",
+            self.rejected.clone(),
+        );
+        r.register(
+            "sent_bytes",
+            "message and body bytes sent, per peer",
+            self.bytes_sent.clone(),
+        );
+        r.register(
+            "received_bytes",
+            "message and body bytes received, per peer",
+            self.bytes_received.clone(),
+        );
+        r.register(
+            "peer_up",
+            "1 if the peer answers pings, else 0",
+            self.peer_up.clone(),
+        );
+        r.register(
+            "peer_rtt_seconds",
+            "average ping round-trip time",
+            self.peer_rtt.clone(),
+        );
+    }
+
+    /// The metrics in Prometheus text format (for tests and the bench tool).
+    pub fn encode_text(&self) -> String {
+        let mut registry = Registry::default();
+        self.register(&mut registry);
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &registry)
+            .expect("writing to a String cannot fail");
+        out
+    }
+
+    pub(crate) fn record_call(
+        &self,
+        endpoint: &str,
+        peer: &NodeId,
+        elapsed: Duration,
+        error: Option<&NetError>,
+    ) {
+        let labels = CallLabels {
+            endpoint: endpoint.to_string(),
+            peer: peer.short(),
+        };
+        self.calls.get_or_create(&labels).inc();
+        self.latency
+            .get_or_create(&labels)
+            .observe(elapsed.as_secs_f64());
+        if let Some(e) = error {
+            if matches!(e, NetError::Timeout { .. }) {
+                self.timeouts.get_or_create(&labels).inc();
+            }
+            self.errors
+                .get_or_create(&ErrorLabels {
+                    endpoint: labels.endpoint,
+                    peer: labels.peer,
+                    kind: e.kind().to_string(),
+                })
+                .inc();
+        }
+    }
+
+    pub(crate) fn record_rejected(&self, endpoint: &str) {
+        self.rejected
+            .get_or_create(&EndpointLabels {
+                endpoint: endpoint.to_string(),
+            })
+            .inc();
+    }
+
+    pub(crate) fn sent(&self, peer: &NodeId) -> Counter {
+        self.bytes_sent.get_or_create(&peer_labels(peer)).clone()
+    }
+
+    pub(crate) fn received(&self, peer: &NodeId) -> Counter {
+        self.bytes_received
+            .get_or_create(&peer_labels(peer))
+            .clone()
+    }
+
+    pub(crate) fn set_peer_up(&self, peer: &NodeId, up: bool) {
+        self.peer_up
+            .get_or_create(&peer_labels(peer))
+            .set(up as i64);
+    }
+
+    pub(crate) fn set_peer_rtt(&self, peer: &NodeId, rtt: Duration) {
+        self.peer_rtt
+            .get_or_create(&peer_labels(peer))
+            .set(rtt.as_secs_f64());
+    }
+}

@@ -1,0 +1,242 @@
+//! Several nodes in one process on 127.0.0.1: mesh formation, cluster
+//! authentication, and failure detection across a kill and a restart.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use hangar_net::{CallOpts, Mesh, PEER_LIST_FILE, PeerAddr};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_mesh_forms_from_one_bootstrap_peer() {
+    init_tracing();
+    let dirs: Vec<_> = (0..4).map(|_| tempfile::tempdir().unwrap()).collect();
+    let seed = start_node(dirs[0].path()).await;
+    let mut nodes = vec![seed.clone()];
+    for d in &dirs[1..] {
+        let mut cfg = test_config(d.path(), SECRET, "127.0.0.1:0".parse().unwrap());
+        cfg.bootstrap_peers = vec![seed.peer_addr()];
+        nodes.push(Mesh::start(cfg).await.unwrap());
+    }
+    let ids: Vec<_> = nodes.iter().map(|n| n.id()).collect();
+    let took = wait_for(Duration::from_secs(10), || {
+        nodes.iter().all(|n| ids.iter().all(|id| is_up(n, *id)))
+    })
+    .await;
+    assert!(
+        took.is_some(),
+        "mesh did not form: {:?}",
+        nodes[3].peer_status()
+    );
+
+    // Every node persisted every other one.
+    for (i, d) in dirs.iter().enumerate() {
+        let text = std::fs::read_to_string(d.path().join(PEER_LIST_FILE)).unwrap();
+        for (j, id) in ids.iter().enumerate() {
+            if i != j {
+                assert!(
+                    text.contains(&id.to_string()),
+                    "node {i} did not persist node {j}"
+                );
+            }
+        }
+    }
+
+    // Calls work in both directions between nodes that only met through
+    // the exchange, and a call to oneself runs locally.
+    for n in &nodes {
+        n.endpoint::<String, String>("test/echo")
+            .unwrap()
+            .set_handler(Echo, 16);
+    }
+    let ep1 = nodes[1].endpoint::<String, String>("test/echo").unwrap();
+    let ep3 = nodes[3].endpoint::<String, String>("test/echo").unwrap();
+    assert_eq!(
+        ep1.call(ids[3], "a".into(), CallOpts::default())
+            .await
+            .unwrap(),
+        "a"
+    );
+    assert_eq!(
+        ep3.call(ids[1], "b".into(), CallOpts::default())
+            .await
+            .unwrap(),
+        "b"
+    );
+    assert_eq!(
+        ep3.call(ids[3], "c".into(), CallOpts::default())
+            .await
+            .unwrap(),
+        "c"
+    );
+
+    // One connection per pair: each status row is one peer, connected.
+    for n in &nodes {
+        assert_eq!(n.peer_status().len(), 4);
+    }
+    for n in &nodes {
+        n.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_with_wrong_secret_is_refused_both_ways() {
+    init_tracing();
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = start_node(da.path()).await;
+    let b = Mesh::start(test_config(
+        db.path(),
+        [1; 32],
+        "127.0.0.1:0".parse().unwrap(),
+    ))
+    .await
+    .unwrap();
+    let e = b.connect(&a.peer_addr()).await.unwrap_err();
+    assert!(
+        e.to_string().contains("certificate"),
+        "unexpected error: {e}"
+    );
+    let e = a.connect(&b.peer_addr()).await.unwrap_err();
+    assert!(
+        e.to_string().contains("certificate"),
+        "unexpected error: {e}"
+    );
+    assert!(status_of(&a, b.id()).is_none_or(|s| !s.connected));
+    // A refused peer is not remembered.
+    assert!(status_of(&b, a.id()).is_none());
+    // And no connection sneaks in through the background redials.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!is_up(&a, b.id()) && !is_up(&b, a.id()));
+    a.shutdown().await;
+    b.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn peer_presenting_another_id_is_refused() {
+    init_tracing();
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = start_node(da.path()).await;
+    let b = start_node(db.path()).await;
+    let wrong_id = hangar_net::NodeKey::from_seed([9; 32]).id();
+    let wrong = PeerAddr {
+        id: wrong_id,
+        addr: a.local_addr().to_string(),
+    };
+    let e = b.connect(&wrong).await.unwrap_err();
+    assert!(
+        e.to_string().contains("but") && e.to_string().contains("expected"),
+        "unexpected error: {e}"
+    );
+    assert!(status_of(&b, wrong_id).is_none(), "a refused peer is not remembered");
+    // The right id at the same address works.
+    b.connect(&a.peer_addr()).await.unwrap();
+    assert!(is_up(&b, a.id()));
+    a.shutdown().await;
+    b.shutdown().await;
+}
+
+/// Runs a node on its own runtime, so that dropping the runtime kills it
+/// the way a crash would: no close frame is sent.
+struct Killable {
+    rt: tokio::runtime::Runtime,
+    mesh: Mesh,
+}
+
+fn start_killable(cfg: hangar_net::MeshConfig) -> Killable {
+    // A runtime cannot be started from within the test's runtime.
+    std::thread::spawn(move || start_killable_blocking(cfg))
+        .join()
+        .unwrap()
+}
+
+fn start_killable_blocking(cfg: hangar_net::MeshConfig) -> Killable {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mesh = rt.block_on(async {
+        // The port may still be held for a moment by the killed instance.
+        let mut last = None;
+        for _ in 0..50 {
+            match Mesh::start(cfg.clone()).await {
+                Ok(m) => return m,
+                Err(e) => last = Some(e),
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("cannot restart node: {last:?}");
+    });
+    Killable { rt, mesh }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_node_is_marked_down_then_up_again_after_restart() {
+    init_tracing();
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut cfg_a = test_config(da.path(), SECRET, "127.0.0.1:0".parse().unwrap());
+    cfg_a.ping_timeout = Duration::from_millis(400);
+    let interval = cfg_a.ping_interval;
+    let ping_timeout = cfg_a.ping_timeout;
+    let a = Mesh::start(cfg_a).await.unwrap();
+
+    let mut cfg_b = test_config(db.path(), SECRET, "127.0.0.1:0".parse().unwrap());
+    cfg_b.bootstrap_peers = vec![a.peer_addr()];
+    let b = start_killable(cfg_b.clone());
+    let b_id = b.mesh.id();
+    let b_addr = b.mesh.local_addr();
+    assert!(
+        wait_for(Duration::from_secs(5), || is_up(&a, b_id))
+            .await
+            .is_some()
+    );
+
+    // Kill: the runtime goes away with the socket, nothing is said to A.
+    let Killable { rt, mesh } = b;
+    rt.shutdown_background();
+    drop(mesh);
+    let limit = interval * 2 + ping_timeout;
+    let down_after = wait_for(Duration::from_secs(5), || !is_up(&a, b_id))
+        .await
+        .expect("killed node never marked down");
+    println!("marked down after {down_after:?} (bound {limit:?} + slack)");
+    assert!(
+        down_after <= limit + Duration::from_millis(400),
+        "took {down_after:?}"
+    );
+
+    // Restart on the same port: B knows A from its persisted peer list.
+    cfg_b.bind_addr = b_addr;
+    cfg_b.bootstrap_peers = vec![];
+    let b2 = start_killable(cfg_b);
+    assert_eq!(b2.mesh.id(), b_id, "node id must survive a restart");
+    let up_after = wait_for(Duration::from_secs(5), || is_up(&a, b_id))
+        .await
+        .expect("restarted node never marked up");
+    println!("back up after {up_after:?}");
+    assert!(up_after <= Duration::from_millis(1500), "took {up_after:?}");
+
+    // A can call the new incarnation at once.
+    let ep = a.endpoint::<String, String>("test/echo").unwrap();
+    b2.mesh
+        .endpoint::<String, String>("test/echo")
+        .unwrap()
+        .set_handler(Echo, 4);
+    let r = ep
+        .call(
+            b_id,
+            "x".into(),
+            CallOpts::default().with_timeout(Duration::from_secs(2)),
+        )
+        .await;
+    assert_eq!(r.unwrap(), "x");
+    let Killable { rt, mesh } = b2;
+    std::thread::spawn(move || {
+        rt.block_on(mesh.shutdown());
+        drop(mesh);
+    })
+    .join()
+    .unwrap();
+    a.shutdown().await;
+}

@@ -54,7 +54,13 @@ impl ObjectSpec {
         for (index, chunk) in got.chunks(VERIFY_CHUNK).enumerate() {
             let expected = &mut expected[..chunk.len()];
             rng.fill_bytes(expected);
-            if let Some(at) = chunk.iter().zip(expected.iter()).position(|(a, b)| a != b) {
+            // Slice equality is a memcmp; the byte-wise search only runs on a mismatch.
+            if chunk != &expected[..] {
+                let at = chunk
+                    .iter()
+                    .zip(expected.iter())
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(0);
                 return Err(format!(
                     "{}: content differs at byte {}",
                     self.key,

@@ -193,20 +193,28 @@ async fn v2_start_after_and_url_encoding() {
         .unwrap();
     assert_eq!(output.encoding_type(), Some(&EncodingType::Url));
     let (keys, _) = page_of(&output);
-    assert_eq!(keys, ["q/%C3%A9%26x"]);
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    // Whether `/` is escaped differs between implementations (MinIO keeps it, Garage
+    // escapes it); what must hold is that the rest is escaped and decodes to the key.
+    let encoded = keys[0].replace("%2F", "/");
+    assert_eq!(encoded, "q/%C3%A9%26x");
+    let decoded = percent_encoding::percent_decode_str(&keys[0])
+        .decode_utf8()
+        .unwrap();
+    assert_eq!(decoded, "q/é&x");
 }
 
 #[tokio::test]
 async fn v1_marker_pagination() {
-    let (_server, client) = server_with_bucket("v1").await;
-    let all = fill(&client, "v1").await;
+    let (_server, client) = server_with_bucket("list-v1").await;
+    let all = fill(&client, "list-v1").await;
     let mut seen = Vec::new();
     let mut marker: Option<String> = None;
     for page in 0.. {
         assert!(page < 10, "pagination does not end");
         let output = client
             .list_objects()
-            .bucket("v1")
+            .bucket("list-v1")
             .max_keys(7)
             .set_marker(marker.clone())
             .send()
@@ -230,7 +238,7 @@ async fn v1_marker_pagination() {
     // With a delimiter, NextMarker is returned and resumes after a common prefix.
     let output = client
         .list_objects()
-        .bucket("v1")
+        .bucket("list-v1")
         .delimiter("/")
         .max_keys(2)
         .send()
@@ -249,10 +257,10 @@ async fn v1_marker_pagination() {
         .to_owned();
     let output = client
         .list_objects()
-        .bucket("v1")
+        .bucket("list-v1")
         .delimiter("/")
         .max_keys(10)
-        .marker(next)
+        .marker(&next)
         .send()
         .await
         .unwrap();
@@ -262,7 +270,7 @@ async fn v1_marker_pagination() {
         .iter()
         .filter_map(|p| p.prefix())
         .collect();
-    assert_eq!(keys, ["c"]);
-    assert_eq!(prefixes, ["d/", "p/"]);
+    assert_eq!(keys, ["c"], "after NextMarker {next:?}");
+    assert_eq!(prefixes, ["d/", "p/"], "after NextMarker {next:?}");
     assert_eq!(output.is_truncated(), Some(false));
 }

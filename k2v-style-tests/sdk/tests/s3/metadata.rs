@@ -1,9 +1,12 @@
 //! System and user metadata round trip, response-* overrides, and Content-MD5.
 
+use std::time::Duration;
+
+use aws_sdk_s3::presigning::PresigningConfig;
 use aws_sdk_s3::primitives::{ByteStream, DateTime, DateTimeFormat};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use hangar_sdk_tests::random_bytes;
+use hangar_sdk_tests::{random_bytes, raw_request};
 use md5::{Digest, Md5};
 
 use crate::{assert_error, assert_same_bytes, failure, get, put, server_with_bucket};
@@ -76,9 +79,25 @@ async fn metadata_round_trips_on_get_and_head() {
 
 #[tokio::test]
 async fn default_content_type_is_binary() {
+    // The SDK always sends a Content-Type (application/octet-stream by default) except on
+    // presigned requests: upload through a presigned URL with no Content-Type at all.
     let (_server, client) = server_with_bucket("ctype").await;
-    // A raw upload without Content-Type; the SDK sends none for ByteStream bodies.
-    put(&client, "ctype", "obj", b"abc").await;
+    let request = client
+        .put_object()
+        .bucket("ctype")
+        .key("obj")
+        .presigned(PresigningConfig::expires_in(Duration::from_secs(300)).unwrap())
+        .await
+        .unwrap();
+    let headers: Vec<(&str, &str)> = request.headers().collect();
+    assert!(
+        !headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("content-type")),
+        "{headers:?}"
+    );
+    let response = raw_request("PUT", request.uri(), &headers, b"abc".to_vec()).await;
+    assert_eq!(response.status, 200, "{}", response.text());
     let head = client
         .head_object()
         .bucket("ctype")
@@ -86,6 +105,7 @@ async fn default_content_type_is_binary() {
         .send()
         .await
         .unwrap();
+    // S3 stores binary/octet-stream when the upload names no type.
     assert_eq!(head.content_type(), Some("binary/octet-stream"));
 }
 
@@ -114,7 +134,8 @@ async fn response_overrides_apply_to_get() {
     assert_eq!(got.cache_control(), Some("no-store"));
     assert_eq!(got.expires_string(), Some(http_date(&expires).as_str()));
     assert_eq!(crate::body(got).await, b"hello");
-    // Overrides change the answer, not the stored object.
+    // Overrides change the answer, not the stored object (uploaded with the SDK's default
+    // type).
     let head = client
         .head_object()
         .bucket("override")
@@ -122,7 +143,7 @@ async fn response_overrides_apply_to_get() {
         .send()
         .await
         .unwrap();
-    assert_eq!(head.content_type(), Some("binary/octet-stream"));
+    assert_eq!(head.content_type(), Some("application/octet-stream"));
     assert_eq!(head.cache_control(), None);
 }
 

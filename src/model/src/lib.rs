@@ -15,6 +15,7 @@ mod error;
 pub mod garbage;
 pub mod key;
 mod model;
+pub mod multipart;
 pub mod object;
 pub mod version;
 

@@ -473,23 +473,7 @@ impl Model {
     /// shares blocks instead of duplicating them). `to` must have been
     /// registered with [`Model::begin_upload`]. Returns the block count.
     pub async fn share_blocks(&self, from: VersionId, to: VersionId) -> Result<u32> {
-        let mut next = 0u32;
-        loop {
-            let page = self.version_blocks(&from, next, 256).await?;
-            let Some((last, _)) = page.last() else {
-                return Ok(next);
-            };
-            next = last + 1;
-            self.db
-                .write(move |tx| {
-                    for (idx, entry) in &page {
-                        hangar_block::add_ref(tx, &entry.hash, &to)?;
-                        Table::<VersionTable>::tx_insert(tx, &to, &idx.to_be_bytes(), entry)?;
-                    }
-                    Ok::<_, ModelError>(())
-                })
-                .await?;
-        }
+        self.share_blocks_at(from, to, 0).await
     }
 
     /// Up to `limit` block entries of `version` from block `from` on.

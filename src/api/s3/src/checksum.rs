@@ -173,3 +173,15 @@ pub fn verify(
         value: computed,
     })
 }
+
+/// Sets, among an output's checksum fields (CRC32, CRC32C, CRC64NVME, SHA1,
+/// SHA256, in that order), the one matching `c`'s algorithm.
+pub fn fill(c: Option<&StoredChecksum>, slots: [&mut Option<String>; 5]) {
+    let Some(c) = c else { return };
+    let Some(i) = Algorithm::ALL.iter().position(|a| a.name() == c.algorithm) else {
+        return;
+    };
+    if let Some(slot) = slots.into_iter().nth(i) {
+        *slot = Some(c.value.clone());
+    }
+}

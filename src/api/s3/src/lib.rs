@@ -18,6 +18,7 @@ mod ops_copy;
 mod ops_delete;
 mod ops_get;
 mod ops_list;
+mod ops_multipart;
 mod ops_put;
 mod s3_impl;
 pub mod server;

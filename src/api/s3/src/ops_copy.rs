@@ -15,12 +15,14 @@ use crate::ops_put::system_headers;
 use crate::time::timestamp;
 
 impl S3Api {
-    pub(crate) async fn do_copy_object(
+    /// The bucket and key of a copy source, once the caller's read
+    /// permission on it is checked (the access check covered the destination).
+    pub(crate) async fn copy_source<T>(
         &self,
-        req: S3Request<CopyObjectInput>,
-    ) -> S3Result<S3Response<CopyObjectOutput>> {
-        let input = &req.input;
-        let (src_bucket, src_key) = match &input.copy_source {
+        req: &S3Request<T>,
+        source: &CopySource,
+    ) -> S3Result<(String, String)> {
+        let (bucket, key) = match source {
             CopySource::Bucket {
                 bucket,
                 key,
@@ -38,22 +40,30 @@ impl S3Api {
                 return Err(s3_error!(NotImplemented, "Access points are not supported"));
             }
         };
-        // The access check covered the destination; the source needs read.
         let key_id = req
             .credentials
             .as_ref()
-            .map(|c| c.access_key.clone())
+            .map(|c| c.access_key.as_str())
             .ok_or_else(|| s3_error!(AccessDenied))?;
-        let key = self
+        let k = self
             .model
-            .get_key(&key_id)
+            .get_key(key_id)
             .await
             .or_s3()?
             .ok_or_else(|| s3_error!(InvalidAccessKeyId))?;
-        let src_b = self.bucket(&src_bucket).await?;
-        if !key.permission(&src_bucket).read {
+        if self.model.get_bucket(&bucket).await.or_s3()?.is_some() && !k.permission(&bucket).read {
             return Err(s3_error!(AccessDenied, "Access Denied to the copy source"));
         }
+        Ok((bucket, key))
+    }
+
+    pub(crate) async fn do_copy_object(
+        &self,
+        req: S3Request<CopyObjectInput>,
+    ) -> S3Result<S3Response<CopyObjectOutput>> {
+        let input = &req.input;
+        let (src_bucket, src_key) = self.copy_source(&req, &input.copy_source).await?;
+        let src_b = self.bucket(&src_bucket).await?;
         let dst_b = self.bucket(&input.bucket).await?;
         if input.key.len() > 1024 {
             return Err(s3_error!(KeyTooLongError, "Your key is too long"));

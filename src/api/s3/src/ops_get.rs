@@ -6,7 +6,7 @@ use std::ops::Range;
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
-use hangar_model::object::{ObjectData, ObjectRow};
+use hangar_model::object::{ObjectData, ObjectRow, StoredChecksum};
 use http::{HeaderMap, HeaderValue};
 use s3s::dto::{
     ChecksumMode, GetObjectInput, GetObjectOutput, HeadObjectInput, HeadObjectOutput, StreamingBlob,
@@ -14,6 +14,7 @@ use s3s::dto::{
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 
 use crate::S3Api;
+use crate::checksum;
 use crate::conditions::{Preconditions, etag};
 use crate::error::{OrS3, block_error};
 use crate::time::timestamp;
@@ -25,7 +26,7 @@ const READ_AHEAD: usize = 2;
 struct Described {
     content_length: u64,
     content_range: Option<String>,
-    checksum: Option<(String, String)>,
+    checksum: Option<StoredChecksum>,
     headers: HeaderMap,
 }
 
@@ -74,35 +75,15 @@ fn describe(
     };
     // A checksum describes the whole object, so a range gets none.
     let wants_checksum = checksum_mode.is_some_and(|m| m.as_str() == ChecksumMode::ENABLED);
-    let checksum = match (&obj.checksum, wants_checksum && range.is_none()) {
-        (Some(c), true) => Some((c.algorithm.clone(), c.value.clone())),
-        _ => None,
-    };
+    let checksum = obj
+        .checksum
+        .clone()
+        .filter(|_| wants_checksum && range.is_none());
     Described {
         content_length,
         content_range,
         checksum,
         headers,
-    }
-}
-
-fn set_checksum<'a>(
-    c: &Option<(String, String)>,
-    crc32: &'a mut Option<String>,
-    crc32c: &'a mut Option<String>,
-    crc64: &'a mut Option<String>,
-    sha1: &'a mut Option<String>,
-    sha256: &'a mut Option<String>,
-) {
-    if let Some((algo, v)) = c {
-        let slot = match algo.as_str() {
-            "CRC32" => crc32,
-            "CRC32C" => crc32c,
-            "CRC64NVME" => crc64,
-            "SHA1" => sha1,
-            _ => sha256,
-        };
-        *slot = Some(v.clone());
     }
 }
 
@@ -117,7 +98,7 @@ impl S3Api {
     }
 
     /// The bytes `range` of `obj`, as a stream of blocks.
-    async fn body(&self, obj: &ObjectRow, range: Range<u64>) -> S3Result<StreamingBlob> {
+    pub(crate) async fn body(&self, obj: &ObjectRow, range: Range<u64>) -> S3Result<StreamingBlob> {
         let blocks = match &obj.data {
             ObjectData::Inline(b) => {
                 let bytes = Bytes::copy_from_slice(&b[range.start as usize..range.end as usize]);
@@ -229,13 +210,15 @@ impl S3Api {
             last_modified: Some(timestamp(obj.timestamp_msec)),
             ..Default::default()
         };
-        set_checksum(
-            &d.checksum,
-            &mut out.checksum_crc32,
-            &mut out.checksum_crc32c,
-            &mut out.checksum_crc64nvme,
-            &mut out.checksum_sha1,
-            &mut out.checksum_sha256,
+        checksum::fill(
+            d.checksum.as_ref(),
+            [
+                &mut out.checksum_crc32,
+                &mut out.checksum_crc32c,
+                &mut out.checksum_crc64nvme,
+                &mut out.checksum_sha1,
+                &mut out.checksum_sha256,
+            ],
         );
         if d.checksum.is_some() {
             out.checksum_type = Some(s3s::dto::ChecksumType::from_static(
@@ -276,13 +259,15 @@ impl S3Api {
             last_modified: Some(timestamp(obj.timestamp_msec)),
             ..Default::default()
         };
-        set_checksum(
-            &d.checksum,
-            &mut out.checksum_crc32,
-            &mut out.checksum_crc32c,
-            &mut out.checksum_crc64nvme,
-            &mut out.checksum_sha1,
-            &mut out.checksum_sha256,
+        checksum::fill(
+            d.checksum.as_ref(),
+            [
+                &mut out.checksum_crc32,
+                &mut out.checksum_crc32c,
+                &mut out.checksum_crc64nvme,
+                &mut out.checksum_sha1,
+                &mut out.checksum_sha256,
+            ],
         );
         let mut resp = S3Response::new(out);
         resp.headers = d.headers;

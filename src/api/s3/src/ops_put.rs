@@ -45,6 +45,16 @@ pub struct StoredBody {
     pub data: ObjectData,
 }
 
+/// An incoming body and the request headers that describe it.
+pub(crate) struct BodySource<'a> {
+    pub body: Option<StreamingBlob>,
+    pub headers: &'a HeaderMap,
+    pub content_md5: Option<&'a str>,
+    pub trailers: Option<&'a TrailingHeaders>,
+    /// Whether a small body may be kept inline (objects yes, parts no).
+    pub inline_allowed: bool,
+}
+
 /// Collects the system headers of a request, as sent.
 pub fn system_headers(headers: &HeaderMap) -> BTreeMap<String, String> {
     SYSTEM_HEADERS
@@ -90,28 +100,18 @@ impl S3Api {
             .ok_or_else(|| s3_error!(NoSuchBucket, "The specified bucket does not exist"))
     }
 
-    /// Reads `body` to its end and stores it as `version`, checking the
+    /// Reads `src.body` to its end and stores it as `version`, checking the
     /// Content-MD5 and checksum the client sent. On any error the blocks
     /// already stored are released.
     pub(crate) async fn store_body(
         &self,
         version: VersionId,
-        body: Option<StreamingBlob>,
-        headers: &HeaderMap,
-        content_md5: Option<&str>,
-        trailers: Option<&TrailingHeaders>,
+        src: BodySource<'_>,
     ) -> S3Result<StoredBody> {
-        let requested = checksum::requested(headers)?;
+        let requested = checksum::requested(src.headers)?;
         let mut started = false;
         let res = self
-            .store_body_inner(
-                version,
-                body,
-                requested,
-                content_md5,
-                trailers,
-                &mut started,
-            )
+            .store_body_inner(version, src, requested, &mut started)
             .await;
         if res.is_err()
             && started
@@ -125,14 +125,23 @@ impl S3Api {
     async fn store_body_inner(
         &self,
         version: VersionId,
-        body: Option<StreamingBlob>,
+        src: BodySource<'_>,
         requested: Option<Requested>,
-        content_md5: Option<&str>,
-        trailers: Option<&TrailingHeaders>,
         started: &mut bool,
     ) -> S3Result<StoredBody> {
+        let BodySource {
+            body,
+            content_md5,
+            trailers,
+            inline_allowed,
+            ..
+        } = src;
+        let inline_max = if inline_allowed {
+            self.settings.inline_threshold
+        } else {
+            0
+        };
         let block_size = self.settings.block_size;
-        let inline_max = self.settings.inline_threshold;
         let mut md5 = Md5::new();
         let mut sum = requested.as_ref().map(|r| checksum::hasher(r.algorithm));
         let mut buf = BytesMut::new();
@@ -225,10 +234,13 @@ impl S3Api {
         let stored = self
             .store_body(
                 version,
-                input.body,
-                &headers,
-                input.content_md5.as_deref(),
-                trailing_headers.as_ref(),
+                BodySource {
+                    body: input.body,
+                    headers: &headers,
+                    content_md5: input.content_md5.as_deref(),
+                    trailers: trailing_headers.as_ref(),
+                    inline_allowed: true,
+                },
             )
             .await?;
         let row = ObjectRow {
@@ -241,28 +253,22 @@ impl S3Api {
             checksum: stored.checksum,
             data: stored.data,
         };
-        let out = PutObjectOutput {
+        let mut out = PutObjectOutput {
             e_tag: Some(etag(&row)),
             size: Some(row.size as i64),
             ..Default::default()
         };
-        let out = with_checksum(out, row.checksum.as_ref());
+        checksum::fill(
+            row.checksum.as_ref(),
+            [
+                &mut out.checksum_crc32,
+                &mut out.checksum_crc32c,
+                &mut out.checksum_crc64nvme,
+                &mut out.checksum_sha1,
+                &mut out.checksum_sha256,
+            ],
+        );
         self.model.publish(&bucket, &input.key, row).await.or_s3()?;
         Ok(S3Response::new(out))
     }
-}
-
-fn with_checksum(mut out: PutObjectOutput, c: Option<&StoredChecksum>) -> PutObjectOutput {
-    if let Some(c) = c {
-        let v = Some(c.value.clone());
-        match c.algorithm.as_str() {
-            "CRC32" => out.checksum_crc32 = v,
-            "CRC32C" => out.checksum_crc32c = v,
-            "CRC64NVME" => out.checksum_crc64nvme = v,
-            "SHA1" => out.checksum_sha1 = v,
-            "SHA256" => out.checksum_sha256 = v,
-            _ => {}
-        }
-    }
-    out
 }

@@ -1,0 +1,444 @@
+//! Multipart uploads: Create, UploadPart, UploadPartCopy, Complete, Abort,
+//! ListParts and ListMultipartUploads. Each part is stored as a version of
+//! its own; completion shares the parts' blocks with the new object.
+
+use std::ops::Bound;
+
+use hangar_model::VersionId;
+use hangar_model::bucket::BucketRow;
+use hangar_model::multipart::{CompleteError, CompletedPart, MpuRow, PartRow, mpu_sort_key};
+use hangar_model::object::ObjectData;
+use s3s::dto::*;
+use s3s::{S3Request, S3Response, S3Result, s3_error};
+
+use crate::S3Api;
+use crate::checksum;
+use crate::conditions::{Preconditions, etag};
+use crate::error::OrS3;
+use crate::ops_put::{BodySource, StoredBody, system_headers};
+use crate::time::timestamp;
+
+/// Highest part number S3 allows.
+const MAX_PART_NUMBER: i32 = 10_000;
+
+fn parse_upload_id(id: &str) -> S3Result<VersionId> {
+    let mut out = [0u8; 16];
+    hex::decode_to_slice(id, &mut out).map_err(|_| no_such_upload())?;
+    Ok(out)
+}
+
+fn no_such_upload() -> s3s::S3Error {
+    s3_error!(
+        NoSuchUpload,
+        "The specified multipart upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed."
+    )
+}
+
+fn check_part_number(n: i32) -> S3Result<u32> {
+    if (1..=MAX_PART_NUMBER).contains(&n) {
+        Ok(n as u32)
+    } else {
+        Err(s3_error!(
+            InvalidArgument,
+            "Part number must be an integer between 1 and {MAX_PART_NUMBER}, inclusive"
+        ))
+    }
+}
+
+impl S3Api {
+    async fn upload(&self, bucket: &str, key: &str, id: &str) -> S3Result<(BucketRow, MpuRow)> {
+        let b = self.bucket(bucket).await?;
+        let upload_id = parse_upload_id(id)?;
+        let mpu = self
+            .model
+            .get_multipart(&b, key, &upload_id)
+            .await
+            .or_s3()?
+            .ok_or_else(no_such_upload)?;
+        Ok((b, mpu))
+    }
+
+    /// Records a stored part and returns its row.
+    async fn record_part(
+        &self,
+        bucket: &BucketRow,
+        mpu: &MpuRow,
+        part_number: u32,
+        version: VersionId,
+        stored: StoredBody,
+    ) -> S3Result<PartRow> {
+        let blocks = match stored.data {
+            ObjectData::Blocks { count } => count,
+            ObjectData::Inline(_) => 0,
+        };
+        let row = PartRow {
+            version,
+            size: stored.size,
+            etag: stored.md5_hex,
+            checksum: stored.checksum,
+            timestamp_msec: hangar_util::time::now_msec(),
+            blocks,
+        };
+        self.model
+            .put_part(bucket, &mpu.key, mpu.upload_id, part_number, row.clone())
+            .await
+            .map_err(|e| match e {
+                hangar_model::ModelError::Invalid(m) if m == "NoSuchUpload" => no_such_upload(),
+                e => crate::error::model_error(e),
+            })?;
+        Ok(row)
+    }
+
+    pub(crate) async fn do_create_multipart_upload(
+        &self,
+        req: S3Request<CreateMultipartUploadInput>,
+    ) -> S3Result<S3Response<CreateMultipartUploadOutput>> {
+        let input = req.input;
+        let b = self.bucket(&input.bucket).await?;
+        if input.key.len() > 1024 {
+            return Err(s3_error!(KeyTooLongError, "Your key is too long"));
+        }
+        let upload_id = hangar_model::new_version_id();
+        let algorithm = input
+            .checksum_algorithm
+            .as_ref()
+            .map(|a| a.as_str().to_owned());
+        let row = MpuRow {
+            upload_id,
+            key: input.key.clone(),
+            initiated_msec: hangar_util::time::now_msec(),
+            headers: system_headers(&req.headers),
+            user_meta: input.metadata.unwrap_or_default().into_iter().collect(),
+            checksum_algorithm: algorithm,
+        };
+        self.model.create_multipart(&b, row).await.or_s3()?;
+        Ok(S3Response::new(CreateMultipartUploadOutput {
+            bucket: Some(input.bucket),
+            key: Some(input.key),
+            upload_id: Some(hex::encode(upload_id)),
+            checksum_algorithm: input.checksum_algorithm,
+            ..Default::default()
+        }))
+    }
+
+    pub(crate) async fn do_upload_part(
+        &self,
+        req: S3Request<UploadPartInput>,
+    ) -> S3Result<S3Response<UploadPartOutput>> {
+        let S3Request {
+            input,
+            headers,
+            trailing_headers,
+            ..
+        } = req;
+        let part_number = check_part_number(input.part_number)?;
+        let (b, mpu) = self
+            .upload(&input.bucket, &input.key, &input.upload_id)
+            .await?;
+        let version = hangar_model::new_version_id();
+        let stored = self
+            .store_body(
+                version,
+                BodySource {
+                    body: input.body,
+                    headers: &headers,
+                    content_md5: input.content_md5.as_deref(),
+                    trailers: trailing_headers.as_ref(),
+                    inline_allowed: false,
+                },
+            )
+            .await?;
+        let row = self
+            .record_part(&b, &mpu, part_number, version, stored)
+            .await?;
+        let mut out = UploadPartOutput {
+            e_tag: Some(ETag::Strong(row.etag.clone())),
+            ..Default::default()
+        };
+        checksum::fill(
+            row.checksum.as_ref(),
+            [
+                &mut out.checksum_crc32,
+                &mut out.checksum_crc32c,
+                &mut out.checksum_crc64nvme,
+                &mut out.checksum_sha1,
+                &mut out.checksum_sha256,
+            ],
+        );
+        Ok(S3Response::new(out))
+    }
+
+    pub(crate) async fn do_upload_part_copy(
+        &self,
+        req: S3Request<UploadPartCopyInput>,
+    ) -> S3Result<S3Response<UploadPartCopyOutput>> {
+        let input = &req.input;
+        let part_number = check_part_number(input.part_number)?;
+        let (b, mpu) = self
+            .upload(&input.bucket, &input.key, &input.upload_id)
+            .await?;
+        let (src_bucket, src_key) = self.copy_source(&req, &input.copy_source).await?;
+        let src_b = self.bucket(&src_bucket).await?;
+        let src = self
+            .model
+            .get_object(&src_b, &src_key)
+            .await
+            .or_s3()?
+            .ok_or_else(|| s3_error!(NoSuchKey, "The specified key does not exist."))?;
+        Preconditions {
+            if_match: input.copy_source_if_match.as_ref(),
+            if_none_match: input.copy_source_if_none_match.as_ref(),
+            if_modified_since: input.copy_source_if_modified_since.as_ref(),
+            if_unmodified_since: input.copy_source_if_unmodified_since.as_ref(),
+        }
+        .check(&src, true)?;
+        let range = match &input.copy_source_range {
+            None => 0..src.size,
+            Some(r) => {
+                let parsed = r
+                    .strip_prefix("bytes=")
+                    .and_then(|r| r.split_once('-'))
+                    .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)));
+                match parsed {
+                    Some((a, z)) if a <= z && z < src.size => a..z + 1,
+                    _ => {
+                        return Err(s3_error!(
+                            InvalidArgument,
+                            "The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy, within the object"
+                        ));
+                    }
+                }
+            }
+        };
+        let body = self.body(&src, range).await?;
+        let version = hangar_model::new_version_id();
+        let no_headers = http::HeaderMap::new();
+        let stored = self
+            .store_body(
+                version,
+                BodySource {
+                    body: Some(body),
+                    headers: &no_headers,
+                    content_md5: None,
+                    trailers: None,
+                    inline_allowed: false,
+                },
+            )
+            .await?;
+        let row = self
+            .record_part(&b, &mpu, part_number, version, stored)
+            .await?;
+        Ok(S3Response::new(UploadPartCopyOutput {
+            copy_part_result: Some(CopyPartResult {
+                e_tag: Some(ETag::Strong(row.etag)),
+                last_modified: Some(timestamp(row.timestamp_msec)),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }))
+    }
+
+    pub(crate) async fn do_complete_multipart_upload(
+        &self,
+        req: S3Request<CompleteMultipartUploadInput>,
+    ) -> S3Result<S3Response<CompleteMultipartUploadOutput>> {
+        let input = req.input;
+        let (b, mpu) = self
+            .upload(&input.bucket, &input.key, &input.upload_id)
+            .await?;
+        let listed: Vec<CompletedPart> = input
+            .multipart_upload
+            .and_then(|m| m.parts)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|p| CompletedPart {
+                part_number: p.part_number.unwrap_or(0).max(0) as u32,
+                etag: p
+                    .e_tag
+                    .map(|e| e.value().trim_matches('"').to_owned())
+                    .unwrap_or_default(),
+            })
+            .collect();
+        let row = match self
+            .model
+            .complete_multipart(&b, &mpu, &listed, None)
+            .await
+            .map_err(|e| match e {
+                hangar_model::ModelError::Invalid(m) if m == "NoSuchUpload" => no_such_upload(),
+                e => crate::error::model_error(e),
+            })? {
+            Ok(row) => row,
+            Err(CompleteError::InvalidPart(n)) => {
+                return Err(s3_error!(
+                    InvalidPart,
+                    "One or more of the specified parts could not be found. The part may not have been uploaded, or the specified entity tag may not match the part's entity tag. (part {n})"
+                ));
+            }
+            Err(CompleteError::InvalidPartOrder) => {
+                return Err(s3_error!(
+                    InvalidPartOrder,
+                    "The list of parts was not in ascending order. The parts list must be specified in order by part number."
+                ));
+            }
+            Err(CompleteError::EntityTooSmall(n)) => {
+                return Err(s3_error!(
+                    EntityTooSmall,
+                    "Your proposed upload is smaller than the minimum allowed object size. Each part must be at least 5 MB in size, except the last part. (part {n})"
+                ));
+            }
+            Err(CompleteError::NoParts) => {
+                return Err(s3_error!(
+                    MalformedXML,
+                    "The XML you provided was not well-formed or did not validate against our published schema: no parts listed"
+                ));
+            }
+        };
+        Ok(S3Response::new(CompleteMultipartUploadOutput {
+            bucket: Some(input.bucket.clone()),
+            key: Some(input.key.clone()),
+            e_tag: Some(etag(&row)),
+            location: Some(format!("/{}/{}", input.bucket, input.key)),
+            ..Default::default()
+        }))
+    }
+
+    pub(crate) async fn do_abort_multipart_upload(
+        &self,
+        req: S3Request<AbortMultipartUploadInput>,
+    ) -> S3Result<S3Response<AbortMultipartUploadOutput>> {
+        let input = req.input;
+        let b = self.bucket(&input.bucket).await?;
+        let upload_id = parse_upload_id(&input.upload_id)?;
+        if !self
+            .model
+            .abort_multipart(&b, &input.key, upload_id)
+            .await
+            .or_s3()?
+        {
+            return Err(no_such_upload());
+        }
+        let mut resp = S3Response::new(AbortMultipartUploadOutput::default());
+        resp.status = Some(http::StatusCode::NO_CONTENT);
+        Ok(resp)
+    }
+
+    pub(crate) async fn do_list_parts(
+        &self,
+        req: S3Request<ListPartsInput>,
+    ) -> S3Result<S3Response<ListPartsOutput>> {
+        let input = req.input;
+        let (_, mpu) = self
+            .upload(&input.bucket, &input.key, &input.upload_id)
+            .await?;
+        let max = input.max_parts.unwrap_or(1000).clamp(0, 1000) as usize;
+        let from = input.part_number_marker.unwrap_or(0).max(0) as u32 + 1;
+        let mut parts = self
+            .model
+            .list_parts(&mpu.upload_id, from, max + 1)
+            .await
+            .or_s3()?;
+        let truncated = parts.len() > max;
+        parts.truncate(max);
+        let next = parts.last().map(|(n, _)| *n as i32);
+        let parts = parts
+            .into_iter()
+            .map(|(n, p)| {
+                let mut part = Part {
+                    part_number: Some(n as i32),
+                    e_tag: Some(ETag::Strong(p.etag.clone())),
+                    size: Some(p.size as i64),
+                    last_modified: Some(timestamp(p.timestamp_msec)),
+                    ..Default::default()
+                };
+                checksum::fill(
+                    p.checksum.as_ref(),
+                    [
+                        &mut part.checksum_crc32,
+                        &mut part.checksum_crc32c,
+                        &mut part.checksum_crc64nvme,
+                        &mut part.checksum_sha1,
+                        &mut part.checksum_sha256,
+                    ],
+                );
+                part
+            })
+            .collect();
+        Ok(S3Response::new(ListPartsOutput {
+            bucket: Some(input.bucket),
+            key: Some(input.key),
+            upload_id: Some(input.upload_id),
+            max_parts: Some(max as i32),
+            is_truncated: Some(truncated),
+            part_number_marker: input.part_number_marker,
+            next_part_number_marker: if truncated { next } else { None },
+            parts: Some(parts),
+            ..Default::default()
+        }))
+    }
+
+    pub(crate) async fn do_list_multipart_uploads(
+        &self,
+        req: S3Request<ListMultipartUploadsInput>,
+    ) -> S3Result<S3Response<ListMultipartUploadsOutput>> {
+        let input = req.input;
+        if input.delimiter.is_some() {
+            return Err(s3_error!(
+                NotImplemented,
+                "ListMultipartUploads with a delimiter is not implemented"
+            ));
+        }
+        let b = self.bucket(&input.bucket).await?;
+        let max = input.max_uploads.unwrap_or(1000).clamp(0, 1000) as usize;
+        let prefix = input.prefix.clone().unwrap_or_default();
+        let start: Vec<u8> = match (&input.key_marker, &input.upload_id_marker) {
+            (Some(k), Some(u)) => {
+                let mut s = mpu_sort_key(k, &parse_upload_id(u)?);
+                s.push(0);
+                s
+            }
+            (Some(k), None) => {
+                let mut s = k.as_bytes().to_vec();
+                s.push(1);
+                s
+            }
+            _ => prefix.as_bytes().to_vec(),
+        };
+        let rows = self
+            .model
+            .list_multipart(&b, Bound::Included(&start), max + 1)
+            .await
+            .or_s3()?;
+        let mut uploads: Vec<MpuRow> = rows
+            .into_iter()
+            .map(|(_, r)| r)
+            .take_while(|r| r.key.starts_with(&prefix))
+            .collect();
+        let truncated = uploads.len() > max;
+        uploads.truncate(max);
+        let last = uploads
+            .last()
+            .map(|u| (u.key.clone(), hex::encode(u.upload_id)));
+        Ok(S3Response::new(ListMultipartUploadsOutput {
+            bucket: Some(input.bucket),
+            prefix: input.prefix,
+            key_marker: input.key_marker,
+            upload_id_marker: input.upload_id_marker,
+            max_uploads: Some(max as i32),
+            is_truncated: Some(truncated),
+            next_key_marker: last.as_ref().filter(|_| truncated).map(|l| l.0.clone()),
+            next_upload_id_marker: last.filter(|_| truncated).map(|l| l.1),
+            uploads: Some(
+                uploads
+                    .into_iter()
+                    .map(|u| MultipartUpload {
+                        key: Some(u.key),
+                        upload_id: Some(hex::encode(u.upload_id)),
+                        initiated: Some(timestamp(u.initiated_msec)),
+                        ..Default::default()
+                    })
+                    .collect(),
+            ),
+            ..Default::default()
+        }))
+    }
+}

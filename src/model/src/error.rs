@@ -17,6 +17,8 @@ pub enum ModelError {
     KeyAlreadyExists(String),
     #[error("{0}")]
     Invalid(String),
+    #[error("the condition on the existing object does not hold")]
+    PreconditionFailed,
     #[error(transparent)]
     Table(#[from] hangar_table::TableError),
     #[error(transparent)]

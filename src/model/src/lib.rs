@@ -20,7 +20,7 @@ pub mod object;
 pub mod version;
 
 pub use error::ModelError;
-pub use model::{Model, PermissionChange};
+pub use model::{Model, PermissionChange, WriteCondition};
 
 /// Result alias of this crate.
 pub type Result<T> = std::result::Result<T, ModelError>;

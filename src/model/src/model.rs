@@ -31,6 +31,15 @@ pub struct Model {
     allow_punycode: bool,
 }
 
+/// A condition on the object a write replaces (S3's conditional writes).
+#[derive(Debug, Clone, Default)]
+pub struct WriteCondition {
+    /// `If-None-Match: *`: only if no object exists.
+    pub if_none_match_any: bool,
+    /// `If-Match`: only if an object exists with this ETag (`*`: any).
+    pub if_match: Option<String>,
+}
+
 /// A change of permissions: `Some(true)` grants, `Some(false)` revokes.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PermissionChange {
@@ -406,11 +415,34 @@ impl Model {
     /// Makes `row` the current version of `key`, in one transaction with the
     /// end of its upload; the version it replaces is queued for collection.
     pub async fn publish(&self, bucket: &BucketRow, key: &str, row: ObjectRow) -> Result<()> {
+        self.publish_if(bucket, key, row, WriteCondition::default())
+            .await
+    }
+
+    /// Like [`Model::publish`], only if `cond` holds on the current object
+    /// (checked in the publishing transaction); otherwise the new version is
+    /// released and [`ModelError::PreconditionFailed`] returned.
+    pub async fn publish_if(
+        &self,
+        bucket: &BucketRow,
+        key: &str,
+        row: ObjectRow,
+        cond: WriteCondition,
+    ) -> Result<()> {
         let part = bucket.id_bytes();
         let key = key.to_owned();
         self.db
             .write(move |tx| {
                 let old = Table::<ObjectTable>::tx_get(tx, &part, key.as_bytes())?;
+                let holds = match (&old, &cond.if_match) {
+                    (Some(_), _) if cond.if_none_match_any => false,
+                    (Some(o), Some(etag)) => etag == "*" || *etag == o.etag,
+                    (None, Some(_)) => false,
+                    _ => true,
+                };
+                if !holds {
+                    return Err(ModelError::PreconditionFailed);
+                }
                 tx.delete(UPLOAD_TREE, row.version.to_vec());
                 Table::<ObjectTable>::tx_insert(tx, &part, key.as_bytes(), &row)?;
                 if let Some(old) = old

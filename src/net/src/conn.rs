@@ -127,16 +127,20 @@ impl MeshInner {
         }
         let connected = {
             let table = self.peers.lock().expect("peers lock");
-            table.peers.get(&peer.id).and_then(Peer::live_conn).is_some()
+            table
+                .peers
+                .get(&peer.id)
+                .and_then(Peer::live_conn)
+                .is_some()
         };
         if !connected {
             self.dial(peer.id, &peer.addr).await?;
         }
-        let changed = self
-            .peers
-            .lock()
-            .expect("peers lock")
-            .learn(peer.id, Some(peer.addr.clone()), true);
+        let changed =
+            self.peers
+                .lock()
+                .expect("peers lock")
+                .learn(peer.id, Some(peer.addr.clone()), true);
         if changed {
             self.persist_peers();
         }

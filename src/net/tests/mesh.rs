@@ -128,7 +128,10 @@ async fn peer_presenting_another_id_is_refused() {
         e.to_string().contains("but") && e.to_string().contains("expected"),
         "unexpected error: {e}"
     );
-    assert!(status_of(&b, wrong_id).is_none(), "a refused peer is not remembered");
+    assert!(
+        status_of(&b, wrong_id).is_none(),
+        "a refused peer is not remembered"
+    );
     // The right id at the same address works.
     b.connect(&a.peer_addr()).await.unwrap();
     assert!(is_up(&b, a.id()));

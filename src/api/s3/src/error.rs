@@ -27,6 +27,10 @@ pub fn model_error(e: ModelError) -> S3Error {
         ModelError::NoSuchKey(k) => s3_error!(InvalidAccessKeyId, "No such access key: {k}"),
         ModelError::KeyAlreadyExists(k) => s3_error!(InvalidRequest, "Key {k} exists"),
         ModelError::Invalid(m) => s3_error!(InvalidRequest, "{m}"),
+        ModelError::PreconditionFailed => s3_error!(
+            PreconditionFailed,
+            "At least one of the pre-conditions you specified did not hold"
+        ),
         ModelError::Block(b) => block_error(b),
         e @ (ModelError::Table(_) | ModelError::Db(_)) => internal(e),
     }

@@ -11,11 +11,12 @@ use bytes::{Bytes, BytesMut};
 use futures::stream::FuturesOrdered;
 use futures::{Stream, StreamExt};
 use hangar_model::VersionId;
+use hangar_model::WriteCondition;
 use hangar_model::bucket::BucketRow;
 use hangar_model::object::{ObjectData, ObjectRow, StoredChecksum};
 use http::HeaderMap;
 use s3s::crypto::{Checksum as _, Md5};
-use s3s::dto::{PutObjectInput, PutObjectOutput, StreamingBlob};
+use s3s::dto::{ETagCondition, PutObjectInput, PutObjectOutput, StreamingBlob};
 use s3s::{S3Error, S3Request, S3Response, S3Result, TrailingHeaders, s3_error};
 
 use crate::S3Api;
@@ -230,6 +231,22 @@ impl S3Api {
         if input.key.len() > 1024 {
             return Err(s3_error!(KeyTooLongError, "Your key is too long"));
         }
+        let cond = WriteCondition {
+            if_none_match_any: match &input.if_none_match {
+                None => false,
+                Some(ETagCondition::Any) => true,
+                Some(_) => {
+                    return Err(s3_error!(
+                        NotImplemented,
+                        "If-None-Match on PutObject supports only *"
+                    ));
+                }
+            },
+            if_match: input.if_match.as_ref().map(|c| match c {
+                ETagCondition::Any => "*".to_owned(),
+                ETagCondition::ETag(e) => e.value().to_owned(),
+            }),
+        };
         let version = hangar_model::new_version_id();
         let stored = self
             .store_body(
@@ -268,7 +285,12 @@ impl S3Api {
                 &mut out.checksum_sha256,
             ],
         );
-        self.model.publish(&bucket, &input.key, row).await.or_s3()?;
+        let published = self.model.publish_if(&bucket, &input.key, row, cond).await;
+        if published.is_err() {
+            // The version was never published: release its blocks.
+            let _ = self.model.abort_upload(version).await;
+        }
+        published.or_s3()?;
         Ok(S3Response::new(out))
     }
 }

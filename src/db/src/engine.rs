@@ -42,6 +42,11 @@ pub trait Engine: Send + Sync + 'static {
     /// or none are visible. When `sync` is true the batch is durable on return.
     fn apply(&self, batch: Vec<WriteOp>, sync: bool) -> Result<()>;
 
+    /// Makes every batch applied before this call durable. May run on
+    /// another thread while [`Engine::apply`] applies later batches; those may
+    /// or may not be made durable by this call.
+    fn sync(&self) -> Result<()>;
+
     /// Approximate on-disk size of the store, in bytes.
     fn size_on_disk(&self) -> Result<u64>;
 

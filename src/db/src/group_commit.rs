@@ -4,10 +4,12 @@
 //! [`Tx`]. The committer thread takes every closure waiting in the queue (up
 //! to `max_batch`), runs them one after the other — each sees the writes of
 //! those before it — applies the surviving writes as one atomic engine batch,
-//! syncs once, and then answers every writer. A closure that returns an error
-//! has its own writes discarded and gets its own error back; its batch-mates
-//! are unaffected. If the engine fails to apply or sync the batch, every
-//! writer of that batch gets the error and none of them is acknowledged.
+//! and answers every writer once that batch is synced (with `fsync`). A
+//! closure that returns an error has its own writes discarded and gets its
+//! own error back; its batch-mates are unaffected. If the engine fails to
+//! apply or sync the batch, every writer of that batch gets the error and
+//! none of them is acknowledged. How the fsync of one batch overlaps the next
+//! is described in `committer.rs`.
 //!
 //! There is no timer: a writer arriving at an idle committer is served at
 //! once, and writers arriving while a sync is under way form the next batch.
@@ -15,11 +17,12 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
 use tokio::sync::{mpsc, oneshot};
 
-use crate::{DbError, Engine, Result, WriteOp};
+use crate::committer::{Pipelining, committer};
+use crate::{DbError, Engine, Result};
 
 /// Options of the group committer.
 #[derive(Debug, Clone, Copy)]
@@ -51,26 +54,42 @@ pub struct CommitStats {
     pub syncs: AtomicU64,
 }
 
-type Completion = Box<dyn FnOnce(Result<()>) + Send>;
-type Job = Box<dyn FnOnce(&mut Tx<'_>) -> (bool, Completion) + Send>;
+/// Answers one writer with the outcome of its batch.
+pub(crate) type Completion = Box<dyn FnOnce(Result<()>) + Send>;
+/// A writer's closure; returns whether it succeeded and how to answer it.
+pub(crate) type Job = Box<dyn FnOnce(&mut Tx<'_>) -> (bool, Completion) + Send>;
+
+/// What the committer thread receives.
+pub(crate) enum Msg {
+    /// A writer's closure.
+    Job(Job),
+    /// The syncer finished the batch it had (pipelined mode).
+    Synced,
+}
 
 /// The metadata store: an engine plus its group committer.
 #[derive(Clone)]
 pub struct Db {
     engine: Arc<dyn Engine>,
-    jobs: mpsc::Sender<Job>,
+    jobs: mpsc::Sender<Msg>,
     stats: Arc<CommitStats>,
 }
 
 impl Db {
     /// Starts the committer thread over `engine`.
     pub fn new(engine: Arc<dyn Engine>, opts: DbOptions) -> Db {
+        Db::with_pipelining(engine, opts, Pipelining::On)
+    }
+
+    /// Starts the committer thread over `engine`, choosing whether a batch's
+    /// fsync may overlap the next batch ([`Db::new`] says yes).
+    pub fn with_pipelining(engine: Arc<dyn Engine>, opts: DbOptions, p: Pipelining) -> Db {
         let (jobs, rx) = mpsc::channel(opts.queue_len.max(1));
         let stats = Arc::new(CommitStats::default());
-        let (e, s) = (engine.clone(), stats.clone());
+        let (e, s, wake) = (engine.clone(), stats.clone(), jobs.downgrade());
         std::thread::Builder::new()
             .name("db-committer".into())
-            .spawn(move || committer(e, rx, opts, s))
+            .spawn(move || committer(e, rx, wake, opts, s, p))
             .expect("spawn db committer thread");
         Db {
             engine,
@@ -118,7 +137,10 @@ impl Db {
                 }),
             ),
         });
-        self.jobs.send(job).await.map_err(|_| DbError::Closed)?;
+        self.jobs
+            .send(Msg::Job(job))
+            .await
+            .map_err(|_| DbError::Closed)?;
         r.await.map_err(|_| DbError::Closed)?
     }
 
@@ -178,14 +200,14 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
         })?
 }
 
-type PendingMap = BTreeMap<(&'static str, Vec<u8>), Option<Vec<u8>>>;
+pub(crate) type PendingMap = BTreeMap<(&'static str, Vec<u8>), Option<Vec<u8>>>;
 
 /// A writer's view of the store inside a group commit: reads see the engine,
 /// then the writes of earlier writers in the same batch, then its own.
 pub struct Tx<'a> {
-    engine: &'a dyn Engine,
-    batch: &'a PendingMap,
-    own: PendingMap,
+    pub(crate) engine: &'a dyn Engine,
+    pub(crate) batch: &'a PendingMap,
+    pub(crate) own: PendingMap,
 }
 
 impl Tx<'_> {
@@ -209,71 +231,10 @@ impl Tx<'_> {
     }
 }
 
-fn committer(
-    engine: Arc<dyn Engine>,
-    mut rx: mpsc::Receiver<Job>,
-    opts: DbOptions,
-    stats: Arc<CommitStats>,
-) {
-    let max_batch = opts.max_batch.max(1);
-    let mut jobs = Vec::with_capacity(max_batch);
-    while let Some(first) = rx.blocking_recv() {
-        jobs.push(first);
-        while jobs.len() < max_batch {
-            match rx.try_recv() {
-                Ok(j) => jobs.push(j),
-                Err(_) => break,
-            }
-        }
-
-        let mut pending = PendingMap::new();
-        let mut completions = Vec::with_capacity(jobs.len());
-        let mut failed = 0u64;
-        for job in jobs.drain(..) {
-            let mut tx = Tx {
-                engine: engine.as_ref(),
-                batch: &pending,
-                own: PendingMap::new(),
-            };
-            let (ok, done) = job(&mut tx);
-            let own = tx.own;
-            if ok {
-                pending.extend(own);
-            } else {
-                failed += 1;
-            }
-            completions.push((ok, done));
-        }
-
-        let ops: Vec<WriteOp> = pending
-            .into_iter()
-            .map(|((tree, key), value)| WriteOp { tree, key, value })
-            .collect();
-        let result = if ops.is_empty() {
-            Ok(())
-        } else {
-            let r = engine.apply(ops, opts.fsync);
-            if opts.fsync {
-                stats.syncs.fetch_add(1, Ordering::Relaxed);
-            }
-            r
-        };
-        if let Err(e) = &result {
-            tracing::error!("metadata batch of {} writes failed: {e}", completions.len());
-        }
-        stats.batches.fetch_add(1, Ordering::Relaxed);
-        stats
-            .writes
-            .fetch_add(completions.len() as u64, Ordering::Relaxed);
-        stats.failed_writes.fetch_add(failed, Ordering::Relaxed);
-        for (_, done) in completions {
-            done(result.clone());
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::Ordering;
+
     use super::*;
     use crate::SledEngine;
 
@@ -397,5 +358,152 @@ mod tests {
                 .len(),
             10
         );
+    }
+
+    /// Read-modify-write across batches with fsync on, both committer
+    /// designs: a closure must see every earlier batch, synced or not yet.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn pipelined_batches_see_the_batches_before_them() {
+        for p in [Pipelining::On, Pipelining::Off] {
+            let dir = tempfile::tempdir().unwrap();
+            let engine = Arc::new(SledEngine::open(dir.path(), 16 << 20).unwrap());
+            let opts = DbOptions {
+                fsync: true,
+                max_batch: 8,
+                queue_len: 1024,
+            };
+            let db = Db::with_pipelining(engine, opts, p);
+            let tasks: Vec<_> = (0..300)
+                .map(|_| {
+                    let db = db.clone();
+                    tokio::spawn(async move {
+                        db.write(|tx| {
+                            let n = tx
+                                .get("c", b"n")?
+                                .map(|v| u64::from_be_bytes(v.try_into().unwrap()))
+                                .unwrap_or(0);
+                            tx.put("c", b"n".to_vec(), (n + 1).to_be_bytes().to_vec());
+                            Ok::<_, DbError>(())
+                        })
+                        .await
+                    })
+                })
+                .collect();
+            for t in tasks {
+                t.await.unwrap().unwrap();
+            }
+            let v = db.get("c", b"n").unwrap().unwrap();
+            assert_eq!(u64::from_be_bytes(v.try_into().unwrap()), 300, "{p:?}");
+            let s = db.stats();
+            assert!(s.batches.load(Ordering::Relaxed) >= 300 / 8);
+            assert!(s.syncs.load(Ordering::Relaxed) <= s.batches.load(Ordering::Relaxed));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panicking_writer_fails_alone() {
+        let (_d, db) = open(true, 256);
+        let bad = db.write(|tx| {
+            tx.put("t", b"p".to_vec(), b"x".to_vec());
+            if tx.get("t", b"p")?.is_some() {
+                panic!("writer bug");
+            }
+            Ok::<_, DbError>(())
+        });
+        let good = db.write(|tx| {
+            tx.put("t", b"g".to_vec(), b"1".to_vec());
+            Ok::<_, DbError>(())
+        });
+        let (bad, good) = tokio::join!(bad, good);
+        assert!(bad.is_err());
+        good.unwrap();
+        // The committer is still there.
+        db.write(|tx| {
+            tx.put("t", b"after".to_vec(), b"1".to_vec());
+            Ok::<_, DbError>(())
+        })
+        .await
+        .unwrap();
+        assert_eq!(db.get("t", b"p").unwrap(), None);
+        assert_eq!(db.get("t", b"g").unwrap(), Some(b"1".to_vec()));
+    }
+
+    /// A real sled store whose sync fails once asked to: an fsync error
+    /// cannot be provoked on a healthy disk.
+    struct FailingSync {
+        inner: SledEngine,
+        fail: std::sync::atomic::AtomicBool,
+    }
+
+    impl Engine for FailingSync {
+        fn name(&self) -> &'static str {
+            "failing-sync"
+        }
+        fn get(&self, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+            self.inner.get(tree, key)
+        }
+        fn range(
+            &self,
+            tree: &str,
+            start: Bound<&[u8]>,
+            end: Bound<&[u8]>,
+            reverse: bool,
+            limit: usize,
+        ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+            self.inner.range(tree, start, end, reverse, limit)
+        }
+        fn apply(&self, batch: Vec<crate::WriteOp>, sync: bool) -> Result<()> {
+            self.inner.apply(batch, false)?;
+            if sync { self.sync() } else { Ok(()) }
+        }
+        fn sync(&self) -> Result<()> {
+            if self.fail.load(Ordering::Relaxed) {
+                return Err(DbError::engine("failing-sync", "EIO"));
+            }
+            self.inner.sync()
+        }
+        fn size_on_disk(&self) -> Result<u64> {
+            self.inner.size_on_disk()
+        }
+        fn trees(&self) -> Result<Vec<String>> {
+            self.inner.trees()
+        }
+        fn load(&self, tree: &str, entries: Vec<(Vec<u8>, Vec<u8>)>) -> Result<()> {
+            self.inner.load(tree, entries)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_failed_sync_refuses_every_later_write() {
+        for p in [Pipelining::On, Pipelining::Off] {
+            let dir = tempfile::tempdir().unwrap();
+            let engine = Arc::new(FailingSync {
+                inner: SledEngine::open(dir.path(), 16 << 20).unwrap(),
+                fail: std::sync::atomic::AtomicBool::new(false),
+            });
+            let opts = DbOptions {
+                fsync: true,
+                max_batch: 256,
+                queue_len: 16,
+            };
+            let db = Db::with_pipelining(engine.clone(), opts, p);
+            let put = |k: &'static [u8]| {
+                let db = db.clone();
+                async move {
+                    db.write(move |tx| {
+                        tx.put("t", k.to_vec(), b"1".to_vec());
+                        Ok::<_, DbError>(())
+                    })
+                    .await
+                }
+            };
+            put(b"before").await.unwrap();
+            engine.fail.store(true, Ordering::Relaxed);
+            assert!(put(b"failed").await.is_err(), "{p:?}");
+            // The disk "recovers", but the store stays refused.
+            engine.fail.store(false, Ordering::Relaxed);
+            assert!(put(b"after").await.is_err(), "{p:?}");
+            assert_eq!(db.get("t", b"after").unwrap(), None);
+        }
     }
 }

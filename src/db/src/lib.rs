@@ -5,13 +5,15 @@
 //! engine with *group commit*: every write is a closure handed to one
 //! committer thread, which runs the closures of all writers waiting at that
 //! moment, applies their combined changes in one atomic batch, syncs once
-//! (when `metadata_fsync` is on) and only then answers each writer. No lock is
-//! held by a writer across an fsync; a lone writer waits for nobody.
+//! (when `metadata_fsync` is on) and only then answers each writer. The sync
+//! of one batch overlaps the closures and apply of the next. No lock is held
+//! by a writer across an fsync; a lone writer waits for nobody.
 //!
 //! Reads go straight to the engine. Async callers use the `*_async` methods,
 //! which run on tokio's blocking pool so that database work never stalls the
 //! runtime's worker threads.
 
+mod committer;
 mod convert;
 mod engine;
 mod error;
@@ -20,6 +22,7 @@ mod open;
 mod redb_engine;
 mod sled_engine;
 
+pub use committer::Pipelining;
 pub use convert::{convert, convert_db, parse_engine_path};
 pub use engine::{Engine, WriteOp};
 pub use error::DbError;

@@ -83,22 +83,25 @@ fn flusher(db: Arc<Database>, dirty: Arc<AtomicBool>, stop: mpsc::Receiver<()>) 
             stop.recv_timeout(FLUSH_EVERY),
             Err(mpsc::RecvTimeoutError::Timeout)
         );
-        if dirty.swap(false, Ordering::AcqRel) {
-            // A write transaction with Immediate durability, even an empty
-            // one, persists every non-durable commit before it.
-            let r = db
-                .begin_write()
-                .map_err(err)
-                .and_then(|t| t.commit().map_err(err));
-            if let Err(e) = r {
-                tracing::error!("redb background flush failed: {e}");
-                dirty.store(true, Ordering::Release);
-            }
+        if dirty.swap(false, Ordering::AcqRel)
+            && let Err(e) = durable_commit(&db)
+        {
+            tracing::error!("redb background flush failed: {e}");
+            dirty.store(true, Ordering::Release);
         }
         if last {
             return;
         }
     }
+}
+
+/// Commits an empty write transaction with Immediate durability, which
+/// persists every non-durable commit before it (redb still writes a new
+/// commit slot and fsyncs when a transaction changed nothing).
+fn durable_commit(db: &Database) -> Result<()> {
+    db.begin_write()
+        .map_err(err)
+        .and_then(|t| t.commit().map_err(err))
 }
 
 impl Drop for RedbEngine {
@@ -192,6 +195,17 @@ impl Engine for RedbEngine {
             self.dirty.store(true, Ordering::Release);
         }
         Ok(())
+    }
+
+    fn sync(&self) -> Result<()> {
+        // Cleared first: a non-durable commit that lands after this point is
+        // either covered by the commit below or flagged again.
+        self.dirty.store(false, Ordering::Release);
+        let r = durable_commit(&self.db);
+        if r.is_err() {
+            self.dirty.store(true, Ordering::Release);
+        }
+        r
     }
 
     fn size_on_disk(&self) -> Result<u64> {

@@ -5,6 +5,7 @@
 
 use std::ops::Bound;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use crate::engine::range_is_empty;
 use crate::{DbError, Engine, Result, WriteOp};
@@ -15,27 +16,52 @@ const NAME: &str = "sled";
 pub struct SledEngine {
     db: sled::Db,
     kv: sled::Tree,
+    /// sled's log file, opened again only to fsync it (see [`Engine::sync`]).
+    log: std::fs::File,
 }
 
 impl SledEngine {
     /// Opens (or creates) the store in `path`. With `fsync` off, sled still
     /// flushes its log in the background every 500 ms.
+    ///
+    /// sled releases its file lock from background threads some time after
+    /// the last handle is dropped, so reopening a store in the same process
+    /// (a restarted node in a test) can find it still locked: opening retries
+    /// for up to [`LOCK_WAIT`] before reporting the lock error.
     pub fn open(path: &Path, cache_bytes: u64) -> Result<Self> {
-        let db = sled::Config::new()
-            .path(path)
-            .cache_capacity(cache_bytes)
-            .flush_every_ms(Some(500))
-            .open()
-            .map_err(|e| DbError::engine(NAME, e))?;
+        let started = Instant::now();
+        let db = loop {
+            let r = sled::Config::new()
+                .path(path)
+                .cache_capacity(cache_bytes)
+                .flush_every_ms(Some(500))
+                .open();
+            match r {
+                // sled reports the lock as an Other I/O error with this text.
+                Err(sled::Error::Io(e))
+                    if e.to_string().contains("could not acquire lock")
+                        && started.elapsed() < LOCK_WAIT =>
+                {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                r => break r.map_err(|e| DbError::engine(NAME, e))?,
+            }
+        };
         let kv = db
             .open_tree("hangar")
             .map_err(|e| DbError::engine(NAME, e))?;
-        Ok(SledEngine { db, kv })
+        let log = std::fs::File::open(path.join("db"))
+            .map_err(|e| DbError::engine(NAME, format!("opening sled's log to fsync it: {e}")))?;
+        Ok(SledEngine { db, kv, log })
     }
 }
 
+/// How long [`SledEngine::open`] waits for a lock left by a dropped handle.
+pub const LOCK_WAIT: Duration = Duration::from_secs(3);
+
 /// `tree` ++ NUL ++ `key`.
 pub(crate) fn prefixed(tree: &str, key: &[u8]) -> Vec<u8> {
+    debug_assert!(!tree.contains('\0'), "tree names hold no NUL byte");
     let mut k = Vec::with_capacity(tree.len() + 1 + key.len());
     k.extend_from_slice(tree.as_bytes());
     k.push(0);
@@ -117,8 +143,22 @@ impl Engine for SledEngine {
             .apply_batch(b)
             .map_err(|e| DbError::engine(NAME, e))?;
         if sync {
-            self.db.flush().map_err(|e| DbError::engine(NAME, e))?;
+            self.sync()?;
         }
+        Ok(())
+    }
+
+    fn sync(&self) -> Result<()> {
+        // sled's flush writes its log buffers and waits for them with
+        // sync_file_range(2) on Linux, which neither flushes the drive's
+        // write cache nor the file's metadata (newly allocated blocks, size):
+        // it survives kill -9 but not a power cut. fdatasync on our own
+        // handle of the same file makes it durable. Both are safe to run
+        // while another thread applies batches.
+        self.db.flush().map_err(|e| DbError::engine(NAME, e))?;
+        self.log
+            .sync_data()
+            .map_err(|e| DbError::engine(NAME, format!("fdatasync of sled's log: {e}")))?;
         Ok(())
     }
 
@@ -159,7 +199,6 @@ impl Engine for SledEngine {
         self.kv
             .apply_batch(b)
             .map_err(|e| DbError::engine(NAME, e))?;
-        self.db.flush().map_err(|e| DbError::engine(NAME, e))?;
-        Ok(())
+        self.sync()
     }
 }

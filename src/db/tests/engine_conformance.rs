@@ -298,3 +298,19 @@ macro_rules! conformance {
 
 conformance!(sled, open_sled);
 conformance!(redb, open_redb);
+
+/// sled 0.34 refuses to open a store holding a snapshot it was still writing
+/// when killed; SledEngine removes such a file first.
+#[test]
+fn sled_opens_despite_an_unfinished_snapshot() {
+    let d = tempfile::tempdir().unwrap();
+    {
+        let e = open_sled(d.path());
+        e.apply(vec![put("t", b"k", b"v")], true).unwrap();
+    }
+    let partial = d.path().join("db.sled/snap.FFFFFFFFFFFFFFFF.generating");
+    std::fs::write(&partial, b"half a snapshot").unwrap();
+    let e = open_sled(d.path());
+    assert_eq!(e.get("t", b"k").unwrap(), Some(b"v".to_vec()));
+    assert!(!partial.exists());
+}

@@ -22,13 +22,15 @@ struct Args {
     seconds: f64,
     engines: Vec<String>,
     writers: Vec<usize>,
+    /// Rounds over every cell; the table reports the median.
+    repeat: usize,
     /// `ENGINE:MODE:WRITERS`: run this one cell and print it (child mode).
     cell: Option<String>,
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: hangar-bench-meta [--dir DIR] [--seconds S] [--engines sled,redb] [--writers 1,8,32,128]"
+        "usage: hangar-bench-meta [--dir DIR] [--seconds S] [--repeat N] [--engines sled,redb] [--writers 1,8,32,128]"
     );
     std::process::exit(2)
 }
@@ -39,6 +41,7 @@ fn parse_args() -> Args {
         seconds: 2.0,
         engines: vec!["sled".into(), "redb".into()],
         writers: vec![1, 8, 32, 128],
+        repeat: 3,
         cell: None,
     };
     let mut it = std::env::args().skip(1);
@@ -54,6 +57,7 @@ fn parse_args() -> Args {
                     .map(|n| n.parse().unwrap_or_else(|_| usage()))
                     .collect()
             }
+            "--repeat" => a.repeat = v.parse::<usize>().unwrap_or_else(|_| usage()).max(1),
             "--cell" => a.cell = Some(v),
             _ => usage(),
         }
@@ -242,46 +246,65 @@ fn main() {
         return;
     }
     println!(
-        "metadata commits: {} s per cell, stores under {}",
+        "metadata commits: {} s per cell, {} rounds (each round runs every cell once; \
+         the table gives the round with the median commits/s), stores under {}",
         args.seconds,
+        args.repeat,
         args.dir.display()
     );
-    println!(
-        "| engine | mode | writers | commits/s | p50 ms | p99 ms | max ms | writes/batch |\n|---|---|---:|---:|---:|---:|---:|---:|"
-    );
-    let mut summary = Vec::new();
+    let mut specs = Vec::new();
     for engine in &args.engines {
-        let mut at32 = [0f64; MODES.len()];
-        for (mi, mode) in MODES.iter().enumerate() {
+        for mi in 0..MODES.len() {
             for &w in &args.writers {
-                let cell = run_child(&args, &format!("{engine}:{mi}:{w}"));
-                println!(
-                    "| {engine} | {} | {w} | {:.0} | {:.2} | {:.2} | {:.1} | {:.1} |",
-                    mode.name,
-                    cell.commits_per_s,
-                    cell.p50_us as f64 / 1000.0,
-                    cell.p99_us as f64 / 1000.0,
-                    cell.max_us as f64 / 1000.0,
-                    cell.mean_batch
-                );
-                if w == 32 {
-                    at32[mi] = cell.commits_per_s;
-                }
+                specs.push((engine.clone(), mi, w));
             }
         }
-        if args.writers.contains(&32) {
-            summary.push(format!(
-                "{engine} at 32 writers: group commit+fsync / per-write fsync = {:.1}x (target >= 5x); \
-                 no fsync / group commit+fsync = {:.2}x (target <= 2x); \
-                 pipelined / serial group commit = {:.2}x",
-                at32[2] / at32[0],
-                at32[3] / at32[2],
-                at32[2] / at32[1]
-            ));
+    }
+    let mut runs: Vec<Vec<Cell>> = specs.iter().map(|_| Vec::new()).collect();
+    for _ in 0..args.repeat {
+        for (i, (engine, mi, w)) in specs.iter().enumerate() {
+            runs[i].push(run_child(&args, &format!("{engine}:{mi}:{w}")));
         }
     }
+    println!(
+        "| engine | mode | writers | commits/s | min..max commits/s | p50 ms | p99 ms | max ms | writes/batch |\n|---|---|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    let mut median = Vec::new();
+    for ((engine, mi, w), mut cells) in specs.iter().zip(runs) {
+        cells.sort_by(|a, b| a.commits_per_s.total_cmp(&b.commits_per_s));
+        let (lo, hi) = (cells[0].commits_per_s, cells[cells.len() - 1].commits_per_s);
+        let cell = cells.swap_remove(cells.len() / 2);
+        println!(
+            "| {engine} | {} | {w} | {:.0} | {lo:.0}..{hi:.0} | {:.2} | {:.2} | {:.1} | {:.1} |",
+            MODES[*mi].name,
+            cell.commits_per_s,
+            cell.p50_us as f64 / 1000.0,
+            cell.p99_us as f64 / 1000.0,
+            cell.max_us as f64 / 1000.0,
+            cell.mean_batch
+        );
+        median.push(((engine.clone(), *mi, *w), cell.commits_per_s));
+    }
     println!();
-    for s in summary {
-        println!("{s}");
+    let at = |engine: &str, mi: usize| {
+        median
+            .iter()
+            .find(|((e, m, w), _)| e == engine && *m == mi && *w == 32)
+            .map(|(_, c)| *c)
+    };
+    for engine in &args.engines {
+        let (Some(per), Some(serial), Some(group), Some(nofsync)) =
+            (at(engine, 0), at(engine, 1), at(engine, 2), at(engine, 3))
+        else {
+            continue;
+        };
+        println!(
+            "{engine} at 32 writers: group commit+fsync / per-write fsync = {:.1}x (target >= 5x); \
+             no fsync / group commit+fsync = {:.2}x (target <= 2x); \
+             pipelined / serial group commit = {:.2}x",
+            group / per,
+            nofsync / group,
+            group / serial
+        );
     }
 }

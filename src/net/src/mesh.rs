@@ -72,6 +72,29 @@ fn transport_config(cfg: &MeshConfig) -> Result<quinn::TransportConfig, NetError
     Ok(t)
 }
 
+/// Enlarges the socket's kernel buffers: with the default (~200 KiB) a
+/// burst of a few MiB in flight overflows the receive buffer, the packets
+/// are dropped and congestion control slows the whole connection down. The
+/// kernel caps the size at `net.core.rmem_max` / `wmem_max`.
+fn set_udp_buffers(socket: &std::net::UdpSocket, bytes: usize) {
+    let sock = quinn::udp::UdpSockRef::from(socket);
+    match quinn::udp::UdpSocketState::new(sock) {
+        Ok(state) => {
+            let sock = quinn::udp::UdpSockRef::from(socket);
+            let _ = state.set_recv_buffer_size(sock, bytes);
+            let sock = quinn::udp::UdpSockRef::from(socket);
+            let _ = state.set_send_buffer_size(sock, bytes);
+            let sock = quinn::udp::UdpSockRef::from(socket);
+            tracing::debug!(
+                requested = bytes,
+                recv = ?state.recv_buffer_size(sock),
+                "UDP socket buffers"
+            );
+        }
+        Err(e) => tracing::warn!(error = %e, "cannot tune UDP socket buffers"),
+    }
+}
+
 impl Mesh {
     /// Starts a node: loads or creates its key in `metadata_dir`, binds the
     /// UDP socket, and starts accepting, dialing known peers (persisted list
@@ -89,6 +112,7 @@ impl Mesh {
         let reset_key =
             ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &key.derive(RESET_KEY_CONTEXT));
         let socket = std::net::UdpSocket::bind(cfg.bind_addr)?;
+        set_udp_buffers(&socket, cfg.flow.udp_buffer);
         let quic = quinn::Endpoint::new(
             quinn::EndpointConfig::new(Arc::new(reset_key)),
             Some(server),

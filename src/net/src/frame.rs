@@ -142,3 +142,42 @@ pub(crate) async fn read_head<H: DeserializeOwned>(recv: &mut RecvStream) -> Res
     }
     decode(&read_frame(recv, MAX_HEADER_LEN).await?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The exact bytes doc/rpc.md shows for these headers.
+    #[test]
+    fn headers_encode_as_documented() {
+        let req = RequestHeader {
+            path: "hangar/net/ping".into(),
+            timeout_ms: 1000,
+            priority: 2,
+            has_body: false,
+        };
+        let mut want = vec![0x94, 0xaf];
+        want.extend_from_slice(b"hangar/net/ping");
+        want.extend_from_slice(&[0xcd, 0x03, 0xe8, 0x02, 0xc2]);
+        assert_eq!(encode(&req).unwrap(), want);
+
+        let ok = ResponseHeader {
+            status: STATUS_OK,
+            has_body: true,
+            message: None,
+        };
+        assert_eq!(encode(&ok).unwrap(), vec![0x93, 0x00, 0xc3, 0xc0]);
+
+        let overloaded = ResponseHeader {
+            status: STATUS_OVERLOADED,
+            has_body: false,
+            message: Some("full".into()),
+        };
+        assert_eq!(
+            encode(&overloaded).unwrap(),
+            vec![0x93, 0x02, 0xc2, 0xa4, b'f', b'u', b'l', b'l']
+        );
+        let back: RequestHeader = decode(&encode(&req).unwrap()).unwrap();
+        assert_eq!(back.path, "hangar/net/ping");
+    }
+}

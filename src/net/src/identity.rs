@@ -15,9 +15,47 @@ use crate::error::NetError;
 /// File name of the node's secret key inside `metadata_dir`.
 pub const NODE_KEY_FILE: &str = "node_key";
 
-/// A node's identity: its ed25519 public key. Shown as 64 hex characters.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+/// A node's identity: its ed25519 public key. Shown as 64 hex characters;
+/// serialized as a hex string in human-readable formats (JSON) and as 32 raw
+/// bytes in binary ones (MessagePack `bin 8`).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct NodeId(pub [u8; 32]);
+
+impl Serialize for NodeId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if s.is_human_readable() {
+            s.serialize_str(&self.to_string())
+        } else {
+            s.serialize_bytes(&self.0)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for NodeId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = NodeId;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a node id (32 bytes or 64 hex characters)")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<NodeId, E> {
+                v.parse().map_err(E::custom)
+            }
+            fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<NodeId, E> {
+                let arr: [u8; 32] = v
+                    .try_into()
+                    .map_err(|_| E::invalid_length(v.len(), &self))?;
+                Ok(NodeId(arr))
+            }
+        }
+        if d.is_human_readable() {
+            d.deserialize_str(V)
+        } else {
+            d.deserialize_bytes(V)
+        }
+    }
+}
 
 impl NodeId {
     /// The first 16 hex characters: enough to tell nodes apart in logs and
@@ -179,6 +217,18 @@ mod tests {
                 .mode();
             assert_eq!(mode & 0o777, 0o600);
         }
+    }
+
+    #[test]
+    fn node_id_is_hex_in_json_and_32_raw_bytes_in_msgpack() {
+        let id = NodeKey::from_seed([7; 32]).id();
+        let json = serde_json::to_string(&id).unwrap();
+        assert_eq!(json, format!("\"{id}\""));
+        assert_eq!(serde_json::from_str::<NodeId>(&json).unwrap(), id);
+        let mp = rmp_serde::to_vec(&id).unwrap();
+        assert_eq!(&mp[..2], &[0xc4, 0x20]);
+        assert_eq!(&mp[2..], &id.0);
+        assert_eq!(rmp_serde::from_slice::<NodeId>(&mp).unwrap(), id);
     }
 
     #[test]

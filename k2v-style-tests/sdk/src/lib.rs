@@ -8,7 +8,9 @@
 mod data;
 mod http;
 mod server;
+mod vhost;
 
 pub use data::{compressible_bytes, random_bytes};
 pub use http::{RawResponse, raw_request};
 pub use server::{AccessKey, REGION, TestServer};
+pub use vhost::VirtualHost;

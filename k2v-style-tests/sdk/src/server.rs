@@ -105,9 +105,15 @@ fn log_tail(path: &Path) -> String {
 impl TestServer {
     /// Starts a fresh server and creates a key allowed to create buckets.
     pub fn start() -> TestServer {
+        Self::start_with("")
+    }
+
+    /// Like [`TestServer::start`], with `s3_api_lines` (TOML) appended to the
+    /// `[s3_api]` section of the config, e.g. `root_domain = ".s3.localhost"`.
+    pub fn start_with(s3_api_lines: &str) -> TestServer {
         let mut last_failure = String::new();
         for _ in 0..START_ATTEMPTS {
-            match Self::try_start() {
+            match Self::try_start(s3_api_lines) {
                 Ok(server) => return server,
                 Err(failure) => last_failure = failure,
             }
@@ -115,7 +121,7 @@ impl TestServer {
         panic!("hangar server did not start: {last_failure}");
     }
 
-    fn try_start() -> Result<TestServer, String> {
+    fn try_start(s3_api_lines: &str) -> Result<TestServer, String> {
         let dir = tempfile::Builder::new()
             .prefix("hangar-sdk-test-")
             .tempdir()
@@ -136,7 +142,8 @@ impl TestServer {
                  metadata_fsync = false\n\
                  [s3_api]\n\
                  api_bind_addr = \"127.0.0.1:{s3_port}\"\n\
-                 s3_region = \"{REGION}\"\n",
+                 s3_region = \"{REGION}\"\n\
+                 {s3_api_lines}\n",
                 rpc_secret()
             ),
         )
@@ -253,6 +260,15 @@ impl TestServer {
                     .operation_timeout(Duration::from_secs(120))
                     .build(),
             )
+    }
+
+    /// The S3 port.
+    pub fn port(&self) -> u16 {
+        self.endpoint
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("endpoint ends with a port")
     }
 
     /// The server's log so far (last lines), for failure messages.

@@ -12,6 +12,7 @@ mod objects;
 mod permissions;
 mod presigned;
 mod ranges;
+mod vhost;
 
 use std::fmt::Debug;
 

@@ -27,6 +27,17 @@ pub struct FlowControl {
     /// Kernel send and receive buffer of the UDP socket (capped by the
     /// kernel's `net.core.rmem_max` / `wmem_max`).
     pub udp_buffer: usize,
+    /// QUIC congestion controller.
+    pub congestion: Congestion,
+}
+
+/// Which congestion controller QUIC connections use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Congestion {
+    Cubic,
+    NewReno,
+    /// quinn's BBR (marked experimental by quinn).
+    Bbr,
 }
 
 impl Default for FlowControl {
@@ -41,6 +52,7 @@ impl Default for FlowControl {
             send_window: 4 * 1024 * 1024,
             max_concurrent_streams: 16 * 1024,
             udp_buffer: 4 * 1024 * 1024,
+            congestion: Congestion::Cubic,
         }
     }
 }

@@ -5,8 +5,10 @@
 //! or the peer restarted), one is chosen the same way on both sides:
 //! - if they come from different incarnations of the peer (different
 //!   certificates), the newer one wins and the stale one is closed at once;
-//! - otherwise the one dialed by the node with the smaller id wins, and the
-//!   other is closed after a grace period so calls already on it can end.
+//! - otherwise (both nodes dialed at once) the one with the smaller TLS
+//!   exporter value wins: both ends derive the same value for a connection,
+//!   so they agree whatever order they saw the connections in. The other is
+//!   closed after a grace period so calls already on it can end.
 
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime};
@@ -27,6 +29,8 @@ const CLOSE_DUPLICATE: u32 = 2;
 const CLOSE_STALE: u32 = 3;
 /// QUIC close code: the peer stopped answering pings.
 pub(crate) const CLOSE_PING_TIMEOUT: u32 = 4;
+/// TLS exporter label for the duplicate-connection tie-break.
+const TIEBREAK_LABEL: &[u8] = b"EXPORTER-hangar-connection-tiebreak";
 /// How long a duplicate connection stays open for calls already on it.
 const DUPLICATE_GRACE: Duration = Duration::from_secs(5);
 /// How often the dial loop looks for peers to dial, besides wake-ups.
@@ -219,11 +223,18 @@ impl MeshInner {
             conn.close(0u32.into(), b"connected to self");
             return;
         }
-        let dialer = if dialed_by_us { self.id() } else { id };
+        let mut tiebreak = [0u8; 16];
+        if conn
+            .export_keying_material(&mut tiebreak, TIEBREAK_LABEL, b"")
+            .is_err()
+        {
+            conn.close(0u32.into(), b"no keying material");
+            return;
+        }
         let entry = ConnEntry {
             conn: conn.clone(),
             incarnation,
-            dialer,
+            tiebreak,
         };
         let (installed, learnt_addr) = {
             let mut table = self.peers.lock().expect("peers lock");
@@ -232,7 +243,6 @@ impl MeshInner {
             let observed = (!dialed_by_us).then(|| conn.remote_address().to_string());
             let learnt_addr = table.learn(id, observed, false);
             let p = table.peers.get_mut(&id).expect("learnt above");
-            let preferred = self.id().min(id);
             let install = match &p.conn {
                 None => true,
                 Some(old) if old.conn.close_reason().is_some() => true,
@@ -243,9 +253,8 @@ impl MeshInner {
                 }
                 Some(old) => {
                     // Same incarnation: two live connections. Both sides
-                    // keep the one dialed by the smaller id; if both were
-                    // dialed by the same node, the newer one.
-                    let keep_new = dialer == preferred || old.dialer != preferred;
+                    // keep the one with the smaller exporter value.
+                    let keep_new = tiebreak < old.tiebreak;
                     let loser = if keep_new {
                         old.conn.clone()
                     } else {

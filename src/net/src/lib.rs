@@ -36,7 +36,7 @@ mod rpc;
 mod tls;
 
 pub use body::{Body, MAX_CHUNK_LEN};
-pub use config::{FlowControl, MeshConfig};
+pub use config::{Congestion, FlowControl, MeshConfig};
 pub use endpoint::{
     CallOpts, DEFAULT_QUEUE_CAPACITY, Endpoint, Handler, HandlerError, Message, Priority, Request,
     Response,

@@ -37,8 +37,10 @@ pub(crate) struct ConnEntry {
     pub conn: quinn::Connection,
     /// blake3 of the peer's certificate: one value per peer incarnation.
     pub incarnation: [u8; 32],
-    /// Which node dialed this connection.
-    pub dialer: NodeId,
+    /// A value both ends of this connection derive identically from its
+    /// TLS session (keying-material exporter); used to pick the same
+    /// connection on both sides when there are two.
+    pub tiebreak: [u8; 16],
 }
 
 /// What this node knows about another one.

@@ -243,3 +243,48 @@ async fn killed_node_is_marked_down_then_up_again_after_restart() {
     .unwrap();
     a.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn simultaneous_dials_settle_on_one_connection() {
+    init_tracing();
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = start_node(da.path()).await;
+    let b = start_node(db.path()).await;
+    let (pa, pb) = (a.peer_addr(), b.peer_addr());
+    let (ra, rb) = tokio::join!(a.connect(&pb), b.connect(&pa));
+    ra.unwrap();
+    rb.unwrap();
+    // Both sides must keep the same connection: if they kept different
+    // ones, each would close the other's after the 5 s grace and the peer
+    // would drop out, however briefly.
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_millis(6500) {
+        assert!(
+            is_up(&a, b.id()) && is_up(&b, a.id()),
+            "connection dropped at {:?}",
+            start.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    for n in [&a, &b] {
+        n.endpoint::<String, String>("test/echo")
+            .unwrap()
+            .set_handler(Echo, 4);
+    }
+    let ea = a.endpoint::<String, String>("test/echo").unwrap();
+    let eb = b.endpoint::<String, String>("test/echo").unwrap();
+    assert_eq!(
+        ea.call(b.id(), "1".into(), CallOpts::default())
+            .await
+            .unwrap(),
+        "1"
+    );
+    assert_eq!(
+        eb.call(a.id(), "2".into(), CallOpts::default())
+            .await
+            .unwrap(),
+        "2"
+    );
+    a.shutdown().await;
+    b.shutdown().await;
+}

@@ -110,6 +110,11 @@ async fn start(dir: &str, bind: &str) -> Res<Mesh> {
         cfg.flow.connection_window = v as u32;
         cfg.flow.send_window = v;
     }
+    match std::env::var("HANGAR_NET_BENCH_CC").as_deref() {
+        Ok("bbr") => cfg.flow.congestion = hangar_net::Congestion::Bbr,
+        Ok("newreno") => cfg.flow.congestion = hangar_net::Congestion::NewReno,
+        _ => {}
+    }
     let mesh = Mesh::start(cfg).await?;
     mesh.endpoint::<u32, u64>(SINK)?.set_handler(Sink, 4096);
     mesh.endpoint::<u64, u64>(SMALL)?.set_handler(Small, 4096);

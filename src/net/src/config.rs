@@ -110,6 +110,21 @@ impl MeshConfig {
         }
     }
 
+    /// `<id>@<addr>` of the node these settings describe, without starting
+    /// it (for `hangar node id`): the id from `metadata_dir/node_key`
+    /// (created if missing), the address from `public_addr`, else
+    /// `bind_addr`.
+    pub fn node_peer_addr(&self) -> Result<PeerAddr, NetError> {
+        let key = crate::identity::NodeKey::load_or_create(&self.metadata_dir)?;
+        Ok(PeerAddr {
+            id: key.id(),
+            addr: self
+                .public_addr
+                .clone()
+                .unwrap_or_else(|| self.bind_addr.to_string()),
+        })
+    }
+
     /// Settings from Hangar's configuration file.
     pub fn from_config(cfg: &Config) -> Result<MeshConfig, NetError> {
         let secret = cfg

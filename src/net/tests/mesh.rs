@@ -71,10 +71,22 @@ async fn full_mesh_forms_from_one_bootstrap_peer() {
         "c"
     );
 
-    // One connection per pair: each status row is one peer, connected.
+    // One status row per node, and metrics per endpoint and peer.
     for n in &nodes {
         assert_eq!(n.peer_status().len(), 4);
     }
+    let text = nodes[1].metrics().encode_text();
+    let want = format!(
+        "rpc_calls_total{{endpoint=\"test/echo\",peer=\"{}\"}} 1",
+        ids[3].short()
+    );
+    assert!(text.contains(&want), "no {want} in:\n{text}");
+    assert!(text.contains(&format!("rpc_peer_up{{peer=\"{}\"}} 1", ids[0].short())));
+    assert!(text.contains("rpc_peer_rtt_seconds"));
+    assert!(text.contains("rpc_call_duration_seconds_bucket"));
+    // `hangar node id` without a running node gives the same id.
+    let cfg = test_config(dirs[2].path(), SECRET, "127.0.0.1:3901".parse().unwrap());
+    assert_eq!(cfg.node_peer_addr().unwrap().id, ids[2]);
     for n in &nodes {
         n.shutdown().await;
     }

@@ -8,6 +8,8 @@ mod copy;
 mod delete_objects;
 mod list;
 mod metadata;
+mod multipart;
+mod not_implemented;
 mod objects;
 mod permissions;
 mod presigned;

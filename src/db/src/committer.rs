@@ -10,27 +10,28 @@
 //!   committer takes every job waiting (up to `max_batch`), applies and syncs
 //!   the batch in one engine call, answers, and only then looks at the queue
 //!   again;
-//! * pipelined (fsync and `max_batch > 1`, the default): the committer applies
-//!   a batch *without* sync and hands it to the syncer thread, which syncs it
-//!   and answers its writers. While that sync runs, the committer keeps
-//!   taking jobs as they arrive and runs their closures into the next batch
-//!   (up to `max_batch`; later jobs wait their turn); when the syncer reports
-//!   back, that whole batch is applied and handed over in turn. So closures
-//!   overlap the fsync, a batch holds every writer that arrived during the
-//!   previous sync, and there is one sync per batch and at most one batch
-//!   being synced.
+//! * pipelined (fsync and `max_batch > 1`, the default): the committer hands
+//!   the batch to the syncer thread, which applies it with sync (one engine
+//!   call: one sled flush + fdatasync, one redb durable commit) and answers
+//!   its writers. While that runs, the committer keeps taking jobs as they
+//!   arrive and runs their closures into the next batch (up to `max_batch`;
+//!   later jobs wait their turn); when the syncer reports back, that whole
+//!   batch is handed over in turn. So closures overlap the fsync, a batch
+//!   holds every writer that arrived during the previous commit, and there
+//!   is one sync per batch and at most one batch being committed.
 //!
-//! Reads inside a closure see the engine, which holds the batch being synced
-//! (applied, not yet durable). That is safe because a writer is answered only
-//! after its own batch's sync, which begins after every earlier batch was
-//! applied and so covers every write it could have read.
+//! A closure of the next batch must see the writes of the batch being
+//! committed, which the engine may not show yet: [`Tx`] reads them from that
+//! batch's write set (kept until the syncer reports back) before the engine.
+//! The engine applies each batch atomically, so a read of a key the batch
+//! being committed does not touch is the same before and after it lands.
 //!
-//! A failed sync poisons the store: the failed batch's writes may or may not
-//! be on disk, and the next batch may have read them, so every later write
-//! fails with the same error until the node restarts and the engine recovers
-//! (the lesson of PostgreSQL's "fsyncgate": after a failed fsync the page
-//! cache can no longer be trusted). A batch that fails to apply without sync
-//! fails alone.
+//! A failed commit with sync poisons the store: the failed batch's writes may
+//! or may not be on disk (an fsync error leaves the page cache in an unknown
+//! state, the lesson of PostgreSQL's "fsyncgate"), and the next batch may
+//! have read them, so every later write fails with the same error until the
+//! node restarts and the engine recovers. A batch that fails to apply without
+//! sync fails alone.
 
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
@@ -42,13 +43,14 @@ use tokio::sync::mpsc;
 use crate::group_commit::{Completion, Job, Msg, PendingMap, Tx};
 use crate::{CommitStats, DbError, DbOptions, Engine, Result, WriteOp};
 
-/// Whether the fsync of one batch may overlap the next batch.
+/// Whether the commit of one batch may overlap the closures of the next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pipelining {
     /// Overlap (the default of [`crate::Db::new`]).
     On,
-    /// Apply, sync and answer each batch before starting the next: the
-    /// original design, kept for the benchmark's before/after comparison.
+    /// Apply, sync and answer each batch before running the next batch's
+    /// closures: the original design, kept for the benchmark's before/after
+    /// comparison.
     Off,
 }
 
@@ -83,11 +85,18 @@ impl Batch {
     /// Runs `job` over the writes already in this batch. A closure that fails
     /// is answered with its own error at once; one that panics is dropped
     /// with its writes, and its writer sees the store as closed.
-    fn run(&mut self, engine: &dyn Engine, job: Job, stats: &CommitStats) {
+    fn run(
+        &mut self,
+        engine: &dyn Engine,
+        committing: Option<&PendingMap>,
+        job: Job,
+        stats: &CommitStats,
+    ) {
         self.jobs += 1;
         stats.writes.fetch_add(1, Ordering::Relaxed);
         let mut tx = Tx {
             engine,
+            committing,
             batch: &self.pending,
             own: PendingMap::new(),
         };
@@ -112,6 +121,17 @@ impl Batch {
         pending
             .into_iter()
             .map(|((tree, key), value)| WriteOp { tree, key, value })
+            .collect()
+    }
+
+    fn ops_cloned(pending: &PendingMap) -> Vec<WriteOp> {
+        pending
+            .iter()
+            .map(|((tree, key), value)| WriteOp {
+                tree,
+                key: key.clone(),
+                value: value.clone(),
+            })
             .collect()
     }
 }
@@ -161,7 +181,7 @@ impl Committer {
             let mut next = Some(msg);
             while let Some(msg) = next.take() {
                 if let Msg::Job(job) = msg {
-                    batch.run(self.engine.as_ref(), job, &self.stats);
+                    batch.run(self.engine.as_ref(), None, job, &self.stats);
                 }
                 if batch.jobs < max_batch {
                     next = rx.try_recv().ok();
@@ -172,43 +192,45 @@ impl Committer {
     }
 
     /// Pipelined mode: see the module documentation.
+    ///
     /// `wake` reaches this thread's queue without keeping it open, so that
     /// the syncer can report back yet the queue still closes when the last
     /// [`crate::Db`] handle is dropped.
     fn run_pipelined(self: Arc<Self>, rx: &mut mpsc::Receiver<Msg>, wake: mpsc::WeakSender<Msg>) {
         let max_batch = self.opts.max_batch.max(1);
-        let (to_syncer, from_committer) = std::sync::mpsc::channel::<Vec<Completion>>();
+        let (to_syncer, from_committer) = std::sync::mpsc::channel::<Handed>();
         let me = self.clone();
         let syncer = std::thread::Builder::new()
             .name("db-syncer".into())
             .spawn(move || me.sync_loop(from_committer, wake))
             .expect("spawn db syncer thread");
 
+        let engine = self.engine.as_ref();
         let mut building = Batch::default();
         let mut held: VecDeque<Job> = VecDeque::new();
-        let mut syncing = false;
+        // The write set of the batch the syncer is committing.
+        let mut committing: Option<Arc<PendingMap>> = None;
         loop {
             while building.jobs < max_batch {
                 let Some(job) = held.pop_front() else { break };
-                building.run(self.engine.as_ref(), job, &self.stats);
+                building.run(engine, committing.as_deref(), job, &self.stats);
             }
-            if !syncing && building.jobs > 0 {
+            if committing.is_none() && building.jobs > 0 {
                 // Take whatever else is already queued before closing the
                 // batch: a lone writer still goes at once.
                 while building.jobs < max_batch {
                     match rx.try_recv() {
-                        Ok(Msg::Job(job)) => building.run(self.engine.as_ref(), job, &self.stats),
+                        Ok(Msg::Job(job)) => building.run(engine, None, job, &self.stats),
                         Ok(Msg::Synced) | Err(_) => break,
                     }
                 }
-                let batch = std::mem::take(&mut building);
-                syncing = self.hand_over(batch, &to_syncer);
+                committing = self.hand_over(std::mem::take(&mut building), &to_syncer);
                 continue;
             }
             match rx.blocking_recv() {
-                Some(Msg::Synced) => syncing = false,
+                Some(Msg::Synced) => committing = None,
                 Some(Msg::Job(job)) if building.jobs < max_batch => {
-                    building.run(self.engine.as_ref(), job, &self.stats)
+                    building.run(engine, committing.as_deref(), job, &self.stats)
                 }
                 Some(Msg::Job(job)) => held.push_back(job),
                 None => break,
@@ -219,60 +241,50 @@ impl Committer {
         drop(to_syncer);
         let _ = syncer.join();
         for job in held {
-            building.run(self.engine.as_ref(), job, &self.stats);
+            building.run(engine, None, job, &self.stats);
         }
         if building.jobs > 0 {
             self.commit_now(building, true);
         }
     }
 
-    /// Applies `batch` without sync and gives it to the syncer; returns
-    /// whether the syncer now has it.
+    /// Gives `batch` to the syncer; returns its write set while the syncer
+    /// has it, or None if it was answered here (empty, or poisoned store).
     fn hand_over(
         &self,
         batch: Batch,
-        to_syncer: &std::sync::mpsc::Sender<Vec<Completion>>,
-    ) -> bool {
+        to_syncer: &std::sync::mpsc::Sender<Handed>,
+    ) -> Option<Arc<PendingMap>> {
         self.stats.batches.fetch_add(1, Ordering::Relaxed);
         if let Some(e) = self.poison.get() {
             answer(batch.ok, Err(e));
-            return false;
+            return None;
         }
         if batch.pending.is_empty() {
             answer(batch.ok, Ok(()));
-            return false;
+            return None;
         }
-        let n = batch.ok.len();
-        match self.engine.apply(Batch::ops(batch.pending), false) {
-            Ok(()) => match to_syncer.send(batch.ok) {
-                Ok(()) => true,
-                Err(unsent) => {
-                    answer(unsent.0, Err(DbError::Closed));
-                    false
-                }
-            },
-            Err(e) => {
-                tracing::error!("metadata batch of {n} writes failed: {e}");
-                answer(batch.ok, Err(e));
-                false
+        let writes = Arc::new(batch.pending);
+        match to_syncer.send((writes.clone(), batch.ok)) {
+            Ok(()) => Some(writes),
+            Err(unsent) => {
+                answer(unsent.0.1, Err(DbError::Closed));
+                None
             }
         }
     }
 
-    /// The syncer thread: syncs each batch handed over, answers its writers
-    /// and tells the committer.
-    fn sync_loop(
-        &self,
-        batches: std::sync::mpsc::Receiver<Vec<Completion>>,
-        wake: mpsc::WeakSender<Msg>,
-    ) {
-        while let Ok(writers) = batches.recv() {
+    /// The syncer thread: commits each batch handed over with sync, answers
+    /// its writers and tells the committer.
+    fn sync_loop(&self, batches: std::sync::mpsc::Receiver<Handed>, wake: mpsc::WeakSender<Msg>) {
+        while let Ok((writes, writers)) = batches.recv() {
             let result = match self.poison.get() {
                 Some(e) => Err(e),
                 None => {
                     self.stats.syncs.fetch_add(1, Ordering::Relaxed);
-                    let r = self.engine.sync();
+                    let r = self.engine.apply(Batch::ops_cloned(&writes), true);
                     if let Err(e) = &r {
+                        tracing::error!("metadata batch of {} writes failed: {e}", writers.len());
                         self.poison.set(e);
                     }
                     r
@@ -287,6 +299,9 @@ impl Committer {
         }
     }
 }
+
+/// A batch handed to the syncer: its write set and its writers.
+type Handed = (Arc<PendingMap>, Vec<Completion>);
 
 /// The committer thread's body.
 pub(crate) fn committer(

@@ -203,9 +203,11 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
 pub(crate) type PendingMap = BTreeMap<(&'static str, Vec<u8>), Option<Vec<u8>>>;
 
 /// A writer's view of the store inside a group commit: reads see the engine,
-/// then the writes of earlier writers in the same batch, then its own.
+/// then the batch still being committed (pipelined mode), then the writes of
+/// earlier writers in the same batch, then its own.
 pub struct Tx<'a> {
     pub(crate) engine: &'a dyn Engine,
+    pub(crate) committing: Option<&'a PendingMap>,
     pub(crate) batch: &'a PendingMap,
     pub(crate) own: PendingMap,
 }
@@ -214,10 +216,15 @@ impl Tx<'_> {
     /// The current value of `key`, including writes not yet committed.
     pub fn get(&self, tree: &'static str, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let k = (tree, key.to_vec());
-        if let Some(v) = self.own.get(&k).or_else(|| self.batch.get(&k)) {
-            return Ok(v.clone());
+        let pending = self
+            .own
+            .get(&k)
+            .or_else(|| self.batch.get(&k))
+            .or_else(|| self.committing.and_then(|c| c.get(&k)));
+        match pending {
+            Some(v) => Ok(v.clone()),
+            None => self.engine.get(tree, key),
         }
-        self.engine.get(tree, key)
     }
 
     /// Sets `key` to `value`.

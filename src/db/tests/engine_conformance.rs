@@ -178,10 +178,13 @@ fn survives_reopen(open: impl Fn() -> Arc<dyn Engine>) {
         let e = open();
         e.apply(vec![put("p", b"synced", b"1")], true).unwrap();
         e.apply(vec![put("p", b"unsynced", b"2")], false).unwrap();
+        e.apply(vec![put("p", b"synced later", b"3")], false).unwrap();
+        e.sync().unwrap();
     }
     let e = open();
     assert_eq!(e.get("p", b"synced").unwrap(), Some(b"1".to_vec()));
     assert_eq!(e.get("p", b"unsynced").unwrap(), Some(b"2".to_vec()));
+    assert_eq!(e.get("p", b"synced later").unwrap(), Some(b"3".to_vec()));
 }
 
 /// Group commit over the engine: concurrent read-modify-write closures all

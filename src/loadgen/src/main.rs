@@ -6,6 +6,7 @@
 //! prints one table (with ratios) from several `--json` reports.
 
 mod client;
+mod cpu;
 mod error;
 mod ops;
 mod payload;
@@ -89,6 +90,10 @@ struct BenchArgs {
     /// Leave the run's objects in the bucket instead of deleting them afterwards.
     #[arg(long)]
     no_cleanup: bool,
+    /// PID of the server process on this machine, to report its CPU time during the
+    /// measured phase (read from /proc).
+    #[arg(long)]
+    server_pid: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,11 +182,20 @@ async fn bench(args: BenchArgs, mode: Mode) -> Result<Report, LoadgenError> {
         plan.concurrent,
         args.duration
     );
+    let client_cpu = cpu::process_cpu(None);
+    let server_cpu = args.server_pid.and_then(|pid| cpu::process_cpu(Some(pid)));
     let outcome = match mode {
         Mode::Put => run::run_put(&client, &plan).await,
         Mode::Get => run::run_get(&client, &plan, prepared).await,
         Mode::Mixed => run::run_mixed(&client, &plan, prepared).await,
     };
+    let cpu_since = |before: Option<Duration>, pid: Option<u32>| {
+        Some((cpu::process_cpu(pid)? - before?).as_secs_f64())
+    };
+    let client_cpu_s = cpu_since(client_cpu, None);
+    let server_cpu_s = args
+        .server_pid
+        .and_then(|pid| cpu_since(server_cpu, Some(pid)));
     let cleanup_failed = if args.no_cleanup {
         0
     } else {
@@ -201,6 +215,8 @@ async fn bench(args: BenchArgs, mode: Mode) -> Result<Report, LoadgenError> {
         errors: ops.iter().map(|o| o.errors).sum(),
         ops,
         cleanup_failed,
+        client_cpu_s,
+        server_cpu_s,
     })
 }
 

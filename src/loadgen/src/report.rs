@@ -33,6 +33,20 @@ pub struct Report {
     pub errors: u64,
     /// Objects the cleanup could not delete.
     pub cleanup_failed: usize,
+    /// CPU seconds (user + system) the load generator used during the measured phase.
+    #[serde(default)]
+    pub client_cpu_s: Option<f64>,
+    /// CPU seconds the server used during the measured phase (with `--server-pid`).
+    #[serde(default)]
+    pub server_cpu_s: Option<f64>,
+}
+
+/// `cpu_s` as a percentage of one core over `elapsed_s`, or `-` when unknown.
+fn core_percent(cpu_s: Option<f64>, elapsed_s: f64) -> String {
+    match cpu_s {
+        Some(cpu) => format!("{:.0}", cpu / elapsed_s.max(f64::EPSILON) * 100.0),
+        None => "-".to_owned(),
+    }
 }
 
 /// `4KiB`, `1MiB`, or plain bytes when the size is not a whole number of either.
@@ -93,6 +107,12 @@ impl Report {
                 count as f64 / self.elapsed_s.max(f64::EPSILON)
             );
         }
+        let _ = writeln!(
+            out,
+            "cpu (% of one core): client {}, server {}",
+            core_percent(self.client_cpu_s, self.elapsed_s),
+            core_percent(self.server_cpu_s, self.elapsed_s)
+        );
         for op in &self.ops {
             for sample in &op.error_samples {
                 let _ = writeln!(out, "  error: {sample}");
@@ -117,19 +137,22 @@ pub fn summary_table(reports: &[Report]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "mode   size    conc  op        count  errors     MiB/s     obj/s   p50 ms   p99 ms   max ms"
+        "mode   size    conc  op        count  errors     MiB/s     obj/s   p50 ms   p99 ms   max ms  cli%  srv%"
     );
     let mut obj_rate: BTreeMap<(String, u64, String, usize), f64> = BTreeMap::new();
     for report in reports {
         for op in &report.ops {
             let mut line = String::new();
             op_line(&mut line, &op.op, op);
-            let _ = write!(
+            let _ = writeln!(
                 out,
-                "{:<6} {:<7} {:>4}  {line}",
+                "{:<6} {:<7} {:>4}  {} {:>5} {:>5}",
                 report.mode,
                 format_size(report.obj_size),
-                report.concurrent
+                report.concurrent,
+                line.trim_end(),
+                core_percent(report.client_cpu_s, report.elapsed_s),
+                core_percent(report.server_cpu_s, report.elapsed_s)
             );
             obj_rate.insert(
                 (
@@ -232,6 +255,8 @@ mod tests {
             }],
             errors: 0,
             cleanup_failed: 0,
+            client_cpu_s: Some(0.5),
+            server_cpu_s: None,
         }
     }
 
@@ -253,6 +278,11 @@ mod tests {
         let table = summary_table(&reports);
         assert!(table.contains("put PUT 4KiB: x16 / x1 = 4.00"), "{table}");
         assert!(table.contains("GET / PUT 4KiB x16 = 2.00"), "{table}");
+        // Client CPU 0.5 s over 1 s; server CPU unknown.
+        assert!(
+            table.lines().nth(1).unwrap().ends_with("   50     -"),
+            "{table}"
+        );
         let json = serde_json::to_string(&reports[0]).unwrap();
         let back: Report = serde_json::from_str(&json).unwrap();
         assert_eq!(back.ops[0].obj_per_s, 100.0);

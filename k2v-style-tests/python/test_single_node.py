@@ -1,0 +1,100 @@
+"""`hangar single-node --dir DIR`: the README's quickstart on 127.0.0.1:3900."""
+
+import re
+import signal
+import socket
+import subprocess
+import time
+
+import boto3
+import pytest
+from botocore.config import Config
+
+from hangar_testlib import HANGAR_BIN
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def _start(tmp_path, log_name):
+    log = tmp_path / log_name
+    with open(log, "wb") as f:
+        proc = subprocess.Popen(
+            [str(HANGAR_BIN), "single-node", "--dir", str(tmp_path / "dev")],
+            stdin=subprocess.DEVNULL,
+            stdout=f,
+            stderr=subprocess.STDOUT,
+        )
+    return proc, log
+
+
+def _wait_output(proc, log, pattern, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = log.read_text(errors="replace")
+        if re.search(pattern, text):
+            return text
+        if proc.poll() is not None:
+            pytest.fail(f"single-node exited {proc.returncode}:\n{text}")
+        time.sleep(0.2)
+    pytest.fail(f"single-node printed no {pattern!r} within {timeout}s:\n{log.read_text()}")
+
+
+def _stop(proc):
+    proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+        pytest.fail("single-node did not stop on SIGTERM")
+
+
+def test_single_node_quickstart(tmp_path):
+    if not _port_free(3900):
+        pytest.skip("port 3900 is taken on this machine; single-node uses it by design")
+    proc, log = _start(tmp_path, "first.log")
+    try:
+        text = _wait_output(proc, log, r"aws .*s3 ls")
+        key_id = re.search(r"\bGK[0-9a-f]{24}\b", text).group(0)
+        secret = re.search(r"\b[0-9a-f]{64}\b", text).group(0)
+        assert "127.0.0.1:3900" in text or "localhost:3900" in text
+        assert (tmp_path / "dev" / "hangar.toml").exists()
+        c = boto3.client(
+            "s3",
+            endpoint_url="http://127.0.0.1:3900",
+            region_name="garage",
+            aws_access_key_id=key_id,
+            aws_secret_access_key=secret,
+            config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
+        )
+        assert "hangar" in [b["Name"] for b in c.list_buckets()["Buckets"]]
+        c.put_object(Bucket="hangar", Key="hello", Body=b"world")
+    finally:
+        rc = _stop(proc)
+    assert rc == 0
+    # second start: same directory, same data, no second key
+    proc, log = _start(tmp_path, "second.log")
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", 3900), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and proc.poll() is None, log.read_text()
+                time.sleep(0.2)
+        assert c.get_object(Bucket="hangar", Key="hello")["Body"].read() == b"world"
+        keys = subprocess.run(
+            [str(HANGAR_BIN), "-c", str(tmp_path / "dev" / "hangar.toml"), "key", "list", "--json"],
+            capture_output=True, text=True, timeout=30, check=True,
+        ).stdout
+        assert keys.count("GK") == 1, keys
+    finally:
+        _stop(proc)

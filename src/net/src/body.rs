@@ -6,6 +6,7 @@
 //! nothing.
 
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -14,8 +15,10 @@ use futures::stream::{BoxStream, Stream, StreamExt};
 use prometheus_client::metrics::counter::Counter;
 use quinn::{RecvStream, SendStream};
 
+use crate::endpoint::Priority;
 use crate::error::NetError;
 use crate::frame::{MAX_HEADER_LEN, decode, encode, read_frame};
+use crate::priority::{BACKGROUND_PIECE, PriorityGate};
 
 /// Body frame tag: the body is complete.
 pub(crate) const TAG_END: u8 = 0;
@@ -77,21 +80,41 @@ impl Stream for Body {
 
 /// Writes `body` as body frames, ending with END (or ERROR if the body
 /// failed, in which case the error is also returned).
+///
+/// `gate` and `priority` apply the per-peer write priority
+/// (see `priority.rs`): a foreground body holds the gate while it is sent; a
+/// background body is written in small pieces, each waiting for the gate.
 pub(crate) async fn send_body(
     send: &mut SendStream,
     mut body: Body,
     sent: &Counter,
+    gate: &Arc<PriorityGate>,
+    priority: Priority,
 ) -> Result<(), NetError> {
+    let background = priority == Priority::Background;
+    let _urgent = (!background).then(|| gate.urgent());
     while let Some(item) = body.stream.next().await {
         match item {
             Ok(mut bytes) => {
                 while !bytes.is_empty() {
-                    let piece = bytes.split_to(bytes.len().min(MAX_CHUNK_LEN));
+                    let mut piece = bytes.split_to(bytes.len().min(MAX_CHUNK_LEN));
                     let mut prefix = [TAG_DATA, 0, 0, 0, 0];
                     prefix[1..].copy_from_slice(&(piece.len() as u32).to_be_bytes());
                     let n = piece.len() as u64;
-                    send.write_all_chunks(&mut [Bytes::copy_from_slice(&prefix), piece])
-                        .await?;
+                    if background {
+                        // Same DATA frame on the wire, written in pieces
+                        // so foreground bodies can slip in between.
+                        gate.wait_clear().await;
+                        send.write_all(&prefix).await?;
+                        while !piece.is_empty() {
+                            let part = piece.split_to(piece.len().min(BACKGROUND_PIECE));
+                            gate.wait_clear().await;
+                            send.write_all_chunks(&mut [part]).await?;
+                        }
+                    } else {
+                        send.write_all_chunks(&mut [Bytes::copy_from_slice(&prefix), piece])
+                            .await?;
+                    }
                     sent.inc_by(n);
                 }
             }

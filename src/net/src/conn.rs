@@ -21,6 +21,7 @@ use crate::error::NetError;
 use crate::identity::{NodeId, PeerAddr};
 use crate::mesh::MeshInner;
 use crate::peers::{ConnEntry, Peer};
+use crate::priority::PriorityGate;
 use crate::tls::{SERVER_NAME, peer_node_id};
 
 /// QUIC close code: a duplicate connection was dropped in favour of another.
@@ -92,15 +93,25 @@ pub(crate) async fn dial_loop(mesh: Weak<MeshInner>, wakeup: Arc<Notify>) {
 }
 
 impl MeshInner {
-    /// The open connection to `to`.
-    pub(crate) fn conn_to(&self, to: NodeId) -> Result<quinn::Connection, NetError> {
+    /// The open connection to `to`, with the peer's priority gate.
+    pub(crate) fn conn_to(
+        &self,
+        to: NodeId,
+    ) -> Result<(quinn::Connection, Arc<PriorityGate>), NetError> {
+        let table = self.peers.lock().expect("peers lock");
+        let p = table.peers.get(&to).ok_or(NetError::NotConnected(to))?;
+        let conn = p.live_conn().cloned().ok_or(NetError::NotConnected(to))?;
+        Ok((conn, p.gate.clone()))
+    }
+
+    /// The priority gate for bodies sent to `peer`.
+    pub(crate) fn gate_for(&self, peer: NodeId) -> Arc<PriorityGate> {
         let table = self.peers.lock().expect("peers lock");
         table
             .peers
-            .get(&to)
-            .and_then(Peer::live_conn)
-            .cloned()
-            .ok_or(NetError::NotConnected(to))
+            .get(&peer)
+            .map(|p| p.gate.clone())
+            .unwrap_or_default()
     }
 
     /// Peers due for a dial; marks them as being dialed.

@@ -32,6 +32,7 @@ mod mesh;
 mod metrics;
 mod peers;
 mod ping;
+mod priority;
 mod rpc;
 mod tls;
 

@@ -81,10 +81,8 @@ fn transport_config(cfg: &MeshConfig) -> Result<quinn::TransportConfig, NetError
     Ok(t)
 }
 
-/// Enlarges the socket's kernel buffers: with the default (~200 KiB) a
-/// burst of a few MiB in flight overflows the receive buffer, the packets
-/// are dropped and congestion control slows the whole connection down. The
-/// kernel caps the size at `net.core.rmem_max` / `wmem_max`.
+/// Sets the socket's kernel buffers (capped by the kernel at
+/// `net.core.rmem_max` / `wmem_max`).
 fn set_udp_buffers(socket: &std::net::UdpSocket, bytes: usize) {
     let sock = quinn::udp::UdpSockRef::from(socket);
     match quinn::udp::UdpSocketState::new(sock) {
@@ -121,7 +119,9 @@ impl Mesh {
         let reset_key =
             ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &key.derive(RESET_KEY_CONTEXT));
         let socket = std::net::UdpSocket::bind(cfg.bind_addr)?;
-        set_udp_buffers(&socket, cfg.flow.udp_buffer);
+        if let Some(bytes) = cfg.flow.udp_buffer {
+            set_udp_buffers(&socket, bytes);
+        }
         let quic = quinn::Endpoint::new(
             quinn::EndpointConfig::new(Arc::new(reset_key)),
             Some(server),

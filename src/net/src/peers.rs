@@ -3,12 +3,14 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
 use crate::error::NetError;
 use crate::identity::{NodeId, PeerAddr};
+use crate::priority::PriorityGate;
 
 /// File name of the persisted peer list inside `metadata_dir`.
 pub const PEER_LIST_FILE: &str = "peer_list.json";
@@ -59,6 +61,8 @@ pub(crate) struct Peer {
     /// The last dial error, to log each new reason once rather than on
     /// every retry.
     pub last_error: Option<String>,
+    /// Orders foreground before background bodies sent to this peer.
+    pub gate: Arc<PriorityGate>,
 }
 
 impl Peer {
@@ -75,6 +79,7 @@ impl Peer {
             backoff: Duration::ZERO,
             next_dial: Instant::now(),
             last_error: None,
+            gate: Arc::default(),
         }
     }
 

@@ -24,7 +24,7 @@ impl MeshInner {
         priority: Priority,
         timeout: Duration,
     ) -> Result<(Vec<u8>, Option<Body>), NetError> {
-        let conn = self.conn_to(to)?;
+        let (conn, gate) = self.conn_to(to)?;
         let deadline = tokio::time::Instant::now() + timeout;
         let timed_out = || NetError::Timeout {
             endpoint: path.to_string(),
@@ -55,7 +55,7 @@ impl MeshInner {
             frame::write_request(send, &header, msg).await?;
             sent.inc_by(n);
             if let Some(body) = body {
-                send_body(send, body, &sent).await?;
+                send_body(send, body, &sent, &gate, priority).await?;
             }
             send.finish()?;
             guard.0 = None;
@@ -171,7 +171,7 @@ impl MeshInner {
                 frame::write_response(send, &head_out, Some(msg)).await?;
                 sent.inc_by(n);
                 if let Some(body) = body {
-                    send_body(send, body, &sent).await?;
+                    send_body(send, body, &sent, &self.gate_for(from), priority).await?;
                 }
                 send.finish()?;
             }

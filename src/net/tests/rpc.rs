@@ -251,12 +251,20 @@ async fn background_bulk_does_not_delay_foreground_calls() {
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     let mut busy = vec![];
+    let mut busy_big = vec![];
     for _ in 0..50 {
         let t = Instant::now();
         echo.call(id, "p".into(), CallOpts::default())
             .await
             .unwrap();
         busy.push(t.elapsed());
+        // A foreground 1 MiB body (a GET's block) next to the bulk.
+        let t = Instant::now();
+        let big = Some(lazy_body(1, 1024 * 1024));
+        sink.call_with_body(id, 0, big, CallOpts::default())
+            .await
+            .unwrap();
+        busy_big.push(t.elapsed());
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     stop.store(true, Ordering::Relaxed);
@@ -265,13 +273,22 @@ async fn background_bulk_does_not_delay_foreground_calls() {
     }
     idle.sort();
     busy.sort();
+    busy_big.sort();
     let (idle_p50, busy_p50, busy_p90) = (idle[25], busy[25], busy[45]);
+    let big_p50 = busy_big[25];
     println!(
-        "foreground latency idle p50 {idle_p50:?}; under background bulk p50 {busy_p50:?} p90 {busy_p90:?}"
+        "foreground latency idle p50 {idle_p50:?}; under background bulk p50 {busy_p50:?} \
+         p90 {busy_p90:?}; 1 MiB foreground call p50 {big_p50:?}"
     );
     assert!(
         busy_p50 < Duration::from_millis(50),
         "p50 under load {busy_p50:?}"
+    );
+    // 8 background bodies share the link; a foreground one must not wait
+    // for a 1/9 share (~9 MiB of transfer before it completes).
+    assert!(
+        big_p50 < Duration::from_millis(100),
+        "1 MiB p50 under load {big_p50:?}"
     );
     a.shutdown().await;
     b.shutdown().await;

@@ -101,7 +101,7 @@ async fn start(dir: &str, bind: &str) -> Res<Mesh> {
     // Tuning knobs, to compare settings within one machine session.
     let knob = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
     if let Some(v) = knob("HANGAR_NET_BENCH_UDP_BUFFER") {
-        cfg.flow.udp_buffer = v as usize;
+        cfg.flow.udp_buffer = Some(v as usize);
     }
     if let Some(v) = knob("HANGAR_NET_BENCH_STREAM_WINDOW") {
         cfg.flow.stream_window = v as u32;
@@ -177,9 +177,9 @@ async fn client(dir: &str, peer: &str, secs: Duration) -> Res<()> {
     }
 
     println!();
-    println!("## small-call latency (8-byte message, foreground), {secs:?} per run");
-    println!("| load | p50 | p99 | calls | bulk MiB/s |");
-    println!("|---|---|---|---|---|");
+    println!("## foreground call latency: 8-byte message, and 1 MiB body, {secs:?} per run");
+    println!("| load | small p50 | small p99 | 1 MiB p50 | 1 MiB p99 | rounds | bulk MiB/s |");
+    println!("|---|---|---|---|---|---|---|");
     for (name, bulk) in [
         ("idle", None),
         (
@@ -213,11 +213,21 @@ async fn client(dir: &str, peer: &str, secs: Duration) -> Res<()> {
             tokio::time::sleep(Duration::from_millis(300)).await;
         }
         let mut lat = vec![];
+        let mut big = vec![];
         let t0 = Instant::now();
         while t0.elapsed() < secs {
             let t = Instant::now();
             small.call(to, 7, CallOpts::default()).await?;
             lat.push(t.elapsed());
+            let t = Instant::now();
+            sink.call_with_body(
+                to,
+                0,
+                Some(Body::from_bytes(block.clone())),
+                CallOpts::default(),
+            )
+            .await?;
+            big.push(t.elapsed());
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
         stop.store(true, Ordering::Relaxed);
@@ -229,11 +239,16 @@ async fn client(dir: &str, peer: &str, secs: Duration) -> Res<()> {
             None => "-".into(),
         };
         lat.sort();
-        let pct = |p: f64| lat[((lat.len() as f64 * p) as usize).min(lat.len() - 1)];
+        big.sort();
+        let pct = |v: &[Duration], p: f64| {
+            v[((v.len() as f64 * p) as usize).min(v.len() - 1)].as_secs_f64() * 1e3
+        };
         println!(
-            "| {name} | {:.2} ms | {:.2} ms | {} | {bulk_rate} |",
-            pct(0.5).as_secs_f64() * 1e3,
-            pct(0.99).as_secs_f64() * 1e3,
+            "| {name} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms | {} | {bulk_rate} |",
+            pct(&lat, 0.5),
+            pct(&lat, 0.99),
+            pct(&big, 0.5),
+            pct(&big, 0.99),
             lat.len()
         );
     }

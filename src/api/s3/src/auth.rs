@@ -70,15 +70,78 @@ fn need_of(op: &str) -> Need {
     }
 }
 
-/// Checks a key's permissions against the operation's needs.
-pub struct KeyAccess(pub Arc<Model>);
+/// Checks a key's permissions against the operation's needs, and the
+/// parts of a signature s3s leaves to the service: the credential scope's
+/// region and the presigned URL's maximum lifetime.
+pub struct KeyAccess {
+    pub model: Arc<Model>,
+    pub region: String,
+}
+
+/// Longest presigned URL lifetime S3 accepts (seven days).
+const MAX_PRESIGNED_EXPIRES: u64 = 604_800;
+
+/// The region of a credential `AK/date/region/service/aws4_request`.
+fn scope_region(credential: &str) -> Option<&str> {
+    credential.split('/').nth(2)
+}
+
+fn query_param<'a>(query: &'a str, name: &str) -> Option<std::borrow::Cow<'a, str>> {
+    query.split('&').find_map(|kv| {
+        let (k, v) = kv.split_once('=')?;
+        (k == name).then(|| urlencoding::decode(v).unwrap_or(std::borrow::Cow::Borrowed(v)))
+    })
+}
+
+impl KeyAccess {
+    fn check_signature_scope(&self, cx: &S3AccessContext<'_>) -> S3Result<()> {
+        if let Some(auth) = cx
+            .headers()
+            .get(http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+        {
+            let cred = auth
+                .split([' ', ','])
+                .find_map(|p| p.trim().strip_prefix("Credential="));
+            if let Some(region) = cred.and_then(scope_region)
+                && region != self.region
+            {
+                return Err(s3_error!(
+                    AuthorizationHeaderMalformed,
+                    "The authorization header is malformed; the region '{region}' is wrong; expecting '{}'",
+                    self.region
+                ));
+            }
+        }
+        let query = cx.uri().query().unwrap_or("");
+        if let Some(cred) = query_param(query, "X-Amz-Credential") {
+            if let Some(region) = scope_region(&cred)
+                && region != self.region
+            {
+                return Err(s3_error!(
+                    AuthorizationQueryParametersError,
+                    "Error parsing the X-Amz-Credential parameter; the region '{region}' is wrong; expecting '{}'",
+                    self.region
+                ));
+            }
+            let expires = query_param(query, "X-Amz-Expires").and_then(|e| e.parse::<u64>().ok());
+            if expires.is_some_and(|e| e > MAX_PRESIGNED_EXPIRES) {
+                return Err(s3_error!(
+                    AuthorizationQueryParametersError,
+                    "X-Amz-Expires must be less than a week (in seconds) that is; {MAX_PRESIGNED_EXPIRES}"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
 
 impl KeyAccess {
     async fn key(&self, cx: &S3AccessContext<'_>) -> S3Result<KeyRow> {
         let creds = cx
             .credentials()
             .ok_or_else(|| s3_error!(AccessDenied, "Anonymous access is not allowed"))?;
-        self.0
+        self.model
             .get_key(&creds.access_key)
             .await
             .or_s3()?
@@ -89,6 +152,7 @@ impl KeyAccess {
 #[async_trait::async_trait]
 impl S3Access for KeyAccess {
     async fn check(&self, cx: &mut S3AccessContext<'_>) -> S3Result<()> {
+        self.check_signature_scope(cx)?;
         let key = self.key(cx).await?;
         let need = need_of(cx.s3_op().name());
         let bucket = cx.s3_path().get_bucket_name().map(str::to_owned);
@@ -104,7 +168,7 @@ impl S3Access for KeyAccess {
                     _ => p.owner,
                 };
                 // A missing bucket is reported as such by the operation, as S3 does.
-                ok || self.0.get_bucket(&bucket).await.or_s3()?.is_none()
+                ok || self.model.get_bucket(&bucket).await.or_s3()?.is_none()
             }
         };
         if allowed {

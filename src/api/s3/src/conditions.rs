@@ -51,14 +51,26 @@ impl Preconditions<'_> {
             false
         };
         if not_modified {
-            return Err(if not_modified_is_412 {
-                s3_error!(
+            if not_modified_is_412 {
+                return Err(s3_error!(
                     PreconditionFailed,
                     "At least one of the pre-conditions you specified did not hold"
-                )
-            } else {
-                s3_error!(NotModified)
-            });
+                ));
+            }
+            // A 304 still identifies the object (RFC 7232 §4.1).
+            let mut err = s3_error!(NotModified);
+            let mut h = http::HeaderMap::new();
+            if let Ok(v) = http::HeaderValue::from_str(&format!("\"{}\"", obj.etag)) {
+                h.insert(http::header::ETAG, v);
+            }
+            let lm = httpdate::fmt_http_date(
+                std::time::UNIX_EPOCH + std::time::Duration::from_millis(obj.timestamp_msec),
+            );
+            if let Ok(v) = http::HeaderValue::from_str(&lm) {
+                h.insert(http::header::LAST_MODIFIED, v);
+            }
+            err.set_headers(h);
+            return Err(err);
         }
         Ok(())
     }

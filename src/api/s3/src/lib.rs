@@ -13,6 +13,7 @@ pub mod auth;
 mod checksum;
 mod conditions;
 pub mod error;
+mod expect_continue;
 mod ops_bucket;
 mod ops_copy;
 mod ops_delete;

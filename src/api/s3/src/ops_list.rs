@@ -43,13 +43,16 @@ fn after_prefix(prefix: &[u8]) -> Option<Vec<u8>> {
 }
 
 impl S3Api {
-    /// Lists `bucket` from `start` (inclusive) on.
+    /// Lists `bucket` from `start` (inclusive) on. A common prefix that is
+    /// not after `after` (the client's marker or start-after) was returned
+    /// by an earlier page and is skipped with everything under it.
     async fn list(
         &self,
         bucket: &BucketRow,
         prefix: &str,
         delimiter: Option<&str>,
         start: Vec<u8>,
+        after: Option<&str>,
         max_keys: usize,
     ) -> S3Result<Listing> {
         let mut out = Listing {
@@ -79,6 +82,17 @@ impl S3Api {
                         .find(d)
                         .map(|i| key[..prefix.len() + i + d.len()].to_owned())
                 });
+                if let Some(cp) = &common
+                    && after.is_some_and(|a| cp.as_str() <= a)
+                {
+                    match after_prefix(cp.as_bytes()) {
+                        Some(s) => {
+                            next_cursor = Some(s);
+                            break;
+                        }
+                        None => break 'scan,
+                    }
+                }
                 if out.objects.len() + out.prefixes.len() >= max_keys {
                     out.truncated = true;
                     break 'scan;
@@ -198,7 +212,17 @@ impl S3Api {
             (None, None) => Vec::new(),
         };
         let l = self
-            .list(&bucket, &prefix, input.delimiter.as_deref(), start, max)
+            .list(
+                &bucket,
+                &prefix,
+                input.delimiter.as_deref(),
+                start,
+                input
+                    .start_after
+                    .as_deref()
+                    .filter(|_| input.continuation_token.is_none()),
+                max,
+            )
             .await?;
         let key_count = (l.objects.len() + l.prefixes.len()) as i32;
         let out = ListObjectsV2Output {
@@ -250,7 +274,14 @@ impl S3Api {
             None => Vec::new(),
         };
         let l = self
-            .list(&bucket, &prefix, input.delimiter.as_deref(), start, max)
+            .list(
+                &bucket,
+                &prefix,
+                input.delimiter.as_deref(),
+                start,
+                input.marker.as_deref(),
+                max,
+            )
             .await?;
         let out = ListObjectsOutput {
             name: Some(input.bucket),

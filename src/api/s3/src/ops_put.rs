@@ -78,7 +78,14 @@ fn body_error(e: &(dyn std::error::Error + Send + Sync + 'static)) -> S3Error {
         return err;
     }
     let text = e.to_string();
-    if text.contains("SignatureMismatch") {
+    if text.contains("Sha256Mismatch") {
+        let mut err = S3Error::with_message(
+            s3s::S3ErrorCode::Custom("XAmzContentSHA256Mismatch".into()),
+            "The provided 'x-amz-content-sha256' header does not match what was computed.",
+        );
+        err.set_status_code(http::StatusCode::BAD_REQUEST);
+        err
+    } else if text.contains("SignatureMismatch") {
         s3_error!(
             SignatureDoesNotMatch,
             "The request signature we calculated does not match the signature you provided (chunk signature)."
@@ -110,6 +117,17 @@ impl S3Api {
         src: BodySource<'_>,
     ) -> S3Result<StoredBody> {
         let requested = checksum::requested(src.headers)?;
+        if let Some(m) = src.content_md5 {
+            let valid = base64::engine::general_purpose::STANDARD
+                .decode(m.trim())
+                .is_ok_and(|d| d.len() == 16);
+            if !valid {
+                return Err(s3_error!(
+                    InvalidDigest,
+                    "The Content-MD5 you specified is not valid."
+                ));
+            }
+        }
         let mut started = false;
         let res = self
             .store_body_inner(version, src, requested, &mut started)
@@ -130,6 +148,10 @@ impl S3Api {
         requested: Option<Requested>,
         started: &mut bool,
     ) -> S3Result<StoredBody> {
+        let src_decoded_length = src
+            .headers
+            .get("x-amz-decoded-content-length")
+            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
         let BodySource {
             body,
             content_md5,
@@ -186,6 +208,14 @@ impl S3Api {
             r?;
         }
 
+        if let Some(declared) = src_decoded_length
+            && declared != size
+        {
+            return Err(s3_error!(
+                IncompleteBody,
+                "You did not provide the number of bytes specified by the x-amz-decoded-content-length header ({declared} declared, {size} received)."
+            ));
+        }
         let digest = md5.finalize();
         if let Some(sent) = content_md5 {
             let computed = base64::engine::general_purpose::STANDARD.encode(digest);

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioIo;
 use s3s::S3Result;
 use s3s::host::{S3Host, VirtualHost};
 use s3s::service::{S3Service, S3ServiceBuilder};
@@ -12,6 +12,9 @@ use tokio::sync::Semaphore;
 
 use crate::S3Api;
 use crate::auth::{KeyAccess, KeyAuth};
+use crate::expect_continue::{close_after, expects_continue, needs_close};
+use http_body::Body as _;
+use hyper::body::Incoming;
 
 /// Virtual-host style: `<bucket>.<root_domain>` names a bucket; any other
 /// host is path style. (s3s's `SingleDomain` would take any other valid
@@ -35,13 +38,27 @@ impl S3Host for RootDomain {
 pub fn service(api: S3Api) -> S3Service {
     let model = api.model.clone();
     let root_domain = api.settings.root_domain.clone();
+    let region = api.settings.region.clone();
     let mut b = S3ServiceBuilder::new(api);
     b.set_auth(KeyAuth(model.clone()));
-    b.set_access(KeyAccess(model));
+    b.set_access(KeyAccess { model, region });
     if let Some(d) = root_domain {
         b.set_host(RootDomain(d.trim_start_matches('.').to_owned()));
     }
     b.build()
+}
+
+async fn handle(
+    service: S3Service,
+    req: http::Request<Incoming>,
+) -> Result<http::Response<s3s::Body>, s3s::HttpError> {
+    let expect = expects_continue(&req);
+    let empty = req.body().is_end_stream();
+    let mut resp = service.call(req.map(s3s::Body::from)).await?;
+    if expect && needs_close(empty, resp.status()) {
+        close_after(&mut resp);
+    }
+    Ok(resp)
 }
 
 /// Serves S3 on `listener` until `shutdown` resolves. At most
@@ -75,8 +92,9 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         let service = service.clone();
         tokio::spawn(async move {
-            let conn = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-            if let Err(e) = conn.serve_connection(TokioIo::new(stream), service).await {
+            let conn = hyper::server::conn::http1::Builder::new();
+            let handler = hyper::service::service_fn(move |req| handle(service.clone(), req));
+            if let Err(e) = conn.serve_connection(TokioIo::new(stream), handler).await {
                 tracing::debug!("connection from {peer}: {e}");
             }
             drop(permit);

@@ -30,18 +30,20 @@ async fn full_mesh_forms_from_one_bootstrap_peer() {
         nodes[3].peer_status()
     );
 
-    // Every node persisted every other one.
-    for (i, d) in dirs.iter().enumerate() {
-        let text = std::fs::read_to_string(d.path().join(PEER_LIST_FILE)).unwrap();
-        for (j, id) in ids.iter().enumerate() {
-            if i != j {
-                assert!(
-                    text.contains(&id.to_string()),
-                    "node {i} did not persist node {j}"
-                );
-            }
-        }
-    }
+    // Every node persisted every other one (the file is written right
+    // after the table changes, so give it a moment).
+    let persisted = |i: usize| {
+        let text = std::fs::read_to_string(dirs[i].path().join(PEER_LIST_FILE)).unwrap_or_default();
+        ids.iter()
+            .enumerate()
+            .all(|(j, id)| i == j || text.contains(&id.to_string()))
+    };
+    let all_persisted = wait_for(Duration::from_secs(2), || (0..4).all(persisted)).await;
+    assert!(
+        all_persisted.is_some(),
+        "peer lists: {:?}",
+        (0..4).map(persisted).collect::<Vec<_>>()
+    );
 
     // Calls work in both directions between nodes that only met through
     // the exchange, and a call to oneself runs locally.

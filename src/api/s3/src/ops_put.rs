@@ -56,13 +56,25 @@ pub(crate) struct BodySource<'a> {
     pub inline_allowed: bool,
 }
 
-/// Collects the system headers of a request, as sent.
+/// Collects the system headers of a request, as sent, except the
+/// `aws-chunked` transfer coding, which describes the request, not the object.
 pub fn system_headers(headers: &HeaderMap) -> BTreeMap<String, String> {
     SYSTEM_HEADERS
         .iter()
         .filter_map(|h| {
-            let v = headers.get(*h)?.to_str().ok()?;
-            Some(((*h).to_owned(), v.to_owned()))
+            let mut v = headers.get(*h)?.to_str().ok()?.to_owned();
+            if *h == "content-encoding" {
+                v = v
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|c| !c.eq_ignore_ascii_case("aws-chunked") && !c.is_empty())
+                    .collect::<Vec<_>>()
+                    .join(",");
+                if v.is_empty() {
+                    return None;
+                }
+            }
+            Some(((*h).to_owned(), v))
         })
         .collect()
 }

@@ -54,11 +54,30 @@ async fn handle(
 ) -> Result<http::Response<s3s::Body>, s3s::HttpError> {
     let expect = expects_continue(&req);
     let empty = req.body().is_end_stream();
-    let mut resp = service.call(req.map(s3s::Body::from)).await?;
+    let mut req = req.map(s3s::Body::from);
+    merge_content_encoding(req.headers_mut());
+    let mut resp = service.call(req).await?;
     if expect && needs_close(empty, resp.status()) {
         close_after(&mut resp);
     }
     Ok(resp)
+}
+
+/// Joins repeated `Content-Encoding` lines into one, as HTTP allows and as
+/// SigV4's canonical form already does: the AWS SDKs send the user's
+/// encoding and `aws-chunked` as two lines, and s3s refuses repeated
+/// headers.
+fn merge_content_encoding(headers: &mut http::HeaderMap) {
+    let values: Vec<_> = headers
+        .get_all(http::header::CONTENT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok().map(str::to_owned))
+        .collect();
+    if values.len() > 1
+        && let Ok(v) = http::HeaderValue::from_str(&values.join(","))
+    {
+        headers.insert(http::header::CONTENT_ENCODING, v);
+    }
 }
 
 /// Serves S3 on `listener` until `shutdown` resolves. At most

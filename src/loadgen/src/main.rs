@@ -90,6 +90,11 @@ struct BenchArgs {
     /// Leave the run's objects in the bucket instead of deleting them afterwards.
     #[arg(long)]
     no_cleanup: bool,
+    /// Hand PUT bodies to the SDK as streams: it then sends them aws-chunked with an
+    /// unsigned payload and the CRC32 in a trailer, instead of signing the payload's
+    /// SHA-256 (what it does for bodies in memory).
+    #[arg(long)]
+    streaming: bool,
     /// PID of the server process on this machine, to report its CPU time during the
     /// measured phase (read from /proc).
     #[arg(long)]
@@ -153,6 +158,11 @@ fn plan(args: &BenchArgs, mode: Mode) -> Result<run::Plan, LoadgenError> {
         objects: if mode == Mode::Put { 0 } else { args.objects },
         prefix: format!("hangar-loadgen-{nonce:016x}"),
         nonce,
+        body_kind: if args.streaming {
+            ops::BodyKind::Streaming
+        } else {
+            ops::BodyKind::InMemory
+        },
     })
 }
 
@@ -217,6 +227,7 @@ async fn bench(args: BenchArgs, mode: Mode) -> Result<Report, LoadgenError> {
         cleanup_failed,
         client_cpu_s,
         server_cpu_s,
+        streaming: args.streaming,
     })
 }
 

@@ -12,15 +12,29 @@ use crate::payload::ObjectSpec;
 /// The outcome of one timed operation: its latency, and bytes moved or an error.
 pub type Timed = (Duration, Result<u64, String>);
 
+/// How PUT bodies are handed to the SDK, which decides from that how to send them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyKind {
+    /// Bytes in memory: the SDK signs the payload (its SHA-256 in
+    /// `x-amz-content-sha256`) and sends the CRC32 as a header.
+    InMemory,
+    /// A stream of known length: the SDK sends it aws-chunked,
+    /// `STREAMING-UNSIGNED-PAYLOAD-TRAILER`, with the CRC32 in a trailer.
+    Streaming,
+}
+
 /// Uploads `spec`'s body. The body is generated before the clock starts.
-pub async fn put(client: &Client, bucket: &str, spec: &ObjectSpec) -> Timed {
-    let body = spec.body();
+pub async fn put(client: &Client, bucket: &str, spec: &ObjectSpec, kind: BodyKind) -> Timed {
+    let body = match kind {
+        BodyKind::InMemory => ByteStream::from(spec.body()),
+        BodyKind::Streaming => ByteStream::from_body_1_x(http_body_util::Full::new(spec.body())),
+    };
     let start = Instant::now();
     let result = client
         .put_object()
         .bucket(bucket)
         .key(&spec.key)
-        .body(ByteStream::from(body))
+        .body(body)
         .send()
         .await;
     let latency = start.elapsed();

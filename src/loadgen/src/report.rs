@@ -39,6 +39,21 @@ pub struct Report {
     /// CPU seconds the server used during the measured phase (with `--server-pid`).
     #[serde(default)]
     pub server_cpu_s: Option<f64>,
+    /// PUT bodies were streamed (aws-chunked, unsigned payload, CRC32 trailer) rather
+    /// than given in memory (signed payload, CRC32 header).
+    #[serde(default)]
+    pub streaming: bool,
+}
+
+impl Report {
+    /// The mode as shown in tables: `put`, or `put~s` for streamed PUT bodies.
+    fn label(&self) -> String {
+        if self.streaming {
+            format!("{}~s", self.mode)
+        } else {
+            self.mode.clone()
+        }
+    }
 }
 
 /// `cpu_s` as a percentage of one core over `elapsed_s`, or `-` when unknown.
@@ -85,7 +100,7 @@ impl Report {
         let _ = writeln!(
             out,
             "{} {} x{} for {:.0}s (elapsed {:.2}s), bucket {} at {}",
-            self.mode,
+            self.label(),
             format_size(self.obj_size),
             self.concurrent,
             self.duration_s,
@@ -147,7 +162,7 @@ pub fn summary_table(reports: &[Report]) -> String {
             let _ = writeln!(
                 out,
                 "{:<6} {:<7} {:>4}  {} {:>5} {:>5}",
-                report.mode,
+                report.label(),
                 format_size(report.obj_size),
                 report.concurrent,
                 line.trim_end(),
@@ -156,7 +171,7 @@ pub fn summary_table(reports: &[Report]) -> String {
             );
             obj_rate.insert(
                 (
-                    report.mode.clone(),
+                    report.label(),
                     report.obj_size,
                     op.op.clone(),
                     report.concurrent,
@@ -175,6 +190,16 @@ pub fn summary_table(reports: &[Report]) -> String {
                 "{mode} {op} {}: x{conc} / x1 = {:.2}",
                 format_size(*size),
                 rate / single
+            ));
+        }
+        if mode == "put~s"
+            && let Some(signed) = obj_rate.get(&("put".to_owned(), *size, op.clone(), *conc))
+            && *signed > 0.0
+        {
+            ratios.push(format!(
+                "PUT streamed / in memory {} x{conc} = {:.2}",
+                format_size(*size),
+                rate / signed
             ));
         }
         if mode == "get"
@@ -201,7 +226,7 @@ pub fn summary_table(reports: &[Report]) -> String {
                 let _ = writeln!(
                     out,
                     "error in {} {} x{} {}: {sample}",
-                    report.mode,
+                    report.label(),
                     format_size(report.obj_size),
                     report.concurrent,
                     op.op
@@ -212,7 +237,7 @@ pub fn summary_table(reports: &[Report]) -> String {
             let _ = writeln!(
                 out,
                 "cleanup of {} {} x{} left {} objects",
-                report.mode,
+                report.label(),
                 format_size(report.obj_size),
                 report.concurrent,
                 report.cleanup_failed
@@ -257,6 +282,7 @@ mod tests {
             cleanup_failed: 0,
             client_cpu_s: Some(0.5),
             server_cpu_s: None,
+            streaming: false,
         }
     }
 
@@ -270,14 +296,22 @@ mod tests {
 
     #[test]
     fn summary_gives_ratios() {
+        let mut streamed = report("put", "PUT", 16, 600.0);
+        streamed.streaming = true;
         let reports = [
             report("put", "PUT", 1, 100.0),
             report("put", "PUT", 16, 400.0),
             report("get", "GET", 16, 800.0),
+            streamed,
         ];
         let table = summary_table(&reports);
         assert!(table.contains("put PUT 4KiB: x16 / x1 = 4.00"), "{table}");
         assert!(table.contains("GET / PUT 4KiB x16 = 2.00"), "{table}");
+        assert!(
+            table.contains("PUT streamed / in memory 4KiB x16 = 1.50"),
+            "{table}"
+        );
+        assert!(table.contains("\nput~s  4KiB      16  PUT"), "{table}");
         // Client CPU 0.5 s over 1 s; server CPU unknown.
         assert!(
             table.lines().nth(1).unwrap().ends_with("   50     -"),

@@ -38,6 +38,8 @@ pub struct Plan {
     pub prefix: String,
     /// Seeds every worker's random stream.
     pub nonce: u64,
+    /// How PUT bodies are given to the SDK.
+    pub body_kind: ops::BodyKind,
 }
 
 /// What a measured phase produced.
@@ -78,6 +80,7 @@ pub async fn prepare(client: &Client, plan: &Plan) -> Result<Vec<ObjectSpec>, Lo
             .collect(),
     );
     let next = Arc::new(AtomicUsize::new(0));
+    let body_kind = plan.body_kind;
     let mut workers = JoinSet::new();
     for _ in 0..plan.concurrent.min(plan.objects.max(1)) {
         let (client, bucket, specs, next) = (
@@ -91,7 +94,7 @@ pub async fn prepare(client: &Client, plan: &Plan) -> Result<Vec<ObjectSpec>, Lo
                 let Some(spec) = specs.get(next.fetch_add(1, Ordering::Relaxed)) else {
                     return Ok(());
                 };
-                ops::put(&client, &bucket, spec).await.1?;
+                ops::put(&client, &bucket, spec, body_kind).await.1?;
             }
         });
     }
@@ -142,7 +145,7 @@ pub async fn run_put(client: &Client, plan: &Plan) -> Outcome {
                 record(
                     &mut recorder,
                     OpKind::Put,
-                    ops::put(&client, &plan.bucket, &spec).await,
+                    ops::put(&client, &plan.bucket, &spec, plan.body_kind).await,
                 );
                 written.push(spec);
             }
@@ -230,7 +233,7 @@ pub async fn run_mixed(client: &Client, plan: &Plan, prepared: Vec<ObjectSpec>) 
                     if record(
                         &mut recorder,
                         OpKind::Put,
-                        ops::put(&client, &plan.bucket, &spec).await,
+                        ops::put(&client, &plan.bucket, &spec, plan.body_kind).await,
                     ) {
                         pool.insert(spec);
                     } else {

@@ -289,6 +289,10 @@ impl MeshInner {
                 }
                 p.up = true;
                 self.metrics().set_peer_up(&id, true);
+                // Until pings say more, QUIC's own estimate from the handshake.
+                if p.rtt.is_none() {
+                    p.rtt = Some(conn.rtt());
+                }
             }
             (install, learnt_addr)
         };

@@ -228,6 +228,34 @@ impl Mesh {
         self.inner.peer_status()
     }
 
+    /// Whether `id` answers pings now (always true for this node).
+    pub fn is_up(&self, id: NodeId) -> bool {
+        id == self.inner.id
+            || self
+                .inner
+                .peers
+                .lock()
+                .expect("peers lock")
+                .peers
+                .get(&id)
+                .is_some_and(|p| p.up)
+    }
+
+    /// The average ping round-trip time to `id` (zero for this node), to
+    /// pick the closest replica.
+    pub fn rtt(&self, id: NodeId) -> Option<Duration> {
+        if id == self.inner.id {
+            return Some(Duration::ZERO);
+        }
+        self.inner
+            .peers
+            .lock()
+            .expect("peers lock")
+            .peers
+            .get(&id)
+            .and_then(|p| p.rtt)
+    }
+
     /// The ids of the nodes that answer pings now (this one included).
     pub fn up_nodes(&self) -> Vec<NodeId> {
         self.peer_status()

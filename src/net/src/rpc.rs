@@ -49,6 +49,9 @@ impl MeshInner {
         // read the whole request body, and the response must not wait for
         // the request to be fully sent.
         let sender = tokio::spawn(async move {
+            // Background bodies to this peer yield while the whole request
+            // (header included) is written.
+            let _urgent = (priority != Priority::Background).then(|| gate.urgent());
             let mut guard = ResetOnDrop(Some(send));
             let send = guard.0.as_mut().expect("present until the end");
             let n = msg.len() as u64;
@@ -75,9 +78,10 @@ impl MeshInner {
             Ok(Err(e)) => {
                 let _ = recv.stop(CODE_CANCELLED.into());
                 // If our own body failed, that is the better explanation.
-                if sender.is_finished()
-                    && let Ok(Err(body_err @ NetError::Body(_))) = sender.await
-                {
+                if !sender.is_finished() {
+                    // Nobody will read the rest of the request.
+                    sender.abort();
+                } else if let Ok(Err(body_err @ NetError::Body(_))) = sender.await {
                     return Err(body_err);
                 }
                 return Err(e);
@@ -123,10 +127,10 @@ impl MeshInner {
         send: &mut SendStream,
         mut recv: RecvStream,
     ) -> Result<(), NetError> {
-        // The request head follows the stream opening at once; a peer that
-        // holds it back gets the ping timeout, not a handler slot.
+        // The request head follows the stream opening at once, but may wait
+        // behind other streams for flow credit: bound it by the RPC timeout.
         let head: RequestHeader =
-            tokio::time::timeout(self.cfg.ping_timeout, frame::read_head(&mut recv))
+            tokio::time::timeout(self.cfg.rpc_timeout, frame::read_head(&mut recv))
                 .await
                 .map_err(|_| NetError::Protocol("request header not sent in time".into()))??;
         let priority = Priority::from_wire(head.priority);
@@ -160,6 +164,8 @@ impl MeshInner {
             }
         };
         let sent = self.metrics().sent(&from);
+        let gate = self.gate_for(from);
+        let _urgent = (priority != Priority::Background).then(|| gate.urgent());
         match result {
             Ok(ServeOk { msg, body, _permit }) => {
                 let head_out = ResponseHeader {
@@ -171,7 +177,7 @@ impl MeshInner {
                 frame::write_response(send, &head_out, Some(msg)).await?;
                 sent.inc_by(n);
                 if let Some(body) = body {
-                    send_body(send, body, &sent, &self.gate_for(from), priority).await?;
+                    send_body(send, body, &sent, &gate, priority).await?;
                 }
                 send.finish()?;
             }

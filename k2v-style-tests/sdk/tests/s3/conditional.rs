@@ -94,11 +94,30 @@ async fn conditions_follow_overwrites() {
     let (_server, client) = server_with_bucket("cond2").await;
     let first = random_bytes(100, 1);
     put(&client, "cond2", "obj", &first).await;
+    let head = client
+        .head_object()
+        .bucket("cond2")
+        .key("obj")
+        .send()
+        .await
+        .unwrap();
+    let first_modified = *head.last_modified().expect("Last-Modified");
     // Last-Modified has one-second resolution: make the second write visibly later.
     tokio::time::sleep(Duration::from_millis(1100)).await;
     let second = random_bytes(100, 2);
     put(&client, "cond2", "obj", &second).await;
     let get = || client.get_object().bucket("cond2").key("obj");
+    // The overwrite moved Last-Modified past the first write's.
+    assert_error(
+        get().if_unmodified_since(first_modified).send().await,
+        412,
+        "PreconditionFailed",
+    );
+    get()
+        .if_modified_since(first_modified)
+        .send()
+        .await
+        .unwrap();
     assert_error(
         get().if_match(etag_of(&first)).send().await,
         412,

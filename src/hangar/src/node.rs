@@ -112,6 +112,8 @@ pub async fn serve(cfg: Config, node: Node) -> Result<(), NodeError> {
             root_domain: cfg.s3_api.root_domain.clone(),
             block_size: cfg.block_size.as_usize(),
             inline_threshold: cfg.inline_threshold.as_usize(),
+            ram_buffer_max: cfg.s3_ram_buffer_max.0,
+            admission_wait: Duration::from_millis(cfg.s3_admission_wait_msec),
         },
     );
     tracing::info!(

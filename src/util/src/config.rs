@@ -208,6 +208,12 @@ fn default_block_gc_delay() -> u64 {
 fn default_max_connections() -> usize {
     1024
 }
+fn default_s3_ram() -> Size {
+    Size(512 << 20)
+}
+fn default_admission_wait() -> u64 {
+    2000
+}
 
 /// The whole configuration file.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -280,6 +286,12 @@ pub struct Config {
     /// Concurrent S3 connections accepted before new ones wait in the kernel backlog.
     #[serde(default = "default_max_connections")]
     pub s3_max_connections: usize,
+    /// RAM for the block buffers of S3 requests in flight; past it, requests
+    /// wait up to `s3_admission_wait_msec`, then get `503 SlowDown`.
+    #[serde(default = "default_s3_ram")]
+    pub s3_ram_buffer_max: Size,
+    #[serde(default = "default_admission_wait")]
+    pub s3_admission_wait_msec: u64,
     /// Verify a block's hash every time it is read from disk.
     #[serde(default = "default_true")]
     pub verify_blocks_on_read: bool,

@@ -9,6 +9,7 @@
 //! accepts connections. Operations not listed in `doc/s3-compatibility.md`
 //! answer `501 NotImplemented` (s3s's default for an unimplemented method).
 
+pub mod admission;
 pub mod auth;
 mod checksum;
 mod conditions;
@@ -36,6 +37,10 @@ pub struct S3Settings {
     pub root_domain: Option<String>,
     pub block_size: usize,
     pub inline_threshold: usize,
+    /// RAM for block buffers of requests in flight (`s3_ram_buffer_max`).
+    pub ram_buffer_max: u64,
+    /// Longest wait for a share of that RAM before `503 SlowDown`.
+    pub admission_wait: std::time::Duration,
 }
 
 /// The S3 API of one node.
@@ -43,13 +48,25 @@ pub struct S3Settings {
 pub struct S3Api {
     pub(crate) model: Arc<Model>,
     pub(crate) settings: Arc<S3Settings>,
+    pub(crate) budget: admission::RamBudget,
 }
 
 impl S3Api {
     pub fn new(model: Arc<Model>, settings: S3Settings) -> Self {
+        let budget = admission::RamBudget::new(
+            settings.ram_buffer_max,
+            settings.block_size,
+            settings.admission_wait,
+        );
         S3Api {
             model,
             settings: Arc::new(settings),
+            budget,
         }
+    }
+
+    /// The RAM budget of requests in flight.
+    pub fn budget(&self) -> &admission::RamBudget {
+        &self.budget
     }
 }

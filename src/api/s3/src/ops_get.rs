@@ -131,10 +131,14 @@ impl S3Api {
                 obj.size
             )));
         }
+        // The blocks read ahead are this GET's share of the RAM budget,
+        // held until the body is sent or dropped.
+        let ram = self.budget.reserve(READ_AHEAD as u32 + 1).await?;
         let model = self.model.clone();
         let stream = futures::stream::iter(parts)
             .map(move |(hash, from, to)| {
                 let model = model.clone();
+                let _held = &ram;
                 async move {
                     let data = model.blocks().read(hash).await.map_err(|e| {
                         let e = block_error(e);

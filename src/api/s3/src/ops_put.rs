@@ -183,6 +183,7 @@ impl S3Api {
         let mut size = 0u64;
         let mut next_index = 0u32;
         let mut in_flight = FuturesOrdered::new();
+        let mut _ram = None;
         let mut body: std::pin::Pin<Box<dyn Stream<Item = _> + Send>> = match body {
             Some(b) => Box::pin(b),
             None => Box::pin(futures::stream::empty()),
@@ -197,6 +198,8 @@ impl S3Api {
             size += chunk.len() as u64;
             buf.extend_from_slice(&chunk);
             if !*started && buf.len() > inline_max {
+                // The block being filled plus those being stored.
+                _ram = Some(self.budget.reserve(BLOCKS_IN_FLIGHT as u32 + 1).await?);
                 self.model.begin_upload(version).await.or_s3()?;
                 *started = true;
             }

@@ -54,6 +54,14 @@ pub enum Request {
         allow: bool,
     },
     WorkerList,
+    /// This node's `<id>@<address>`.
+    NodeId,
+    /// Every known node and its state.
+    Status,
+    /// Connect to a peer given as `<id>@<host:port>`.
+    NodeConnect {
+        peer: String,
+    },
 }
 
 /// The node's answer: a JSON value, or an error message for the operator.

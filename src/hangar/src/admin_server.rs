@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use hangar_model::key::KeyRow;
 use hangar_model::{Model, PermissionChange};
+use hangar_net::{Mesh, PeerAddr};
 use hangar_util::worker::WorkerRegistry;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -28,7 +29,16 @@ pub fn key_json(k: &KeyRow) -> Value {
     })
 }
 
-async fn handle(model: &Model, workers: &WorkerRegistry, req: Request) -> Result<Value, String> {
+/// What the admin socket serves.
+#[derive(Clone)]
+pub struct AdminState {
+    pub model: Arc<Model>,
+    pub workers: WorkerRegistry,
+    pub mesh: Mesh,
+}
+
+async fn handle(st: &AdminState, req: Request) -> Result<Value, String> {
+    let model = st.model.as_ref();
     let e = |e: hangar_model::ModelError| e.to_string();
     Ok(match req {
         Request::KeyCreate { name } => key_json(&model.create_key(&name).await.map_err(e)?),
@@ -119,16 +129,29 @@ async fn handle(model: &Model, workers: &WorkerRegistry, req: Request) -> Result
                     .map_err(e)?,
             )
         }
-        Request::WorkerList => serde_json::to_value(workers.list()).map_err(|e| e.to_string())?,
+        Request::WorkerList => {
+            serde_json::to_value(st.workers.list()).map_err(|e| e.to_string())?
+        }
+        Request::NodeId => json!({"node": st.mesh.peer_addr().to_string()}),
+        Request::Status => json!({
+            "node": st.mesh.peer_addr().to_string(),
+            "peers": serde_json::to_value(st.mesh.peer_status()).map_err(|e| e.to_string())?,
+        }),
+        Request::NodeConnect { peer } => {
+            let addr: PeerAddr = peer
+                .parse()
+                .map_err(|e| format!("{peer:?} is not <node id>@<host:port>: {e}"))?;
+            st.mesh
+                .connect(&addr)
+                .await
+                .map_err(|e| format!("cannot connect to {peer}: {e}"))?;
+            json!({"connected": addr.to_string()})
+        }
     })
 }
 
 /// Serves the admin socket at `path` forever.
-pub async fn serve(
-    path: &Path,
-    model: Arc<Model>,
-    workers: WorkerRegistry,
-) -> std::io::Result<tokio::task::JoinHandle<()>> {
+pub async fn serve(path: &Path, state: AdminState) -> std::io::Result<tokio::task::JoinHandle<()>> {
     // A socket left by a previous run (kill -9) would make bind fail.
     let _ = std::fs::remove_file(path);
     let listener = UnixListener::bind(path)?;
@@ -145,8 +168,7 @@ pub async fn serve(
                     continue;
                 }
             };
-            let model = model.clone();
-            let workers = workers.clone();
+            let st = state.clone();
             tokio::spawn(async move {
                 let (r, mut w) = stream.into_split();
                 let mut line = String::new();
@@ -155,7 +177,7 @@ pub async fn serve(
                     return;
                 }
                 let resp = match serde_json::from_str::<Request>(&line) {
-                    Ok(req) => match handle(&model, &workers, req).await {
+                    Ok(req) => match handle(&st, req).await {
                         Ok(v) => Response::Ok(v),
                         Err(m) => Response::Error(m),
                     },

@@ -98,6 +98,21 @@ pub enum BucketCmd {
 }
 
 #[derive(Subcommand, Debug)]
+pub enum NodeCmd {
+    /// Print this node's `<id>@<address>`, the string other nodes connect to.
+    Id {
+        /// Print only that line.
+        #[arg(short = 'q', long)]
+        quiet: bool,
+    },
+    /// Connect the node to a peer.
+    Connect {
+        /// The peer, as `<node id>@<host:port>`.
+        peer: String,
+    },
+}
+
+#[derive(Subcommand, Debug)]
 pub enum WorkerCmd {
     /// List the node's background workers and their progress.
     List,
@@ -285,6 +300,88 @@ pub async fn worker(metadata_dir: &Path, cmd: WorkerCmd, json: bool) -> Result<(
             s(&w, "errors"),
             s(&w, "queue_length"),
             s(&w, "progress")
+        );
+    }
+    Ok(())
+}
+
+/// Runs a node command.
+pub async fn node(
+    cfg: &hangar_util::config::Config,
+    cmd: NodeCmd,
+    json: bool,
+) -> Result<(), String> {
+    match cmd {
+        NodeCmd::Id { quiet } => {
+            // The id lives in metadata_dir, so it is known even while the node is stopped.
+            let addr = match call(&cfg.metadata_dir, &Request::NodeId).await {
+                Ok(v) => s(&v, "node"),
+                Err(_) => hangar_net::MeshConfig::from_config(cfg)
+                    .and_then(|m| m.node_peer_addr())
+                    .map_err(|e| e.to_string())?
+                    .to_string(),
+            };
+            if json {
+                println!("{}", serde_json::json!({ "node": addr }));
+            } else if quiet {
+                println!("{addr}");
+            } else {
+                println!("{addr}");
+                println!();
+                println!("Give this string to other nodes with `hangar node connect {addr}`,");
+                println!("or list it in their bootstrap_peers.");
+            }
+        }
+        NodeCmd::Connect { peer } => {
+            let v = call(&cfg.metadata_dir, &Request::NodeConnect { peer }).await?;
+            if json {
+                println!("{v}");
+            } else {
+                println!("Connected to {}.", s(&v, "connected"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs `hangar status`.
+pub async fn status(metadata_dir: &Path, json: bool) -> Result<(), String> {
+    let v = call(metadata_dir, &Request::Status).await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&v).expect("json"));
+        return Ok(());
+    }
+    let now = hangar_util::time::now_msec();
+    println!(
+        "{:<18} {:<24} {:<5} {:>10} {:>9}",
+        "ID", "ADDRESS", "UP", "LAST SEEN", "RTT"
+    );
+    for p in v["peers"].as_array().cloned().unwrap_or_default() {
+        let id = s(&p, "id");
+        let short = if p["is_self"] == Value::Bool(true) {
+            format!("{}*", &id[..id.len().min(16)])
+        } else {
+            id[..id.len().min(16)].to_owned()
+        };
+        let seen = p["last_seen_msec"]
+            .as_u64()
+            .map(|t| format!("{:.1}s ago", now.saturating_sub(t) as f64 / 1000.0))
+            .unwrap_or_else(|| "never".into());
+        let rtt = p["rtt_msec"]
+            .as_f64()
+            .map(|r| format!("{r:.2}ms"))
+            .unwrap_or_else(|| "-".into());
+        println!(
+            "{:<18} {:<24} {:<5} {:>10} {:>9}",
+            short,
+            s(&p, "addr"),
+            if p["is_up"] == Value::Bool(true) {
+                "up"
+            } else {
+                "DOWN"
+            },
+            seen,
+            rtt
         );
     }
     Ok(())

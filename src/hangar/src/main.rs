@@ -54,6 +54,11 @@ enum Cmd {
     /// Manage buckets and permissions.
     #[command(subcommand)]
     Bucket(cli::BucketCmd),
+    /// Node identity and peering.
+    #[command(subcommand)]
+    Node(cli::NodeCmd),
+    /// Every known node: address, up/down, last seen, ping RTT.
+    Status,
     /// Inspect background workers.
     #[command(subcommand)]
     Worker(cli::WorkerCmd),
@@ -85,10 +90,12 @@ fn main() -> ExitCode {
                 let cfg = Config::load(&cli.config).map_err(|e| e.to_string())?;
                 let meta = cfg.metadata_dir.clone();
                 match cmd {
-                    Cmd::Server => node::run(cfg).await.map_err(|e| e.to_string()),
+                    Cmd::Server => node::run(cfg.clone()).await.map_err(|e| e.to_string()),
                     Cmd::Key(c) => cli::key(&meta, c, cli.json).await,
                     Cmd::Bucket(c) => cli::bucket(&meta, c, cli.json).await,
                     Cmd::Worker(c) => cli::worker(&meta, c, cli.json).await,
+                    Cmd::Node(c) => cli::node(&cfg, c, cli.json).await,
+                    Cmd::Status => cli::status(&meta, cli.json).await,
                     Cmd::SingleNode { .. } => unreachable!("handled above"),
                 }
             }

@@ -9,6 +9,7 @@ use hangar_block::{BlockFiles, BlockManager, spawn_gc_worker};
 use hangar_db::{Db, DbOptions, open_engine};
 use hangar_model::Model;
 use hangar_model::garbage::{abandon_stale_uploads, spawn_version_gc_worker};
+use hangar_net::{Mesh, MeshConfig};
 use hangar_util::config::Config;
 use hangar_util::worker::WorkerRegistry;
 
@@ -26,6 +27,8 @@ pub enum NodeError {
     Block(#[from] hangar_block::BlockError),
     #[error("{0}")]
     Model(#[from] hangar_model::ModelError),
+    #[error("RPC mesh: {0}")]
+    Net(#[from] hangar_net::NetError),
     #[error("{what}: {source}")]
     Io {
         what: String,
@@ -38,10 +41,11 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> NodeError {
     move |source| NodeError::Io { what, source }
 }
 
-/// A started node's stores.
+/// A started node: its stores, workers and RPC mesh.
 pub struct Node {
     pub model: Arc<Model>,
     pub workers: WorkerRegistry,
+    pub mesh: Mesh,
 }
 
 /// Opens the stores and starts the background workers.
@@ -79,7 +83,13 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
         &workers,
         Duration::from_secs(cfg.block_gc_delay_secs.clamp(1, 60)),
     );
-    Ok(Node { model, workers })
+    let mesh = Mesh::start(MeshConfig::from_config(cfg)?).await?;
+    tracing::info!("RPC mesh on {} as {}", cfg.rpc_bind_addr, mesh.peer_addr());
+    Ok(Node {
+        model,
+        workers,
+        mesh,
+    })
 }
 
 /// Runs the node until a termination signal.
@@ -91,7 +101,12 @@ pub async fn run(cfg: Config) -> Result<(), NodeError> {
 /// Serves an opened node until a termination signal.
 pub async fn serve(cfg: Config, node: Node) -> Result<(), NodeError> {
     let sock = cfg.metadata_dir.join(SOCKET_NAME);
-    admin_server::serve(&sock, node.model.clone(), node.workers.clone())
+    let state = admin_server::AdminState {
+        model: node.model.clone(),
+        workers: node.workers.clone(),
+        mesh: node.mesh.clone(),
+    };
+    admin_server::serve(&sock, state)
         .await
         .map_err(io(format!("cannot listen on {}", sock.display())))?;
 
@@ -131,6 +146,7 @@ pub async fn serve(cfg: Config, node: Node) -> Result<(), NodeError> {
     .await
     .map_err(io("S3 server"))?;
     tracing::info!("stopping");
+    node.mesh.shutdown().await;
     let _ = std::fs::remove_file(&sock);
     Ok(())
 }

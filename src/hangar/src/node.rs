@@ -4,6 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use hangar_api_admin::{AdminEndpoint, NodeCollector};
+use hangar_api_s3::metrics::S3Metrics;
 use hangar_api_s3::{S3Api, S3Settings};
 use hangar_block::{BlockFiles, BlockManager, spawn_gc_worker};
 use hangar_db::{Db, DbOptions, open_engine};
@@ -12,6 +14,7 @@ use hangar_model::garbage::{abandon_stale_uploads, spawn_version_gc_worker};
 use hangar_net::{Mesh, MeshConfig};
 use hangar_util::config::Config;
 use hangar_util::worker::WorkerRegistry;
+use prometheus_client::registry::Registry;
 
 use crate::admin_proto::SOCKET_NAME;
 use crate::admin_server;
@@ -43,6 +46,8 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> NodeError {
 
 /// A started node: its stores, workers and RPC mesh.
 pub struct Node {
+    pub db: Db,
+    pub blocks: Arc<BlockManager>,
     pub model: Arc<Model>,
     pub workers: WorkerRegistry,
     pub mesh: Mesh,
@@ -71,7 +76,7 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
     )?;
     let grace = cfg.block_gc_delay_secs * 1000;
     let blocks = BlockManager::new(files, db.clone(), grace);
-    let model = Model::new(db, blocks.clone(), grace, cfg.allow_punycode);
+    let model = Model::new(db.clone(), blocks.clone(), grace, cfg.allow_punycode);
     let stale = abandon_stale_uploads(&model).await?;
     if stale > 0 {
         tracing::info!("{stale} uploads interrupted by the last stop will be cleaned up");
@@ -79,13 +84,15 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
     let workers = WorkerRegistry::default();
     spawn_version_gc_worker(model.clone(), &workers, Duration::from_secs(60));
     spawn_gc_worker(
-        blocks,
+        blocks.clone(),
         &workers,
         Duration::from_secs(cfg.block_gc_delay_secs.clamp(1, 60)),
     );
     let mesh = Mesh::start(MeshConfig::from_config(cfg)?).await?;
     tracing::info!("RPC mesh on {} as {}", cfg.rpc_bind_addr, mesh.peer_addr());
     Ok(Node {
+        db,
+        blocks,
         model,
         workers,
         mesh,
@@ -137,9 +144,12 @@ pub async fn serve(cfg: Config, node: Node) -> Result<(), NodeError> {
         cfg.db_engine.name(),
         cfg.data_dir.writable()
     );
+    let s3_metrics = Arc::new(S3Metrics::default());
+    start_admin(&cfg, &node, &api, &s3_metrics).await?;
     hangar_api_s3::server::serve(
         listener,
         hangar_api_s3::server::service(api),
+        s3_metrics,
         cfg.s3_max_connections,
         shutdown_signal(),
     )
@@ -148,6 +158,42 @@ pub async fn serve(cfg: Config, node: Node) -> Result<(), NodeError> {
     tracing::info!("stopping");
     node.mesh.shutdown().await;
     let _ = std::fs::remove_file(&sock);
+    Ok(())
+}
+
+/// Starts `/metrics` and `/health` on `[admin] api_bind_addr`, if set.
+async fn start_admin(
+    cfg: &Config,
+    node: &Node,
+    api: &S3Api,
+    s3_metrics: &S3Metrics,
+) -> Result<(), NodeError> {
+    let Some(addr) = cfg.admin.api_bind_addr.clone() else {
+        return Ok(());
+    };
+    let mut registry = Registry::default();
+    s3_metrics.register(&mut registry);
+    node.mesh.metrics().register(&mut registry);
+    registry.register_collector(Box::new(NodeCollector {
+        db: node.db.clone(),
+        blocks: node.blocks.clone(),
+        budget: api.budget().clone(),
+        workers: node.workers.clone(),
+    }));
+    let ep = Arc::new(AdminEndpoint {
+        registry,
+        metrics_token: cfg.metrics_token()?,
+        mesh: node.mesh.clone(),
+    });
+    let listener = tokio::net::TcpListener::bind(&addr)
+        .await
+        .map_err(io(format!("cannot listen on [admin] api_bind_addr {addr}")))?;
+    tracing::info!("admin endpoint (/metrics, /health) on http://{addr}");
+    tokio::spawn(hangar_api_admin::serve(
+        listener,
+        ep,
+        std::future::pending(),
+    ));
     Ok(())
 }
 

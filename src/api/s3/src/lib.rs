@@ -15,6 +15,7 @@ mod checksum;
 mod conditions;
 pub mod error;
 mod expect_continue;
+pub mod metrics;
 mod ops_bucket;
 mod ops_copy;
 mod ops_delete;

@@ -13,6 +13,7 @@ use tokio::sync::Semaphore;
 use crate::S3Api;
 use crate::auth::{KeyAccess, KeyAuth};
 use crate::expect_continue::{close_after, expects_continue, needs_close};
+use crate::metrics::S3Metrics;
 use http_body::Body as _;
 use hyper::body::Incoming;
 
@@ -50,8 +51,11 @@ pub fn service(api: S3Api) -> S3Service {
 
 async fn handle(
     service: S3Service,
+    metrics: Arc<S3Metrics>,
     req: http::Request<Incoming>,
 ) -> Result<http::Response<s3s::Body>, s3s::HttpError> {
+    let start = std::time::Instant::now();
+    let method = req.method().clone();
     let expect = expects_continue(&req);
     let empty = req.body().is_end_stream();
     let mut req = req.map(s3s::Body::from);
@@ -60,6 +64,7 @@ async fn handle(
     if expect && needs_close(empty, resp.status()) {
         close_after(&mut resp);
     }
+    metrics.record(&method, resp.status(), start.elapsed().as_secs_f64());
     Ok(resp)
 }
 
@@ -86,6 +91,7 @@ fn merge_content_encoding(headers: &mut http::HeaderMap) {
 pub async fn serve(
     listener: TcpListener,
     service: S3Service,
+    metrics: Arc<S3Metrics>,
     max_connections: usize,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
@@ -110,9 +116,12 @@ pub async fn serve(
         // Small responses must not wait for the client's delayed ACK.
         let _ = stream.set_nodelay(true);
         let service = service.clone();
+        let metrics = metrics.clone();
         tokio::spawn(async move {
             let conn = hyper::server::conn::http1::Builder::new();
-            let handler = hyper::service::service_fn(move |req| handle(service.clone(), req));
+            let handler = hyper::service::service_fn(move |req| {
+                handle(service.clone(), metrics.clone(), req)
+            });
             if let Err(e) = conn.serve_connection(TokioIo::new(stream), handler).await {
                 tracing::debug!("connection from {peer}: {e}");
             }

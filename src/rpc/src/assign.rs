@@ -89,20 +89,29 @@ pub fn compute_assignment(
     let need = (PARTITION_COUNT * rf) as i64;
 
     // Step 2: the largest feasible partition size. Feasibility only gets
-    // harder as `s` grows (every bound shrinks), so binary search works;
-    // `s = 1` is feasible by the checks in `Problem::new`, and no `s` above
-    // total / (256 × rf) can provide enough slots.
-    let total: u64 = problem.caps.iter().sum();
-    let (mut lo, mut hi) = (1u64, (total / need as u64).max(1));
+    // harder as `s` grows (every bound shrinks), so binary search works.
+    // The bounds only change where `capacity_n / s` crosses an integer, so
+    // the search runs over those points: `capacity_n / k` for k in 1..=256.
+    let mut candidates: Vec<u64> = problem
+        .caps
+        .iter()
+        .flat_map(|&c| (1..=PARTITION_COUNT as u64).map(move |k| c / k))
+        .chain([1])
+        .collect();
+    candidates.sort_unstable();
+    candidates.dedup();
+    // candidates[0] = 1 is feasible by the checks in `Problem::new`; find
+    // the last feasible one.
+    let (mut lo, mut hi) = (0usize, candidates.len() - 1);
     while lo < hi {
         let mid = lo + (hi - lo).div_ceil(2);
-        if problem.feasible(mid) {
+        if problem.feasible(candidates[mid]) {
             lo = mid;
         } else {
             hi = mid - 1;
         }
     }
-    let size = lo;
+    let size = candidates[lo];
     let upper = problem.upper_bounds(size);
 
     // Steps 3 and 4: one minimum-cost flow.
@@ -218,6 +227,8 @@ struct Problem {
     zones: Vec<String>,
     /// (partition, node index) pairs of the previous assignment.
     prev: BTreeSet<(usize, usize)>,
+    /// Whether each node held any partition in the previous assignment.
+    held: Vec<bool>,
 }
 
 impl Problem {
@@ -298,6 +309,9 @@ impl Problem {
                 .map(|(_, z, _)| zones.iter().position(|x| x == z).expect("zone listed"))
                 .collect(),
             caps: storage.iter().map(|s| s.2).collect(),
+            held: (0..ids.len())
+                .map(|i| old.iter().any(|&(_, n)| n == i))
+                .collect(),
             ids,
             zones,
             prev: old,
@@ -335,6 +349,9 @@ impl Problem {
         let node = |n: usize| 2 + 2 * p_count + p_count * z_count + n;
         let mut g = FlowGraph::new(2 + 2 * p_count + p_count * z_count + n_count);
         let (rf, zr) = (self.rf as i64, self.zr as i64);
+        // One move costs more than all the tie-breakers together (at most
+        // one per replica), so fewer moves always win.
+        let move_cost = (p_count as i64) * rf + 1;
         let mut by_zone: Vec<Vec<usize>> = vec![Vec::new(); z_count];
         for (n, &z) in self.zone_of.iter().enumerate() {
             by_zone[z].push(n);
@@ -352,18 +369,21 @@ impl Problem {
                     g.add_edge(down(p), pz(p, z), rf - zr, 0);
                 }
                 for &n in members {
-                    let moved = if costs && !self.prev.contains(&(p, n)) {
-                        1
-                    } else {
-                        0
+                    let moved = match (costs, self.prev.contains(&(p, n))) {
+                        (false, _) | (true, true) => 0,
+                        // Among equally few moves, prefer moving replicas
+                        // onto nodes that held nothing before: a node that
+                        // joins takes the data, the others only give.
+                        (true, false) if self.held[n] => move_cost + 1,
+                        (true, false) => move_cost,
                     };
                     let e = g.add_edge(pz(p, z), node(n), 1, moved);
                     replica_edges.push((e, p, n));
                 }
             }
         }
-        // Any difference in fill cost outweighs every possible move count.
-        let big = (p_count as i64) * rf + 1;
+        // Any difference in fill cost outweighs every possible move cost.
+        let big = (p_count as i64) * rf * (move_cost + 1) + 1;
         for (n, &u) in upper.iter().enumerate() {
             if !costs {
                 if u > 0 {

@@ -1,8 +1,9 @@
 //! The error type of the layout: every way a layout request can be refused,
 //! each with a message that says what is wrong and how to fix it.
 
-/// Everything that can fail in `hangar_rpc`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Everything that can fail in `hangar_rpc`. Serializable so that a node
+/// can send a refusal to the CLI that asked (its `Display` is the message).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum LayoutError {
     #[error(
         "replication factor {rf} needs at least {rf} storage nodes, but the layout has {have}{}",

@@ -11,8 +11,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::LayoutError;
 
-/// A node's identity: its 32-byte public key.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// A node's identity: its 32-byte public key. The default (all zeros) is no
+/// real node's id; it stands for "nobody" in initial timestamps.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct NodeId(pub [u8; 32]);
 
 impl NodeId {

@@ -430,4 +430,48 @@ mod tests {
         }
         assert_eq!(fill_tiers(1), vec![0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
     }
+
+    /// A tiny deterministic generator, so this test needs no dependency.
+    fn lcg(state: &mut u64) -> u64 {
+        *state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        *state >> 33
+    }
+
+    #[test]
+    fn partition_size_is_the_largest_feasible() {
+        for seed in 0..25u64 {
+            let mut st = seed;
+            let rf = 1 + (lcg(&mut st) % 3) as usize;
+            let zones = 1 + lcg(&mut st) % 4;
+            let mut roles = BTreeMap::new();
+            for i in 0..(rf as u64 + lcg(&mut st) % 6) {
+                let mut id = [0u8; 32];
+                id[..8].copy_from_slice(&lcg(&mut st).to_be_bytes());
+                let zone = format!("z{}", if i < zones { i } else { lcg(&mut st) % zones });
+                roles.insert(
+                    NodeId(id),
+                    NodeRole::storage(zone, (1 + lcg(&mut st) % 50) * 1_000_000_000),
+                );
+            }
+            let prev = LayoutVersion::initial(rf);
+            let params = LayoutParameters::default();
+            let Ok((v, _)) = compute_assignment(&prev, 1, roles.clone(), params) else {
+                continue;
+            };
+            let problem = Problem::new(&prev, &roles, params).unwrap();
+            assert!(problem.feasible(v.partition_size), "seed {seed}");
+            // The next size at which any bound changes is infeasible.
+            let next = problem
+                .caps
+                .iter()
+                .flat_map(|&c| (1..=256u64).map(move |k| c / k))
+                .filter(|&s| s > v.partition_size)
+                .min();
+            if let Some(next) = next {
+                assert!(!problem.feasible(next), "seed {seed}: {next} also fits");
+            }
+        }
+    }
 }

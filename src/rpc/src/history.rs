@@ -33,8 +33,8 @@ pub struct LayoutHistory {
     pub ack: Tracker,
     /// Per storage node: the newest version whose data it fully holds.
     pub sync: Tracker,
-    /// Per node: the newest version it knows every storage node has synced,
-    /// i.e. the version it reads from.
+    /// Per node: the newest version it reads from (it has seen that
+    /// version synced).
     pub sync_ack: Tracker,
     pub staging: Staging,
     /// Version numbers that were applied more than once with different
@@ -352,16 +352,19 @@ impl LayoutHistory {
         self.report(Which::Ack, node, v)
     }
 
-    /// Records that storage node `node` holds all the data version `v`
-    /// assigns it (its table and block sync for `v` finished).
+    /// Records that storage node `node` holds all the data that the kept
+    /// versions up to `v` assign it (its table and block sync for `v`
+    /// finished; nodes offload data only once the versions needing it are
+    /// retired). Refused (false) before every node acknowledged `v`: a sync
+    /// started earlier could miss writes that skip `v`'s nodes.
     pub fn mark_synced(&mut self, node: NodeId, v: u64) -> bool {
-        self.report(Which::Sync, node, v)
+        self.sync_may_start(v) && self.report(Which::Sync, node, v)
     }
 
-    /// Records that `node` has seen every storage node synced up to `v` and
-    /// reads from `v` on.
+    /// Records that `node` reads from version `v` on. Refused (false) until
+    /// `v` is synced (see [`LayoutHistory::synced_version`]).
     pub fn ack_sync(&mut self, node: NodeId, v: u64) -> bool {
-        self.report(Which::SyncAck, node, v)
+        self.synced_version() >= v && self.report(Which::SyncAck, node, v)
     }
 
     fn report(&mut self, which: Which, node: NodeId, v: u64) -> bool {
@@ -376,6 +379,35 @@ impl LayoutHistory {
         let before = tracker.0.get(&node).copied();
         tracker.set(node, v, hash);
         tracker.0.get(&node).copied() != before
+    }
+
+    /// Marks `nodes` (dead ones, as the operator says) as having
+    /// acknowledged and read-acknowledged version `v`, so retiring older
+    /// versions does not wait for nodes that will never answer
+    /// (`layout skip-dead-nodes`). With `allow_missing_data` they are also
+    /// marked synced, so reads move to `v` even though the data they should
+    /// have copied may be missing. Returns how many entries changed.
+    pub fn skip_dead_nodes(
+        &mut self,
+        v: u64,
+        nodes: &[NodeId],
+        allow_missing_data: bool,
+    ) -> Result<usize, LayoutError> {
+        if self.version(v).is_none() {
+            return Err(LayoutError::WrongVersion {
+                asked: v,
+                current: self.current().version,
+            });
+        }
+        let mut changed = 0;
+        for &n in nodes {
+            changed += usize::from(self.ack_version(n, v));
+            changed += usize::from(self.ack_sync(n, v));
+            if allow_missing_data {
+                changed += usize::from(self.mark_synced(n, v));
+            }
+        }
+        Ok(changed)
     }
 
     /// Every node with a role (storage or gateway) in a kept version.
@@ -406,12 +438,15 @@ impl LayoutHistory {
         }
     }
 
-    fn min_over(&self, tracker: &Tracker, nodes: &BTreeSet<NodeId>) -> u64 {
-        let hashes: BTreeMap<u64, Hash> = self
-            .versions
+    fn hashes(&self) -> BTreeMap<u64, Hash> {
+        self.versions
             .iter()
             .map(|v| (v.version, v.content_hash()))
-            .collect();
+            .collect()
+    }
+
+    fn min_over(&self, tracker: &Tracker, nodes: &BTreeSet<NodeId>) -> u64 {
+        let hashes = self.hashes();
         nodes
             .iter()
             .map(|n| self.effective(tracker, n, &hashes))
@@ -425,9 +460,19 @@ impl LayoutHistory {
         self.min_over(&self.ack, &self.all_nodes())
     }
 
-    /// The newest version every storage node has synced.
-    pub fn min_sync(&self) -> u64 {
-        self.min_over(&self.sync, &self.storage_nodes())
+    /// The newest kept version with an assignment whose storage nodes have
+    /// all synced it (0 if none): reads may go to it.
+    pub fn synced_version(&self) -> u64 {
+        let hashes = self.hashes();
+        self.versions
+            .iter()
+            .filter(|v| v.is_assigned())
+            .rfind(|v| {
+                v.node_ids
+                    .iter()
+                    .all(|n| self.effective(&self.sync, n, &hashes) >= v.version)
+            })
+            .map_or(0, |v| v.version)
     }
 
     /// The newest version every node reads from.
@@ -441,15 +486,14 @@ impl LayoutHistory {
         self.min_ack() >= v
     }
 
-    /// The version reads go to: the newest kept version with an assignment
-    /// that every storage node has synced, else the oldest kept version with
-    /// an assignment (else the current version, which has none).
+    /// The version reads go to: the [synced version](LayoutHistory::synced_version)
+    /// if any, else the oldest kept version with an assignment (else the
+    /// current version, which has none).
     pub fn read_version(&self) -> &LayoutVersion {
-        let synced = self.min_sync();
-        let assigned = || self.versions.iter().filter(|v| v.is_assigned());
-        assigned()
-            .rfind(|v| v.version <= synced)
-            .or_else(|| assigned().next())
+        let synced = self.synced_version();
+        self.version(synced)
+            .filter(|v| v.is_assigned())
+            .or_else(|| self.versions.iter().find(|v| v.is_assigned()))
             .unwrap_or(self.current())
     }
 

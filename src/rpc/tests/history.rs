@@ -177,7 +177,10 @@ fn the_same_version_applied_twice_is_detected_and_settled() {
     // The side whose content will lose saw every node sync it.
     let losing_side = if ha < hb { &mut a } else { &mut b };
     for n in 1..=6 {
-        losing_side.mark_synced(node(n), 2);
+        losing_side.ack_version(node(n), 2);
+    }
+    for n in 1..=6 {
+        assert!(losing_side.mark_synced(node(n), 2));
     }
     assert_eq!(losing_side.read_version().version, 2);
     let ab = joined(&a, &b);
@@ -232,6 +235,7 @@ fn transitions_write_to_every_active_version_and_read_the_synced_one() {
     union.dedup();
     assert_eq!(h.write_nodes(&key), union);
     // Sync may start once every node (gateway included) acknowledged 2.
+    assert!(!h.mark_synced(node(1), 2));
     for n in 1..=5 {
         h.ack_version(node(n), 2);
     }
@@ -247,13 +251,59 @@ fn transitions_write_to_every_active_version_and_read_the_synced_one() {
     assert_eq!(h.read_version().version, 2);
     assert!(!h.prune(), "version 1 is kept until everyone reads from 2");
     for n in 1..=6 {
-        h.ack_sync(node(n), 2);
+        assert!(h.ack_sync(node(n), 2));
     }
     assert!(h.prune());
     assert_eq!(h.versions.len(), 1);
     assert_eq!(h.write_sets(&key), vec![v2.nodes_of_hash(&key)]);
     // Reports for versions that are not kept are ignored.
     assert!(!h.mark_synced(node(1), 9));
+
+    // A node removed while dead would hold version 2 back forever; the
+    // operator skips it.
+    h.stage_removal(node(1), 3000, node(4)).unwrap();
+    h.apply(3, node(1), 3001).unwrap();
+    for n in [1, 2, 3, 5, 6] {
+        h.ack_version(node(n), 3);
+    }
+    assert!(
+        !h.sync_may_start(3),
+        "node 4 is dead and never acknowledges"
+    );
+    assert!(h.skip_dead_nodes(9, &[node(4)], false).is_err());
+    assert_eq!(h.skip_dead_nodes(3, &[node(4)], false).unwrap(), 1);
+    assert!(h.sync_may_start(3));
+    for n in [1, 2, 3, 5] {
+        assert!(h.mark_synced(node(n), 3));
+    }
+    assert_eq!(
+        h.read_version().version,
+        3,
+        "node 4 holds nothing in version 3"
+    );
+    for n in [1, 2, 3, 5, 6] {
+        assert!(h.ack_sync(node(n), 3));
+    }
+    assert!(!h.prune(), "node 4 never said it stopped reading version 2");
+    assert_eq!(h.skip_dead_nodes(3, &[node(4)], false).unwrap(), 1);
+    assert!(h.prune());
+    assert_eq!(h.versions.len(), 1);
+
+    // A dead node that the new version gives data to: reads move only if
+    // the operator accepts that its data is missing.
+    h.stage_role(node(1), 4000, node(7), NodeRole::storage("c", TB))
+        .unwrap();
+    h.apply(4, node(1), 4001).unwrap();
+    for n in [1, 2, 3, 5, 6] {
+        h.ack_version(node(n), 4);
+    }
+    h.skip_dead_nodes(4, &[node(7)], false).unwrap();
+    for n in [1, 2, 3, 5] {
+        assert!(h.mark_synced(node(n), 4));
+    }
+    assert_eq!(h.read_version().version, 3);
+    h.skip_dead_nodes(4, &[node(7)], true).unwrap();
+    assert_eq!(h.read_version().version, 4);
 }
 
 #[test]
@@ -348,6 +398,7 @@ fn random_op(rng: &mut StdRng, h: &mut LayoutHistory, me: NodeId, t: u64) {
 
 #[test]
 fn merge_is_commutative_associative_idempotent_and_converges() {
+    let (mut applied, mut conflicted) = (0, 0);
     for seed in 0..40u64 {
         let mut rng = StdRng::seed_from_u64(seed);
         let mut replicas = vec![base(), base(), base()];
@@ -399,5 +450,17 @@ fn merge_is_commutative_associative_idempotent_and_converges() {
         for r in &replicas {
             r.check().unwrap();
         }
+        applied += usize::from(replicas[0].current().version > 1);
+        conflicted += usize::from(!replicas[0].conflicts.is_empty());
+        let mut same = replicas[0].clone();
+        assert!(
+            !same.merge(&replicas[1]).unwrap(),
+            "merging an equal state changes nothing"
+        );
     }
+    // The random operations did exercise applies and version conflicts.
+    assert!(
+        applied >= 10 && conflicted >= 3,
+        "applied {applied}, conflicted {conflicted}"
+    );
 }

@@ -63,7 +63,8 @@ def test_single_node_quickstart(tmp_path):
     try:
         text = _wait_output(proc, log, r"aws .*s3 ls")
         key_id = re.search(r"\bGK[0-9a-f]{24}\b", text).group(0)
-        secret = re.search(r"\b[0-9a-f]{64}\b", text).group(0)
+        # The log also prints the node id (64 hex): take the value labelled as the secret.
+        secret = re.search(r"secret key\s+([0-9a-f]{64})\b", text).group(1)
         assert "127.0.0.1:3900" in text or "localhost:3900" in text
         assert (tmp_path / "dev" / "hangar.toml").exists()
         c = boto3.client(

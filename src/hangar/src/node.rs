@@ -102,11 +102,12 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
 /// Runs the node until a termination signal.
 pub async fn run(cfg: Config) -> Result<(), NodeError> {
     let node = open(&cfg).await?;
-    serve(cfg, node).await
+    serve(cfg, node, || {}).await
 }
 
-/// Serves an opened node until a termination signal.
-pub async fn serve(cfg: Config, node: Node) -> Result<(), NodeError> {
+/// Serves an opened node until a termination signal; `on_ready` runs once
+/// every endpoint is listening.
+pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(), NodeError> {
     let sock = cfg.metadata_dir.join(SOCKET_NAME);
     let state = admin_server::AdminState {
         model: node.model.clone(),
@@ -119,6 +120,7 @@ pub async fn serve(cfg: Config, node: Node) -> Result<(), NodeError> {
 
     let Some(addr) = cfg.s3_api.api_bind_addr.clone() else {
         tracing::warn!("[s3_api] api_bind_addr is not set: the S3 API is off");
+        on_ready();
         shutdown_signal().await;
         return Ok(());
     };
@@ -146,6 +148,7 @@ pub async fn serve(cfg: Config, node: Node) -> Result<(), NodeError> {
     );
     let s3_metrics = Arc::new(S3Metrics::default());
     start_admin(&cfg, &node, &api, &s3_metrics).await?;
+    on_ready();
     hangar_api_s3::server::serve(
         listener,
         hangar_api_s3::server::service(api),

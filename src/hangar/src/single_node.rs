@@ -70,7 +70,7 @@ pub async fn run(dir: PathBuf, port: u16) -> Result<(), NodeError> {
             .as_deref()
             .unwrap_or("127.0.0.1:3900")
     );
-    println!(
+    let banner = format!(
         "Hangar is running: a single node, everything under {dir}.
   endpoint    {endpoint}
   region      {region}
@@ -91,5 +91,5 @@ Stop with Ctrl-C; data stays in {dir} for the next start.",
         secret = key.secret,
         cfg = cfg_path.display(),
     );
-    node::serve(cfg, node).await
+    node::serve(cfg, node, move || println!("{banner}")).await
 }

@@ -17,6 +17,8 @@ pub enum ModelError {
     KeyAlreadyExists(String),
     #[error("{0}")]
     Invalid(String),
+    #[error("the multipart upload does not exist (aborted or completed)")]
+    NoSuchUpload,
     #[error("the condition on the existing object does not hold")]
     PreconditionFailed,
     #[error(transparent)]

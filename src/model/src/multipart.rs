@@ -166,7 +166,7 @@ impl Model {
                 if Table::<MpuTable>::tx_get(tx, &part, &sk)?.is_none() {
                     // Aborted or completed while the part was uploading.
                     queue_version_gc(tx, &row.version);
-                    return Err(ModelError::Invalid("NoSuchUpload".into()));
+                    return Err(ModelError::NoSuchUpload);
                 }
                 let pn = part_number.to_be_bytes();
                 if let Some(old) = Table::<PartTable>::tx_get(tx, &upload_id, &pn)? {
@@ -296,7 +296,7 @@ impl Model {
             .write(move |tx| {
                 if Table::<MpuTable>::tx_get(tx, &part_key, &sk)?.is_none() {
                     queue_version_gc(tx, &version);
-                    return Err(ModelError::Invalid("NoSuchUpload".into()));
+                    return Err(ModelError::NoSuchUpload);
                 }
                 Table::<MpuTable>::tx_delete(tx, &part_key, &sk);
                 for (n, v) in &all_parts {

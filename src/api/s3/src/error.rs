@@ -27,6 +27,10 @@ pub fn model_error(e: ModelError) -> S3Error {
         ModelError::NoSuchKey(k) => s3_error!(InvalidAccessKeyId, "No such access key: {k}"),
         ModelError::KeyAlreadyExists(k) => s3_error!(InvalidRequest, "Key {k} exists"),
         ModelError::Invalid(m) => s3_error!(InvalidRequest, "{m}"),
+        ModelError::NoSuchUpload => s3_error!(
+            NoSuchUpload,
+            "The specified multipart upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed."
+        ),
         ModelError::PreconditionFailed => s3_error!(
             PreconditionFailed,
             "At least one of the pre-conditions you specified did not hold"

@@ -28,10 +28,7 @@ fn parse_upload_id(id: &str) -> S3Result<VersionId> {
 }
 
 fn no_such_upload() -> s3s::S3Error {
-    s3_error!(
-        NoSuchUpload,
-        "The specified multipart upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed."
-    )
+    crate::error::model_error(hangar_model::ModelError::NoSuchUpload)
 }
 
 fn check_part_number(n: i32) -> S3Result<u32> {
@@ -82,10 +79,7 @@ impl S3Api {
         self.model
             .put_part(bucket, &mpu.key, mpu.upload_id, part_number, row.clone())
             .await
-            .map_err(|e| match e {
-                hangar_model::ModelError::Invalid(m) if m == "NoSuchUpload" => no_such_upload(),
-                e => crate::error::model_error(e),
-            })?;
+            .or_s3()?;
         Ok(row)
     }
 
@@ -263,10 +257,8 @@ impl S3Api {
             .model
             .complete_multipart(&b, &mpu, &listed, None)
             .await
-            .map_err(|e| match e {
-                hangar_model::ModelError::Invalid(m) if m == "NoSuchUpload" => no_such_upload(),
-                e => crate::error::model_error(e),
-            })? {
+            .or_s3()?
+        {
             Ok(row) => row,
             Err(CompleteError::InvalidPart(n)) => {
                 return Err(s3_error!(

@@ -29,13 +29,18 @@ fn main() {
     }
     let params = LayoutParameters::default();
     let v0 = LayoutVersion::initial(rf);
+    let first_ms = std::cell::Cell::new(0.0f64);
     let run = |label: &str, prev: &LayoutVersion, roles: &BTreeMap<NodeId, NodeRole>| {
         let t = Instant::now();
         let (v, r) =
             compute_assignment(prev, prev.version + 1, roles.clone(), params).expect("layout");
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        if first_ms.get() == 0.0 {
+            first_ms.set(ms);
+        }
         println!(
-            "{label:<12} {nodes} nodes {zones} zones rf {rf}: {:>8.1} ms, {} moves, partition size {} B, usable {:.1}% of {} B",
-            t.elapsed().as_secs_f64() * 1e3,
+            "{label:<12} {nodes} nodes {zones} zones rf {rf}: {ms:>8.1} ms ({:.2}x first), {} moves, partition size {} B, usable {:.1}% of {} B",
+            ms / first_ms.get(),
             r.moves,
             r.partition_size,
             100.0 * r.usable_capacity as f64 / r.total_capacity as f64,

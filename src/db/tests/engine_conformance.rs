@@ -178,7 +178,8 @@ fn survives_reopen(open: impl Fn() -> Arc<dyn Engine>) {
         let e = open();
         e.apply(vec![put("p", b"synced", b"1")], true).unwrap();
         e.apply(vec![put("p", b"unsynced", b"2")], false).unwrap();
-        e.apply(vec![put("p", b"synced later", b"3")], false).unwrap();
+        e.apply(vec![put("p", b"synced later", b"3")], false)
+            .unwrap();
         e.sync().unwrap();
     }
     let e = open();

@@ -144,6 +144,15 @@ impl Db {
         r.await.map_err(|_| DbError::Closed)?
     }
 
+    /// Makes every write acknowledged so far durable, on the blocking pool.
+    /// With `metadata_fsync` on they already are; with it off, a node calls
+    /// this on a clean shutdown instead of relying on the engine's 500 ms
+    /// background flush.
+    pub async fn sync_async(&self) -> Result<()> {
+        let e = self.engine.clone();
+        blocking(move || e.sync()).await
+    }
+
     /// Reads one key (blocking; see [`Db::get_async`]).
     pub fn get(&self, tree: &'static str, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.engine.get(tree, key)

@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-fn crash_rounds(engine: &str) {
+fn crash_rounds(engine: &str, extra: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_hangar-crash-meta"))
         .args([
@@ -18,6 +18,7 @@ fn crash_rounds(engine: &str) {
             "16",
         ])
         .args(["--max-kill-ms", "400"])
+        .args(extra)
         .arg("--dir")
         .arg(dir.path())
         .output()
@@ -37,10 +38,21 @@ fn crash_rounds(engine: &str) {
 
 #[test]
 fn sled_keeps_every_acknowledged_write_across_kill_9() {
-    crash_rounds("sled");
+    crash_rounds("sled", &[]);
 }
 
 #[test]
 fn redb_keeps_every_acknowledged_write_across_kill_9() {
-    crash_rounds("redb");
+    crash_rounds("redb", &[]);
+}
+
+/// Without fsync, a write is kept once `Db::sync_async` has returned.
+#[test]
+fn sled_keeps_synced_writes_without_fsync() {
+    crash_rounds("sled", &["--fsync", "false", "--sync-acked", "true"]);
+}
+
+#[test]
+fn redb_keeps_synced_writes_without_fsync() {
+    crash_rounds("redb", &["--fsync", "false", "--sync-acked", "true"]);
 }

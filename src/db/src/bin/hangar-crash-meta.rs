@@ -17,7 +17,9 @@
 //!
 //! `--fsync false` (for `write` and `run`) turns off `metadata_fsync`, to see
 //! that the check does catch lost writes: a killed process then loses what
-//! the engine still held in memory.
+//! the engine still held in memory. Adding `--sync-acked true` makes each
+//! writer call `Db::sync_async` after each write before announcing it, which
+//! must again lose nothing.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -84,6 +86,7 @@ fn write(engine: DbEngine, dir: &Path, f: &HashMap<String, String>) -> ExitCode 
     let writers: u32 = flag(f, "writers", Some(32));
     let seconds: f64 = flag(f, "seconds", Some(20.0));
     let fsync: bool = flag(f, "fsync", Some(true));
+    let sync_acked: bool = flag(f, "sync-acked", Some(false));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -114,6 +117,11 @@ fn write(engine: DbEngine, dir: &Path, f: &HashMap<String, String>) -> ExitCode 
                         })
                         .await
                         .unwrap_or_else(|e| fail(&format!("write: {e}")));
+                        if sync_acked {
+                            db.sync_async()
+                                .await
+                                .unwrap_or_else(|e| fail(&format!("sync: {e}")));
+                        }
                         // Acknowledged: say so at once, in one line.
                         let mut out = std::io::stdout().lock();
                         writeln!(out, "{key}").and_then(|_| out.flush()).ok();
@@ -191,6 +199,7 @@ fn run(me: &str, f: &HashMap<String, String>, dir: &Path) -> ExitCode {
     let writers: u32 = flag(f, "writers", Some(32));
     let max_kill_ms: u64 = flag(f, "max-kill-ms", Some(600));
     let fsync: bool = flag(f, "fsync", Some(true));
+    let sync_acked: bool = flag(f, "sync-acked", Some(false));
     std::fs::create_dir_all(dir).unwrap_or_else(|e| fail(&format!("{}: {e}", dir.display())));
     let keys_file = dir.join("acked-keys");
     let mut rng = Rng::new();
@@ -203,6 +212,7 @@ fn run(me: &str, f: &HashMap<String, String>, dir: &Path) -> ExitCode {
             .args(["write", "--engine", engine.name(), "--run", &i.to_string()])
             .args(["--writers", &writers.to_string(), "--seconds", "30"])
             .args(["--fsync", &fsync.to_string()])
+            .args(["--sync-acked", &sync_acked.to_string()])
             .arg("--dir")
             .arg(dir)
             .stdout(Stdio::piped())

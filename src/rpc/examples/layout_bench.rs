@@ -49,6 +49,13 @@ fn main() {
         v
     };
     let v1 = run("first", &v0, &roles);
+    let mut h = LayoutHistory::new(rf);
+    h.versions = vec![v1.clone()];
+    println!(
+        "encoded: version {} bytes, history with it {} bytes (MessagePack)",
+        rmp_serde::to_vec_named(&v1).expect("encodes").len(),
+        h.encode().len()
+    );
     let v2 = run("unchanged", &v1, &roles);
     let mut more = roles.clone();
     more.insert(

@@ -247,9 +247,16 @@ fn transitions_write_to_every_active_version_and_read_the_synced_one() {
         h.mark_synced(node(n), 2);
     }
     assert_eq!(h.read_version().version, 1);
+    let statuses: Vec<_> = h.history().iter().map(|s| (s.version, s.status)).collect();
+    assert_eq!(statuses, vec![(1, "read"), (2, "current")]);
     h.mark_synced(node(5), 2);
     assert_eq!(h.read_version().version, 2);
     assert!(!h.prune(), "version 1 is kept until everyone reads from 2");
+    let statuses: Vec<_> = h.history().iter().map(|s| (s.version, s.status)).collect();
+    assert_eq!(statuses, vec![(1, "draining"), (2, "current")]);
+    let described = h.describe_current().unwrap();
+    assert_eq!(described.moves, report.moves);
+    assert_eq!(described.nodes.len(), 5);
     for n in 1..=6 {
         assert!(h.ack_sync(node(n), 2));
     }

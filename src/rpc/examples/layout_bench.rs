@@ -20,7 +20,8 @@ fn main() {
     let mut roles = BTreeMap::new();
     for i in 0..nodes {
         let mut id = [0u8; 32];
-        id[..8].copy_from_slice(&(i as u64 * 0x9e37_79b9_7f4a_7c15).to_be_bytes());
+        id[..8]
+            .copy_from_slice(&((i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)).to_be_bytes());
         let cap = (1 + (i * 7) % 8) as u64 * 1_000_000_000_000;
         roles.insert(
             NodeId(id),

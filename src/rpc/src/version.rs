@@ -152,6 +152,18 @@ impl LayoutVersion {
                 PARTITION_COUNT * self.replication_factor
             ));
         }
+        let storage: Vec<NodeId> = self
+            .roles
+            .iter()
+            .filter(|(_, r)| !r.is_gateway())
+            .map(|(n, _)| *n)
+            .collect();
+        if storage != self.node_ids {
+            return bad(format!(
+                "version {}: node_ids are not exactly the storage nodes",
+                self.version
+            ));
+        }
         for n in &self.node_ids {
             if self.roles.get(n).is_none_or(|r| r.is_gateway()) {
                 return bad(format!(

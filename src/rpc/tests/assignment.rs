@@ -120,6 +120,18 @@ fn random_clusters_meet_constraints_and_capacity() {
             continue;
         }
         let (v, report) = res.unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        // The same cluster cut down to rf - 1 storage nodes is refused.
+        let mut few = roles.clone();
+        let storage: Vec<NodeId> = v.node_ids.clone();
+        for n in &storage[rf - 1..] {
+            few.remove(n);
+        }
+        match compute_assignment(&prev, 1, few, params) {
+            Err(LayoutError::NotEnoughNodes { rf: r, have, .. }) => {
+                assert_eq!((r, have), (rf, rf - 1), "seed {seed}")
+            }
+            other => panic!("seed {seed}: {other:?}"),
+        }
         check_valid(&v, &report, seed);
         assert_eq!(
             report.moves,

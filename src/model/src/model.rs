@@ -515,19 +515,6 @@ impl Model {
         from: u32,
         limit: usize,
     ) -> Result<Vec<(u32, BlockEntry)>> {
-        let rows = self
-            .versions
-            .range(
-                version,
-                Bound::Included(&from.to_be_bytes()),
-                Bound::Unbounded,
-                false,
-                limit,
-            )
-            .await?;
-        Ok(rows
-            .into_iter()
-            .filter_map(|(k, e)| Some((u32::from_be_bytes(k.try_into().ok()?), e)))
-            .collect())
+        Ok(self.versions.range_numbered(version, from, limit).await?)
     }
 }

@@ -188,19 +188,9 @@ impl Model {
         from: u32,
         limit: usize,
     ) -> Result<Vec<(u32, PartRow)>> {
-        let rows = Table::<PartTable>::new(self.db().clone())
-            .range(
-                upload_id,
-                Bound::Included(&from.to_be_bytes()),
-                Bound::Unbounded,
-                false,
-                limit,
-            )
-            .await?;
-        Ok(rows
-            .into_iter()
-            .filter_map(|(k, r)| Some((u32::from_be_bytes(k.try_into().ok()?), r)))
-            .collect())
+        Ok(Table::<PartTable>::new(self.db().clone())
+            .range_numbered(upload_id, from, limit)
+            .await?)
     }
 
     /// Ends an upload: its row and every part are removed and released.

@@ -164,6 +164,29 @@ impl<S: Schema> Table<S> {
             .collect()
     }
 
+    /// For tables whose sort key is a big-endian `u32` (block and part
+    /// numbers): up to `limit` rows of `partition` numbered `from` or more.
+    pub async fn range_numbered(
+        &self,
+        partition: &[u8],
+        from: u32,
+        limit: usize,
+    ) -> Result<Vec<(u32, S::Row)>> {
+        let rows = self
+            .range(
+                partition,
+                Bound::Included(&from.to_be_bytes()),
+                Bound::Unbounded,
+                false,
+                limit,
+            )
+            .await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(k, r)| Some((u32::from_be_bytes(k.try_into().ok()?), r)))
+            .collect())
+    }
+
     /// Reads a row inside a write transaction.
     pub fn tx_get(tx: &Tx<'_>, partition: &[u8], sort: &[u8]) -> Result<Option<S::Row>> {
         tx.get(S::TREE, &storage_key::<S>(partition, sort))?

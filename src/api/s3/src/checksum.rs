@@ -174,6 +174,24 @@ pub fn verify(
     })
 }
 
+/// Sets the checksum field of output `$out` (any S3 DTO with the five
+/// `checksum_*` fields) that matches `$c: Option<&StoredChecksum>`.
+macro_rules! fill_checksum {
+    ($c:expr, $out:expr) => {
+        $crate::checksum::fill(
+            $c,
+            [
+                &mut $out.checksum_crc32,
+                &mut $out.checksum_crc32c,
+                &mut $out.checksum_crc64nvme,
+                &mut $out.checksum_sha1,
+                &mut $out.checksum_sha256,
+            ],
+        )
+    };
+}
+pub(crate) use fill_checksum;
+
 /// Sets, among an output's checksum fields (CRC32, CRC32C, CRC64NVME, SHA1,
 /// SHA256, in that order), the one matching `c`'s algorithm.
 pub fn fill(c: Option<&StoredChecksum>, slots: [&mut Option<String>; 5]) {

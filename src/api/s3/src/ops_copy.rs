@@ -15,13 +15,15 @@ use crate::ops_put::system_headers;
 use crate::time::timestamp;
 
 impl S3Api {
-    /// The bucket and key of a copy source, once the caller's read
-    /// permission on it is checked (the access check covered the destination).
+    /// The object a copy reads, once the caller's read permission on it
+    /// (the access check covered the destination) and the copy-source
+    /// preconditions are checked; with its bucket and key.
     pub(crate) async fn copy_source<T>(
         &self,
         req: &S3Request<T>,
         source: &CopySource,
-    ) -> S3Result<(String, String)> {
+        conditions: Preconditions<'_>,
+    ) -> S3Result<(String, String, ObjectRow)> {
         let (bucket, key) = match source {
             CopySource::Bucket {
                 bucket,
@@ -54,7 +56,9 @@ impl S3Api {
         if self.model.get_bucket(&bucket).await.or_s3()?.is_some() && !k.permission(&bucket).read {
             return Err(s3_error!(AccessDenied, "Access Denied to the copy source"));
         }
-        Ok((bucket, key))
+        let obj = self.object_for_read(&bucket, &key).await?;
+        conditions.check(&obj, true)?;
+        Ok((bucket, key, obj))
     }
 
     pub(crate) async fn do_copy_object(
@@ -62,25 +66,22 @@ impl S3Api {
         req: S3Request<CopyObjectInput>,
     ) -> S3Result<S3Response<CopyObjectOutput>> {
         let input = &req.input;
-        let (src_bucket, src_key) = self.copy_source(&req, &input.copy_source).await?;
-        let src_b = self.bucket(&src_bucket).await?;
+        let (src_bucket, src_key, src) = self
+            .copy_source(
+                &req,
+                &input.copy_source,
+                Preconditions {
+                    if_match: input.copy_source_if_match.as_ref(),
+                    if_none_match: input.copy_source_if_none_match.as_ref(),
+                    if_modified_since: input.copy_source_if_modified_since.as_ref(),
+                    if_unmodified_since: input.copy_source_if_unmodified_since.as_ref(),
+                },
+            )
+            .await?;
         let dst_b = self.bucket(&input.bucket).await?;
         if input.key.len() > 1024 {
             return Err(s3_error!(KeyTooLongError, "Your key is too long"));
         }
-        let src = self
-            .model
-            .get_object(&src_b, &src_key)
-            .await
-            .or_s3()?
-            .ok_or_else(|| s3_error!(NoSuchKey, "The specified key does not exist."))?;
-        Preconditions {
-            if_match: input.copy_source_if_match.as_ref(),
-            if_none_match: input.copy_source_if_none_match.as_ref(),
-            if_modified_since: input.copy_source_if_modified_since.as_ref(),
-            if_unmodified_since: input.copy_source_if_unmodified_since.as_ref(),
-        }
-        .check(&src, true)?;
 
         let replace = input
             .metadata_directive

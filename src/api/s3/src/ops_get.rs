@@ -88,13 +88,37 @@ fn describe(
 }
 
 impl S3Api {
-    async fn object_for_read(&self, bucket: &str, key: &str) -> S3Result<ObjectRow> {
+    pub(crate) async fn object_for_read(&self, bucket: &str, key: &str) -> S3Result<ObjectRow> {
         let b = self.bucket(bucket).await?;
         self.model
             .get_object(&b, key)
             .await
             .or_s3()?
             .ok_or_else(|| s3_error!(NoSuchKey, "The specified key does not exist."))
+    }
+
+    /// What GET and HEAD share: the object, its preconditions, and the
+    /// byte range to send (`None`: all of it).
+    async fn prepare_read(
+        &self,
+        bucket: &str,
+        key: &str,
+        conditions: Preconditions<'_>,
+        range: Option<&s3s::dto::Range>,
+        part_number: Option<i32>,
+    ) -> S3Result<(ObjectRow, Option<Range<u64>>)> {
+        let obj = self.object_for_read(bucket, key).await?;
+        conditions.check(&obj, false)?;
+        if let Some(p) = part_number
+            && p != 1
+        {
+            return Err(s3_error!(
+                InvalidArgument,
+                "The requested partnumber is not satisfiable: partNumber other than 1 is not supported"
+            ));
+        }
+        let range = range.map(|r| r.check(obj.size)).transpose()?;
+        Ok((obj, range))
     }
 
     /// The bytes `range` of `obj`, as a stream of blocks.
@@ -157,26 +181,20 @@ impl S3Api {
         req: S3Request<GetObjectInput>,
     ) -> S3Result<S3Response<GetObjectOutput>> {
         let input = &req.input;
-        let obj = self.object_for_read(&input.bucket, &input.key).await?;
-        Preconditions {
-            if_match: input.if_match.as_ref(),
-            if_none_match: input.if_none_match.as_ref(),
-            if_modified_since: input.if_modified_since.as_ref(),
-            if_unmodified_since: input.if_unmodified_since.as_ref(),
-        }
-        .check(&obj, false)?;
-        if let Some(p) = input.part_number
-            && p != 1
-        {
-            return Err(s3_error!(
-                InvalidArgument,
-                "The requested partnumber is not satisfiable: objects uploaded in one part have only part 1"
-            ));
-        }
-        let range = match &input.range {
-            Some(r) => Some(r.check(obj.size)?),
-            None => None,
-        };
+        let (obj, range) = self
+            .prepare_read(
+                &input.bucket,
+                &input.key,
+                Preconditions {
+                    if_match: input.if_match.as_ref(),
+                    if_none_match: input.if_none_match.as_ref(),
+                    if_modified_since: input.if_modified_since.as_ref(),
+                    if_unmodified_since: input.if_unmodified_since.as_ref(),
+                },
+                input.range.as_ref(),
+                input.part_number,
+            )
+            .await?;
         let d = describe(
             &obj,
             range.as_ref(),
@@ -214,16 +232,7 @@ impl S3Api {
             last_modified: Some(timestamp(obj.timestamp_msec)),
             ..Default::default()
         };
-        checksum::fill(
-            d.checksum.as_ref(),
-            [
-                &mut out.checksum_crc32,
-                &mut out.checksum_crc32c,
-                &mut out.checksum_crc64nvme,
-                &mut out.checksum_sha1,
-                &mut out.checksum_sha256,
-            ],
-        );
+        checksum::fill_checksum!(d.checksum.as_ref(), out);
         if d.checksum.is_some() {
             out.checksum_type = Some(s3s::dto::ChecksumType::from_static(
                 s3s::dto::ChecksumType::FULL_OBJECT,
@@ -242,18 +251,20 @@ impl S3Api {
         req: S3Request<HeadObjectInput>,
     ) -> S3Result<S3Response<HeadObjectOutput>> {
         let input = &req.input;
-        let obj = self.object_for_read(&input.bucket, &input.key).await?;
-        Preconditions {
-            if_match: input.if_match.as_ref(),
-            if_none_match: input.if_none_match.as_ref(),
-            if_modified_since: input.if_modified_since.as_ref(),
-            if_unmodified_since: input.if_unmodified_since.as_ref(),
-        }
-        .check(&obj, false)?;
-        let range = match &input.range {
-            Some(r) => Some(r.check(obj.size)?),
-            None => None,
-        };
+        let (obj, range) = self
+            .prepare_read(
+                &input.bucket,
+                &input.key,
+                Preconditions {
+                    if_match: input.if_match.as_ref(),
+                    if_none_match: input.if_none_match.as_ref(),
+                    if_modified_since: input.if_modified_since.as_ref(),
+                    if_unmodified_since: input.if_unmodified_since.as_ref(),
+                },
+                input.range.as_ref(),
+                input.part_number,
+            )
+            .await?;
         let d = describe(&obj, range.as_ref(), input.checksum_mode.as_ref(), &[]);
         let mut out = HeadObjectOutput {
             content_length: Some(d.content_length as i64),
@@ -263,16 +274,7 @@ impl S3Api {
             last_modified: Some(timestamp(obj.timestamp_msec)),
             ..Default::default()
         };
-        checksum::fill(
-            d.checksum.as_ref(),
-            [
-                &mut out.checksum_crc32,
-                &mut out.checksum_crc32c,
-                &mut out.checksum_crc64nvme,
-                &mut out.checksum_sha1,
-                &mut out.checksum_sha256,
-            ],
-        );
+        checksum::fill_checksum!(d.checksum.as_ref(), out);
         let mut resp = S3Response::new(out);
         resp.headers = d.headers;
         if resp.output.content_range.is_some() {

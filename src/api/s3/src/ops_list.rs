@@ -169,6 +169,22 @@ fn max_keys(m: Option<i32>) -> S3Result<usize> {
     }
 }
 
+fn contents(objects: Vec<(String, ObjectRow)>, enc: &impl Fn(&str) -> String) -> Vec<Object> {
+    objects
+        .into_iter()
+        .map(|(k, r)| object(k, &r, enc))
+        .collect()
+}
+
+fn common_prefixes(prefixes: Vec<String>, enc: &impl Fn(&str) -> String) -> Vec<CommonPrefix> {
+    prefixes
+        .into_iter()
+        .map(|p| CommonPrefix {
+            prefix: Some(enc(&p)),
+        })
+        .collect()
+}
+
 fn object(key: String, row: &ObjectRow, enc: &impl Fn(&str) -> String) -> Object {
     Object {
         key: Some(enc(&key)),
@@ -236,20 +252,8 @@ impl S3Api {
             next_continuation_token: l.next_start.map(hex::encode),
             start_after: input.start_after.as_deref().map(&enc),
             encoding_type: input.encoding_type,
-            contents: Some(
-                l.objects
-                    .into_iter()
-                    .map(|(k, r)| object(k, &r, &enc))
-                    .collect(),
-            ),
-            common_prefixes: Some(
-                l.prefixes
-                    .into_iter()
-                    .map(|p| CommonPrefix {
-                        prefix: Some(enc(&p)),
-                    })
-                    .collect(),
-            ),
+            contents: Some(contents(l.objects, &enc)),
+            common_prefixes: Some(common_prefixes(l.prefixes, &enc)),
             request_charged: None,
         };
         Ok(S3Response::new(out))
@@ -296,20 +300,8 @@ impl S3Api {
                 None
             },
             encoding_type: input.encoding_type,
-            contents: Some(
-                l.objects
-                    .into_iter()
-                    .map(|(k, r)| object(k, &r, &enc))
-                    .collect(),
-            ),
-            common_prefixes: Some(
-                l.prefixes
-                    .into_iter()
-                    .map(|p| CommonPrefix {
-                        prefix: Some(enc(&p)),
-                    })
-                    .collect(),
-            ),
+            contents: Some(contents(l.objects, &enc)),
+            common_prefixes: Some(common_prefixes(l.prefixes, &enc)),
             request_charged: None,
         };
         Ok(S3Response::new(out))

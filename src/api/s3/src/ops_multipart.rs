@@ -149,16 +149,7 @@ impl S3Api {
             e_tag: Some(ETag::Strong(row.etag.clone())),
             ..Default::default()
         };
-        checksum::fill(
-            row.checksum.as_ref(),
-            [
-                &mut out.checksum_crc32,
-                &mut out.checksum_crc32c,
-                &mut out.checksum_crc64nvme,
-                &mut out.checksum_sha1,
-                &mut out.checksum_sha256,
-            ],
-        );
+        checksum::fill_checksum!(row.checksum.as_ref(), out);
         Ok(S3Response::new(out))
     }
 
@@ -171,21 +162,18 @@ impl S3Api {
         let (b, mpu) = self
             .upload(&input.bucket, &input.key, &input.upload_id)
             .await?;
-        let (src_bucket, src_key) = self.copy_source(&req, &input.copy_source).await?;
-        let src_b = self.bucket(&src_bucket).await?;
-        let src = self
-            .model
-            .get_object(&src_b, &src_key)
-            .await
-            .or_s3()?
-            .ok_or_else(|| s3_error!(NoSuchKey, "The specified key does not exist."))?;
-        Preconditions {
-            if_match: input.copy_source_if_match.as_ref(),
-            if_none_match: input.copy_source_if_none_match.as_ref(),
-            if_modified_since: input.copy_source_if_modified_since.as_ref(),
-            if_unmodified_since: input.copy_source_if_unmodified_since.as_ref(),
-        }
-        .check(&src, true)?;
+        let (_, _, src) = self
+            .copy_source(
+                &req,
+                &input.copy_source,
+                Preconditions {
+                    if_match: input.copy_source_if_match.as_ref(),
+                    if_none_match: input.copy_source_if_none_match.as_ref(),
+                    if_modified_since: input.copy_source_if_modified_since.as_ref(),
+                    if_unmodified_since: input.copy_source_if_unmodified_since.as_ref(),
+                },
+            )
+            .await?;
         let range = match &input.copy_source_range {
             None => 0..src.size,
             Some(r) => {
@@ -342,16 +330,7 @@ impl S3Api {
                     last_modified: Some(timestamp(p.timestamp_msec)),
                     ..Default::default()
                 };
-                checksum::fill(
-                    p.checksum.as_ref(),
-                    [
-                        &mut part.checksum_crc32,
-                        &mut part.checksum_crc32c,
-                        &mut part.checksum_crc64nvme,
-                        &mut part.checksum_sha1,
-                        &mut part.checksum_sha256,
-                    ],
-                );
+                checksum::fill_checksum!(p.checksum.as_ref(), part);
                 part
             })
             .collect();

@@ -320,16 +320,7 @@ impl S3Api {
             size: Some(row.size as i64),
             ..Default::default()
         };
-        checksum::fill(
-            row.checksum.as_ref(),
-            [
-                &mut out.checksum_crc32,
-                &mut out.checksum_crc32c,
-                &mut out.checksum_crc64nvme,
-                &mut out.checksum_sha1,
-                &mut out.checksum_sha256,
-            ],
-        );
+        checksum::fill_checksum!(row.checksum.as_ref(), out);
         let published = self.model.publish_if(&bucket, &input.key, row, cond).await;
         if published.is_err() {
             // The version was never published: release its blocks.

@@ -3,8 +3,7 @@
 //! The node listens on a Unix socket, `<metadata_dir>/admin.sock`, created
 //! with mode 0600: whoever can use it could read the node's files anyway.
 //! One connection carries one request: a JSON [`Request`] on one line, then
-//! one JSON [`Response`] line. (When the RPC mesh lands, the CLI will also
-//! reach remote nodes through it; this socket stays the local path.)
+//! one JSON [`Response`] line.
 
 use serde::{Deserialize, Serialize};
 
@@ -62,6 +61,26 @@ pub enum Request {
     NodeConnect {
         peer: String,
     },
+    /// `layout assign`: fields left `None`/empty keep the staged role's.
+    LayoutAssign {
+        nodes: Vec<String>,
+        zone: Option<String>,
+        capacity: Option<u64>,
+        gateway: bool,
+        tags: Vec<String>,
+    },
+    LayoutRemove {
+        node: String,
+    },
+    LayoutConfig {
+        zone_redundancy: String,
+    },
+    LayoutShow,
+    LayoutApply {
+        version: u64,
+    },
+    LayoutRevert,
+    LayoutHistory,
 }
 
 /// The node's answer: a JSON value, or an error message for the operator.

@@ -12,6 +12,8 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixListener;
 
 use crate::admin_proto::{Request, Response};
+use crate::cluster_layout::ClusterLayout;
+use crate::layout_admin::{self, AssignArgs};
 
 /// Largest request line accepted.
 const MAX_REQUEST: usize = 64 * 1024;
@@ -35,6 +37,8 @@ pub struct AdminState {
     pub model: Arc<Model>,
     pub workers: WorkerRegistry,
     pub mesh: Mesh,
+    pub layout: ClusterLayout,
+    pub consistency_mode: hangar_util::config::ConsistencyMode,
 }
 
 async fn handle(st: &AdminState, req: Request) -> Result<Value, String> {
@@ -133,10 +137,7 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, String> {
             serde_json::to_value(st.workers.list()).map_err(|e| e.to_string())?
         }
         Request::NodeId => json!({"node": st.mesh.peer_addr().to_string()}),
-        Request::Status => json!({
-            "node": st.mesh.peer_addr().to_string(),
-            "peers": serde_json::to_value(st.mesh.peer_status()).map_err(|e| e.to_string())?,
-        }),
+        Request::Status => layout_admin::status(&st.layout, &st.mesh, st.consistency_mode).await,
         Request::NodeConnect { peer } => {
             let addr: PeerAddr = peer
                 .parse()
@@ -147,6 +148,30 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, String> {
                 .map_err(|e| format!("cannot connect to {peer}: {e}"))?;
             json!({"connected": addr.to_string()})
         }
+        Request::LayoutAssign {
+            nodes,
+            zone,
+            capacity,
+            gateway,
+            tags,
+        } => {
+            let args = AssignArgs {
+                nodes,
+                zone,
+                capacity,
+                gateway,
+                tags,
+            };
+            layout_admin::assign(&st.layout, &st.mesh, args).await?
+        }
+        Request::LayoutRemove { node } => layout_admin::remove(&st.layout, &st.mesh, &node).await?,
+        Request::LayoutConfig { zone_redundancy } => {
+            layout_admin::config(&st.layout, &zone_redundancy).await?
+        }
+        Request::LayoutShow => layout_admin::show(&st.layout).await,
+        Request::LayoutApply { version } => layout_admin::apply(&st.layout, version).await?,
+        Request::LayoutRevert => layout_admin::revert(&st.layout).await?,
+        Request::LayoutHistory => layout_admin::history(&st.layout).await,
     })
 }
 

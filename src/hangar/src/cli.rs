@@ -145,7 +145,8 @@ pub async fn call(metadata_dir: &Path, req: &Request) -> Result<Value, String> {
     }
 }
 
-fn s(v: &Value, k: &str) -> String {
+/// A JSON field as display text (`""` for null).
+pub fn s(v: &Value, k: &str) -> String {
     match &v[k] {
         Value::String(s) => s.clone(),
         Value::Null => String::new(),
@@ -352,10 +353,47 @@ pub async fn status(metadata_dir: &Path, json: bool) -> Result<(), String> {
         return Ok(());
     }
     let now = hangar_util::time::now_msec();
+    let size = |x: &Value| {
+        x.as_u64()
+            .map(crate::layout_cli::human)
+            .unwrap_or_else(|| "-".into())
+    };
+    let free = |d: &Value| {
+        if d.is_null() {
+            "-".to_string()
+        } else {
+            let (a, t) = (
+                d["avail"].as_u64().unwrap_or(0),
+                d["total"].as_u64().unwrap_or(0),
+            );
+            let pct = if t == 0 {
+                0.0
+            } else {
+                a as f64 * 100.0 / t as f64
+            };
+            format!("{} ({pct:.0}%)", size(&d["avail"]))
+        }
+    };
     println!(
-        "{:<18} {:<24} {:<5} {:>10} {:>9}",
-        "ID", "ADDRESS", "UP", "LAST SEEN", "RTT"
+        "==== NODES (layout version {}, replication factor {}) ====",
+        s(&v, "layout_version"),
+        s(&v, "replication_factor")
     );
+    println!(
+        "{:<18} {:<14} {:<22} {:<8} {:>10} {:>5} {:<5} {:>10} {:>8} {:>16} {:>16}",
+        "ID",
+        "HOSTNAME",
+        "ADDRESS",
+        "ZONE",
+        "CAPACITY",
+        "PARTS",
+        "UP",
+        "LAST SEEN",
+        "RTT",
+        "DATA FREE",
+        "META FREE"
+    );
+    let mut refused = Vec::new();
     for p in v["peers"].as_array().cloned().unwrap_or_default() {
         let id = s(&p, "id");
         let short = if p["is_self"] == Value::Bool(true) {
@@ -363,25 +401,76 @@ pub async fn status(metadata_dir: &Path, json: bool) -> Result<(), String> {
         } else {
             id[..id.len().min(16)].to_owned()
         };
-        let seen = p["last_seen_msec"]
-            .as_u64()
-            .map(|t| format!("{:.1}s ago", now.saturating_sub(t) as f64 / 1000.0))
-            .unwrap_or_else(|| "never".into());
+        let seen = if p["is_self"] == Value::Bool(true) {
+            "-".into()
+        } else {
+            p["last_seen_msec"]
+                .as_u64()
+                .map(|t| format!("{:.1}s ago", now.saturating_sub(t) as f64 / 1000.0))
+                .unwrap_or_else(|| "never".into())
+        };
         let rtt = p["rtt_msec"]
             .as_f64()
             .map(|r| format!("{r:.2}ms"))
             .unwrap_or_else(|| "-".into());
+        let cap = if p["gateway"] == Value::Bool(true) {
+            "gateway".into()
+        } else {
+            size(&p["capacity"])
+        };
+        let zone = match s(&p, "zone") {
+            z if z.is_empty() => "-".to_string(),
+            z => z,
+        };
+        let host = match s(&p, "hostname") {
+            h if h.is_empty() => "?".to_string(),
+            h => h,
+        };
         println!(
-            "{:<18} {:<24} {:<5} {:>10} {:>9}",
+            "{:<18} {:<14} {:<22} {:<8} {:>10} {:>5} {:<5} {:>10} {:>8} {:>16} {:>16}",
             short,
+            host,
             s(&p, "addr"),
+            zone,
+            cap,
+            s(&p, "partitions"),
             if p["is_up"] == Value::Bool(true) {
                 "up"
             } else {
                 "DOWN"
             },
             seen,
-            rtt
+            rtt,
+            free(&p["data_disk"]),
+            free(&p["metadata_disk"]),
+        );
+        if let Some(why) = p["layout_refused"].as_str() {
+            refused.push(format!("{}: {why}", &id[..id.len().min(16)]));
+        }
+    }
+    if v["staged_changes"] == Value::Bool(true) {
+        println!("There are staged layout changes: see `hangar layout show`.");
+    }
+    for r in refused {
+        println!("Layout exchange refused with {r}");
+    }
+    let h = &v["health"];
+    println!();
+    if s(h, "status") == "no layout applied" {
+        println!(
+            "Cluster health: no layout applied yet (`hangar layout assign`, then `hangar layout apply`)."
+        );
+    } else {
+        println!(
+            "Cluster health: {} ({} mode, write quorum {} of {}): {} partitions healthy, {} degraded, {} unavailable, of {}",
+            s(h, "status").to_uppercase(),
+            s(h, "consistency_mode"),
+            s(h, "write_quorum"),
+            s(&v, "replication_factor"),
+            s(h, "healthy"),
+            s(h, "degraded"),
+            s(h, "unavailable"),
+            s(h, "partitions"),
         );
     }
     Ok(())

@@ -3,7 +3,12 @@
 mod admin_proto;
 mod admin_server;
 mod cli;
+mod cluster_layout;
+mod layout_admin;
+mod layout_cli;
+mod layout_file;
 mod node;
+mod node_info;
 mod single_node;
 
 use std::path::PathBuf;
@@ -19,11 +24,11 @@ use hangar_util::config::Config;
     about = "Hangar, an S3-compatible object store cluster"
 )]
 struct Cli {
-    /// Configuration file.
+    /// Configuration file (before the subcommand, as in Garage: `layout
+    /// assign` has its own `-c`, the capacity).
     #[arg(
         short = 'c',
         long = "config",
-        global = true,
         env = "HANGAR_CONFIG_FILE",
         default_value = "/etc/hangar.toml"
     )]
@@ -57,8 +62,12 @@ enum Cmd {
     /// Node identity and peering.
     #[command(subcommand)]
     Node(cli::NodeCmd),
-    /// Every known node: address, up/down, last seen, ping RTT.
+    /// Every known node (address, hostname, zone, capacity, up/down, last
+    /// seen, disks) and the cluster health.
     Status,
+    /// The cluster layout: roles, staged changes, versions.
+    #[command(subcommand)]
+    Layout(layout_cli::LayoutCmd),
     /// Inspect background workers.
     #[command(subcommand)]
     Worker(cli::WorkerCmd),
@@ -96,6 +105,7 @@ fn main() -> ExitCode {
                     Cmd::Worker(c) => cli::worker(&meta, c, cli.json).await,
                     Cmd::Node(c) => cli::node(&cfg, c, cli.json).await,
                     Cmd::Status => cli::status(&meta, cli.json).await,
+                    Cmd::Layout(c) => layout_cli::run(&meta, c, cli.json).await,
                     Cmd::SingleNode { .. } => unreachable!("handled above"),
                 }
             }

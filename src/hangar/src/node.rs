@@ -18,6 +18,8 @@ use prometheus_client::registry::Registry;
 
 use crate::admin_proto::SOCKET_NAME;
 use crate::admin_server;
+use crate::cluster_layout::ClusterLayout;
+use crate::layout_file::{self, LayoutFileError};
 
 /// Errors that stop a node from starting.
 #[derive(Debug, thiserror::Error)]
@@ -32,6 +34,8 @@ pub enum NodeError {
     Model(#[from] hangar_model::ModelError),
     #[error("RPC mesh: {0}")]
     Net(#[from] hangar_net::NetError),
+    #[error("cluster layout: {0}")]
+    Layout(#[from] LayoutFileError),
     #[error("{what}: {source}")]
     Io {
         what: String,
@@ -51,6 +55,7 @@ pub struct Node {
     pub model: Arc<Model>,
     pub workers: WorkerRegistry,
     pub mesh: Mesh,
+    pub layout: ClusterLayout,
 }
 
 /// Opens the stores and starts the background workers.
@@ -59,6 +64,8 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
         "cannot create metadata_dir {}",
         cfg.metadata_dir.display()
     )))?;
+    let replication = cfg.replication()?;
+    let history = layout_file::load_or_create(&cfg.metadata_dir, replication.factor)?;
     let engine = open_engine(cfg.db_engine, &cfg.metadata_dir)?;
     let db = Db::new(
         engine,
@@ -90,12 +97,25 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
     );
     let mesh = Mesh::start(MeshConfig::from_config(cfg)?).await?;
     tracing::info!("RPC mesh on {} as {}", cfg.rpc_bind_addr, mesh.peer_addr());
+    let layout = match ClusterLayout::start(
+        mesh.clone(),
+        history,
+        cfg.metadata_dir.clone(),
+        cfg.data_dir.writable(),
+    ) {
+        Ok(l) => l,
+        Err(e) => {
+            mesh.shutdown().await;
+            return Err(e.into());
+        }
+    };
     Ok(Node {
         db,
         blocks,
         model,
         workers,
         mesh,
+        layout,
     })
 }
 
@@ -113,6 +133,8 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
         model: node.model.clone(),
         workers: node.workers.clone(),
         mesh: node.mesh.clone(),
+        layout: node.layout.clone(),
+        consistency_mode: cfg.replication()?.consistency,
     };
     admin_server::serve(&sock, state)
         .await

@@ -1,0 +1,368 @@
+//! The node side of `hangar layout …` and the layout part of `hangar
+//! status`: runs the operator's change on the cluster layout and answers
+//! with JSON (ids and hashes in hex) that the CLI prints.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use hangar_net::Mesh;
+use hangar_rpc::{
+    AssignmentReport, LayoutHistory, LayoutParameters, NodeId, NodeRole, PARTITION_COUNT, Quorums,
+    ZoneRedundancy, resolve_node_prefix,
+};
+use hangar_util::config::ConsistencyMode;
+use hangar_util::time::now_msec;
+use serde_json::{Value, json};
+
+use crate::cluster_layout::ClusterLayout;
+
+/// What data movement does not do yet, said wherever versions are listed.
+pub const NO_SYNC_NOTE: &str = "data is not moved between nodes yet (tables and blocks are not replicated), so no node reports a version synced: older versions stay listed as draining/read and are never retired";
+
+/// `layout assign`: what the operator gave; fields not given keep the
+/// node's staged role.
+pub struct AssignArgs {
+    pub nodes: Vec<String>,
+    pub zone: Option<String>,
+    pub capacity: Option<u64>,
+    pub gateway: bool,
+    pub tags: Vec<String>,
+}
+
+/// Every node id a prefix may name: the mesh's peers and the layout's nodes.
+fn known_nodes(mesh: &Mesh, h: &LayoutHistory) -> BTreeSet<NodeId> {
+    let mut known: BTreeSet<NodeId> = mesh
+        .peer_status()
+        .into_iter()
+        .map(|p| NodeId(p.id.0))
+        .collect();
+    known.extend(h.all_nodes());
+    known.extend(h.staged_roles().into_keys());
+    known
+}
+
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+fn pushed_note(v: &mut Value, pushed: usize) {
+    v["pushed_to_peers"] = json!(pushed);
+}
+
+/// `layout assign`.
+pub async fn assign(layout: &ClusterLayout, mesh: &Mesh, a: AssignArgs) -> Result<Value, String> {
+    if a.gateway && a.capacity.is_some() {
+        return Err("-g (gateway) and -c (capacity) exclude each other".into());
+    }
+    let me = layout.me();
+    let (staged, pushed) = layout
+        .update("layout assign", |h| {
+            let known = known_nodes(mesh, h);
+            let mut staged = Vec::new();
+            for prefix in &a.nodes {
+                let node = resolve_node_prefix(prefix, known.iter().copied()).map_err(err)?;
+                let old = h.staged_roles().get(&node).cloned();
+                let zone = a
+                    .zone
+                    .clone()
+                    .or_else(|| old.as_ref().map(|r| r.zone.clone()))
+                    .ok_or_else(|| {
+                        format!("node {} has no role yet: give its zone with -z", node.short())
+                    })?;
+                let capacity = if a.gateway {
+                    None
+                } else if let Some(c) = a.capacity {
+                    Some(c)
+                } else {
+                    old.as_ref().map(|r| r.capacity).ok_or_else(|| {
+                        format!(
+                            "node {} has no role yet: give its capacity with -c (e.g. -c 1T), or make it a gateway with -g",
+                            node.short()
+                        )
+                    })?
+                };
+                let tags = if a.tags.is_empty() {
+                    old.map(|r| r.tags).unwrap_or_default()
+                } else {
+                    a.tags.clone()
+                };
+                let role = NodeRole {
+                    zone,
+                    capacity,
+                    tags,
+                };
+                h.stage_role(me, now_msec(), node, role.clone())
+                    .map_err(err)?;
+                staged.push(json!({"node": node, "role": role}));
+            }
+            Ok(staged)
+        })
+        .await?;
+    let mut v = json!({ "staged": staged });
+    pushed_note(&mut v, pushed);
+    Ok(v)
+}
+
+/// `layout remove`.
+pub async fn remove(layout: &ClusterLayout, mesh: &Mesh, prefix: &str) -> Result<Value, String> {
+    let me = layout.me();
+    let (node, pushed) = layout
+        .update("layout remove", |h| {
+            let node = resolve_node_prefix(prefix, known_nodes(mesh, h)).map_err(err)?;
+            h.stage_removal(me, now_msec(), node).map_err(err)?;
+            Ok(node)
+        })
+        .await?;
+    let mut v = json!({ "removed": node });
+    pushed_note(&mut v, pushed);
+    Ok(v)
+}
+
+/// `layout config -r`.
+pub async fn config(layout: &ClusterLayout, zone_redundancy: &str) -> Result<Value, String> {
+    let zr: ZoneRedundancy = zone_redundancy.parse().map_err(err)?;
+    let me = layout.me();
+    let params = LayoutParameters {
+        zone_redundancy: zr,
+    };
+    let ((), pushed) = layout
+        .update("layout config", |h| {
+            h.stage_parameters(me, now_msec(), params).map_err(err)
+        })
+        .await?;
+    let mut v = json!({ "zone_redundancy": zr });
+    pushed_note(&mut v, pushed);
+    Ok(v)
+}
+
+/// `layout apply --version N`.
+pub async fn apply(layout: &ClusterLayout, version: u64) -> Result<Value, String> {
+    let me = layout.me();
+    let (report, pushed) = layout
+        .update("layout apply", |h| {
+            h.apply(version, me, now_msec()).map_err(err)
+        })
+        .await?;
+    let mut v = json!({ "version": version, "report": report });
+    pushed_note(&mut v, pushed);
+    Ok(v)
+}
+
+/// `layout revert`.
+pub async fn revert(layout: &ClusterLayout) -> Result<Value, String> {
+    let me = layout.me();
+    let (had, pushed) = layout
+        .update("layout revert", |h| Ok(h.revert(me, now_msec())))
+        .await?;
+    let mut v = json!({ "reverted": had });
+    pushed_note(&mut v, pushed);
+    Ok(v)
+}
+
+fn conflicts_json(h: &LayoutHistory) -> Value {
+    let m: BTreeMap<String, Vec<String>> = h
+        .conflicts
+        .iter()
+        .map(|(v, hs)| (v.to_string(), hs.iter().map(|x| x.to_hex()).collect()))
+        .collect();
+    json!(m)
+}
+
+fn report_json(r: &AssignmentReport) -> Value {
+    serde_json::to_value(r).expect("reports encode")
+}
+
+/// `layout show`: the current version, the staged changes and what
+/// applying them would do.
+pub async fn show(layout: &ClusterLayout) -> Value {
+    let h = layout.snapshot().await;
+    let cur = h.current();
+    let report = h.describe_current();
+    let partitions = cur.partition_counts();
+    let roles: Vec<Value> = cur
+        .roles
+        .iter()
+        .map(|(id, r)| {
+            json!({
+                "id": id, "zone": r.zone, "capacity": r.capacity, "tags": r.tags,
+                "gateway": r.is_gateway(),
+                "partitions": partitions.get(id).copied().unwrap_or(0),
+            })
+        })
+        .collect();
+    let preview = h.show();
+    let outcome = match &preview.outcome {
+        None => Value::Null,
+        Some(Ok(r)) => json!({ "ok": report_json(r) }),
+        Some(Err(e)) => json!({ "error": e.to_string() }),
+    };
+    json!({
+        "replication_factor": h.replication_factor,
+        "current": {
+            "version": cur.version,
+            "hash": cur.content_hash().to_hex(),
+            "zone_redundancy": cur.parameters.zone_redundancy,
+            "partition_size": cur.partition_size,
+            "roles": roles,
+            "report": report.as_ref().map(report_json),
+        },
+        "staged": {
+            "roles": preview.roles.iter().map(|s| json!({
+                "node": s.node, "current": s.current, "staged": s.staged,
+            })).collect::<Vec<_>>(),
+            "parameters": preview.parameters.map(|(c, s)| json!({
+                "current": c.zone_redundancy, "staged": s.zone_redundancy,
+            })),
+        },
+        "outcome": outcome,
+        "conflicts": conflicts_json(&h),
+    })
+}
+
+/// `layout history`.
+pub async fn history(layout: &ClusterLayout) -> Value {
+    let h = layout.snapshot().await;
+    let versions: Vec<Value> = h
+        .history()
+        .iter()
+        .map(|v| {
+            json!({
+                "version": v.version, "hash": v.hash.to_hex(),
+                "storage_nodes": v.storage_nodes, "gateways": v.gateways,
+                "partition_size": v.partition_size, "status": v.status,
+            })
+        })
+        .collect();
+    let mut trackers: BTreeMap<String, Value> = BTreeMap::new();
+    for (name, t) in [
+        ("ack", &h.ack),
+        ("sync", &h.sync),
+        ("sync_ack", &h.sync_ack),
+    ] {
+        for (node, (v, _)) in &t.0 {
+            trackers
+                .entry(node.to_string())
+                .or_insert_with(|| json!({}))[name] = json!(v);
+        }
+    }
+    json!({
+        "current_version": h.current().version,
+        "retired_below": h.retired_below,
+        "versions": versions,
+        "min_ack": h.min_ack(),
+        "synced_version": h.synced_version(),
+        "min_sync_ack": h.min_sync_ack(),
+        "trackers": trackers,
+        "conflicts": conflicts_json(&h),
+        "note": NO_SYNC_NOTE,
+    })
+}
+
+/// Counts the partitions by whether their write sets have a write quorum
+/// of live nodes: healthy (every replica up), degraded (a quorum in every
+/// set, not all up), unavailable (some set short of a quorum).
+pub fn health(h: &LayoutHistory, up: &BTreeSet<NodeId>, mode: ConsistencyMode) -> Value {
+    let q = Quorums::new(h.replication_factor, mode);
+    let mut counts = [0usize; 3];
+    let mut assigned = false;
+    for p in 0..PARTITION_COUNT {
+        let sets = h.write_sets_of_partition(p as hangar_rpc::Partition);
+        if sets.is_empty() {
+            continue;
+        }
+        assigned = true;
+        let live = |s: &Vec<NodeId>| s.iter().filter(|n| up.contains(n)).count();
+        if sets.iter().all(|s| live(s) == s.len()) {
+            counts[0] += 1;
+        } else if sets.iter().all(|s| live(s) >= q.write) {
+            counts[1] += 1;
+        } else {
+            counts[2] += 1;
+        }
+    }
+    let status = if !assigned {
+        "no layout applied"
+    } else if counts[2] > 0 {
+        "unavailable"
+    } else if counts[1] > 0 {
+        "degraded"
+    } else {
+        "healthy"
+    };
+    json!({
+        "status": status,
+        "consistency_mode": mode,
+        "read_quorum": q.read,
+        "write_quorum": q.write,
+        "partitions": PARTITION_COUNT,
+        "healthy": counts[0],
+        "degraded": counts[1],
+        "unavailable": counts[2],
+    })
+}
+
+/// `hangar status`: the mesh's peers with their layout role, hostname and
+/// disks, plus nodes the layout names that the mesh does not know, and the
+/// cluster health.
+pub async fn status(layout: &ClusterLayout, mesh: &Mesh, mode: ConsistencyMode) -> Value {
+    let h = layout.snapshot().await;
+    let cur = h.current();
+    let partitions = cur.partition_counts();
+    let infos = layout.peers();
+    let local = layout.local_info();
+    let mut rows: Vec<Value> = Vec::new();
+    let mut seen = BTreeSet::new();
+    let mut up = BTreeSet::new();
+    for p in mesh.peer_status() {
+        let id = NodeId(p.id.0);
+        seen.insert(id);
+        if p.is_up {
+            up.insert(id);
+        }
+        let mut row = serde_json::to_value(&p).expect("peer status encodes");
+        let st = infos.get(&id).cloned().unwrap_or_default();
+        let info = if p.is_self {
+            Some(local.clone())
+        } else {
+            st.info
+        };
+        row["hostname"] = json!(info.as_ref().map(|i| i.hostname.clone()));
+        row["data_disk"] = json!(info.as_ref().and_then(|i| i.data_disk));
+        row["metadata_disk"] = json!(info.as_ref().and_then(|i| i.metadata_disk));
+        row["info_msec"] = json!(if p.is_self {
+            Some(now_msec())
+        } else {
+            st.info_msec
+        });
+        row["layout_refused"] = json!(st.refused);
+        rows.push(row);
+    }
+    for id in h.all_nodes() {
+        if !seen.contains(&id) {
+            rows.push(
+                json!({"id": id, "addr": null, "is_up": false, "connected": false,
+                "last_seen_msec": null, "rtt_msec": null, "is_self": false,
+                "hostname": null, "data_disk": null, "metadata_disk": null}),
+            );
+        }
+    }
+    for row in &mut rows {
+        let id: NodeId = row["id"]
+            .as_str()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_default();
+        let role = cur.roles.get(&id);
+        row["zone"] = json!(role.map(|r| r.zone.clone()));
+        row["capacity"] = json!(role.and_then(|r| r.capacity));
+        row["gateway"] = json!(role.map(|r| r.is_gateway()));
+        row["tags"] = json!(role.map(|r| r.tags.clone()));
+        row["partitions"] = json!(partitions.get(&id).copied().unwrap_or(0));
+    }
+    json!({
+        "node": mesh.peer_addr().to_string(),
+        "layout_version": cur.version,
+        "replication_factor": h.replication_factor,
+        "staged_changes": !h.staging.is_empty(),
+        "peers": rows,
+        "health": health(&h, &up, mode),
+    })
+}

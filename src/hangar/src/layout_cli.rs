@@ -1,0 +1,349 @@
+//! `hangar layout …`: the operator's side of the cluster layout (Garage's
+//! commands and flags), sent to the local node over the admin socket and
+//! printed as tables or, with `--json`, as the node's JSON.
+
+use std::path::Path;
+
+use clap::Subcommand;
+use hangar_util::size::Size;
+use serde_json::Value;
+
+use crate::admin_proto::Request;
+use crate::cli::{call, s};
+
+#[derive(Subcommand, Debug)]
+pub enum LayoutCmd {
+    /// Stage a role for nodes: zone and capacity, or gateway. Fields not
+    /// given keep the node's staged role.
+    Assign {
+        /// Node id prefixes (as `hangar status` shows them).
+        #[arg(required = true)]
+        nodes: Vec<String>,
+        /// Zone (e.g. a datacenter name).
+        #[arg(short = 'z', long)]
+        zone: Option<String>,
+        /// Storage capacity in bytes, or like 1T, 500G, 10GiB.
+        #[arg(short = 'c', long, value_parser = parse_capacity)]
+        capacity: Option<u64>,
+        /// A gateway: stores nothing, serves requests.
+        #[arg(short = 'g', long)]
+        gateway: bool,
+        /// Tags (repeat for several); replace the node's tags.
+        #[arg(short = 't', long = "tag")]
+        tags: Vec<String>,
+    },
+    /// Stage the removal of a node's role.
+    Remove {
+        /// Node id prefix.
+        node: String,
+    },
+    /// Stage layout parameters.
+    Config {
+        /// Distinct zones each partition must span: a number or `maximum`.
+        #[arg(short = 'r', long)]
+        zone_redundancy: String,
+    },
+    /// The current layout, the staged changes and what applying them would do.
+    Show,
+    /// Make the staged changes the next layout version.
+    Apply {
+        /// The new version number: the current one + 1.
+        #[arg(long)]
+        version: u64,
+    },
+    /// Drop the staged changes.
+    Revert,
+    /// The kept layout versions and each node's progress through them.
+    History,
+}
+
+fn parse_capacity(s: &str) -> Result<u64, String> {
+    Size::parse(s).map(|s| s.0)
+}
+
+/// A byte count in decimal units, as capacities are given (`-c 1T`).
+pub fn human(b: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KB", "MB", "GB", "TB", "PB"];
+    let mut x = b as f64;
+    let mut u = 0;
+    while x >= 1000.0 && u + 1 < UNITS.len() {
+        x /= 1000.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{x:.1} {}", UNITS[u])
+    }
+}
+
+fn size(v: &Value) -> String {
+    v.as_u64().map(human).unwrap_or_else(|| "-".into())
+}
+
+fn short(id: &str) -> &str {
+    &id[..id.len().min(16)]
+}
+
+fn tags(v: &Value) -> String {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|t| t.as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_default()
+}
+
+fn role_text(r: &Value) -> String {
+    if r.is_null() {
+        return "(none)".into();
+    }
+    let cap = if r["capacity"].is_null() {
+        "gateway".to_string()
+    } else {
+        size(&r["capacity"])
+    };
+    let t = tags(&r["tags"]);
+    if t.is_empty() {
+        format!("zone {} {cap}", s(r, "zone"))
+    } else {
+        format!("zone {} {cap} tags {t}", s(r, "zone"))
+    }
+}
+
+/// Runs a layout command.
+pub async fn run(metadata_dir: &Path, cmd: LayoutCmd, json: bool) -> Result<(), String> {
+    let req = match cmd {
+        LayoutCmd::Assign {
+            nodes,
+            zone,
+            capacity,
+            gateway,
+            tags,
+        } => Request::LayoutAssign {
+            nodes,
+            zone,
+            capacity,
+            gateway,
+            tags,
+        },
+        LayoutCmd::Remove { node } => Request::LayoutRemove { node },
+        LayoutCmd::Config { zone_redundancy } => Request::LayoutConfig { zone_redundancy },
+        LayoutCmd::Show => Request::LayoutShow,
+        LayoutCmd::Apply { version } => Request::LayoutApply { version },
+        LayoutCmd::Revert => Request::LayoutRevert,
+        LayoutCmd::History => Request::LayoutHistory,
+    };
+    let v = call(metadata_dir, &req).await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&v).expect("json"));
+        return Ok(());
+    }
+    match req {
+        Request::LayoutAssign { .. } => {
+            for n in v["staged"].as_array().cloned().unwrap_or_default() {
+                println!(
+                    "Staged {}: {}",
+                    short(&s(&n, "node")),
+                    role_text(&n["role"])
+                );
+            }
+            println!("Run `hangar layout show` to see what applying would do.");
+        }
+        Request::LayoutRemove { .. } => {
+            println!("Staged the removal of {}.", short(&s(&v, "removed")));
+            println!("Run `hangar layout show` to see what applying would do.");
+        }
+        Request::LayoutConfig { .. } => {
+            println!("Staged zone redundancy {}.", s(&v, "zone_redundancy"));
+        }
+        Request::LayoutShow => print_show(&v),
+        Request::LayoutApply { .. } => {
+            let r = &v["report"];
+            println!("Layout version {} applied.", s(&v, "version"));
+            println!("Partition replicas moved: {}", s(r, "moves"));
+            print_zones(r);
+            println!(
+                "Note: data does not move between nodes yet; the new version only changes the map."
+            );
+        }
+        Request::LayoutRevert => {
+            if v["reverted"] == Value::Bool(true) {
+                println!("Staged changes dropped.");
+            } else {
+                println!("Nothing was staged.");
+            }
+        }
+        Request::LayoutHistory => print_history(&v),
+        _ => unreachable!("only layout requests are sent here"),
+    }
+    Ok(())
+}
+
+fn print_zones(r: &Value) {
+    println!(
+        "Partition size: {}; usable capacity {} of {} ({} zones per partition at least)",
+        size(&r["partition_size"]),
+        size(&r["usable_capacity"]),
+        size(&r["total_capacity"]),
+        s(r, "zone_redundancy")
+    );
+    println!(
+        "  {:<16} {:>5} {:>12} {:>12} {:>10}",
+        "ZONE", "NODES", "CAPACITY", "USABLE", "PARTITIONS"
+    );
+    for z in r["zones"].as_array().cloned().unwrap_or_default() {
+        println!(
+            "  {:<16} {:>5} {:>12} {:>12} {:>10}",
+            s(&z, "zone"),
+            s(&z, "nodes"),
+            size(&z["capacity"]),
+            size(&z["usable"]),
+            s(&z, "partitions")
+        );
+    }
+}
+
+fn print_show(v: &Value) {
+    let cur = &v["current"];
+    println!(
+        "==== CURRENT CLUSTER LAYOUT: version {} (replication factor {}, zone redundancy {}) ====",
+        s(cur, "version"),
+        s(v, "replication_factor"),
+        s(cur, "zone_redundancy")
+    );
+    let roles = cur["roles"].as_array().cloned().unwrap_or_default();
+    if roles.is_empty() {
+        println!("No nodes have a role yet.");
+    } else {
+        println!(
+            "{:<18} {:<12} {:>12} {:>10}  TAGS",
+            "ID", "ZONE", "CAPACITY", "PARTITIONS"
+        );
+        for r in roles {
+            let cap = if r["gateway"] == Value::Bool(true) {
+                "gateway".into()
+            } else {
+                size(&r["capacity"])
+            };
+            println!(
+                "{:<18} {:<12} {:>12} {:>10}  {}",
+                short(&s(&r, "id")),
+                s(&r, "zone"),
+                cap,
+                s(&r, "partitions"),
+                tags(&r["tags"])
+            );
+        }
+    }
+    if !cur["report"].is_null() {
+        print_zones(&cur["report"]);
+    }
+    if let Some(c) = v["conflicts"].as_object()
+        && !c.is_empty()
+    {
+        println!();
+        println!(
+            "WARNING: layout versions applied twice with different content (the larger hash was kept everywhere; changes only in the other one must be staged again):"
+        );
+        for (ver, hashes) in c {
+            println!("  version {ver}: {}", tags(hashes));
+        }
+    }
+    let staged = &v["staged"];
+    let sroles = staged["roles"].as_array().cloned().unwrap_or_default();
+    println!();
+    if sroles.is_empty() && staged["parameters"].is_null() {
+        println!("No staged changes.");
+        return;
+    }
+    println!("==== STAGED CHANGES ====");
+    for r in sroles {
+        println!(
+            "{:<18} {} -> {}",
+            short(&s(&r, "node")),
+            role_text(&r["current"]),
+            if r["staged"].is_null() {
+                "(removed)".into()
+            } else {
+                role_text(&r["staged"])
+            }
+        );
+    }
+    if !staged["parameters"].is_null() {
+        let p = &staged["parameters"];
+        println!("zone redundancy: {} -> {}", s(p, "current"), s(p, "staged"));
+    }
+    println!();
+    let outcome = &v["outcome"];
+    if outcome.is_null() {
+        println!("The staged changes add up to the current layout: applying would change nothing.");
+        println!("Drop them with `hangar layout revert`.");
+    } else if !outcome["error"].is_null() {
+        println!("==== APPLYING IS IMPOSSIBLE ====");
+        println!("{}", s(outcome, "error"));
+    } else {
+        let r = &outcome["ok"];
+        println!(
+            "==== WHAT APPLYING WOULD DO: version {} ====",
+            s(r, "version")
+        );
+        println!("Partition replicas moved: {}", s(r, "moves"));
+        print_zones(r);
+        println!(
+            "  {:<18} {:<12} {:>12} {:>10} {:>12}",
+            "NODE", "ZONE", "CAPACITY", "PARTITIONS", "USABLE"
+        );
+        for n in r["nodes"].as_array().cloned().unwrap_or_default() {
+            println!(
+                "  {:<18} {:<12} {:>12} {:>10} {:>12}",
+                short(&s(&n, "id")),
+                s(&n, "zone"),
+                size(&n["capacity"]),
+                s(&n, "partitions"),
+                size(&n["usable"])
+            );
+        }
+        println!();
+        println!(
+            "To apply: hangar layout apply --version {}",
+            s(r, "version")
+        );
+        println!("To drop:  hangar layout revert");
+    }
+}
+
+fn print_history(v: &Value) {
+    println!(
+        "{:>8} {:<9} {:>8} {:>9} {:>14}  HASH",
+        "VERSION", "STATUS", "STORAGE", "GATEWAYS", "PARTITION SIZE"
+    );
+    for x in v["versions"].as_array().cloned().unwrap_or_default() {
+        println!(
+            "{:>8} {:<9} {:>8} {:>9} {:>14}  {}",
+            s(&x, "version"),
+            s(&x, "status"),
+            s(&x, "storage_nodes"),
+            s(&x, "gateways"),
+            size(&x["partition_size"]),
+            short(&s(&x, "hash"))
+        );
+    }
+    println!(
+        "Versions below {} are retired. Every node acknowledged version {}; synced version: {}; every node reads from version {}.",
+        s(v, "retired_below"),
+        s(v, "min_ack"),
+        s(v, "synced_version"),
+        s(v, "min_sync_ack")
+    );
+    if let Some(c) = v["conflicts"].as_object()
+        && !c.is_empty()
+    {
+        for (ver, hashes) in c {
+            println!("Version {ver} was applied twice: {}", tags(hashes));
+        }
+    }
+    println!("Note: {}.", s(v, "note"));
+}

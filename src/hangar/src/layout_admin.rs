@@ -186,6 +186,7 @@ pub async fn show(layout: &ClusterLayout) -> Value {
                 "id": id, "zone": r.zone, "capacity": r.capacity, "tags": r.tags,
                 "gateway": r.is_gateway(),
                 "partitions": partitions.get(id).copied().unwrap_or(0),
+                "partition_list": cur.partitions_of_node(*id),
             })
         })
         .collect();

@@ -345,3 +345,33 @@ def test_five_node_cluster(tmp_path_factory):
     finally:
         for n in nodes:
             n.stop()
+
+
+def test_same_version_applied_on_two_sides_converges(tmp_path_factory):
+    """Two nodes that cannot talk each apply their own version 1; once they
+    meet, both keep the same content (the larger hash) and report the
+    conflict instead of silently splitting."""
+    secret = secrets.token_hex(32)
+    a = make_node(tmp_path_factory, "split-a", secret, [], rf=1)
+    b = make_node(tmp_path_factory, "split-b", secret, [], rf=1)
+    try:
+        a.start()
+        b.start()
+        hashes = set()
+        for n, zone in ((a, "east"), (b, "west")):
+            n.cli("layout", "assign", node_id(n)[:10], "-z", zone, "-c", "1G")
+            n.cli("layout", "apply", "--version", "1")
+            hashes.add(current_hash(n))
+        assert len(hashes) == 2
+        a.cli("node", "connect", peer_addr(b))
+        wait_for(lambda: current_hash(a) == current_hash(b), 15, "one version 1 on both nodes")
+        kept = current_hash(a)
+        assert kept == max(hashes)
+        for n in (a, b):
+            view = show(n)
+            assert set(view["conflicts"]["1"]) == hashes, view["conflicts"]
+            assert "applied twice" in n.cli("layout", "show").stdout
+        assert "applied twice" in (a.log.read_text() + b.log.read_text())
+    finally:
+        a.stop()
+        b.stop()

@@ -411,6 +411,7 @@ pub async fn status(metadata_dir: &Path, json: bool) -> Result<(), String> {
         };
         let rtt = p["rtt_msec"]
             .as_f64()
+            .filter(|_| p["is_self"] != Value::Bool(true))
             .map(|r| format!("{r:.2}ms"))
             .unwrap_or_else(|| "-".into());
         let cap = if p["gateway"] == Value::Bool(true) {

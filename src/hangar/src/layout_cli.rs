@@ -331,12 +331,18 @@ fn print_history(v: &Value) {
             short(&s(&x, "hash"))
         );
     }
+    let none0 = |k: &str| match v[k].as_u64() {
+        Some(0) | None => "none".to_string(),
+        Some(x) => x.to_string(),
+    };
+    if v["retired_below"].as_u64().unwrap_or(0) > 0 {
+        println!("Versions below {} are retired.", s(v, "retired_below"));
+    }
     println!(
-        "Versions below {} are retired. Every node acknowledged version {}; synced version: {}; every node reads from version {}.",
-        s(v, "retired_below"),
-        s(v, "min_ack"),
-        s(v, "synced_version"),
-        s(v, "min_sync_ack")
+        "Progress reported by the data layers: acknowledged by every node: {}; synced: {}; read from by every node: {}.",
+        none0("min_ack"),
+        none0("synced_version"),
+        none0("min_sync_ack")
     );
     if let Some(c) = v["conflicts"].as_object()
         && !c.is_empty()

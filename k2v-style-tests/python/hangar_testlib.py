@@ -70,6 +70,15 @@ def tail(path: Path | None, lines: int = 60) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
+def die_with_parent() -> None:
+    """Popen preexec_fn: the child gets SIGKILL when the test process dies, so
+    a killed pytest run leaves no server behind (Linux prctl PR_SET_PDEATHSIG)."""
+    import ctypes
+
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 @dataclass
 class Key:
     """An access key as printed by `hangar key create --json`."""
@@ -130,6 +139,7 @@ api_bind_addr = "127.0.0.1:{self.admin_port}"
             stdout=logf,
             stderr=subprocess.STDOUT,
             env=env,
+            preexec_fn=die_with_parent,
         )
         logf.close()
         wait_port(self.s3_port, self.proc, timeout, self.log)

@@ -10,6 +10,7 @@ state it starts from), plus a separate 5-node cluster at the end."""
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 import subprocess
@@ -375,3 +376,42 @@ def test_same_version_applied_on_two_sides_converges(tmp_path_factory):
     finally:
         a.stop()
         b.stop()
+
+
+def test_single_node_lays_itself_out(tmp_path):
+    """`hangar single-node` gives its node the whole key space on first start
+    (and leaves the layout alone on the next)."""
+    from hangar_testlib import free_port
+
+    port = free_port()
+    while not _port_pair_free(port):
+        port = free_port()
+    cmd = [str(HANGAR_BIN), "single-node", "--dir", str(tmp_path / "dev"), "--port", str(port)]
+    cfg = tmp_path / "dev" / "hangar.toml"
+    for attempt in range(2):
+        log = tmp_path / f"single{attempt}.log"
+        with open(log, "wb") as f:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT)
+        try:
+            wait_for(lambda: "Hangar is running" in log.read_text() or proc.poll() is not None, 60, "banner")
+            assert proc.poll() is None, log.read_text()
+            st = json.loads(subprocess.run([str(HANGAR_BIN), "-c", str(cfg), "status", "--json"],
+                                           capture_output=True, text=True, check=True, timeout=30).stdout)
+            assert st["layout_version"] == 1 and st["health"]["status"] == "healthy", st
+            me = next(p for p in st["peers"] if p["is_self"])
+            assert me["zone"] == "dc1" and me["partitions"] == 256 and me["capacity"] >= 10**9
+        finally:
+            proc.terminate()
+            proc.wait(20)
+
+
+def _port_pair_free(port: int) -> bool:
+    import socket
+
+    for p, kind in ((port, socket.SOCK_STREAM), (port + 1, socket.SOCK_DGRAM)):
+        with socket.socket(socket.AF_INET, kind) as s:
+            try:
+                s.bind(("127.0.0.1", p))
+            except OSError:
+                return False
+    return True

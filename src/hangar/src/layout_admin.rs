@@ -102,6 +102,28 @@ pub async fn assign(layout: &ClusterLayout, mesh: &Mesh, a: AssignArgs) -> Resul
     Ok(v)
 }
 
+/// `hangar single-node`'s first start: a cluster of one needs a layout of
+/// one, so when nothing was ever applied or staged this node takes a
+/// storage role in zone `dc1` with its data disk's size (at least 1 GB) and
+/// applies version 1. Returns whether it did.
+pub async fn assign_self_if_empty(layout: &ClusterLayout) -> Result<bool, String> {
+    let me = layout.me();
+    let disk = layout.local_info().data_disk.map_or(0, |d| d.total);
+    let capacity = disk.max(1_000_000_000);
+    let (done, _) = layout
+        .update("single-node setup", |h| {
+            if h.current().version != 0 || !h.staging.is_empty() {
+                return Ok(false);
+            }
+            h.stage_role(me, now_msec(), me, NodeRole::storage("dc1", capacity))
+                .map_err(err)?;
+            h.apply(1, me, now_msec()).map_err(err)?;
+            Ok(true)
+        })
+        .await?;
+    Ok(done)
+}
+
 /// `layout remove`.
 pub async fn remove(layout: &ClusterLayout, mesh: &Mesh, prefix: &str) -> Result<Value, String> {
     let me = layout.me();

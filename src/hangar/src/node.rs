@@ -36,6 +36,8 @@ pub enum NodeError {
     Net(#[from] hangar_net::NetError),
     #[error("cluster layout: {0}")]
     Layout(#[from] LayoutFileError),
+    #[error("{0}")]
+    Setup(String),
     #[error("{what}: {source}")]
     Io {
         what: String,

@@ -243,6 +243,8 @@ def test_impossible_layouts_say_why(cluster):
     assert bad.returncode != 0 and "no known node id starts with" in bad.stderr, bad.stderr
     bad = nodes[0].cli("layout", "config", "-r", "4", check=False)
     assert bad.returncode != 0 and "larger than the replication factor 3" in bad.stderr, bad.stderr
+    bad = nodes[0].cli("layout", "skip-dead-nodes", "--version", str(v), check=False)
+    assert bad.returncode != 0 and "no dead node" in bad.stderr, bad.stderr
     assert staged_empty(nodes[0]) and version(nodes[0]) == v
 
 
@@ -343,6 +345,11 @@ def test_five_node_cluster(tmp_path_factory):
         shared = sum(1 for s in by_part.values() if ids[3] in s and ids[4] in s)
         assert h["unavailable"] == shared and h["healthy"] == 256 - len(
             [s for s in by_part.values() if ids[3] in s or ids[4] in s]), h
+        # The operator counts the dead nodes as done with version 1.
+        out = first.cli_json("layout", "skip-dead-nodes", "--version", "1")
+        assert set(out["nodes"]) == {ids[3], ids[4]} and out["changed"] == 2, out
+        hist = nodes[1].cli_json("layout", "history")
+        assert hist["trackers"][ids[3]] == {"ack": 1} and hist["trackers"][ids[4]] == {"ack": 1}, hist
     finally:
         for n in nodes:
             n.stop()

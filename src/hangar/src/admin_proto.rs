@@ -81,6 +81,10 @@ pub enum Request {
     },
     LayoutRevert,
     LayoutHistory,
+    LayoutSkipDeadNodes {
+        version: u64,
+        allow_missing_data: bool,
+    },
 }
 
 /// The node's answer: a JSON value, or an error message for the operator.

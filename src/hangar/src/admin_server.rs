@@ -172,6 +172,12 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, String> {
         Request::LayoutApply { version } => layout_admin::apply(&st.layout, version).await?,
         Request::LayoutRevert => layout_admin::revert(&st.layout).await?,
         Request::LayoutHistory => layout_admin::history(&st.layout).await,
+        Request::LayoutSkipDeadNodes {
+            version,
+            allow_missing_data,
+        } => {
+            layout_admin::skip_dead_nodes(&st.layout, &st.mesh, version, allow_missing_data).await?
+        }
     })
 }
 

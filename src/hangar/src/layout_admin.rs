@@ -180,6 +180,37 @@ pub async fn revert(layout: &ClusterLayout) -> Result<Value, String> {
     Ok(v)
 }
 
+/// `layout skip-dead-nodes`: the nodes of the kept versions that are down
+/// now are counted as having acknowledged (and, with `allow_missing_data`,
+/// synced) `version`.
+pub async fn skip_dead_nodes(
+    layout: &ClusterLayout,
+    mesh: &Mesh,
+    version: u64,
+    allow_missing_data: bool,
+) -> Result<Value, String> {
+    let up: BTreeSet<NodeId> = mesh.up_nodes().into_iter().map(|i| NodeId(i.0)).collect();
+    let ((dead, changed), pushed) = layout
+        .update("layout skip-dead-nodes", |h| {
+            let dead: Vec<NodeId> = h
+                .all_nodes()
+                .into_iter()
+                .filter(|n| !up.contains(n))
+                .collect();
+            if dead.is_empty() {
+                return Err("every node of the layout is up: there is no dead node to skip".into());
+            }
+            let changed = h
+                .skip_dead_nodes(version, &dead, allow_missing_data)
+                .map_err(err)?;
+            Ok((dead, changed))
+        })
+        .await?;
+    let mut v = json!({ "nodes": dead, "changed": changed });
+    pushed_note(&mut v, pushed);
+    Ok(v)
+}
+
 fn conflicts_json(h: &LayoutHistory) -> Value {
     let m: BTreeMap<String, Vec<String>> = h
         .conflicts

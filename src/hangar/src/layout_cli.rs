@@ -55,6 +55,17 @@ pub enum LayoutCmd {
     Revert,
     /// The kept layout versions and each node's progress through them.
     History,
+    /// Count the nodes that are down now as done with version N, so older
+    /// versions do not wait for them forever.
+    SkipDeadNodes {
+        /// The version they are counted as having acknowledged.
+        #[arg(long)]
+        version: u64,
+        /// Also count them as having synced it: reads move on even though
+        /// their data may be missing.
+        #[arg(long)]
+        allow_missing_data: bool,
+    },
 }
 
 fn parse_capacity(s: &str) -> Result<u64, String> {
@@ -135,6 +146,13 @@ pub async fn run(metadata_dir: &Path, cmd: LayoutCmd, json: bool) -> Result<(), 
         LayoutCmd::Apply { version } => Request::LayoutApply { version },
         LayoutCmd::Revert => Request::LayoutRevert,
         LayoutCmd::History => Request::LayoutHistory,
+        LayoutCmd::SkipDeadNodes {
+            version,
+            allow_missing_data,
+        } => Request::LayoutSkipDeadNodes {
+            version,
+            allow_missing_data,
+        },
     };
     let v = call(metadata_dir, &req).await?;
     if json {
@@ -177,6 +195,17 @@ pub async fn run(metadata_dir: &Path, cmd: LayoutCmd, json: bool) -> Result<(), 
             }
         }
         Request::LayoutHistory => print_history(&v),
+        Request::LayoutSkipDeadNodes { .. } => {
+            let nodes = v["nodes"].as_array().cloned().unwrap_or_default();
+            for n in &nodes {
+                println!("Skipped {}.", short(n.as_str().unwrap_or("")));
+            }
+            println!(
+                "{} dead nodes, {} progress entries changed.",
+                nodes.len(),
+                s(&v, "changed")
+            );
+        }
         _ => unreachable!("only layout requests are sent here"),
     }
     Ok(())

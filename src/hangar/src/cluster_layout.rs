@@ -218,12 +218,16 @@ impl Inner {
         st.info_msec = Some(hangar_util::time::now_msec());
     }
 
+    /// The refusal text; the same on both nodes (ordered by id), so each
+    /// side logs it once however the exchanges interleave.
     fn mismatch_message(&self, peer: NodeId, theirs: usize) -> String {
+        let mut both = [(peer, theirs), (self.me, self.replication_factor)];
+        both.sort();
+        let [(a, ra), (b, rb)] = both;
         format!(
-            "replication factor mismatch: node {} has replication factor {theirs}, node {} has {}; a node cannot join a cluster with another replication factor",
-            peer.short(),
-            self.me.short(),
-            self.replication_factor
+            "replication factor mismatch: node {} has replication factor {ra}, node {} has {rb}; a node cannot join a cluster with another replication factor",
+            a.short(),
+            b.short(),
         )
     }
 
@@ -302,7 +306,8 @@ fn log_change(old: &LayoutHistory, new: &LayoutHistory, how: &str) {
             "cluster layout version {nv} replaced by other content ({how}): it was applied twice"
         );
     }
-    if old.staging != new.staging {
+    // An apply clears the staging; that goes without saying.
+    if old.staging != new.staging && nv == ov {
         info!(
             "staged layout changes now: {} roles, parameters {} ({how})",
             new.staging.roles.len(),

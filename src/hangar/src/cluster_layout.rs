@@ -164,7 +164,7 @@ impl ClusterLayout {
                 (false, r)
             } else {
                 log_change(&h, &next, &format!("{what} on this node"));
-                layout_file::save(&self.inner.metadata_dir, &next).map_err(|e| e.to_string())?;
+                save(&self.inner.metadata_dir, &next)?;
                 *h = next;
                 (true, r)
             }
@@ -194,7 +194,7 @@ impl Inner {
             return Ok((next, false));
         }
         log_change(&h, &next, &format!("merged from {}", from.short()));
-        layout_file::save(&self.metadata_dir, &next).map_err(|e| e.to_string())?;
+        save(&self.metadata_dir, &next)?;
         *h = next.clone();
         Ok((next, true))
     }
@@ -290,6 +290,12 @@ impl Inner {
             set.join_all().await.into_iter().filter(|ok| *ok).count()
         })
     }
+}
+
+/// Writes the history file. The fsyncs block, so the runtime is told
+/// (other tasks move to another worker thread meanwhile).
+fn save(metadata_dir: &std::path::Path, h: &LayoutHistory) -> Result<(), String> {
+    tokio::task::block_in_place(|| layout_file::save(metadata_dir, h)).map_err(|e| e.to_string())
 }
 
 /// Logs what a new history changes compared with the old one.

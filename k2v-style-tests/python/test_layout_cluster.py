@@ -289,6 +289,8 @@ def test_other_replication_factor_is_refused(cluster, tmp_path_factory, secret):
         assert version(odd) == 0
         assert "Layout exchange refused" in odd.cli("status").stdout
         assert "replication factor mismatch" in odd.log.read_text()
+        bad = nodes[0].cli("layout", "assign", odd_id[:10], "-z", "dc1", "-c", "1T", check=False)
+        assert bad.returncode != 0 and "cannot get a role" in bad.stderr and "cannot join" in bad.stderr, bad.stderr
         # The cluster's layout did not change.
         assert version(nodes[0]) == v and ids[0] in {r["id"] for r in show(nodes[0])["current"]["roles"]}
     finally:

@@ -54,12 +54,16 @@ pub async fn assign(layout: &ClusterLayout, mesh: &Mesh, a: AssignArgs) -> Resul
         return Err("-g (gateway) and -c (capacity) exclude each other".into());
     }
     let me = layout.me();
+    let peers = layout.peers();
     let (staged, pushed) = layout
         .update("layout assign", |h| {
             let known = known_nodes(mesh, h);
             let mut staged = Vec::new();
             for prefix in &a.nodes {
                 let node = resolve_node_prefix(prefix, known.iter().copied()).map_err(err)?;
+                if let Some(why) = peers.get(&node).and_then(|p| p.refused.as_ref()) {
+                    return Err(format!("node {} cannot get a role: {why}", node.short()));
+                }
                 let old = h.staged_roles().get(&node).cloned();
                 let zone = a
                     .zone

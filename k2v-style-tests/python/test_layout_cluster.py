@@ -185,10 +185,24 @@ def test_fourth_node_moves_as_predicted(cluster, fourth):
     assert after["current"]["report"]["moves"] == n_moves
 
 
-def test_remove_node_and_apply(cluster, fourth):
+def test_gateway_then_remove(cluster, fourth):
     nodes, ids = cluster
     v = version(nodes[0])
     gone = node_id(fourth)
+    # First a gateway: it keeps its zone, gives up its partitions.
+    before = show(nodes[1])
+    nodes[1].cli("layout", "assign", gone[:10], "-g")
+    predicted = show(nodes[1])["outcome"]["ok"]["moves"]
+    nodes[1].cli("layout", "apply", "--version", str(v + 1))
+    converge(nodes + [fourth], v + 1)
+    after = show(nodes[0])
+    assert len(replicas(after) - replicas(before)) == predicted > 0
+    role = next(r for r in after["current"]["roles"] if r["id"] == gone)
+    assert role["gateway"] and role["capacity"] is None and role["zone"] == ZONES[0] and role["partitions"] == 0
+    row = next(p for p in nodes[2].cli_json("status")["peers"] if p["id"] == gone)
+    assert row["gateway"] is True and row["partitions"] == 0
+    assert "gateway" in nodes[2].cli("status").stdout
+    v += 1
     nodes[2].cli("layout", "remove", gone[:12])
     wait_for(lambda: any(r["staged"] is None for r in show(nodes[2])["staged"]["roles"]), 5, "removal staged")
     predicted = show(nodes[2])["outcome"]["ok"]["moves"]

@@ -105,7 +105,7 @@ class Node:
         self.config.write_text(
             f"""metadata_dir = "{self.meta}"
 data_dir = "{self.data}"
-db_engine = "sled"
+db_engine = "redb"
 replication_factor = 1
 rpc_secret = "{secrets.token_hex(32)}"
 rpc_bind_addr = "127.0.0.1:{self.rpc_port}"

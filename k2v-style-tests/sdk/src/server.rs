@@ -135,7 +135,7 @@ impl TestServer {
             format!(
                 "metadata_dir = \"{root}/meta\"\n\
                  data_dir = \"{root}/data\"\n\
-                 db_engine = \"sled\"\n\
+                 db_engine = \"redb\"\n\
                  replication_factor = 1\n\
                  rpc_secret = \"{}\"\n\
                  rpc_bind_addr = \"127.0.0.1:{rpc_port}\"\n\

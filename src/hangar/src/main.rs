@@ -44,6 +44,15 @@ struct Cli {
 enum Cmd {
     /// Run a node with the configuration file.
     Server,
+    /// Convert a stopped node's metadata from one engine to another.
+    ConvertDb {
+        /// Source, as `sled:PATH` or `redb:PATH` (the engine's own path, e.g. …/db.sled).
+        #[arg(long)]
+        from: String,
+        /// Destination, as `sled:PATH` or `redb:PATH`; must not hold data.
+        #[arg(long)]
+        to: String,
+    },
     /// Run a ready-to-use single node with embedded defaults (first-time setup included).
     SingleNode {
         /// Directory for the config, metadata and data.
@@ -92,6 +101,19 @@ fn main() -> ExitCode {
         .expect("tokio runtime");
     let res: Result<(), String> = rt.block_on(async move {
         match cli.cmd {
+            Cmd::ConvertDb { from, to } => {
+                let (f, t) = (from.clone(), to.clone());
+                let n = tokio::task::spawn_blocking(move || hangar_db::convert_db(&f, &t))
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .map_err(|e| e.to_string())?;
+                println!("Converted {n} keys from {from} to {to}.");
+                println!(
+                    "Set db_engine to the new engine in the config: the node opens \
+                     metadata_dir/db.redb or metadata_dir/db.sled."
+                );
+                Ok(())
+            }
             Cmd::SingleNode { dir, port } => {
                 single_node::run(dir, port).await.map_err(|e| e.to_string())
             }
@@ -106,7 +128,9 @@ fn main() -> ExitCode {
                     Cmd::Node(c) => cli::node(&cfg, c, cli.json).await,
                     Cmd::Status => cli::status(&meta, cli.json).await,
                     Cmd::Layout(c) => layout_cli::run(&meta, c, cli.json).await,
-                    Cmd::SingleNode { .. } => unreachable!("handled above"),
+                    Cmd::SingleNode { .. } | Cmd::ConvertDb { .. } => {
+                        unreachable!("handled above")
+                    }
                 }
             }
         }

@@ -68,7 +68,15 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
     )))?;
     let replication = cfg.replication()?;
     let history = layout_file::load_or_create(&cfg.metadata_dir, replication.factor)?;
-    let engine = open_engine(cfg.db_engine, &cfg.metadata_dir)?;
+    // Opening may repair the store after a crash (redb walks the whole
+    // file): keep it off the async workers.
+    let (kind, dir) = (cfg.db_engine, cfg.metadata_dir.clone());
+    let engine = tokio::task::spawn_blocking(move || open_engine(kind, &dir))
+        .await
+        .map_err(|e| NodeError::Io {
+            what: "opening the metadata store".into(),
+            source: std::io::Error::other(e.to_string()),
+        })??;
     let db = Db::new(
         engine,
         DbOptions {

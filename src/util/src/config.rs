@@ -178,8 +178,9 @@ pub struct AdminConfig {
 fn default_true() -> bool {
     true
 }
+/// redb: chosen by measurement (doc/metadata-engines.md).
 fn default_db_engine() -> DbEngine {
-    DbEngine::Sled
+    DbEngine::Redb
 }
 fn default_block_size() -> Size {
     Size(1 << 20)
@@ -551,7 +552,7 @@ api_bind_addr = "127.0.0.1:3900"
     fn minimal_config_loads_with_defaults() {
         let c = Config::parse(BASE).unwrap();
         assert_eq!(c.block_size.0, 1 << 20);
-        assert_eq!(c.db_engine, DbEngine::Sled);
+        assert_eq!(c.db_engine, DbEngine::Redb);
         assert_eq!(c.compression_level, CompressionLevel(Some(1)));
         assert_eq!(c.rpc_timeout_msec, 300_000);
         assert_eq!(c.replication().unwrap().factor, 1);

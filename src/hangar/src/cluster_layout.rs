@@ -80,14 +80,6 @@ struct Inner {
     peers: Mutex<BTreeMap<NodeId, PeerLayoutState>>,
 }
 
-fn rpc_id(id: hangar_net::NodeId) -> NodeId {
-    NodeId(id.0)
-}
-
-fn net_id(id: NodeId) -> hangar_net::NodeId {
-    hangar_net::NodeId(id.0)
-}
-
 impl ClusterLayout {
     /// Takes the history loaded by [`layout_file::load_or_create`] (so a
     /// node with another replication factor stops before joining the mesh),
@@ -106,7 +98,7 @@ impl ClusterLayout {
         let endpoint = mesh.endpoint::<LayoutPush, LayoutPushReply>(PUSH_PATH)?;
         let layout = ClusterLayout {
             inner: Arc::new(Inner {
-                me: rpc_id(mesh.id()),
+                me: mesh.id(),
                 replication_factor,
                 metadata_dir,
                 data_dirs,
@@ -242,7 +234,7 @@ impl Inner {
             timeout: Some(CALL_TIMEOUT),
             priority: Priority::Control,
         };
-        let reply = match self.endpoint.call(net_id(peer), msg, opts).await {
+        let reply = match self.endpoint.call(peer, msg, opts).await {
             Ok(r) => r,
             Err(NetError::Remote { message, .. }) => {
                 self.refuse(peer, message.clone());
@@ -280,7 +272,6 @@ impl Inner {
         Box::pin(async move {
             let mut set = tokio::task::JoinSet::new();
             for id in me.mesh.up_nodes() {
-                let id = rpc_id(id);
                 if id == me.me || Some(id) == except {
                     continue;
                 }
@@ -343,7 +334,7 @@ impl Handler<LayoutPush, LayoutPushReply> for PushHandler {
             .layout
             .upgrade()
             .ok_or_else(|| HandlerError::new("node is stopping"))?;
-        let from = rpc_id(req.from);
+        let from = req.from;
         let theirs = LayoutHistory::decode(&req.msg.history).map_err(HandlerError::new)?;
         if theirs.replication_factor != inner.replication_factor {
             let why = inner.mismatch_message(from, theirs.replication_factor);
@@ -376,7 +367,6 @@ async fn exchange_loop(layout: std::sync::Weak<Inner>) {
             .mesh
             .up_nodes()
             .into_iter()
-            .map(rpc_id)
             .filter(|id| *id != inner.me)
             .collect();
         let targets: Vec<NodeId> = if last_round.elapsed() >= EXCHANGE_INTERVAL {

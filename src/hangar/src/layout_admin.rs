@@ -30,11 +30,7 @@ pub struct AssignArgs {
 
 /// Every node id a prefix may name: the mesh's peers and the layout's nodes.
 fn known_nodes(mesh: &Mesh, h: &LayoutHistory) -> BTreeSet<NodeId> {
-    let mut known: BTreeSet<NodeId> = mesh
-        .peer_status()
-        .into_iter()
-        .map(|p| NodeId(p.id.0))
-        .collect();
+    let mut known: BTreeSet<NodeId> = mesh.peer_status().into_iter().map(|p| p.id).collect();
     known.extend(h.all_nodes());
     known.extend(h.staged_roles().into_keys());
     known
@@ -193,7 +189,7 @@ pub async fn skip_dead_nodes(
     version: u64,
     allow_missing_data: bool,
 ) -> Result<Value, String> {
-    let up: BTreeSet<NodeId> = mesh.up_nodes().into_iter().map(|i| NodeId(i.0)).collect();
+    let up: BTreeSet<NodeId> = mesh.up_nodes().into_iter().collect();
     let ((dead, changed), pushed) = layout
         .update("layout skip-dead-nodes", |h| {
             let dead: Vec<NodeId> = h
@@ -371,7 +367,7 @@ pub async fn status(layout: &ClusterLayout, mesh: &Mesh, mode: ConsistencyMode) 
     let mut seen = BTreeSet::new();
     let mut up = BTreeSet::new();
     for p in mesh.peer_status() {
-        let id = NodeId(p.id.0);
+        let id = p.id;
         seen.insert(id);
         if p.is_up {
             up.insert(id);

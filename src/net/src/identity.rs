@@ -8,92 +8,25 @@ use std::str::FromStr;
 
 use ed25519_dalek::pkcs8::{DecodePublicKey, EncodePrivateKey};
 use ed25519_dalek::{SigningKey, VerifyingKey};
-use serde::{Deserialize, Serialize};
 
 use crate::error::NetError;
 
 /// File name of the node's secret key inside `metadata_dir`.
 pub const NODE_KEY_FILE: &str = "node_key";
 
-/// A node's identity: its ed25519 public key. Shown as 64 hex characters;
-/// serialized as a hex string in human-readable formats (JSON) and as 32 raw
-/// bytes in binary ones (MessagePack `bin 8`).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct NodeId(pub [u8; 32]);
+pub use hangar_util::NodeId;
 
-impl Serialize for NodeId {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        if s.is_human_readable() {
-            s.serialize_str(&self.to_string())
-        } else {
-            s.serialize_bytes(&self.0)
-        }
-    }
+/// Reads a node id from a certificate's SubjectPublicKeyInfo (DER). Fails
+/// unless the key is an ed25519 key.
+pub(crate) fn node_id_from_spki_der(spki: &[u8]) -> Result<NodeId, NetError> {
+    let key = VerifyingKey::from_public_key_der(spki)
+        .map_err(|e| NetError::PeerRefused(format!("certificate key is not ed25519: {e}")))?;
+    Ok(NodeId(key.to_bytes()))
 }
 
-impl<'de> Deserialize<'de> for NodeId {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl serde::de::Visitor<'_> for V {
-            type Value = NodeId;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a node id (32 bytes or 64 hex characters)")
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<NodeId, E> {
-                v.parse().map_err(E::custom)
-            }
-            fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<NodeId, E> {
-                let arr: [u8; 32] = v
-                    .try_into()
-                    .map_err(|_| E::invalid_length(v.len(), &self))?;
-                Ok(NodeId(arr))
-            }
-        }
-        if d.is_human_readable() {
-            d.deserialize_str(V)
-        } else {
-            d.deserialize_bytes(V)
-        }
-    }
-}
-
-impl NodeId {
-    /// The first 16 hex characters: enough to tell nodes apart in logs and
-    /// metric labels.
-    pub fn short(&self) -> String {
-        hex::encode(&self.0[..8])
-    }
-
-    /// Reads the node id from a certificate's SubjectPublicKeyInfo (DER).
-    /// Fails unless the key is an ed25519 key.
-    pub(crate) fn from_spki_der(spki: &[u8]) -> Result<NodeId, NetError> {
-        let key = VerifyingKey::from_public_key_der(spki)
-            .map_err(|e| NetError::PeerRefused(format!("certificate key is not ed25519: {e}")))?;
-        Ok(NodeId(key.to_bytes()))
-    }
-}
-
-impl fmt::Display for NodeId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&hex::encode(self.0))
-    }
-}
-
-impl fmt::Debug for NodeId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "NodeId({})", self.short())
-    }
-}
-
-impl FromStr for NodeId {
-    type Err = NetError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let bytes = hex::decode(s.trim())
-            .map_err(|e| NetError::BadAddress(s.into(), format!("node id is not hex: {e}")))?;
-        let arr: [u8; 32] = bytes.try_into().map_err(|_| {
-            NetError::BadAddress(s.into(), "node id must be 64 hex characters".into())
-        })?;
-        Ok(NodeId(arr))
+impl From<hangar_util::node_id::ParseNodeIdError> for NetError {
+    fn from(e: hangar_util::node_id::ParseNodeIdError) -> Self {
+        NetError::BadAddress(e.0, "node id must be 64 hex characters".into())
     }
 }
 

@@ -151,7 +151,7 @@ pub(crate) fn peer_node_id(certs: &[CertificateDer<'_>]) -> Result<NodeId, NetEr
         .ok_or_else(|| NetError::PeerRefused("peer sent no certificate".into()))?;
     let parsed = ParsedCertificate::try_from(end_entity)
         .map_err(|e| NetError::PeerRefused(format!("unparsable certificate: {e}")))?;
-    NodeId::from_spki_der(parsed.subject_public_key_info().as_ref())
+    crate::identity::node_id_from_spki_der(parsed.subject_public_key_info().as_ref())
 }
 
 /// Server verifier used when dialing: webpki's chain check against the

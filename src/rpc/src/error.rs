@@ -78,3 +78,9 @@ fn list_suffix(items: &[String]) -> String {
         format!(" ({})", items.join(", "))
     }
 }
+
+impl From<hangar_util::node_id::ParseNodeIdError> for LayoutError {
+    fn from(e: hangar_util::node_id::ParseNodeIdError) -> Self {
+        LayoutError::BadNodeId(e.0)
+    }
+}

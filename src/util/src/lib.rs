@@ -5,8 +5,10 @@
 
 pub mod config;
 pub mod hash;
+pub mod node_id;
 pub mod size;
 pub mod time;
 pub mod worker;
 
 pub use hash::Hash;
+pub use node_id::NodeId;

@@ -12,12 +12,14 @@ mod files;
 mod gc;
 mod manager;
 mod refcount;
+mod scan;
 
 pub use error::BlockError;
 pub use files::{BlockFiles, StoredBlock};
 pub use gc::{collect_due, spawn_gc_worker};
 pub use manager::{BlockManager, BlockStats};
 pub use refcount::{RC_TREE, RcRow, add_ref, remove_ref};
+pub use scan::{scan_orphans, spawn_orphan_scan};
 
 /// Result alias of this crate.
 pub type Result<T> = std::result::Result<T, BlockError>;

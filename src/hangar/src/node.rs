@@ -7,7 +7,7 @@ use std::time::Duration;
 use hangar_api_admin::{AdminEndpoint, NodeCollector};
 use hangar_api_s3::metrics::S3Metrics;
 use hangar_api_s3::{S3Api, S3Settings};
-use hangar_block::{BlockFiles, BlockManager, spawn_gc_worker};
+use hangar_block::{BlockFiles, BlockManager, spawn_gc_worker, spawn_orphan_scan};
 use hangar_db::{Db, DbOptions, open_engine};
 use hangar_model::Model;
 use hangar_model::garbage::{abandon_stale_uploads, spawn_version_gc_worker};
@@ -100,6 +100,7 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
     }
     let workers = WorkerRegistry::default();
     spawn_version_gc_worker(model.clone(), &workers, Duration::from_secs(60));
+    spawn_orphan_scan(blocks.clone(), &workers);
     spawn_gc_worker(
         blocks.clone(),
         &workers,

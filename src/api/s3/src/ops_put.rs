@@ -4,20 +4,22 @@
 //! blocks are being stored while the next one is read. The object becomes
 //! visible only when its row is published, after every block is stored.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 
 use base64::Engine as _;
 use bytes::{Bytes, BytesMut};
-use futures::stream::FuturesOrdered;
 use futures::{Stream, StreamExt};
-use hangar_model::VersionId;
+
 use hangar_model::WriteCondition;
 use hangar_model::bucket::BucketRow;
 use hangar_model::object::{ObjectData, ObjectRow, StoredChecksum};
+use hangar_model::{Model, ModelError, VersionId};
 use http::HeaderMap;
 use s3s::crypto::{Checksum as _, Md5};
 use s3s::dto::{ETagCondition, PutObjectInput, PutObjectOutput, StreamingBlob};
 use s3s::{S3Error, S3Request, S3Response, S3Result, TrailingHeaders, s3_error};
+use tokio::task::JoinHandle;
 
 use crate::S3Api;
 use crate::checksum::{self, Requested};
@@ -44,6 +46,92 @@ pub struct StoredBody {
     pub md5_hex: String,
     pub checksum: Option<StoredChecksum>,
     pub data: ObjectData,
+}
+
+/// The blocks of one upload being stored in background tasks while the body
+/// is read on: at most [`BLOCKS_IN_FLIGHT`] at once, awaited in order.
+///
+/// Until [`BlockWriters::disarm`], dropping it (an error, or the
+/// client going away and hyper dropping the request) releases the upload:
+/// a task waits for the blocks still being stored, then queues the version
+/// for collection, so no reference is added after the collector ran.
+struct BlockWriters {
+    model: Arc<Model>,
+    version: VersionId,
+    tasks: VecDeque<JoinHandle<Result<(), ModelError>>>,
+    /// The upload is registered and has not been handed over yet.
+    armed: bool,
+}
+
+impl BlockWriters {
+    fn new(model: Arc<Model>, version: VersionId) -> Self {
+        BlockWriters {
+            model,
+            version,
+            tasks: VecDeque::new(),
+            armed: false,
+        }
+    }
+
+    fn started(&self) -> bool {
+        self.armed
+    }
+
+    /// Registers the upload; from here on its blocks are released on failure.
+    async fn start(&mut self) -> S3Result<()> {
+        self.model.begin_upload(self.version).await.or_s3()?;
+        self.armed = true;
+        Ok(())
+    }
+
+    async fn push(&mut self, index: u32, block: Bytes) -> S3Result<()> {
+        if self.tasks.len() >= BLOCKS_IN_FLIGHT {
+            self.wait_oldest().await?;
+        }
+        let (model, version) = (self.model.clone(), self.version);
+        self.tasks.push_back(tokio::spawn(async move {
+            model.store_block(version, index, block).await
+        }));
+        Ok(())
+    }
+
+    async fn wait_oldest(&mut self) -> S3Result<()> {
+        if let Some(t) = self.tasks.pop_front() {
+            t.await.map_err(crate::error::internal)?.or_s3()?;
+        }
+        Ok(())
+    }
+
+    /// Waits for every block to be stored.
+    async fn finish(&mut self) -> S3Result<()> {
+        while !self.tasks.is_empty() {
+            self.wait_oldest().await?;
+        }
+        Ok(())
+    }
+
+    /// Hands the upload over to the caller, who publishes or releases it.
+    fn disarm(&mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for BlockWriters {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let (model, version) = (self.model.clone(), self.version);
+        let tasks = std::mem::take(&mut self.tasks);
+        tokio::spawn(async move {
+            for t in tasks {
+                let _ = t.await;
+            }
+            if let Err(e) = model.abort_upload(version).await {
+                tracing::error!("cannot release the blocks of a failed upload: {e}");
+            }
+        });
+    }
 }
 
 /// An incoming body and the request headers that describe it.
@@ -140,17 +228,7 @@ impl S3Api {
                 ));
             }
         }
-        let mut started = false;
-        let res = self
-            .store_body_inner(version, src, requested, &mut started)
-            .await;
-        if res.is_err()
-            && started
-            && let Err(e) = self.model.abort_upload(version).await
-        {
-            tracing::error!("cannot release the blocks of a failed upload: {e}");
-        }
-        res
+        self.store_body_inner(version, src, requested).await
     }
 
     async fn store_body_inner(
@@ -158,7 +236,6 @@ impl S3Api {
         version: VersionId,
         src: BodySource<'_>,
         requested: Option<Requested>,
-        started: &mut bool,
     ) -> S3Result<StoredBody> {
         let src_decoded_length = src
             .headers
@@ -182,7 +259,7 @@ impl S3Api {
         let mut buf = BytesMut::new();
         let mut size = 0u64;
         let mut next_index = 0u32;
-        let mut in_flight = FuturesOrdered::new();
+        let mut writers = BlockWriters::new(self.model.clone(), version);
         let mut _ram = None;
         let mut body: std::pin::Pin<Box<dyn Stream<Item = _> + Send>> = match body {
             Some(b) => Box::pin(b),
@@ -197,31 +274,24 @@ impl S3Api {
             }
             size += chunk.len() as u64;
             buf.extend_from_slice(&chunk);
-            if !*started && buf.len() > inline_max {
+            if !writers.started() && buf.len() > inline_max {
                 // The block being filled plus those being stored.
                 _ram = Some(self.budget.reserve(BLOCKS_IN_FLIGHT as u32 + 1).await?);
-                self.model.begin_upload(version).await.or_s3()?;
-                *started = true;
+                writers.start().await?;
             }
-            while *started && buf.len() >= block_size {
-                let block = buf.split_to(block_size).freeze();
-                in_flight.push_back(self.store_one(version, next_index, block));
+            while writers.started() && buf.len() >= block_size {
+                writers
+                    .push(next_index, buf.split_to(block_size).freeze())
+                    .await?;
                 next_index += 1;
-                if in_flight.len() >= BLOCKS_IN_FLIGHT
-                    && let Some(r) = in_flight.next().await
-                {
-                    r?;
-                }
             }
         }
-        if *started && !buf.is_empty() {
-            let block = buf.split().freeze();
-            in_flight.push_back(self.store_one(version, next_index, block));
+        if writers.started() && !buf.is_empty() {
+            writers.push(next_index, buf.split().freeze()).await?;
             next_index += 1;
         }
-        while let Some(r) = in_flight.next().await {
-            r?;
-        }
+        let started = writers.started();
+        writers.finish().await?;
 
         if let Some(declared) = src_decoded_length
             && declared != size
@@ -245,21 +315,18 @@ impl S3Api {
             (Some(r), Some(s)) => Some(checksum::verify(&r, s, trailers)?),
             _ => None,
         };
-        let data = if *started {
+        let data = if started {
             ObjectData::Blocks { count: next_index }
         } else {
             ObjectData::Inline(buf.to_vec())
         };
+        writers.disarm();
         Ok(StoredBody {
             size,
             md5_hex: hex::encode(digest),
             checksum,
             data,
         })
-    }
-
-    async fn store_one(&self, version: VersionId, index: u32, block: Bytes) -> S3Result<()> {
-        self.model.store_block(version, index, block).await.or_s3()
     }
 
     pub(crate) async fn do_put_object(

@@ -76,6 +76,19 @@ impl Preconditions<'_> {
     }
 }
 
+/// The preconditions of a GetObject or HeadObject input (same field names).
+macro_rules! read_preconditions {
+    ($input:expr) => {
+        $crate::conditions::Preconditions {
+            if_match: $input.if_match.as_ref(),
+            if_none_match: $input.if_none_match.as_ref(),
+            if_modified_since: $input.if_modified_since.as_ref(),
+            if_unmodified_since: $input.if_unmodified_since.as_ref(),
+        }
+    };
+}
+pub(crate) use read_preconditions;
+
 /// The ETag of an object as S3 sends it.
 pub fn etag(obj: &ObjectRow) -> ETag {
     ETag::Strong(obj.etag.clone())

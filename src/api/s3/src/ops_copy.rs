@@ -11,6 +11,7 @@ use s3s::{S3Request, S3Response, S3Result, s3_error};
 use crate::S3Api;
 use crate::conditions::{Preconditions, etag};
 use crate::error::OrS3;
+use crate::ops_put::check_key_length;
 use crate::ops_put::system_headers;
 use crate::time::timestamp;
 
@@ -79,9 +80,7 @@ impl S3Api {
             )
             .await?;
         let dst_b = self.bucket(&input.bucket).await?;
-        if input.key.len() > 1024 {
-            return Err(s3_error!(KeyTooLongError, "Your key is too long"));
-        }
+        check_key_length(&input.key)?;
 
         let replace = input
             .metadata_directive

@@ -15,7 +15,7 @@ use s3s::{S3Request, S3Response, S3Result, s3_error};
 
 use crate::S3Api;
 use crate::checksum;
-use crate::conditions::{Preconditions, etag};
+use crate::conditions::{Preconditions, etag, read_preconditions};
 use crate::error::{OrS3, block_error};
 use crate::time::timestamp;
 
@@ -185,12 +185,7 @@ impl S3Api {
             .prepare_read(
                 &input.bucket,
                 &input.key,
-                Preconditions {
-                    if_match: input.if_match.as_ref(),
-                    if_none_match: input.if_none_match.as_ref(),
-                    if_modified_since: input.if_modified_since.as_ref(),
-                    if_unmodified_since: input.if_unmodified_since.as_ref(),
-                },
+                read_preconditions!(input),
                 input.range.as_ref(),
                 input.part_number,
             )
@@ -255,12 +250,7 @@ impl S3Api {
             .prepare_read(
                 &input.bucket,
                 &input.key,
-                Preconditions {
-                    if_match: input.if_match.as_ref(),
-                    if_none_match: input.if_none_match.as_ref(),
-                    if_modified_since: input.if_modified_since.as_ref(),
-                    if_unmodified_since: input.if_unmodified_since.as_ref(),
-                },
+                read_preconditions!(input),
                 input.range.as_ref(),
                 input.part_number,
             )

@@ -15,6 +15,7 @@ use crate::S3Api;
 use crate::checksum;
 use crate::conditions::{Preconditions, etag};
 use crate::error::OrS3;
+use crate::ops_put::check_key_length;
 use crate::ops_put::{BodySource, StoredBody, system_headers};
 use crate::time::timestamp;
 
@@ -89,9 +90,7 @@ impl S3Api {
     ) -> S3Result<S3Response<CreateMultipartUploadOutput>> {
         let input = req.input;
         let b = self.bucket(&input.bucket).await?;
-        if input.key.len() > 1024 {
-            return Err(s3_error!(KeyTooLongError, "Your key is too long"));
-        }
+        check_key_length(&input.key)?;
         let upload_id = hangar_model::new_version_id();
         let algorithm = input
             .checksum_algorithm

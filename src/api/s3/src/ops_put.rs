@@ -134,6 +134,21 @@ impl Drop for BlockWriters {
     }
 }
 
+/// Longest object key S3 accepts, in bytes.
+const MAX_KEY_LEN: usize = 1024;
+
+/// Refuses keys S3 would refuse as too long (for every write of a key).
+pub(crate) fn check_key_length(key: &str) -> S3Result<()> {
+    if key.len() > MAX_KEY_LEN {
+        return Err(s3_error!(
+            KeyTooLongError,
+            "Your key is too long: {} bytes, at most {MAX_KEY_LEN}",
+            key.len()
+        ));
+    }
+    Ok(())
+}
+
 /// An incoming body and the request headers that describe it.
 pub(crate) struct BodySource<'a> {
     pub body: Option<StreamingBlob>,
@@ -340,9 +355,7 @@ impl S3Api {
             ..
         } = req;
         let bucket = self.bucket(&input.bucket).await?;
-        if input.key.len() > 1024 {
-            return Err(s3_error!(KeyTooLongError, "Your key is too long"));
-        }
+        check_key_length(&input.key)?;
         let cond = WriteCondition {
             if_none_match_any: match &input.if_none_match {
                 None => false,

@@ -21,11 +21,11 @@ const MAX_REQUEST: usize = 64 * 1024;
 /// JSON view of a key, as `hangar key info --json` prints it.
 pub fn key_json(k: &KeyRow) -> Value {
     json!({
-        "name": k.name,
+        "name": k.name.value,
         "access_key_id": k.access_key_id,
-        "secret_access_key": k.secret,
-        "allow_create_bucket": k.allow_create_bucket,
-        "buckets": k.buckets.iter().map(|(b, p)| json!({
+        "secret_access_key": k.secret.value,
+        "allow_create_bucket": k.allow_create_bucket.value,
+        "buckets": k.granted().map(|(b, p)| json!({
             "bucket": b, "read": p.read, "write": p.write, "owner": p.owner,
         })).collect::<Vec<_>>(),
     })
@@ -99,9 +99,14 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, String> {
                 .map_err(e)?
                 .iter()
                 .filter_map(|k| {
-                    let p = k.buckets.get(&name)?;
-                    Some(json!({"access_key_id": k.access_key_id, "name": k.name,
-                        "read": p.read, "write": p.write, "owner": p.owner}))
+                    let p = k.permission(&name);
+                    if !p.any() {
+                        return None;
+                    }
+                    Some(
+                        json!({"access_key_id": k.access_key_id, "name": k.name.value,
+                        "read": p.read, "write": p.write, "owner": p.owner}),
+                    )
                 })
                 .collect();
             json!({"name": b.name, "id": b.id, "created": b.created_msec,

@@ -10,7 +10,9 @@ use hangar_api_s3::{S3Api, S3Settings};
 use hangar_block::{BlockFiles, BlockManager, spawn_gc_worker, spawn_orphan_scan};
 use hangar_db::{Db, DbOptions, open_engine};
 use hangar_model::Model;
-use hangar_model::garbage::{abandon_stale_uploads, spawn_version_gc_worker};
+use hangar_model::garbage::{
+    abandon_stale_uploads, spawn_tombstone_gc_worker, spawn_version_gc_worker,
+};
 use hangar_net::{Mesh, MeshConfig};
 use hangar_util::config::Config;
 use hangar_util::worker::WorkerRegistry;
@@ -100,6 +102,12 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
     }
     let workers = WorkerRegistry::default();
     spawn_version_gc_worker(model.clone(), &workers, Duration::from_secs(60));
+    spawn_tombstone_gc_worker(
+        model.clone(),
+        &workers,
+        Duration::from_secs(cfg.tombstone_gc_delay_secs),
+        Duration::from_secs(cfg.tombstone_gc_delay_secs.clamp(1, 600)),
+    );
     spawn_orphan_scan(blocks.clone(), &workers);
     spawn_gc_worker(
         blocks.clone(),

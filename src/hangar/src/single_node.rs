@@ -56,7 +56,7 @@ pub async fn run(dir: PathBuf, port: u16) -> Result<(), NodeError> {
         .list_keys()
         .await?
         .into_iter()
-        .find(|k| k.name == KEY_NAME)
+        .find(|k| k.name.value == KEY_NAME)
     {
         Some(k) => k,
         None => {
@@ -94,7 +94,7 @@ Stop with Ctrl-C; data stays in {dir} for the next start.",
         dir = dir.display(),
         region = cfg.s3_api.s3_region,
         id = key.access_key_id,
-        secret = key.secret,
+        secret = key.secret.value,
         cfg = cfg_path.display(),
     );
     node::serve(cfg, node, move || println!("{banner}")).await

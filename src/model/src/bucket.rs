@@ -1,27 +1,28 @@
 //! Buckets, by name.
 
-use hangar_table::{Crdt, Schema};
+use hangar_table::{Crdt, Schema, max_by_content};
 use serde::{Deserialize, Serialize};
 
 use crate::ModelError;
 
-/// One bucket.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One bucket. The row is one last-writer-wins register: the derived order
+/// (last change, then deleted over live, then the content) is the merge
+/// order, so a delete and a re-creation at the same millisecond resolve the
+/// same way everywhere. A deleted bucket keeps its row as a tombstone.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct BucketRow {
-    pub name: String,
+    pub updated_msec: u64,
+    pub deleted: bool,
     /// 32 random bytes, hex; the partition key of the bucket's objects, so
     /// that a deleted and re-created bucket starts empty.
     pub id: String,
+    pub name: String,
     pub created_msec: u64,
-    pub updated_msec: u64,
-    pub deleted: bool,
 }
 
 impl Crdt for BucketRow {
     fn merge(&mut self, other: &Self) {
-        if (other.updated_msec, other.deleted) > (self.updated_msec, self.deleted) {
-            *self = other.clone();
-        }
+        max_by_content(self, other);
     }
 }
 

@@ -21,6 +21,8 @@ pub enum ModelError {
     NoSuchUpload,
     #[error("the condition on the existing object does not hold")]
     PreconditionFailed,
+    #[error("the source object changed while it was being copied; try again")]
+    SourceChanged,
     #[error(transparent)]
     Table(#[from] hangar_table::TableError),
     #[error(transparent)]

@@ -4,8 +4,9 @@
 //! block, and removes it in the transaction that publishes the object. A
 //! version that is no longer reachable (overwritten, deleted, aborted, or
 //! left behind by a crash) is queued in `version_gc`; the collector removes
-//! its block rows a batch at a time, dropping the blocks' references (the
-//! block GC then deletes unreferenced files after their grace delay).
+//! its block rows a batch at a time — each becomes a tombstone and drops its
+//! block's reference (the block GC then deletes unreferenced files after
+//! their grace delay).
 
 use std::ops::Bound;
 use std::sync::Arc;
@@ -13,10 +14,12 @@ use std::time::Duration;
 
 use hangar_block::remove_ref;
 use hangar_db::Tx;
-use hangar_table::Table;
+use hangar_table::{Schema, Table, tombstones};
 use hangar_util::time::now_msec;
 use hangar_util::worker::{WorkerRegistry, WorkerState};
 
+use crate::multipart::{MpuTable, PartTable};
+use crate::object::ObjectTable;
 use crate::version::VersionTable;
 use crate::{Model, ModelError, Result, VersionId};
 
@@ -96,19 +99,28 @@ async fn collect_one(model: &Model, version: VersionId) -> Result<u64> {
     let table = Table::<VersionTable>::new(model.db().clone());
     let grace = model.block_gc_delay_msec();
     let mut removed = 0;
+    let mut after: Option<Vec<u8>> = None;
     loop {
+        let start = after.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
         let rows = table
-            .range(&version, Bound::Unbounded, Bound::Unbounded, false, BATCH)
+            .range(&version, start, Bound::Unbounded, false, BATCH)
             .await?;
         let done = rows.len() < BATCH;
-        removed += rows.len() as u64;
+        after = rows.last().map(|(k, _)| k.clone());
+        let live: Vec<_> = rows.into_iter().filter(|(_, e)| !e.deleted).collect();
+        removed += live.len() as u64;
         model
             .db()
             .write(move |tx| {
                 let now = now_msec();
-                for (idx, entry) in &rows {
+                for (idx, entry) in &live {
+                    // The entry becomes a tombstone (so no replica brings
+                    // it back) and drops its reference, exactly once: a
+                    // reference already dropped is not dropped again.
+                    let mut tomb = entry.clone();
+                    tomb.deleted = true;
+                    Table::<VersionTable>::tx_insert(tx, &version, idx, &tomb)?;
                     remove_ref(tx, &entry.hash, &version, now, grace)?;
-                    Table::<VersionTable>::tx_delete(tx, &version, idx);
                 }
                 if done {
                     tx.delete(VERSION_GC_TREE, version.to_vec());
@@ -120,6 +132,63 @@ async fn collect_one(model: &Model, version: VersionId) -> Result<u64> {
             return Ok(removed);
         }
     }
+}
+
+/// The tables whose tombstones this node collects after the tombstone
+/// delay: their rows are stored on this node only, for now.
+pub const TOMBSTONE_TREES: &[&str] = &[
+    ObjectTable::TREE,
+    VersionTable::TREE,
+    MpuTable::TREE,
+    PartTable::TREE,
+];
+
+/// Starts the tombstone collector: every `interval`, tombstones older than
+/// `delay` are removed, a batch at a time.
+pub fn spawn_tombstone_gc_worker(
+    model: Arc<Model>,
+    workers: &WorkerRegistry,
+    delay: Duration,
+    interval: Duration,
+) -> tokio::task::JoinHandle<()> {
+    let w = workers.register("tombstone-gc");
+    tokio::spawn(async move {
+        loop {
+            w.set_state(WorkerState::Busy);
+            let mut removed = 0u64;
+            let pass = async {
+                loop {
+                    let (looked, n) = tombstones::collect_due(
+                        model.db(),
+                        TOMBSTONE_TREES,
+                        now_msec(),
+                        delay.as_millis() as u64,
+                        BATCH,
+                    )
+                    .await?;
+                    removed += n as u64;
+                    if looked < BATCH {
+                        return tombstones::queued(model.db()).await;
+                    }
+                }
+            };
+            match pass.await {
+                Ok(waiting) => {
+                    w.add_processed(removed);
+                    w.set_progress(
+                        format!("last pass: {removed} tombstones removed"),
+                        Some(waiting),
+                    );
+                }
+                Err(e) => {
+                    tracing::error!("tombstone gc: {e}");
+                    w.record_error(&e);
+                }
+            }
+            w.set_state(WorkerState::Idle);
+            tokio::time::sleep(interval).await;
+        }
+    })
 }
 
 /// Starts the version collector, woken by [`Model::wake_gc`] and every `interval`.

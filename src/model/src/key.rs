@@ -5,11 +5,14 @@
 
 use std::collections::BTreeMap;
 
-use hangar_table::{Crdt, Schema};
+use hangar_table::{Crdt, Lww, LwwMap, Schema};
 use serde::{Deserialize, Serialize};
 
-/// What a key may do on one bucket.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// What a key may do on one bucket. No right at all is also the tombstone
+/// of a revoked permission (see [`KeyRow::buckets`]).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct Permission {
     pub read: bool,
     pub write: bool,
@@ -22,36 +25,107 @@ impl Permission {
     }
 }
 
-/// One access key.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One access key. Each field that can change is its own register, so that
+/// concurrent changes of different fields (a grant on one bucket, a grant on
+/// another, a rename) all survive a merge.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeyRow {
     pub access_key_id: String,
-    pub name: String,
-    pub secret: String,
-    pub allow_create_bucket: bool,
-    /// Permissions by bucket name.
-    pub buckets: BTreeMap<String, Permission>,
+    pub name: Lww<String>,
+    pub secret: Lww<String>,
+    pub allow_create_bucket: Lww<bool>,
+    /// Permissions by bucket name; a revoked permission is an entry with no
+    /// right, kept so that the revocation replicates.
+    pub buckets: LwwMap<String, Permission>,
+    /// First creation, ms since the epoch (the smallest one seen wins).
     pub created_msec: u64,
-    /// Last change; the newest row wins a merge.
-    pub updated_msec: u64,
-    pub deleted: bool,
+    /// The tombstone: a deleted key keeps its row, with every permission
+    /// revoked, so that no replica brings it back.
+    pub deleted: Lww<bool>,
 }
 
 impl Crdt for KeyRow {
     fn merge(&mut self, other: &Self) {
-        // Last writer wins on the whole row; ties broken by content so that
-        // every replica picks the same one.
-        let newer = (other.updated_msec, other.deleted) > (self.updated_msec, self.deleted);
-        if newer {
-            *self = other.clone();
-        }
+        self.name.merge(&other.name);
+        self.secret.merge(&other.secret);
+        self.allow_create_bucket.merge(&other.allow_create_bucket);
+        self.buckets.merge(&other.buckets);
+        self.created_msec = self.created_msec.min(other.created_msec);
+        self.deleted.merge(&other.deleted);
     }
 }
 
 impl KeyRow {
+    /// A new, live key, every field stamped `now`.
+    pub fn new(access_key_id: &str, secret: &str, name: &str, now: u64) -> KeyRow {
+        KeyRow {
+            access_key_id: access_key_id.to_owned(),
+            name: Lww::new(now, name.to_owned()),
+            secret: Lww::new(now, secret.to_owned()),
+            allow_create_bucket: Lww::new(now, false),
+            buckets: LwwMap::default(),
+            created_msec: now,
+            deleted: Lww::new(now, false),
+        }
+    }
+
     /// The permission this key holds on `bucket`.
     pub fn permission(&self, bucket: &str) -> Permission {
-        self.buckets.get(bucket).copied().unwrap_or_default()
+        self.buckets
+            .get(&bucket.to_owned())
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// The buckets this key has any right on, with its rights.
+    pub fn granted(&self) -> impl Iterator<Item = (&String, &Permission)> {
+        self.buckets.iter().filter(|(_, p)| p.any())
+    }
+
+    pub fn is_deleted(&self) -> bool {
+        self.deleted.value
+    }
+
+    /// Makes this row the tombstone of the key: deleted, every right revoked.
+    pub fn delete(&mut self, now: u64) {
+        self.deleted.update(now, true);
+        let granted: Vec<String> = self.granted().map(|(b, _)| b.clone()).collect();
+        for b in granted {
+            self.buckets.update(b, now, Permission::default());
+        }
+        self.allow_create_bucket.update(now, false);
+    }
+}
+
+/// A key row as format 1 stored it: one last-writer-wins row.
+#[derive(Deserialize)]
+struct KeyRowV1 {
+    access_key_id: String,
+    name: String,
+    secret: String,
+    allow_create_bucket: bool,
+    buckets: BTreeMap<String, Permission>,
+    created_msec: u64,
+    updated_msec: u64,
+    deleted: bool,
+}
+
+impl From<KeyRowV1> for KeyRow {
+    fn from(o: KeyRowV1) -> KeyRow {
+        let ts = o.updated_msec;
+        let mut buckets = LwwMap::default();
+        for (b, p) in o.buckets {
+            buckets.update(b, ts, p);
+        }
+        KeyRow {
+            access_key_id: o.access_key_id,
+            name: Lww::new(ts, o.name),
+            secret: Lww::new(ts, o.secret),
+            allow_create_bucket: Lww::new(ts, o.allow_create_bucket),
+            buckets,
+            created_msec: o.created_msec,
+            deleted: Lww::new(ts, o.deleted),
+        }
     }
 }
 
@@ -62,6 +136,15 @@ impl Schema for KeyTable {
     const TREE: &'static str = "key";
     const PARTITION_LEN: usize = 0;
     type Row = KeyRow;
+
+    fn decode_old(format: u8, body: &[u8]) -> Result<KeyRow, String> {
+        match format {
+            1 => rmp_serde::from_slice::<KeyRowV1>(body)
+                .map(KeyRow::from)
+                .map_err(|e| e.to_string()),
+            f => Err(format!("unknown row format {f}")),
+        }
+    }
 }
 
 /// A new key id, `GK` followed by 24 hex digits.

@@ -14,7 +14,7 @@ use tokio::sync::Notify;
 use crate::bucket::{BucketRow, BucketTable, check_bucket_name};
 use crate::garbage::{UPLOAD_TREE, queue_version_gc};
 use crate::key::{KeyRow, KeyTable, Permission, new_key_id, new_secret, valid_key_id};
-use crate::object::{ObjectData, ObjectRow, ObjectTable};
+use crate::object::{ObjectRow, ObjectTable};
 use crate::version::{BlockEntry, VersionTable};
 use crate::{ModelError, Result, VersionId};
 
@@ -106,31 +106,28 @@ impl Model {
         if secret.len() < 16 {
             return Err(ModelError::Invalid("secret key too short".into()));
         }
-        let now = now_msec();
-        let row = KeyRow {
-            access_key_id: id.to_owned(),
-            name: name.to_owned(),
-            secret: secret.to_owned(),
-            allow_create_bucket: false,
-            buckets: Default::default(),
-            created_msec: now,
-            updated_msec: now,
-            deleted: false,
-        };
-        let r = row.clone();
+        let (id, secret, name) = (id.to_owned(), secret.to_owned(), name.to_owned());
         self.db
             .write(move |tx| {
-                match Table::<KeyTable>::tx_get(tx, b"", r.access_key_id.as_bytes())? {
-                    Some(old) if !old.deleted => {
-                        return Err(ModelError::KeyAlreadyExists(r.access_key_id));
+                let now = now_msec();
+                let row = match Table::<KeyTable>::tx_get(tx, b"", id.as_bytes())? {
+                    Some(old) if !old.is_deleted() => {
+                        return Err(ModelError::KeyAlreadyExists(id));
                     }
-                    _ => {}
-                }
-                Table::<KeyTable>::tx_insert(tx, b"", r.access_key_id.as_bytes(), &r)?;
-                Ok(())
+                    // A deleted key imported again: every register moves
+                    // past the tombstone's, its revoked rights stay revoked.
+                    Some(mut old) => {
+                        old.name.update(now, name);
+                        old.secret.update(now, secret);
+                        old.allow_create_bucket.update(now, false);
+                        old.deleted.update(now, false);
+                        old
+                    }
+                    None => KeyRow::new(&id, &secret, &name, now),
+                };
+                Ok(Table::<KeyTable>::tx_insert(tx, b"", id.as_bytes(), &row)?)
             })
-            .await?;
-        Ok(row)
+            .await
     }
 
     /// The live key with this id.
@@ -139,7 +136,7 @@ impl Model {
             .keys
             .get(b"", id.as_bytes())
             .await?
-            .filter(|k| !k.deleted))
+            .filter(|k| !k.is_deleted()))
     }
 
     /// Every live key.
@@ -154,7 +151,7 @@ impl Model {
                 .await?;
             let full = page.len() == 1000;
             after = page.last().map(|(k, _)| k.clone());
-            out.extend(page.into_iter().map(|(_, r)| r).filter(|k| !k.deleted));
+            out.extend(page.into_iter().map(|(_, r)| r).filter(|k| !k.is_deleted()));
             if !full {
                 return Ok(out);
             }
@@ -170,7 +167,7 @@ impl Model {
             .list_keys()
             .await?
             .into_iter()
-            .filter(|k| k.name == id_or_name || k.access_key_id.starts_with(id_or_name))
+            .filter(|k| k.name.value == id_or_name || k.access_key_id.starts_with(id_or_name))
             .collect();
         match matches.len() {
             1 => Ok(matches.into_iter().next().expect("one match")),
@@ -181,39 +178,35 @@ impl Model {
         }
     }
 
-    /// Applies `f` to the live key `id` and stores the result.
+    /// Applies `f` to the live key `id` (with the time of the change, read
+    /// in the transaction) and stores the result.
     async fn update_key(
         &self,
         id: &str,
-        f: impl FnOnce(&mut KeyRow) + Send + 'static,
+        f: impl FnOnce(&mut KeyRow, u64) + Send + 'static,
     ) -> Result<KeyRow> {
         let id = id.to_owned();
         self.db
             .write(move |tx| {
                 let mut k = Table::<KeyTable>::tx_get(tx, b"", id.as_bytes())?
-                    .filter(|k| !k.deleted)
+                    .filter(|k| !k.is_deleted())
                     .ok_or_else(|| ModelError::NoSuchKey(id.clone()))?;
-                f(&mut k);
-                k.updated_msec = now_msec().max(k.updated_msec + 1);
-                Table::<KeyTable>::tx_insert(tx, b"", id.as_bytes(), &k)?;
-                Ok(k)
+                f(&mut k, now_msec());
+                Ok(Table::<KeyTable>::tx_insert(tx, b"", id.as_bytes(), &k)?)
             })
             .await
     }
 
-    /// Deletes a key (a tombstone row).
+    /// Deletes a key (a tombstone row, every right revoked).
     pub async fn delete_key(&self, id: &str) -> Result<()> {
-        self.update_key(id, |k| {
-            k.deleted = true;
-            k.buckets.clear();
-        })
-        .await
-        .map(|_| ())
+        self.update_key(id, |k, now| k.delete(now))
+            .await
+            .map(|_| ())
     }
 
     /// Grants or revokes the right to create buckets.
     pub async fn set_create_bucket(&self, id: &str, allow: bool) -> Result<KeyRow> {
-        self.update_key(id, move |k| k.allow_create_bucket = allow)
+        self.update_key(id, move |k, now| k.allow_create_bucket.update(now, allow))
             .await
     }
 
@@ -228,16 +221,12 @@ impl Model {
             return Err(ModelError::NoSuchBucket(bucket.to_owned()));
         }
         let b = bucket.to_owned();
-        self.update_key(key_id, move |k| {
+        self.update_key(key_id, move |k, now| {
             let mut p = k.permission(&b);
             p.read = change.read.unwrap_or(p.read);
             p.write = change.write.unwrap_or(p.write);
             p.owner = change.owner.unwrap_or(p.owner);
-            if p.any() {
-                k.buckets.insert(b, p);
-            } else {
-                k.buckets.remove(&b);
-            }
+            k.buckets.update(b, now, p);
         })
         .await
     }
@@ -270,11 +259,11 @@ impl Model {
     /// permissions on it in the same transaction.
     pub async fn create_bucket(&self, name: &str, owner: Option<&str>) -> Result<BucketRow> {
         check_bucket_name(name, self.allow_punycode)?;
-        let now = now_msec();
         let name = name.to_owned();
         let owner = owner.map(str::to_owned);
         self.db
             .write(move |tx| {
+                let now = now_msec();
                 let old = Table::<BucketTable>::tx_get(tx, b"", name.as_bytes())?;
                 if old.as_ref().is_some_and(|b| !b.deleted) {
                     return Err(ModelError::BucketAlreadyExists(name));
@@ -289,17 +278,17 @@ impl Model {
                 Table::<BucketTable>::tx_insert(tx, b"", name.as_bytes(), &row)?;
                 if let Some(id) = owner {
                     let mut k = Table::<KeyTable>::tx_get(tx, b"", id.as_bytes())?
-                        .filter(|k| !k.deleted)
+                        .filter(|k| !k.is_deleted())
                         .ok_or_else(|| ModelError::NoSuchKey(id.clone()))?;
-                    k.buckets.insert(
+                    k.buckets.update(
                         name.clone(),
+                        now,
                         Permission {
                             read: true,
                             write: true,
                             owner: true,
                         },
                     );
-                    k.updated_msec = now.max(k.updated_msec + 1);
                     Table::<KeyTable>::tx_insert(tx, b"", id.as_bytes(), &k)?;
                 }
                 Ok(row)
@@ -324,21 +313,24 @@ impl Model {
             .list_keys()
             .await?
             .into_iter()
-            .filter(|k| k.buckets.contains_key(name))
+            .filter(|k| k.permission(name).any())
             .map(|k| k.access_key_id)
             .collect();
         let name = name.to_owned();
         self.db
             .write(move |tx| {
                 let now = now_msec();
-                let mut b = bucket;
+                // Re-read: the bucket may have been deleted and re-created
+                // since it was checked, and that one is not ours to delete.
+                let mut b = Table::<BucketTable>::tx_get(tx, b"", name.as_bytes())?
+                    .filter(|b| !b.deleted && b.id == bucket.id)
+                    .ok_or_else(|| ModelError::NoSuchBucket(name.clone()))?;
                 b.deleted = true;
                 b.updated_msec = now.max(b.updated_msec + 1);
                 Table::<BucketTable>::tx_insert(tx, b"", name.as_bytes(), &b)?;
                 for id in holders {
                     if let Some(mut k) = Table::<KeyTable>::tx_get(tx, b"", id.as_bytes())? {
-                        k.buckets.remove(&name);
-                        k.updated_msec = now.max(k.updated_msec + 1);
+                        k.buckets.update(name.clone(), now, Permission::default());
                         Table::<KeyTable>::tx_insert(tx, b"", id.as_bytes(), &k)?;
                     }
                 }
@@ -365,22 +357,49 @@ impl Model {
 
     // ---- objects ----
 
-    /// The object `key` of `bucket`.
+    /// The live object `key` of `bucket` (a tombstone reads as none).
     pub async fn get_object(&self, bucket: &BucketRow, key: &str) -> Result<Option<ObjectRow>> {
-        Ok(self.objects.get(&bucket.id_bytes(), key.as_bytes()).await?)
+        Ok(self
+            .objects
+            .get(&bucket.id_bytes(), key.as_bytes())
+            .await?
+            .filter(|o| !o.is_deleted()))
     }
 
-    /// Up to `limit` objects of `bucket` after `start`, in key order.
+    /// Up to `limit` live objects of `bucket` after `start`, in key order;
+    /// fewer only when there are no more.
     pub async fn list_objects(
         &self,
         bucket: &BucketRow,
         start: Bound<&[u8]>,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, ObjectRow)>> {
-        Ok(self
-            .objects
-            .range(&bucket.id_bytes(), start, Bound::Unbounded, false, limit)
-            .await?)
+        let part = bucket.id_bytes();
+        let mut out = Vec::new();
+        let mut cursor: Option<Vec<u8>> = None;
+        // Pages are read a little larger than asked, so that tombstones
+        // between live rows rarely cost a second read.
+        let page_len = limit.saturating_add(16).min(1024);
+        loop {
+            let from = cursor.as_deref().map_or(start, Bound::Excluded);
+            let page = self
+                .objects
+                .range(&part, from, Bound::Unbounded, false, page_len)
+                .await?;
+            let exhausted = page.len() < page_len;
+            cursor = page.last().map(|(k, _)| k.clone());
+            for (k, row) in page {
+                if out.len() == limit {
+                    return Ok(out);
+                }
+                if !row.is_deleted() {
+                    out.push((k, row));
+                }
+            }
+            if exhausted || out.len() == limit {
+                return Ok(out);
+            }
+        }
     }
 
     /// Registers an upload in progress, before its first block is stored.
@@ -402,6 +421,7 @@ impl Model {
         let entry = BlockEntry {
             hash,
             size: data.len() as u64,
+            deleted: false,
         };
         self.blocks
             .store(hash, data, version, move |tx| {
@@ -414,48 +434,43 @@ impl Model {
 
     /// Makes `row` the current version of `key`, in one transaction with the
     /// end of its upload; the version it replaces is queued for collection.
-    pub async fn publish(&self, bucket: &BucketRow, key: &str, row: ObjectRow) -> Result<()> {
+    /// Returns the row as published (its timestamp is taken then).
+    pub async fn publish(
+        &self,
+        bucket: &BucketRow,
+        key: &str,
+        row: ObjectRow,
+    ) -> Result<ObjectRow> {
         self.publish_if(bucket, key, row, WriteCondition::default())
             .await
     }
 
     /// Like [`Model::publish`], only if `cond` holds on the current object
-    /// (checked in the publishing transaction); otherwise the new version is
-    /// released and [`ModelError::PreconditionFailed`] returned.
+    /// (checked in the publishing transaction); otherwise
+    /// [`ModelError::PreconditionFailed`] is returned and the caller releases
+    /// the version.
     pub async fn publish_if(
         &self,
         bucket: &BucketRow,
         key: &str,
         row: ObjectRow,
         cond: WriteCondition,
-    ) -> Result<()> {
+    ) -> Result<ObjectRow> {
         let part = bucket.id_bytes();
         let key = key.to_owned();
-        self.db
+        let published = self
+            .db
             .write(move |tx| {
                 let old = Table::<ObjectTable>::tx_get(tx, &part, key.as_bytes())?;
-                let holds = match (&old, &cond.if_match) {
-                    (Some(_), _) if cond.if_none_match_any => false,
-                    (Some(o), Some(etag)) => etag == "*" || *etag == o.etag,
-                    (None, Some(_)) => false,
-                    _ => true,
-                };
-                if !holds {
+                if !cond.holds(old.as_ref().filter(|o| !o.is_deleted())) {
                     return Err(ModelError::PreconditionFailed);
                 }
                 tx.delete(UPLOAD_TREE, row.version.to_vec());
-                Table::<ObjectTable>::tx_insert(tx, &part, key.as_bytes(), &row)?;
-                if let Some(old) = old
-                    && old.version != row.version
-                    && matches!(old.data, ObjectData::Blocks { .. })
-                {
-                    queue_version_gc(tx, &old.version);
-                }
-                Ok::<_, ModelError>(())
+                put_object_row(tx, &part, &key, old, row)
             })
             .await?;
         self.wake_gc();
-        Ok(())
+        Ok(published)
     }
 
     /// Ends a failed upload: its blocks are released.
@@ -477,7 +492,7 @@ impl Model {
     }
 
     /// Deletes several objects in one transaction; returns, for each key,
-    /// whether it existed.
+    /// whether it existed. A deleted object becomes a tombstone row.
     pub async fn delete_objects(&self, bucket: &BucketRow, keys: Vec<String>) -> Result<Vec<bool>> {
         let part = bucket.id_bytes();
         let existed = self
@@ -486,13 +501,12 @@ impl Model {
                 let mut existed = Vec::with_capacity(keys.len());
                 for key in keys {
                     let old = Table::<ObjectTable>::tx_get(tx, &part, key.as_bytes())?;
-                    if let Some(old) = &old {
-                        Table::<ObjectTable>::tx_delete(tx, &part, key.as_bytes());
-                        if matches!(old.data, ObjectData::Blocks { .. }) {
-                            queue_version_gc(tx, &old.version);
-                        }
+                    let live = old.as_ref().is_some_and(|o| !o.is_deleted());
+                    if live {
+                        let tomb = ObjectRow::tombstone(crate::new_version_id(), 0);
+                        put_object_row(tx, &part, &key, old, tomb)?;
                     }
-                    existed.push(old.is_some());
+                    existed.push(live);
                 }
                 Ok::<_, ModelError>(existed)
             })
@@ -501,11 +515,12 @@ impl Model {
         Ok(existed)
     }
 
-    /// Makes version `to` use the same blocks as version `from` (a copy
-    /// shares blocks instead of duplicating them). `to` must have been
-    /// registered with [`Model::begin_upload`]. Returns the block count.
-    pub async fn share_blocks(&self, from: VersionId, to: VersionId) -> Result<u32> {
-        self.share_blocks_at(from, to, 0).await
+    /// Makes version `to` use the `count` blocks of version `from` (a copy
+    /// shares blocks instead of duplicating them), or fails with
+    /// [`ModelError::SourceChanged`] if `from` lost blocks meanwhile. `to`
+    /// must have been registered with [`Model::begin_upload`].
+    pub async fn share_blocks(&self, from: VersionId, count: u32, to: VersionId) -> Result<()> {
+        self.share_blocks_at(from, count, to, 0).await
     }
 
     /// Up to `limit` block entries of `version` from block `from` on.
@@ -517,4 +532,40 @@ impl Model {
     ) -> Result<Vec<(u32, BlockEntry)>> {
         Ok(self.versions.range_numbered(version, from, limit).await?)
     }
+}
+
+impl WriteCondition {
+    /// Whether the condition holds on `current`, the live object (if any).
+    fn holds(&self, current: Option<&ObjectRow>) -> bool {
+        match (current, &self.if_match) {
+            (Some(_), _) if self.if_none_match_any => false,
+            (Some(o), Some(etag)) => etag == "*" || *etag == o.etag,
+            (None, Some(_)) => false,
+            _ => true,
+        }
+    }
+}
+
+/// Writes `row` (an object version or a tombstone) over `old`, the stored
+/// row, inside a transaction, and queues for collection every version that
+/// is not the one the merge keeps. The row's timestamp is taken here: at
+/// least now, and strictly greater than the stored row's, so that the new
+/// row wins the merge and what is published is what is kept. Returns the
+/// row as stored.
+pub(crate) fn put_object_row(
+    tx: &mut hangar_db::Tx<'_>,
+    part: &[u8; 32],
+    key: &str,
+    old: Option<ObjectRow>,
+    mut row: ObjectRow,
+) -> Result<ObjectRow> {
+    let floor = old.as_ref().map_or(0, |o| o.timestamp_msec + 1);
+    row.timestamp_msec = now_msec().max(floor).max(row.timestamp_msec);
+    let merged = Table::<ObjectTable>::tx_insert(tx, part, key.as_bytes(), &row)?;
+    for loser in old.iter().chain(std::iter::once(&row)) {
+        if loser.version != merged.version && loser.has_blocks() {
+            queue_version_gc(tx, &loser.version);
+        }
+    }
+    Ok(merged)
 }

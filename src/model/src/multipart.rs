@@ -13,18 +13,23 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use hangar_table::{Crdt, Schema, Table};
+use hangar_table::{Crdt, Schema, Table, max_by_content};
 use serde::{Deserialize, Serialize};
 
 use crate::bucket::BucketRow;
 use crate::garbage::{UPLOAD_TREE, queue_version_gc};
-use crate::object::{ObjectData, ObjectRow, StoredChecksum};
-use crate::version::VersionTable;
+use crate::model::put_object_row;
+use crate::object::{ObjectData, ObjectRow, ObjectTable, StoredChecksum};
+use crate::version::{BlockEntry, VersionTable};
 use crate::{Model, ModelError, Result, VersionId};
 
-/// An upload in progress.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// An upload in progress, or the tombstone of one that was completed or
+/// aborted (`deleted`). The derived order is the merge order: the tombstone
+/// wins, and upload ids are never reused, so an ended upload stays ended.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct MpuRow {
+    #[serde(default)]
+    pub deleted: bool,
     pub upload_id: VersionId,
     pub key: String,
     pub initiated_msec: u64,
@@ -35,8 +40,8 @@ pub struct MpuRow {
 }
 
 impl Crdt for MpuRow {
-    fn merge(&mut self, _other: &Self) {
-        // Written once at creation; deleted, never changed.
+    fn merge(&mut self, other: &Self) {
+        max_by_content(self, other);
     }
 }
 
@@ -47,27 +52,34 @@ impl Schema for MpuTable {
     const TREE: &'static str = "mpu";
     const PARTITION_LEN: usize = 32;
     type Row = MpuRow;
+
+    fn is_tombstone(row: &MpuRow) -> bool {
+        row.deleted
+    }
 }
 
-/// One uploaded part.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One uploaded part. The derived order is the merge order: a tombstone
+/// (the upload ended) wins, then the newest part, then the version id and
+/// the content break ties.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct PartRow {
+    #[serde(default)]
+    pub deleted: bool,
+    /// Taken in the recording transaction, greater than the part replaced.
+    pub timestamp_msec: u64,
     /// The part's own version (its block list).
     pub version: VersionId,
     pub size: u64,
     /// Hex MD5 of the part.
     pub etag: String,
     pub checksum: Option<StoredChecksum>,
-    pub timestamp_msec: u64,
     /// Blocks of the part.
     pub blocks: u32,
 }
 
 impl Crdt for PartRow {
     fn merge(&mut self, other: &Self) {
-        if (other.timestamp_msec, other.version) > (self.timestamp_msec, self.version) {
-            *self = other.clone();
-        }
+        max_by_content(self, other);
     }
 }
 
@@ -78,6 +90,10 @@ impl Schema for PartTable {
     const TREE: &'static str = "mpu_part";
     const PARTITION_LEN: usize = 16;
     type Row = PartRow;
+
+    fn is_tombstone(row: &PartRow) -> bool {
+        row.deleted
+    }
 }
 
 /// The sort key of an upload in the `mpu` table.
@@ -133,19 +149,42 @@ impl Model {
     ) -> Result<Option<MpuRow>> {
         Ok(Table::<MpuTable>::new(self.db().clone())
             .get(&bucket.id_bytes(), &mpu_sort_key(key, upload_id))
-            .await?)
+            .await?
+            .filter(|m| !m.deleted))
     }
 
-    /// Uploads in progress in `bucket`, from sort key `start` on.
+    /// Up to `limit` uploads in progress in `bucket`, from sort key `start`
+    /// on; fewer only when there are no more.
     pub async fn list_multipart(
         &self,
         bucket: &BucketRow,
         start: Bound<&[u8]>,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, MpuRow)>> {
-        Ok(Table::<MpuTable>::new(self.db().clone())
-            .range(&bucket.id_bytes(), start, Bound::Unbounded, false, limit)
-            .await?)
+        let table = Table::<MpuTable>::new(self.db().clone());
+        let part = bucket.id_bytes();
+        let mut out = Vec::new();
+        let mut cursor: Option<Vec<u8>> = None;
+        let page_len = limit.saturating_add(16).min(1024);
+        loop {
+            let from = cursor.as_deref().map_or(start, Bound::Excluded);
+            let page = table
+                .range(&part, from, Bound::Unbounded, false, page_len)
+                .await?;
+            let exhausted = page.len() < page_len;
+            cursor = page.last().map(|(k, _)| k.clone());
+            for (k, row) in page {
+                if out.len() == limit {
+                    return Ok(out);
+                }
+                if !row.deleted {
+                    out.push((k, row));
+                }
+            }
+            if exhausted || out.len() == limit {
+                return Ok(out);
+            }
+        }
     }
 
     /// Records a stored part. The part's version stops being an upload in
@@ -156,29 +195,39 @@ impl Model {
         key: &str,
         upload_id: VersionId,
         part_number: u32,
-        row: PartRow,
-    ) -> Result<()> {
+        mut row: PartRow,
+    ) -> Result<PartRow> {
+        let version = row.version;
         let part = bucket.id_bytes();
         let sk = mpu_sort_key(key, &upload_id);
-        self.db()
+        let recorded = self
+            .db()
             .write(move |tx| {
                 tx.delete(UPLOAD_TREE, row.version.to_vec());
-                if Table::<MpuTable>::tx_get(tx, &part, &sk)?.is_none() {
+                let live = Table::<MpuTable>::tx_get(tx, &part, &sk)?.is_some_and(|m| !m.deleted);
+                if !live {
                     // Aborted or completed while the part was uploading.
-                    queue_version_gc(tx, &row.version);
                     return Err(ModelError::NoSuchUpload);
                 }
                 let pn = part_number.to_be_bytes();
-                if let Some(old) = Table::<PartTable>::tx_get(tx, &upload_id, &pn)? {
-                    queue_version_gc(tx, &old.version);
+                let old = Table::<PartTable>::tx_get(tx, &upload_id, &pn)?;
+                let floor = old.as_ref().map_or(0, |o| o.timestamp_msec + 1);
+                row.timestamp_msec = hangar_util::time::now_msec().max(floor);
+                let merged = Table::<PartTable>::tx_insert(tx, &upload_id, &pn, &row)?;
+                for loser in old.iter().chain(std::iter::once(&row)) {
+                    if loser.version != merged.version || merged.deleted {
+                        queue_version_gc(tx, &loser.version);
+                    }
                 }
-                Table::<PartTable>::tx_delete(tx, &upload_id, &pn);
-                Table::<PartTable>::tx_insert(tx, &upload_id, &pn, &row)?;
-                Ok(())
+                Ok(merged)
             })
-            .await?;
+            .await;
+        if recorded.is_err() {
+            // Nothing was written: the part's version is released here.
+            self.abort_upload(version).await?;
+        }
         self.wake_gc();
-        Ok(())
+        recorded
     }
 
     /// Parts of an upload from part number `from` on.
@@ -188,9 +237,10 @@ impl Model {
         from: u32,
         limit: usize,
     ) -> Result<Vec<(u32, PartRow)>> {
-        Ok(Table::<PartTable>::new(self.db().clone())
+        let parts = Table::<PartTable>::new(self.db().clone())
             .range_numbered(upload_id, from, limit)
-            .await?)
+            .await?;
+        Ok(parts.into_iter().filter(|(_, p)| !p.deleted).collect())
     }
 
     /// Ends an upload: its row and every part are removed and released.
@@ -206,11 +256,9 @@ impl Model {
         let existed = self
             .db()
             .write(move |tx| {
-                let existed = Table::<MpuTable>::tx_get(tx, &part, &sk)?.is_some();
-                Table::<MpuTable>::tx_delete(tx, &part, &sk);
+                let existed = end_upload(tx, &part, &sk)?;
                 for (n, p) in &parts {
-                    Table::<PartTable>::tx_delete(tx, &upload_id, &n.to_be_bytes());
-                    queue_version_gc(tx, &p.version);
+                    end_part(tx, &upload_id, *n, p)?;
                 }
                 Ok::<_, ModelError>(existed)
             })
@@ -261,7 +309,19 @@ impl Model {
         let mut next = 0u32;
         let mut md5s = Vec::with_capacity(chosen.len() * 16);
         for p in &chosen {
-            next += self.share_blocks_at(p.version, version, next).await?;
+            if let Err(e) = self
+                .share_blocks_at(p.version, p.blocks, version, next)
+                .await
+            {
+                self.abort_upload(version).await?;
+                // A part collected under us: the upload was completed or
+                // aborted meanwhile.
+                return Err(match e {
+                    ModelError::SourceChanged => ModelError::NoSuchUpload,
+                    e => e,
+                });
+            }
+            next += p.blocks;
             md5s.extend(hex::decode(&p.etag).unwrap_or_default());
         }
         let etag = format!("{}-{}", hex::encode(s3_md5(&md5s)), chosen.len());
@@ -278,69 +338,123 @@ impl Model {
         let part_key = bucket.id_bytes();
         let sk = mpu_sort_key(&mpu.key, &mpu.upload_id);
         let upload_id = mpu.upload_id;
-        let all_parts: Vec<(u32, VersionId)> =
-            stored.iter().map(|(n, p)| (*n, p.version)).collect();
-        let published = row.clone();
         let key = mpu.key.clone();
-        self.db()
+        let published = self
+            .db()
             .write(move |tx| {
-                if Table::<MpuTable>::tx_get(tx, &part_key, &sk)?.is_none() {
-                    queue_version_gc(tx, &version);
+                if !end_upload(tx, &part_key, &sk)? {
                     return Err(ModelError::NoSuchUpload);
                 }
-                Table::<MpuTable>::tx_delete(tx, &part_key, &sk);
-                for (n, v) in &all_parts {
-                    Table::<PartTable>::tx_delete(tx, &upload_id, &n.to_be_bytes());
-                    queue_version_gc(tx, v);
+                // Every part recorded by now, listed or not, is released:
+                // the object holds its own references to the listed ones.
+                let mut n = 0u32;
+                while let Some((num, p)) = next_part(tx, &upload_id, n)? {
+                    end_part(tx, &upload_id, num, &p)?;
+                    n = match num.checked_add(1) {
+                        Some(n) => n,
+                        None => break,
+                    };
                 }
-                let old =
-                    Table::<crate::object::ObjectTable>::tx_get(tx, &part_key, key.as_bytes())?;
+                let old = Table::<ObjectTable>::tx_get(tx, &part_key, key.as_bytes())?;
                 tx.delete(UPLOAD_TREE, version.to_vec());
-                Table::<crate::object::ObjectTable>::tx_insert(
-                    tx,
-                    &part_key,
-                    key.as_bytes(),
-                    &published,
-                )?;
-                if let Some(old) = old
-                    && matches!(old.data, ObjectData::Blocks { .. })
-                {
-                    queue_version_gc(tx, &old.version);
-                }
-                Ok(())
+                put_object_row(tx, &part_key, &key, old, row)
             })
-            .await?;
+            .await;
+        let published = match published {
+            Ok(p) => p,
+            Err(e) => {
+                self.abort_upload(version).await?;
+                return Err(e);
+            }
+        };
         self.wake_gc();
-        Ok(Ok(row))
+        Ok(Ok(published))
     }
 
-    /// Makes version `to` use the blocks of `from`, numbered from `first`;
-    /// returns how many blocks were shared.
-    pub async fn share_blocks_at(&self, from: VersionId, to: VersionId, first: u32) -> Result<u32> {
+    /// Makes version `to` use the `count` blocks of `from`, numbered from
+    /// `first`. Each batch reads the source's entries in the transaction that
+    /// adds `to`'s references, so a block cannot be collected between the two;
+    /// if the source lost any of its blocks (it was overwritten or deleted
+    /// and collected meanwhile), nothing more is shared and
+    /// [`ModelError::SourceChanged`] is returned: the caller releases `to`.
+    pub async fn share_blocks_at(
+        &self,
+        from: VersionId,
+        count: u32,
+        to: VersionId,
+        first: u32,
+    ) -> Result<()> {
+        const BATCH: u32 = 256;
         let mut next = 0u32;
-        loop {
-            let page = self.version_blocks(&from, next, 256).await?;
-            let Some((last, _)) = page.last() else {
-                return Ok(next);
-            };
-            next = last + 1;
+        while next < count {
+            let end = count.min(next.saturating_add(BATCH));
+            let range = next..end;
             self.db()
                 .write(move |tx| {
-                    for (idx, entry) in &page {
+                    for idx in range {
+                        let entry: BlockEntry =
+                            Table::<VersionTable>::tx_get(tx, &from, &idx.to_be_bytes())?
+                                .filter(|e| !e.deleted)
+                                .ok_or(ModelError::SourceChanged)?;
                         hangar_block::add_ref(tx, &entry.hash, &to)?;
                         Table::<VersionTable>::tx_insert(
                             tx,
                             &to,
                             &(first + idx).to_be_bytes(),
-                            entry,
+                            &entry,
                         )?;
                     }
                     Ok::<_, ModelError>(())
                 })
                 .await?;
+            next = end;
         }
+        Ok(())
     }
 }
+
+/// Ends upload `sk` of bucket `part` (its row becomes a tombstone) inside a
+/// transaction; returns whether it was in progress.
+fn end_upload(tx: &mut hangar_db::Tx<'_>, part: &[u8; 32], sk: &[u8]) -> Result<bool> {
+    match Table::<MpuTable>::tx_get(tx, part, sk)? {
+        Some(mut m) if !m.deleted => {
+            m.deleted = true;
+            Table::<MpuTable>::tx_insert(tx, part, sk, &m)?;
+            Ok(true)
+        }
+        _ => Ok(false),
+    }
+}
+
+/// Makes part `n` of an ended upload a tombstone and releases its version.
+fn end_part(tx: &mut hangar_db::Tx<'_>, upload_id: &VersionId, n: u32, p: &PartRow) -> Result<()> {
+    let mut tomb = p.clone();
+    tomb.deleted = true;
+    Table::<PartTable>::tx_insert(tx, upload_id, &n.to_be_bytes(), &tomb)?;
+    queue_version_gc(tx, &p.version);
+    Ok(())
+}
+
+/// The first live part numbered `from` or more, read inside a transaction
+/// (so that a part recorded concurrently is not missed). Part numbers are at
+/// most 10 000, so this probes at most that many keys.
+fn next_part(
+    tx: &hangar_db::Tx<'_>,
+    upload_id: &VersionId,
+    from: u32,
+) -> Result<Option<(u32, PartRow)>> {
+    for n in from..=MAX_PART_NUMBER {
+        if let Some(p) = Table::<PartTable>::tx_get(tx, upload_id, &n.to_be_bytes())?
+            && !p.deleted
+        {
+            return Ok(Some((n, p)));
+        }
+    }
+    Ok(None)
+}
+
+/// The largest part number S3 accepts.
+pub const MAX_PART_NUMBER: u32 = 10_000;
 
 /// MD5 of the concatenated part digests (S3's multipart ETag).
 fn s3_md5(data: &[u8]) -> Vec<u8> {

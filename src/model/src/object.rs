@@ -2,17 +2,22 @@
 //!
 //! A row only ever describes a complete upload: an object becomes visible
 //! when its row is written, after all its blocks are stored and referenced.
+//! A deleted object is a tombstone row ([`ObjectData::Deleted`]), newer than
+//! the row it deletes, so that a replica that missed the delete cannot bring
+//! the object back.
 
 use std::collections::BTreeMap;
 
-use hangar_table::{Crdt, Schema};
+use hangar_table::{Crdt, Schema, max_by_content};
 use serde::{Deserialize, Serialize};
 
 use crate::VersionId;
 
 /// Where an object's bytes are.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum ObjectData {
+    /// The object was deleted: this row is its tombstone.
+    Deleted,
     /// Small objects: the bytes themselves.
     Inline(#[serde(with = "serde_bytes")] Vec<u8>),
     /// Larger objects: `count` blocks, listed in the version table.
@@ -20,7 +25,7 @@ pub enum ObjectData {
 }
 
 /// A checksum the client asked for at upload, returned on request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct StoredChecksum {
     /// `CRC32`, `CRC32C`, `CRC64NVME`, `SHA1` or `SHA256`.
     pub algorithm: String,
@@ -28,12 +33,14 @@ pub struct StoredChecksum {
     pub value: String,
 }
 
-/// The metadata and data location of one object version.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The metadata and data location of one object version. The derived order
+/// (timestamp first, then version id, then the rest) is the merge order.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ObjectRow {
-    pub version: VersionId,
-    /// Upload time, ms since the epoch; S3's LastModified.
+    /// Publication time, ms since the epoch; S3's LastModified. Taken in the
+    /// publishing transaction, strictly greater than the row it replaces.
     pub timestamp_msec: u64,
+    pub version: VersionId,
     pub size: u64,
     /// Hex MD5 of the content, without quotes.
     pub etag: String,
@@ -47,10 +54,35 @@ pub struct ObjectRow {
 
 impl Crdt for ObjectRow {
     fn merge(&mut self, other: &Self) {
-        // Newest upload wins; the version id breaks ties identically everywhere.
-        if (other.timestamp_msec, other.version) > (self.timestamp_msec, self.version) {
-            *self = other.clone();
+        // Newest publication wins; the version id, then the content, break
+        // ties identically everywhere.
+        max_by_content(self, other);
+    }
+}
+
+impl ObjectRow {
+    /// The tombstone that deletes an object: newer than `now` and than the
+    /// row it replaces.
+    pub fn tombstone(version: VersionId, timestamp_msec: u64) -> ObjectRow {
+        ObjectRow {
+            timestamp_msec,
+            version,
+            size: 0,
+            etag: String::new(),
+            headers: BTreeMap::new(),
+            user_meta: BTreeMap::new(),
+            checksum: None,
+            data: ObjectData::Deleted,
         }
+    }
+
+    pub fn is_deleted(&self) -> bool {
+        self.data == ObjectData::Deleted
+    }
+
+    /// Whether this row's version has block rows to collect when it loses.
+    pub fn has_blocks(&self) -> bool {
+        matches!(self.data, ObjectData::Blocks { .. })
     }
 }
 
@@ -61,4 +93,8 @@ impl Schema for ObjectTable {
     const TREE: &'static str = "object";
     const PARTITION_LEN: usize = 32;
     type Row = ObjectRow;
+
+    fn is_tombstone(row: &ObjectRow) -> bool {
+        row.is_deleted()
+    }
 }

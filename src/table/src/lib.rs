@@ -11,6 +11,9 @@
 //! (field names included, so a field added with `#[serde(default)]` reads old
 //! rows). See `doc/table-rows.md`.
 
+pub mod crdt;
+pub mod tombstones;
+
 use std::marker::PhantomData;
 use std::ops::Bound;
 
@@ -18,8 +21,12 @@ use hangar_db::{Db, DbError, Tx};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-/// The first byte of every stored row.
-pub const ROW_FORMAT: u8 = 1;
+pub use crdt::{Crdt, Lww, LwwMap, max_by_content};
+
+/// The first byte of every row written now. Rows of an older format are
+/// still read ([`Schema::decode_old`]): a node upgraded in place keeps its
+/// data, and rewrites a row in the current format when it next changes.
+pub const ROW_FORMAT: u8 = 2;
 
 /// Errors of the table layer.
 #[derive(Debug, thiserror::Error)]
@@ -45,13 +52,6 @@ impl From<TableError> for DbError {
 /// Result alias of this crate.
 pub type Result<T> = std::result::Result<T, TableError>;
 
-/// A row type that merges deterministically with another version of itself.
-pub trait Crdt {
-    /// Merges `other` into `self`. Must be commutative, associative and
-    /// idempotent, so that replicas converge whatever order writes arrive in.
-    fn merge(&mut self, other: &Self);
-}
-
 /// A table's name and row type.
 pub trait Schema: Send + Sync + 'static {
     /// The metadata tree holding the rows.
@@ -60,6 +60,22 @@ pub trait Schema: Send + Sync + 'static {
     const PARTITION_LEN: usize;
     /// The row type.
     type Row: Serialize + DeserializeOwned + Crdt + Clone + Send + Sync + 'static;
+
+    /// Decodes the body of a row stored in an older `format` (below
+    /// [`ROW_FORMAT`]). The default reads it as the current row type, which
+    /// is right for tables whose rows only gained `#[serde(default)]` fields.
+    fn decode_old(format: u8, body: &[u8]) -> std::result::Result<Self::Row, String> {
+        let _ = format;
+        rmp_serde::from_slice(body).map_err(|e| e.to_string())
+    }
+
+    /// Whether `row` is a tombstone to remove physically after the
+    /// tombstone delay (see [`tombstones`]). Tables that keep their
+    /// tombstones (the default) answer `false`.
+    fn is_tombstone(row: &Self::Row) -> bool {
+        let _ = row;
+        false
+    }
 }
 
 /// A typed view of one table.
@@ -104,6 +120,7 @@ fn decode<S: Schema>(v: &[u8]) -> Result<S::Row> {
     };
     match v.split_first() {
         Some((&ROW_FORMAT, body)) => rmp_serde::from_slice(body).map_err(|e| err(e.to_string())),
+        Some((&f, body)) if (1..ROW_FORMAT).contains(&f) => S::decode_old(f, body).map_err(err),
         Some((f, _)) => Err(err(format!("unknown row format {f}"))),
         None => Err(err("empty row".into())),
     }
@@ -202,18 +219,26 @@ impl<S: Schema> Table<S> {
         sort: &[u8],
         row: &S::Row,
     ) -> Result<S::Row> {
-        let merged = match Self::tx_get(tx, partition, sort)? {
-            Some(mut old) => {
-                old.merge(row);
-                old
+        let key = storage_key::<S>(partition, sort);
+        let old = tx.get(S::TREE, &key)?;
+        let merged = match &old {
+            Some(v) => {
+                let mut m = decode::<S>(v)?;
+                m.merge(row);
+                m
             }
             None => row.clone(),
         };
-        tx.put(
-            S::TREE,
-            storage_key::<S>(partition, sort),
-            encode::<S>(&merged),
-        );
+        let value = encode::<S>(&merged);
+        if old.as_deref() == Some(value.as_slice()) {
+            // Nothing new: no write, and no second queue entry for a
+            // tombstone delivered twice.
+            return Ok(merged);
+        }
+        if S::is_tombstone(&merged) {
+            tombstones::queue(tx, S::TREE, &key, &value, hangar_util::time::now_msec());
+        }
+        tx.put(S::TREE, key, value);
         Ok(merged)
     }
 

@@ -206,6 +206,9 @@ fn default_commit_batch() -> usize {
 fn default_block_gc_delay() -> u64 {
     600
 }
+fn default_tombstone_gc_delay() -> u64 {
+    86_400
+}
 fn default_max_connections() -> usize {
     1024
 }
@@ -284,6 +287,10 @@ pub struct Config {
     /// Seconds a block's reference count must stay zero before its file is deleted.
     #[serde(default = "default_block_gc_delay")]
     pub block_gc_delay_secs: u64,
+    /// Seconds a tombstone (a deleted object, version block, upload or part
+    /// row) is kept before it is removed from the metadata store.
+    #[serde(default = "default_tombstone_gc_delay")]
+    pub tombstone_gc_delay_secs: u64,
     /// Concurrent S3 connections accepted before new ones wait in the kernel backlog.
     #[serde(default = "default_max_connections")]
     pub s3_max_connections: usize,

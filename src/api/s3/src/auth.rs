@@ -21,7 +21,7 @@ pub struct KeyAuth(pub Arc<Model>);
 impl S3Auth for KeyAuth {
     async fn get_secret_key(&self, access_key: &str) -> S3Result<SecretKey> {
         match self.0.get_key(access_key).await.or_s3()? {
-            Some(k) => Ok(SecretKey::from(k.secret)),
+            Some(k) => Ok(SecretKey::from(k.secret.value)),
             None => Err(s3_error!(
                 InvalidAccessKeyId,
                 "The AWS Access Key Id you provided does not exist in our records."
@@ -158,7 +158,7 @@ impl S3Access for KeyAccess {
         let bucket = cx.s3_path().get_bucket_name().map(str::to_owned);
         let allowed = match (need, bucket) {
             (Need::Authenticated, _) => true,
-            (Need::CreateBucket, _) => key.allow_create_bucket,
+            (Need::CreateBucket, _) => key.allow_create_bucket.value,
             (_, None) => false,
             (need, Some(bucket)) => {
                 let p = key.permission(&bucket);

@@ -35,6 +35,10 @@ pub fn model_error(e: ModelError) -> S3Error {
             PreconditionFailed,
             "At least one of the pre-conditions you specified did not hold"
         ),
+        ModelError::SourceChanged => s3_error!(
+            OperationAborted,
+            "The source object was overwritten or deleted while it was being copied; try again."
+        ),
         ModelError::Block(b) => block_error(b),
         e @ (ModelError::Table(_) | ModelError::Db(_)) => internal(e),
     }

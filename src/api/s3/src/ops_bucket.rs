@@ -48,7 +48,7 @@ impl S3Api {
             buckets: Some(buckets),
             owner: Some(Owner {
                 id: Some(key.access_key_id.clone()),
-                display_name: Some(key.name.clone()),
+                display_name: Some(key.name.value.clone()),
             }),
             prefix: req.input.prefix,
             continuation_token: None,

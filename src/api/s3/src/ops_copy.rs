@@ -109,15 +109,18 @@ impl S3Api {
         let version = hangar_model::new_version_id();
         let data = match &src.data {
             ObjectData::Inline(b) => ObjectData::Inline(b.clone()),
-            ObjectData::Blocks { .. } => {
+            ObjectData::Blocks { count } => {
                 self.model.begin_upload(version).await.or_s3()?;
-                match self.model.share_blocks(src.version, version).await {
-                    Ok(count) => ObjectData::Blocks { count },
+                match self.model.share_blocks(src.version, *count, version).await {
+                    Ok(()) => ObjectData::Blocks { count: *count },
                     Err(e) => {
                         let _ = self.model.abort_upload(version).await;
                         return Err(crate::error::model_error(e));
                     }
                 }
+            }
+            ObjectData::Deleted => {
+                return Err(s3_error!(NoSuchKey, "The specified key does not exist."));
             }
         };
         let row = ObjectRow {
@@ -130,12 +133,18 @@ impl S3Api {
             checksum: src.checksum.clone(),
             data,
         };
+        let row = match self.model.publish(&dst_b, &input.key, row).await {
+            Ok(row) => row,
+            Err(e) => {
+                let _ = self.model.abort_upload(version).await;
+                return Err(crate::error::model_error(e));
+            }
+        };
         let result = CopyObjectResult {
             e_tag: Some(etag(&row)),
             last_modified: Some(timestamp(row.timestamp_msec)),
             ..Default::default()
         };
-        self.model.publish(&dst_b, &input.key, row).await.or_s3()?;
         Ok(S3Response::new(CopyObjectOutput {
             copy_object_result: Some(result),
             ..Default::default()

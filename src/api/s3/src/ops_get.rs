@@ -130,6 +130,9 @@ impl S3Api {
                     futures::stream::once(async move { Ok(bytes) }),
                 ));
             }
+            ObjectData::Deleted => {
+                return Err(s3_error!(NoSuchKey, "The specified key does not exist."));
+            }
             ObjectData::Blocks { count } => self
                 .model
                 .version_blocks(&obj.version, 0, *count as usize)

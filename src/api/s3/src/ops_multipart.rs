@@ -67,9 +67,10 @@ impl S3Api {
     ) -> S3Result<PartRow> {
         let blocks = match stored.data {
             ObjectData::Blocks { count } => count,
-            ObjectData::Inline(_) => 0,
+            ObjectData::Inline(_) | ObjectData::Deleted => 0,
         };
         let row = PartRow {
+            deleted: false,
             version,
             size: stored.size,
             etag: stored.md5_hex,
@@ -78,10 +79,9 @@ impl S3Api {
             blocks,
         };
         self.model
-            .put_part(bucket, &mpu.key, mpu.upload_id, part_number, row.clone())
+            .put_part(bucket, &mpu.key, mpu.upload_id, part_number, row)
             .await
-            .or_s3()?;
-        Ok(row)
+            .or_s3()
     }
 
     pub(crate) async fn do_create_multipart_upload(
@@ -97,6 +97,7 @@ impl S3Api {
             .as_ref()
             .map(|a| a.as_str().to_owned());
         let row = MpuRow {
+            deleted: false,
             upload_id,
             key: input.key.clone(),
             initiated_msec: hangar_util::time::now_msec(),

@@ -395,18 +395,20 @@ impl S3Api {
             checksum: stored.checksum,
             data: stored.data,
         };
+        let row = match self.model.publish_if(&bucket, &input.key, row, cond).await {
+            Ok(row) => row,
+            Err(e) => {
+                // The version was never published: release its blocks.
+                let _ = self.model.abort_upload(version).await;
+                return Err(crate::error::model_error(e));
+            }
+        };
         let mut out = PutObjectOutput {
             e_tag: Some(etag(&row)),
             size: Some(row.size as i64),
             ..Default::default()
         };
         checksum::fill_checksum!(row.checksum.as_ref(), out);
-        let published = self.model.publish_if(&bucket, &input.key, row, cond).await;
-        if published.is_err() {
-            // The version was never published: release its blocks.
-            let _ = self.model.abort_upload(version).await;
-        }
-        published.or_s3()?;
         Ok(S3Response::new(out))
     }
 }

@@ -1,0 +1,280 @@
+//! What is published is what is kept: races between writers of one key,
+//! copies of a source that changes, and deletes as tombstones, on a real
+//! metadata store and block store.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use hangar_block::{BlockFiles, BlockManager};
+use hangar_db::{Db, DbOptions, RedbEngine};
+use hangar_model::bucket::BucketRow;
+use hangar_model::garbage::collect_versions;
+use hangar_model::object::{ObjectData, ObjectRow, ObjectTable};
+use hangar_model::{Model, ModelError, VersionId, new_version_id};
+use hangar_table::Table;
+use hangar_util::time::now_msec;
+
+struct Node {
+    _dir: tempfile::TempDir,
+    model: Arc<Model>,
+    bucket: BucketRow,
+}
+
+async fn node() -> Node {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = RedbEngine::open(&dir.path().join("db"), 8 << 20).unwrap();
+    let db = Db::new(Arc::new(engine), DbOptions::default());
+    let files = BlockFiles::new(vec![dir.path().join("data")], Some(1), false, true).unwrap();
+    let blocks = BlockManager::new(files, db.clone(), 60_000);
+    let model = Model::new(db, blocks, 60_000, false);
+    let bucket = model.create_bucket("races", None).await.unwrap();
+    Node {
+        _dir: dir,
+        model,
+        bucket,
+    }
+}
+
+/// Uploads a `blocks`-block version (not published) and returns its row,
+/// stamped `timestamp_msec` as a writer that read its clock early would.
+async fn upload(n: &Node, blocks: u32, fill: u8, timestamp_msec: u64) -> ObjectRow {
+    let version = new_version_id();
+    n.model.begin_upload(version).await.unwrap();
+    for i in 0..blocks {
+        let data = Bytes::from(vec![fill.wrapping_add(i as u8); 4096]);
+        n.model.store_block(version, i, data).await.unwrap();
+    }
+    ObjectRow {
+        timestamp_msec,
+        version,
+        size: 4096 * blocks as u64,
+        etag: format!("etag-{fill}"),
+        headers: Default::default(),
+        user_meta: Default::default(),
+        checksum: None,
+        data: ObjectData::Blocks { count: blocks },
+    }
+}
+
+async fn live_blocks(n: &Node, version: &VersionId) -> u32 {
+    let entries = n.model.version_blocks(version, 0, 10_000).await.unwrap();
+    entries.iter().filter(|(_, e)| !e.deleted).count() as u32
+}
+
+#[tokio::test]
+async fn a_publish_that_read_its_clock_early_still_wins_and_the_loser_is_collected() {
+    let n = node().await;
+    let late_clock = upload(&n, 3, 1, now_msec() + 60_000).await;
+    let early_clock = upload(&n, 3, 50, 1).await;
+    n.model
+        .publish(&n.bucket, "k", late_clock.clone())
+        .await
+        .unwrap();
+    let published = n
+        .model
+        .publish(&n.bucket, "k", early_clock.clone())
+        .await
+        .unwrap();
+    assert!(published.timestamp_msec > late_clock.timestamp_msec);
+    collect_versions(&n.model).await.unwrap();
+
+    let current = n.model.get_object(&n.bucket, "k").await.unwrap().unwrap();
+    assert_eq!(
+        current.version, early_clock.version,
+        "the last publish wins"
+    );
+    assert_eq!(current, published);
+    assert_eq!(live_blocks(&n, &current.version).await, 3);
+    assert_eq!(live_blocks(&n, &late_clock.version).await, 0);
+}
+
+#[tokio::test]
+async fn concurrent_publishes_of_one_key_keep_the_winner_whole() {
+    let n = Arc::new(node().await);
+    for round in 0..10u8 {
+        let mut rows = Vec::new();
+        for w in 0..8u8 {
+            // Clocks read in any order, as concurrent writers do.
+            let ts = now_msec() + (u64::from(w) * 37 + u64::from(round)) % 5;
+            rows.push(upload(&n, 2, w * 10 + round, ts).await);
+        }
+        let tasks: Vec<_> = rows
+            .into_iter()
+            .map(|r| {
+                let n = n.clone();
+                tokio::spawn(async move { n.model.publish(&n.bucket, "hot", r).await.unwrap() })
+            })
+            .collect();
+        let mut acknowledged = Vec::new();
+        for t in tasks {
+            acknowledged.push(t.await.unwrap());
+        }
+        collect_versions(&n.model).await.unwrap();
+        let current = n.model.get_object(&n.bucket, "hot").await.unwrap().unwrap();
+        let newest = acknowledged.iter().max().unwrap();
+        assert_eq!(
+            &current, newest,
+            "round {round}: the newest publication is kept"
+        );
+        assert_eq!(live_blocks(&n, &current.version).await, 2, "round {round}");
+        for a in &acknowledged {
+            if a.version != current.version {
+                assert_eq!(live_blocks(&n, &a.version).await, 0, "losers are collected");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_copy_of_a_source_collected_meanwhile_fails_instead_of_publishing_holes() {
+    let n = node().await;
+    let src = upload(&n, 4, 1, 0).await;
+    n.model
+        .publish(&n.bucket, "src", src.clone())
+        .await
+        .unwrap();
+    let newer = upload(&n, 1, 9, 0).await;
+    n.model.publish(&n.bucket, "src", newer).await.unwrap();
+    collect_versions(&n.model).await.unwrap();
+
+    let copy = new_version_id();
+    n.model.begin_upload(copy).await.unwrap();
+    let r = n.model.share_blocks(src.version, 4, copy).await;
+    assert!(matches!(r, Err(ModelError::SourceChanged)), "{r:?}");
+}
+
+#[tokio::test]
+async fn a_copy_of_a_live_source_shares_every_block() {
+    let n = node().await;
+    let src = upload(&n, 4, 1, 0).await;
+    n.model
+        .publish(&n.bucket, "src", src.clone())
+        .await
+        .unwrap();
+    let copy = new_version_id();
+    n.model.begin_upload(copy).await.unwrap();
+    n.model.share_blocks(src.version, 4, copy).await.unwrap();
+    assert_eq!(live_blocks(&n, &copy).await, 4);
+}
+
+#[tokio::test]
+async fn a_deleted_object_is_a_tombstone_that_reads_as_nothing() {
+    let n = node().await;
+    let row = upload(&n, 2, 1, 0).await;
+    n.model
+        .publish(&n.bucket, "gone", row.clone())
+        .await
+        .unwrap();
+    let keep = upload(&n, 1, 2, 0).await;
+    n.model.publish(&n.bucket, "kept", keep).await.unwrap();
+    assert!(n.model.delete_object(&n.bucket, "gone").await.unwrap());
+    assert!(!n.model.delete_object(&n.bucket, "gone").await.unwrap());
+    collect_versions(&n.model).await.unwrap();
+
+    assert!(
+        n.model
+            .get_object(&n.bucket, "gone")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let listed = n
+        .model
+        .list_objects(&n.bucket, Bound::Unbounded, 10)
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].0, b"kept");
+    let stored = Table::<ObjectTable>::new(n.model.db().clone())
+        .get(&n.bucket.id_bytes(), b"gone")
+        .await
+        .unwrap()
+        .expect("the tombstone row is kept");
+    assert!(stored.is_deleted());
+    assert!(stored.timestamp_msec > row.timestamp_msec);
+    assert_eq!(live_blocks(&n, &row.version).await, 0);
+}
+
+#[tokio::test]
+async fn listings_skip_runs_of_tombstones_and_still_fill_the_page() {
+    let n = node().await;
+    for i in 0..50 {
+        let key = format!("k{i:03}");
+        let row = upload(&n, 0, 0, 0).await;
+        let row = ObjectRow {
+            data: ObjectData::Inline(vec![1]),
+            size: 1,
+            ..row
+        };
+        n.model.publish(&n.bucket, &key, row).await.unwrap();
+        if i < 40 {
+            n.model.delete_object(&n.bucket, &key).await.unwrap();
+        }
+    }
+    let page = n
+        .model
+        .list_objects(&n.bucket, Bound::Unbounded, 5)
+        .await
+        .unwrap();
+    let keys: Vec<_> = page
+        .iter()
+        .map(|(k, _)| String::from_utf8(k.clone()).unwrap())
+        .collect();
+    assert_eq!(keys, ["k040", "k041", "k042", "k043", "k044"]);
+}
+
+#[tokio::test]
+async fn tombstones_are_removed_after_the_delay_and_not_before() {
+    use hangar_model::garbage::TOMBSTONE_TREES;
+    use hangar_table::tombstones::collect_due;
+    let n = node().await;
+    let row = upload(&n, 3, 1, 0).await;
+    n.model.publish(&n.bucket, "k", row.clone()).await.unwrap();
+    n.model.delete_object(&n.bucket, "k").await.unwrap();
+    collect_versions(&n.model).await.unwrap();
+    let objects = Table::<ObjectTable>::new(n.model.db().clone());
+    let part = n.bucket.id_bytes();
+
+    let (_, early) = collect_due(n.model.db(), TOMBSTONE_TREES, now_msec(), 3_600_000, 100)
+        .await
+        .unwrap();
+    assert_eq!(early, 0, "nothing is due before the delay");
+    assert!(objects.get(&part, b"k").await.unwrap().is_some());
+
+    let (_, removed) = collect_due(n.model.db(), TOMBSTONE_TREES, now_msec() + 1, 0, 100)
+        .await
+        .unwrap();
+    assert_eq!(
+        removed, 4,
+        "the object tombstone and 3 block entry tombstones"
+    );
+    assert!(objects.get(&part, b"k").await.unwrap().is_none());
+    assert!(
+        n.model
+            .version_blocks(&row.version, 0, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn a_tombstone_overwritten_by_a_new_object_is_not_collected() {
+    use hangar_model::garbage::TOMBSTONE_TREES;
+    use hangar_table::tombstones::collect_due;
+    let n = node().await;
+    let first = upload(&n, 1, 1, 0).await;
+    n.model.publish(&n.bucket, "k", first).await.unwrap();
+    n.model.delete_object(&n.bucket, "k").await.unwrap();
+    let again = upload(&n, 1, 2, 0).await;
+    n.model
+        .publish(&n.bucket, "k", again.clone())
+        .await
+        .unwrap();
+    collect_due(n.model.db(), TOMBSTONE_TREES, now_msec() + 1, 0, 100)
+        .await
+        .unwrap();
+    let current = n.model.get_object(&n.bucket, "k").await.unwrap().unwrap();
+    assert_eq!(current.version, again.version);
+}

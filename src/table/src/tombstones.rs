@@ -1,0 +1,108 @@
+//! Collection of tombstones.
+//!
+//! A deleted row stays as a tombstone so that a replica that missed the
+//! delete cannot bring the row back. Tombstones are removed physically once
+//! they are older than a delay (`tombstone_gc_delay_secs`, a day by default,
+//! as Garage's), and only if the row is still that same tombstone.
+//!
+//! The queue is the local tree [`TOMBSTONE_GC_TREE`], written in the same
+//! transaction as the tombstone (by [`crate::Table::tx_insert`]), so a crash
+//! loses no entry:
+//!
+//! ```text
+//! key   : written_msec (u64 BE) ++ tree name ++ 0x00 ++ storage key
+//! value : blake3 of the stored row value (format byte included)
+//! ```
+//!
+//! Only tables whose rows live on this node alone are collected this way;
+//! replicated tables must first learn that every replica holds the
+//! tombstone (doc/table-rows.md, "Tombstones").
+
+use std::ops::Bound;
+
+use hangar_db::{Db, DbError, Tx};
+use hangar_util::Hash;
+
+/// The local queue of tombstones to collect.
+pub const TOMBSTONE_GC_TREE: &str = "tombstone_gc";
+
+/// Queues the tombstone just written at `key` of `tree` (value `value`).
+pub(crate) fn queue(tx: &mut Tx<'_>, tree: &'static str, key: &[u8], value: &[u8], now: u64) {
+    let mut k = Vec::with_capacity(8 + tree.len() + 1 + key.len());
+    k.extend_from_slice(&now.to_be_bytes());
+    k.extend_from_slice(tree.as_bytes());
+    k.push(0);
+    k.extend_from_slice(key);
+    tx.put(TOMBSTONE_GC_TREE, k, Hash::of(value).as_bytes().to_vec());
+}
+
+/// Removes every tombstone of `trees` queued at least `delay_msec` before
+/// `now`, up to `limit` queue entries; returns (entries looked at, rows
+/// removed). A row that changed since it was queued (it was written again,
+/// by a newer write or a newer tombstone with its own entry) is left alone.
+pub async fn collect_due(
+    db: &Db,
+    trees: &'static [&'static str],
+    now: u64,
+    delay_msec: u64,
+    limit: usize,
+) -> Result<(usize, usize), DbError> {
+    let end = now.saturating_sub(delay_msec).to_be_bytes().to_vec();
+    let due = db
+        .range_async(
+            TOMBSTONE_GC_TREE,
+            Bound::Unbounded,
+            Bound::Excluded(end),
+            false,
+            limit,
+        )
+        .await?;
+    if due.is_empty() {
+        return Ok((0, 0));
+    }
+    let looked = due.len();
+    let removed = db
+        .write(move |tx| {
+            let mut removed = 0;
+            for (qk, expected) in due {
+                tx.delete(TOMBSTONE_GC_TREE, qk.clone());
+                let Some((tree, key)) = parse(&qk, trees) else {
+                    continue;
+                };
+                if let Some(v) = tx.get(tree, key)?
+                    && Hash::of(&v).as_bytes().as_slice() == expected.as_slice()
+                {
+                    tx.delete(tree, key.to_vec());
+                    removed += 1;
+                }
+            }
+            Ok::<_, DbError>(removed)
+        })
+        .await?;
+    Ok((looked, removed))
+}
+
+/// How many tombstones wait in the queue (a full count, for progress).
+pub async fn queued(db: &Db) -> Result<u64, DbError> {
+    let mut n = 0u64;
+    let mut after: Option<Vec<u8>> = None;
+    loop {
+        let start = after.map_or(Bound::Unbounded, Bound::Excluded);
+        let page = db
+            .range_async(TOMBSTONE_GC_TREE, start, Bound::Unbounded, false, 4096)
+            .await?;
+        n += page.len() as u64;
+        if page.len() < 4096 {
+            return Ok(n);
+        }
+        after = page.last().map(|(k, _)| k.clone());
+    }
+}
+
+fn parse<'k>(qk: &'k [u8], trees: &[&'static str]) -> Option<(&'static str, &'k [u8])> {
+    let rest = qk.get(8..)?;
+    let nul = rest.iter().position(|&b| b == 0)?;
+    let name = &rest[..nul];
+    let tree = trees.iter().find(|t| t.as_bytes() == name)?;
+    Some((tree, &rest[nul + 1..]))
+}

@@ -1,6 +1,6 @@
 //! The node's copy of the cluster layout and how it spreads: every change
 //! is persisted (`layout_file`) and pushed to every live peer over the mesh
-//! endpoint `hangar/layout/push`; peers merge it (the CRDT of `hangar_rpc`)
+//! endpoint `hangar/layout/push`; peers merge it (the CRDT of `hangar_layout`)
 //! and answer with what the caller lacks. Nodes also exchange every
 //! [`EXCHANGE_INTERVAL`] and as soon as a peer comes up, so a node that was
 //! down catches up. A peer whose replication factor differs is refused.
@@ -17,7 +17,7 @@ use async_trait::async_trait;
 use hangar_net::{
     CallOpts, Endpoint, Handler, HandlerError, Mesh, NetError, Priority, Request, Response,
 };
-use hangar_rpc::{LayoutHistory, NodeId};
+use hangar_layout::{LayoutHistory, NodeId};
 use serde::{Deserialize, Serialize};
 use serde_bytes::ByteBuf;
 use tracing::{debug, info, warn};

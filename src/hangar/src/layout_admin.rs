@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use hangar_net::Mesh;
-use hangar_rpc::{
+use hangar_layout::{
     AssignmentReport, LayoutHistory, LayoutParameters, NodeId, NodeRole, PARTITION_COUNT, Quorums,
     ZoneRedundancy, resolve_node_prefix,
 };
@@ -319,7 +319,7 @@ pub fn health(h: &LayoutHistory, up: &BTreeSet<NodeId>, mode: ConsistencyMode) -
     let mut counts = [0usize; 3];
     let mut assigned = false;
     for p in 0..PARTITION_COUNT {
-        let sets = h.write_sets_of_partition(p as hangar_rpc::Partition);
+        let sets = h.write_sets_of_partition(p as hangar_layout::Partition);
         if sets.is_empty() {
             continue;
         }

@@ -1,7 +1,7 @@
 //! The layout history: staging, apply/revert, the CRDT merge laws under
 //! random operation orders, version conflicts, and layout transitions.
 
-use hangar_rpc::*;
+use hangar_layout::*;
 use hangar_util::Hash;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

@@ -1,5 +1,6 @@
 //! The handle tables and blocks hold: who this node is, which nodes store
-//! a partition, which nodes are up.
+//! a partition, which nodes are up, and quorum calls with the cluster's
+//! quorums.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -7,12 +8,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hangar_layout::{LayoutHistory, NodeId, Partition, Quorums, WriteSet, partition_of};
-use hangar_net::Mesh;
+use hangar_net::{CallOpts, Endpoint, Mesh, Message};
 use hangar_util::Hash;
 use hangar_util::config::ConsistencyMode;
 
 use crate::error::ClusterError;
 use crate::live_layout::ClusterLayout;
+use crate::quorum_call::{self, QuorumError};
 
 /// The nodes that store one partition, in every active layout version
 /// (oldest first). Outside transitions there is one version; during one, a
@@ -158,5 +160,47 @@ impl Cluster {
     /// `None` before the first pong), to pick the closest replica.
     pub fn rtt(&self, node: NodeId) -> Option<Duration> {
         self.inner.mesh.rtt(node)
+    }
+
+    /// [`quorum_call::call_quorum`] on this node's mesh: `msg` to every
+    /// node of `targets`, done when `quorum` succeeded.
+    pub async fn call_quorum<Req, Resp>(
+        &self,
+        endpoint: &Arc<Endpoint<Req, Resp>>,
+        targets: &[NodeId],
+        msg: Req,
+        quorum: usize,
+        opts: CallOpts,
+    ) -> Result<Vec<(NodeId, Resp)>, QuorumError>
+    where
+        Req: Message + Clone,
+        Resp: Message,
+    {
+        quorum_call::call_quorum(&self.inner.mesh, endpoint, targets, msg, quorum, opts).await
+    }
+
+    /// A write: `msg` to every node of `nodes`, done when the cluster's
+    /// write quorum of every active version's set succeeded
+    /// ([`quorum_call::call_quorum_per_version`]).
+    pub async fn call_write_quorum<Req, Resp>(
+        &self,
+        endpoint: &Arc<Endpoint<Req, Resp>>,
+        nodes: &StorageNodes,
+        msg: Req,
+        opts: CallOpts,
+    ) -> Result<Vec<(NodeId, Resp)>, QuorumError>
+    where
+        Req: Message + Clone,
+        Resp: Message,
+    {
+        quorum_call::call_quorum_per_version(
+            &self.inner.mesh,
+            endpoint,
+            &nodes.sets,
+            msg,
+            self.inner.quorums.write,
+            opts,
+        )
+        .await
     }
 }

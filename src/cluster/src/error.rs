@@ -1,6 +1,7 @@
 //! The error type of the cluster layer.
 
 use crate::layout_file::LayoutFileError;
+use crate::quorum_call::QuorumError;
 
 /// Everything that can fail in `hangar_cluster`.
 #[derive(Debug, thiserror::Error)]
@@ -11,4 +12,6 @@ pub enum ClusterError {
     LayoutFile(#[from] LayoutFileError),
     #[error("RPC mesh: {0}")]
     Net(#[from] hangar_net::NetError),
+    #[error(transparent)]
+    Quorum(#[from] QuorumError),
 }

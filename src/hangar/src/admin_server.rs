@@ -12,8 +12,8 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixListener;
 
 use crate::admin_proto::{Request, Response};
-use crate::cluster_layout::ClusterLayout;
 use crate::layout_admin::{self, AssignArgs};
+use hangar_cluster::Cluster;
 
 /// Largest request line accepted.
 const MAX_REQUEST: usize = 64 * 1024;
@@ -37,8 +37,7 @@ pub struct AdminState {
     pub model: Arc<Model>,
     pub workers: WorkerRegistry,
     pub mesh: Mesh,
-    pub layout: ClusterLayout,
-    pub consistency_mode: hangar_util::config::ConsistencyMode,
+    pub cluster: Cluster,
 }
 
 async fn handle(st: &AdminState, req: Request) -> Result<Value, String> {
@@ -142,7 +141,9 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, String> {
             serde_json::to_value(st.workers.list()).map_err(|e| e.to_string())?
         }
         Request::NodeId => json!({"node": st.mesh.peer_addr().to_string()}),
-        Request::Status => layout_admin::status(&st.layout, &st.mesh, st.consistency_mode).await,
+        Request::Status => {
+            layout_admin::status(st.cluster.layout(), &st.mesh, st.cluster.consistency_mode()).await
+        }
         Request::NodeConnect { peer } => {
             let addr: PeerAddr = peer
                 .parse()
@@ -167,21 +168,31 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, String> {
                 gateway,
                 tags,
             };
-            layout_admin::assign(&st.layout, &st.mesh, args).await?
+            layout_admin::assign(st.cluster.layout(), &st.mesh, args).await?
         }
-        Request::LayoutRemove { node } => layout_admin::remove(&st.layout, &st.mesh, &node).await?,
+        Request::LayoutRemove { node } => {
+            layout_admin::remove(st.cluster.layout(), &st.mesh, &node).await?
+        }
         Request::LayoutConfig { zone_redundancy } => {
-            layout_admin::config(&st.layout, &zone_redundancy).await?
+            layout_admin::config(st.cluster.layout(), &zone_redundancy).await?
         }
-        Request::LayoutShow => layout_admin::show(&st.layout).await,
-        Request::LayoutApply { version } => layout_admin::apply(&st.layout, version).await?,
-        Request::LayoutRevert => layout_admin::revert(&st.layout).await?,
-        Request::LayoutHistory => layout_admin::history(&st.layout).await,
+        Request::LayoutShow => layout_admin::show(st.cluster.layout()).await,
+        Request::LayoutApply { version } => {
+            layout_admin::apply(st.cluster.layout(), version).await?
+        }
+        Request::LayoutRevert => layout_admin::revert(st.cluster.layout()).await?,
+        Request::LayoutHistory => layout_admin::history(st.cluster.layout()).await,
         Request::LayoutSkipDeadNodes {
             version,
             allow_missing_data,
         } => {
-            layout_admin::skip_dead_nodes(&st.layout, &st.mesh, version, allow_missing_data).await?
+            layout_admin::skip_dead_nodes(
+                st.cluster.layout(),
+                &st.mesh,
+                version,
+                allow_missing_data,
+            )
+            .await?
         }
     })
 }

@@ -4,16 +4,16 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use hangar_net::Mesh;
-use hangar_rpc::{
+use hangar_layout::{
     AssignmentReport, LayoutHistory, LayoutParameters, NodeId, NodeRole, PARTITION_COUNT, Quorums,
     ZoneRedundancy, resolve_node_prefix,
 };
+use hangar_net::Mesh;
 use hangar_util::config::ConsistencyMode;
 use hangar_util::time::now_msec;
 use serde_json::{Value, json};
 
-use crate::cluster_layout::ClusterLayout;
+use hangar_cluster::ClusterLayout;
 
 /// What data movement does not do yet, said wherever versions are listed.
 pub const NO_SYNC_NOTE: &str = "data is not moved between nodes yet (tables and blocks are not replicated), so no node reports a version synced: older versions stay listed as draining/read and are never retired";
@@ -319,7 +319,7 @@ pub fn health(h: &LayoutHistory, up: &BTreeSet<NodeId>, mode: ConsistencyMode) -
     let mut counts = [0usize; 3];
     let mut assigned = false;
     for p in 0..PARTITION_COUNT {
-        let sets = h.write_sets_of_partition(p as hangar_rpc::Partition);
+        let sets = h.write_sets_of_partition(p as hangar_layout::Partition);
         if sets.is_empty() {
             continue;
         }

@@ -3,12 +3,9 @@
 mod admin_proto;
 mod admin_server;
 mod cli;
-mod cluster_layout;
 mod layout_admin;
 mod layout_cli;
-mod layout_file;
 mod node;
-mod node_info;
 mod single_node;
 
 use std::path::PathBuf;

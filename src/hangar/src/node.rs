@@ -20,8 +20,7 @@ use prometheus_client::registry::Registry;
 
 use crate::admin_proto::SOCKET_NAME;
 use crate::admin_server;
-use crate::cluster_layout::ClusterLayout;
-use crate::layout_file::{self, LayoutFileError};
+use hangar_cluster::{Cluster, ClusterError, LayoutFileError, layout_file};
 
 /// Errors that stop a node from starting.
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +38,8 @@ pub enum NodeError {
     #[error("cluster layout: {0}")]
     Layout(#[from] LayoutFileError),
     #[error("{0}")]
+    Cluster(#[from] ClusterError),
+    #[error("{0}")]
     Setup(String),
     #[error("{what}: {source}")]
     Io {
@@ -52,14 +53,14 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> NodeError {
     move |source| NodeError::Io { what, source }
 }
 
-/// A started node: its stores, workers and RPC mesh.
+/// A started node: its stores, workers, RPC mesh and cluster layer.
 pub struct Node {
     pub db: Db,
     pub blocks: Arc<BlockManager>,
     pub model: Arc<Model>,
     pub workers: WorkerRegistry,
     pub mesh: Mesh,
-    pub layout: ClusterLayout,
+    pub cluster: Cluster,
 }
 
 /// Opens the stores and starts the background workers.
@@ -116,13 +117,14 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
     );
     let mesh = Mesh::start(MeshConfig::from_config(cfg)?).await?;
     tracing::info!("RPC mesh on {} as {}", cfg.rpc_bind_addr, mesh.peer_addr());
-    let layout = match ClusterLayout::start(
+    let cluster = match Cluster::start(
         mesh.clone(),
         history,
+        replication.consistency,
         cfg.metadata_dir.clone(),
         cfg.data_dir.writable(),
     ) {
-        Ok(l) => l,
+        Ok(c) => c,
         Err(e) => {
             mesh.shutdown().await;
             return Err(e.into());
@@ -134,7 +136,7 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
         model,
         workers,
         mesh,
-        layout,
+        cluster,
     })
 }
 
@@ -152,8 +154,7 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
         model: node.model.clone(),
         workers: node.workers.clone(),
         mesh: node.mesh.clone(),
-        layout: node.layout.clone(),
-        consistency_mode: cfg.replication()?.consistency,
+        cluster: node.cluster.clone(),
     };
     admin_server::serve(&sock, state)
         .await

@@ -45,7 +45,7 @@ pub async fn run(dir: PathBuf, port: u16) -> Result<(), NodeError> {
     }
     let cfg = Config::load(&cfg_path)?;
     let node = node::open(&cfg).await?;
-    if crate::layout_admin::assign_self_if_empty(&node.layout)
+    if crate::layout_admin::assign_self_if_empty(node.cluster.layout())
         .await
         .map_err(NodeError::Setup)?
     {

@@ -1,12 +1,12 @@
 //! Times the assignment algorithm on a large cluster: a first layout, an
 //! unchanged recomputation, one added node and one removed node.
 //!
-//! `cargo run --release -p hangar_rpc --example layout_bench -- [nodes] [zones] [rf]`
+//! `cargo run --release -p hangar_layout --example layout_bench -- [nodes] [zones] [rf]`
 
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use hangar_rpc::*;
+use hangar_layout::*;
 
 fn main() {
     let args: Vec<usize> = std::env::args()

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use hangar_rpc::*;
+use hangar_layout::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 

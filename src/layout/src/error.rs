@@ -1,7 +1,7 @@
 //! The error type of the layout: every way a layout request can be refused,
 //! each with a message that says what is wrong and how to fix it.
 
-/// Everything that can fail in `hangar_rpc`. Serializable so that a node
+/// Everything that can fail in `hangar_layout`. Serializable so that a node
 /// can send a refusal to the CLI that asked (its `Display` is the message).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum LayoutError {

@@ -66,6 +66,15 @@ pub struct LayoutPreview {
     pub outcome: Option<Result<AssignmentReport, LayoutError>>,
 }
 
+/// The storage nodes of one partition in one kept layout version. During a
+/// transition a write must reach a write quorum of every such set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WriteSet {
+    pub version: u64,
+    /// The version's `replication_factor` nodes for the partition.
+    pub nodes: Vec<NodeId>,
+}
+
 /// One kept version, as `layout history` prints it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VersionStatus {
@@ -518,6 +527,33 @@ impl LayoutHistory {
             .collect()
     }
 
+    /// The write sets of partition `p` with the version each comes from,
+    /// oldest first: the same sets as
+    /// [`LayoutHistory::write_sets_of_partition`], for callers that must say
+    /// which version lacks a quorum.
+    pub fn versioned_write_sets_of_partition(&self, p: Partition) -> Vec<WriteSet> {
+        self.versions
+            .iter()
+            .filter(|v| v.is_assigned())
+            .map(|v| WriteSet {
+                version: v.version,
+                nodes: v.nodes_of_partition(p),
+            })
+            .collect()
+    }
+
+    /// The union of the write sets of partition `p`, each node once, sorted.
+    pub fn write_nodes_of_partition(&self, p: Partition) -> Vec<NodeId> {
+        let mut all: Vec<NodeId> = self
+            .write_sets_of_partition(p)
+            .into_iter()
+            .flatten()
+            .collect();
+        all.sort();
+        all.dedup();
+        all
+    }
+
     /// The write sets of `hash` (see [`LayoutHistory::write_sets_of_partition`]).
     pub fn write_sets(&self, hash: &Hash) -> Vec<Vec<NodeId>> {
         self.write_sets_of_partition(partition_of(hash))
@@ -526,10 +562,7 @@ impl LayoutHistory {
     /// The union of the write sets of `hash`, each node once: who a write
     /// is sent to.
     pub fn write_nodes(&self, hash: &Hash) -> Vec<NodeId> {
-        let mut all: Vec<NodeId> = self.write_sets(hash).into_iter().flatten().collect();
-        all.sort();
-        all.dedup();
-        all
+        self.write_nodes_of_partition(partition_of(hash))
     }
 
     /// Retires the versions no node reads from any more (below the minimum

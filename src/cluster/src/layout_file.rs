@@ -1,11 +1,11 @@
 //! The layout history on disk: `metadata_dir/cluster_layout`, the
-//! MessagePack encoding of `hangar_rpc::LayoutHistory` (doc/layout.md §6),
+//! MessagePack encoding of `hangar_layout::LayoutHistory` (doc/layout.md §6),
 //! replaced atomically on every change.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use hangar_rpc::LayoutHistory;
+use hangar_layout::LayoutHistory;
 
 /// File name of the layout history inside `metadata_dir`.
 pub const LAYOUT_FILE: &str = "cluster_layout";
@@ -21,7 +21,7 @@ pub enum LayoutFileError {
     #[error("{path} is not a valid layout history: {source}")]
     Decode {
         path: PathBuf,
-        source: hangar_rpc::LayoutError,
+        source: hangar_layout::LayoutError,
     },
     #[error(
         "{path} holds a cluster layout with replication factor {stored}, but this node's config says replication_factor = {configured}; a node cannot change the cluster's replication factor (put the old value back, or give this node a new metadata_dir to join another cluster)"

@@ -18,7 +18,7 @@ pub mod version;
 
 pub use assign::{AssignmentReport, MIN_CAPACITY, NodeUsage, ZoneUsage, compute_assignment};
 pub use error::LayoutError;
-pub use history::{LayoutHistory, LayoutPreview, StagedRole, VersionStatus};
+pub use history::{LayoutHistory, LayoutPreview, StagedRole, VersionStatus, WriteSet};
 pub use node::{NodeId, resolve_node_prefix};
 pub use quorum::Quorums;
 pub use role::{LayoutParameters, NodeRole, ZoneRedundancy};

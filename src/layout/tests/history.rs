@@ -1,7 +1,7 @@
 //! The layout history: staging, apply/revert, the CRDT merge laws under
 //! random operation orders, version conflicts, and layout transitions.
 
-use hangar_rpc::*;
+use hangar_layout::*;
 use hangar_util::Hash;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -234,6 +234,28 @@ fn transitions_write_to_every_active_version_and_read_the_synced_one() {
     union.sort();
     union.dedup();
     assert_eq!(h.write_nodes(&key), union);
+    // The same sets, each with the version it comes from; every partition
+    // has one set per active version, rf nodes each.
+    let p = partition_of(&key);
+    assert_eq!(
+        h.versioned_write_sets_of_partition(p),
+        vec![
+            WriteSet {
+                version: 1,
+                nodes: v1.nodes_of_hash(&key)
+            },
+            WriteSet {
+                version: 2,
+                nodes: v2.nodes_of_hash(&key)
+            },
+        ]
+    );
+    assert_eq!(h.write_nodes_of_partition(p), union);
+    for p in 0..PARTITION_COUNT {
+        let sets = h.versioned_write_sets_of_partition(p as Partition);
+        assert_eq!(sets.iter().map(|s| s.version).collect::<Vec<_>>(), [1, 2]);
+        assert!(sets.iter().all(|s| s.nodes.len() == 3));
+    }
     // Sync may start once every node (gateway included) acknowledged 2.
     assert!(!h.mark_synced(node(1), 2));
     for n in 1..=5 {
@@ -263,6 +285,13 @@ fn transitions_write_to_every_active_version_and_read_the_synced_one() {
     assert!(h.prune());
     assert_eq!(h.versions.len(), 1);
     assert_eq!(h.write_sets(&key), vec![v2.nodes_of_hash(&key)]);
+    assert_eq!(
+        h.versioned_write_sets_of_partition(p),
+        vec![WriteSet {
+            version: 2,
+            nodes: v2.nodes_of_hash(&key)
+        }]
+    );
     // Reports for versions that are not kept are ignored.
     assert!(!h.mark_synced(node(1), 9));
 
@@ -470,4 +499,16 @@ fn merge_is_commutative_associative_idempotent_and_converges() {
         applied >= 10 && conflicted >= 3,
         "applied {applied}, conflicted {conflicted}"
     );
+}
+
+#[test]
+fn an_unassigned_layout_has_no_write_sets() {
+    let h = LayoutHistory::new(3);
+    let key = Hash::of(b"anything");
+    assert!(
+        h.versioned_write_sets_of_partition(partition_of(&key))
+            .is_empty()
+    );
+    assert!(h.write_nodes_of_partition(partition_of(&key)).is_empty());
+    assert!(h.write_nodes(&key).is_empty());
 }

@@ -1,7 +1,7 @@
-//! The node's copy of the cluster layout and how it spreads: every change
-//! is persisted (`layout_file`) and pushed to every live peer over the mesh
-//! endpoint `hangar/layout/push`; peers merge it (the CRDT of `hangar_rpc`)
-//! and answer with what the caller lacks. Nodes also exchange every
+//! The node's live copy of the cluster layout and how it spreads: every
+//! change is persisted ([`crate::layout_file`]) and pushed to every live peer
+//! over the mesh endpoint `hangar/layout/push`; peers merge it (the CRDT of
+//! `hangar_layout`) and answer with what the caller lacks. Nodes also exchange every
 //! [`EXCHANGE_INTERVAL`] and as soon as a peer comes up, so a node that was
 //! down catches up. A peer whose replication factor differs is refused.
 //! See doc/layout.md §9.
@@ -10,14 +10,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use hangar_layout::{LayoutHistory, NodeId};
 use hangar_net::{
     CallOpts, Endpoint, Handler, HandlerError, Mesh, NetError, Priority, Request, Response,
 };
-use hangar_rpc::{LayoutHistory, NodeId};
 use serde::{Deserialize, Serialize};
 use serde_bytes::ByteBuf;
 use tracing::{debug, info, warn};
@@ -77,6 +77,10 @@ struct Inner {
     endpoint: Arc<Endpoint<LayoutPush, LayoutPushReply>>,
     /// Held across the file write, so the file follows the order of changes.
     history: tokio::sync::Mutex<LayoutHistory>,
+    /// A copy of `history`, replaced (under the mutex above) after each
+    /// change, for the look-ups of every table and block operation, which
+    /// must neither wait for a file write nor copy the history.
+    published: RwLock<Arc<LayoutHistory>>,
     peers: Mutex<BTreeMap<NodeId, PeerLayoutState>>,
 }
 
@@ -104,6 +108,7 @@ impl ClusterLayout {
                 data_dirs,
                 mesh,
                 endpoint,
+                published: RwLock::new(Arc::new(history.clone())),
                 history: tokio::sync::Mutex::new(history),
                 peers: Mutex::new(BTreeMap::new()),
             }),
@@ -126,6 +131,18 @@ impl ClusterLayout {
     /// A copy of the current history.
     pub async fn snapshot(&self) -> LayoutHistory {
         self.inner.history.lock().await.clone()
+    }
+
+    /// The current history, shared: cheap, never waits for a change being
+    /// written. It may be one change behind a concurrent [`Self::update`]
+    /// or merge that has not finished writing its file yet.
+    pub fn history(&self) -> Arc<LayoutHistory> {
+        self.inner.published()
+    }
+
+    /// The cluster's replication factor (fixed for the cluster's life).
+    pub fn replication_factor(&self) -> usize {
+        self.inner.replication_factor
     }
 
     /// What is known of each peer (self-descriptions, refusals).
@@ -157,6 +174,7 @@ impl ClusterLayout {
             } else {
                 log_change(&h, &next, &format!("{what} on this node"));
                 save(&self.inner.metadata_dir, &next)?;
+                self.inner.publish(&next);
                 *h = next;
                 (true, r)
             }
@@ -171,6 +189,16 @@ impl ClusterLayout {
 }
 
 impl Inner {
+    fn published(&self) -> Arc<LayoutHistory> {
+        self.published.read().expect("published lock").clone()
+    }
+
+    /// Makes `h` what [`ClusterLayout::history`] returns. Called with the
+    /// history mutex held, so copies are published in the order of changes.
+    fn publish(&self, h: &LayoutHistory) {
+        *self.published.write().expect("published lock") = Arc::new(h.clone());
+    }
+
     /// Merges a peer's history; persists and logs when something changed.
     /// Returns the merged history and whether it changed.
     async fn merge(
@@ -187,6 +215,7 @@ impl Inner {
         }
         log_change(&h, &next, &format!("merged from {}", from.short()));
         save(&self.metadata_dir, &next)?;
+        self.publish(&next);
         *h = next.clone();
         Ok((next, true))
     }

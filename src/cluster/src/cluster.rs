@@ -1,0 +1,206 @@
+//! The handle tables and blocks hold: who this node is, which nodes store
+//! a partition, which nodes are up, and quorum calls with the cluster's
+//! quorums.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hangar_layout::{LayoutHistory, NodeId, Partition, Quorums, WriteSet, partition_of};
+use hangar_net::{CallOpts, Endpoint, Mesh, Message};
+use hangar_util::Hash;
+use hangar_util::config::ConsistencyMode;
+
+use crate::error::ClusterError;
+use crate::live_layout::ClusterLayout;
+use crate::quorum_call::{self, QuorumError};
+
+/// The nodes that store one partition, in every active layout version
+/// (oldest first). Outside transitions there is one version; during one, a
+/// write must reach the write quorum of each version's nodes, and is sent to
+/// [`StorageNodes::nodes`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StorageNodes {
+    pub partition: Partition,
+    /// One set per active version with an assignment; empty before the
+    /// first layout is applied.
+    pub sets: Vec<WriteSet>,
+}
+
+impl StorageNodes {
+    /// Every node of every set, each once, sorted: who a write goes to.
+    pub fn nodes(&self) -> Vec<NodeId> {
+        let mut all: Vec<NodeId> = self.sets.iter().flat_map(|s| s.nodes.clone()).collect();
+        all.sort();
+        all.dedup();
+        all
+    }
+
+    /// True when no layout with an assignment exists yet: nothing can be
+    /// stored.
+    pub fn is_empty(&self) -> bool {
+        self.sets.is_empty()
+    }
+}
+
+/// This node's view of the cluster. Cheap to clone (an `Arc` inside); every
+/// clone sees the same live layout.
+#[derive(Clone)]
+pub struct Cluster {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    mesh: Mesh,
+    layout: ClusterLayout,
+    id: NodeId,
+    replication_factor: usize,
+    consistency_mode: ConsistencyMode,
+    quorums: Quorums,
+}
+
+impl Cluster {
+    /// Starts the live layout on `mesh` from `history` (loaded with
+    /// [`crate::layout_file::load_or_create`] before the mesh starts, so
+    /// that a node with another replication factor never joins) and wraps
+    /// it. `data_dirs` and `metadata_dir` are measured for the node's
+    /// self-description and `metadata_dir` holds the layout file.
+    pub fn start(
+        mesh: Mesh,
+        history: LayoutHistory,
+        consistency_mode: ConsistencyMode,
+        metadata_dir: PathBuf,
+        data_dirs: Vec<PathBuf>,
+    ) -> Result<Cluster, ClusterError> {
+        let layout = ClusterLayout::start(mesh.clone(), history, metadata_dir, data_dirs)?;
+        Ok(Cluster::new(mesh, layout, consistency_mode))
+    }
+
+    /// Wraps a live layout already running on `mesh`.
+    pub fn new(mesh: Mesh, layout: ClusterLayout, consistency_mode: ConsistencyMode) -> Cluster {
+        let replication_factor = layout.replication_factor();
+        Cluster {
+            inner: Arc::new(Inner {
+                id: mesh.id(),
+                mesh,
+                layout,
+                replication_factor,
+                consistency_mode,
+                quorums: Quorums::new(replication_factor, consistency_mode),
+            }),
+        }
+    }
+
+    /// The mesh, to register endpoints and make plain calls.
+    pub fn mesh(&self) -> &Mesh {
+        &self.inner.mesh
+    }
+
+    /// The live layout (operator changes, peers' self-descriptions).
+    pub fn layout(&self) -> &ClusterLayout {
+        &self.inner.layout
+    }
+
+    /// This node's id.
+    pub fn id(&self) -> NodeId {
+        self.inner.id
+    }
+
+    /// Copies per partition.
+    pub fn replication_factor(&self) -> usize {
+        self.inner.replication_factor
+    }
+
+    pub fn consistency_mode(&self) -> ConsistencyMode {
+        self.inner.consistency_mode
+    }
+
+    /// The read and write quorums of the replication factor and the
+    /// consistency mode.
+    pub fn quorums(&self) -> Quorums {
+        self.inner.quorums
+    }
+
+    /// The nodes of `hash`'s partition in every active layout version.
+    pub fn storage_nodes_of(&self, hash: &Hash) -> StorageNodes {
+        self.storage_nodes_of_partition(partition_of(hash))
+    }
+
+    /// The nodes of partition `p` in every active layout version.
+    pub fn storage_nodes_of_partition(&self, p: Partition) -> StorageNodes {
+        StorageNodes {
+            partition: p,
+            sets: self
+                .inner
+                .layout
+                .history()
+                .versioned_write_sets_of_partition(p),
+        }
+    }
+
+    /// The nodes a read of `hash` goes to: its partition's nodes in the
+    /// newest fully synced version (doc/layout.md §7).
+    pub fn read_nodes_of(&self, hash: &Hash) -> Vec<NodeId> {
+        self.inner.layout.history().read_nodes(hash)
+    }
+
+    /// Every storage node of every active layout version: who may hold data.
+    pub fn all_storage_nodes(&self) -> BTreeSet<NodeId> {
+        self.inner.layout.history().storage_nodes()
+    }
+
+    /// Whether `node` answers pings now, per the mesh's failure detector
+    /// (always true for this node).
+    pub fn is_up(&self, node: NodeId) -> bool {
+        self.inner.mesh.is_up(node)
+    }
+
+    /// The average ping round-trip time to `node` (zero for this node;
+    /// `None` before the first pong), to pick the closest replica.
+    pub fn rtt(&self, node: NodeId) -> Option<Duration> {
+        self.inner.mesh.rtt(node)
+    }
+
+    /// [`quorum_call::call_quorum`] on this node's mesh: `msg` to every
+    /// node of `targets`, done when `quorum` succeeded.
+    pub async fn call_quorum<Req, Resp>(
+        &self,
+        endpoint: &Arc<Endpoint<Req, Resp>>,
+        targets: &[NodeId],
+        msg: Req,
+        quorum: usize,
+        opts: CallOpts,
+    ) -> Result<Vec<(NodeId, Resp)>, QuorumError>
+    where
+        Req: Message + Clone,
+        Resp: Message,
+    {
+        quorum_call::call_quorum(&self.inner.mesh, endpoint, targets, msg, quorum, opts).await
+    }
+
+    /// A write: `msg` to every node of `nodes`, done when the cluster's
+    /// write quorum of every active version's set succeeded
+    /// ([`quorum_call::call_quorum_per_version`]).
+    pub async fn call_write_quorum<Req, Resp>(
+        &self,
+        endpoint: &Arc<Endpoint<Req, Resp>>,
+        nodes: &StorageNodes,
+        msg: Req,
+        opts: CallOpts,
+    ) -> Result<Vec<(NodeId, Resp)>, QuorumError>
+    where
+        Req: Message + Clone,
+        Resp: Message,
+    {
+        quorum_call::call_quorum_per_version(
+            &self.inner.mesh,
+            endpoint,
+            &nodes.sets,
+            msg,
+            self.inner.quorums.write,
+            opts,
+        )
+        .await
+    }
+}

@@ -14,6 +14,7 @@ use hangar_model::garbage::{
     abandon_stale_uploads, spawn_tombstone_gc_worker, spawn_version_gc_worker,
 };
 use hangar_net::{Mesh, MeshConfig};
+use hangar_table::full_sync::spawn_full_sync_worker;
 use hangar_util::config::Config;
 use hangar_util::worker::WorkerRegistry;
 use prometheus_client::registry::Registry;
@@ -94,9 +95,30 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
         cfg.data_fsync,
         cfg.verify_blocks_on_read,
     )?;
+    let mesh = Mesh::start(MeshConfig::from_config(cfg)?).await?;
+    tracing::info!("RPC mesh on {} as {}", cfg.rpc_bind_addr, mesh.peer_addr());
+    let cluster = match Cluster::start(
+        mesh.clone(),
+        history,
+        replication.consistency,
+        cfg.metadata_dir.clone(),
+        cfg.data_dir.writable(),
+    ) {
+        Ok(c) => c,
+        Err(e) => {
+            mesh.shutdown().await;
+            return Err(e.into());
+        }
+    };
     let grace = cfg.block_gc_delay_secs * 1000;
     let blocks = BlockManager::new(files, db.clone(), grace);
-    let model = Model::new(db.clone(), blocks.clone(), grace, cfg.allow_punycode);
+    let model = Model::with_cluster(
+        db.clone(),
+        blocks.clone(),
+        grace,
+        cfg.allow_punycode,
+        Some(&cluster),
+    )?;
     let stale = abandon_stale_uploads(&model).await?;
     if stale > 0 {
         tracing::info!("{stale} uploads interrupted by the last stop will be cleaned up");
@@ -115,21 +137,7 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
         &workers,
         Duration::from_secs(cfg.block_gc_delay_secs.clamp(1, 60)),
     );
-    let mesh = Mesh::start(MeshConfig::from_config(cfg)?).await?;
-    tracing::info!("RPC mesh on {} as {}", cfg.rpc_bind_addr, mesh.peer_addr());
-    let cluster = match Cluster::start(
-        mesh.clone(),
-        history,
-        replication.consistency,
-        cfg.metadata_dir.clone(),
-        cfg.data_dir.writable(),
-    ) {
-        Ok(c) => c,
-        Err(e) => {
-            mesh.shutdown().await;
-            return Err(e.into());
-        }
-    };
+    spawn_full_sync_worker(cluster.clone(), model.full_tables(), &workers);
     Ok(Node {
         db,
         blocks,

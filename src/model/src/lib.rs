@@ -11,6 +11,7 @@
 //! [`Model`] ties them to one node's metadata store and block manager.
 
 pub mod bucket;
+mod control;
 mod error;
 pub mod garbage;
 pub mod key;

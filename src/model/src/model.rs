@@ -12,6 +12,7 @@ use hangar_util::time::now_msec;
 use tokio::sync::Notify;
 
 use crate::bucket::{BucketRow, BucketTable, check_bucket_name};
+use crate::control::ControlTable;
 use crate::garbage::{UPLOAD_TREE, queue_version_gc};
 use crate::key::{KeyRow, KeyTable, Permission, new_key_id, new_secret, valid_key_id};
 use crate::object::{ObjectRow, ObjectTable};
@@ -22,8 +23,8 @@ use crate::{ModelError, Result, VersionId};
 pub struct Model {
     db: Db,
     blocks: Arc<BlockManager>,
-    keys: Table<KeyTable>,
-    buckets: Table<BucketTable>,
+    keys: ControlTable<KeyTable>,
+    buckets: ControlTable<BucketTable>,
     objects: Table<ObjectTable>,
     versions: Table<VersionTable>,
     gc_wakeup: Notify,
@@ -49,15 +50,30 @@ pub struct PermissionChange {
 }
 
 impl Model {
+    /// The model of this node's tables alone (tools and tests).
     pub fn new(
         db: Db,
         blocks: Arc<BlockManager>,
         block_gc_delay_msec: u64,
         allow_punycode: bool,
     ) -> Arc<Model> {
-        Arc::new(Model {
-            keys: Table::new(db.clone()),
-            buckets: Table::new(db.clone()),
+        Self::with_cluster(db, blocks, block_gc_delay_msec, allow_punycode, None)
+            .expect("local tables open")
+    }
+
+    /// The model of a cluster node: keys and buckets replicated to every
+    /// node over `cluster` (objects, versions and uploads stay on the node
+    /// that received them, for now: doc/architecture.md).
+    pub fn with_cluster(
+        db: Db,
+        blocks: Arc<BlockManager>,
+        block_gc_delay_msec: u64,
+        allow_punycode: bool,
+        cluster: Option<&hangar_cluster::Cluster>,
+    ) -> Result<Arc<Model>> {
+        Ok(Arc::new(Model {
+            keys: ControlTable::new(db.clone(), cluster)?,
+            buckets: ControlTable::new(db.clone(), cluster)?,
             objects: Table::new(db.clone()),
             versions: Table::new(db.clone()),
             db,
@@ -65,7 +81,20 @@ impl Model {
             gc_wakeup: Notify::new(),
             block_gc_delay_msec,
             allow_punycode,
-        })
+        }))
+    }
+
+    /// The replicated control tables, for their anti-entropy worker (none
+    /// without a cluster).
+    pub fn full_tables(&self) -> Vec<Box<dyn hangar_table::full_sync::Syncable>> {
+        let mut t: Vec<Box<dyn hangar_table::full_sync::Syncable>> = Vec::new();
+        if let Some(k) = self.keys.full() {
+            t.push(Box::new(k.clone()));
+        }
+        if let Some(b) = self.buckets.full() {
+            t.push(Box::new(b.clone()));
+        }
+        t
     }
 
     pub fn db(&self) -> &Db {
@@ -106,8 +135,10 @@ impl Model {
         if secret.len() < 16 {
             return Err(ModelError::Invalid("secret key too short".into()));
         }
+        self.keys.check_writable()?;
         let (id, secret, name) = (id.to_owned(), secret.to_owned(), name.to_owned());
-        self.db
+        let row: KeyRow = self
+            .db
             .write(move |tx| {
                 let now = now_msec();
                 let row = match Table::<KeyTable>::tx_get(tx, b"", id.as_bytes())? {
@@ -127,7 +158,9 @@ impl Model {
                 };
                 Ok(Table::<KeyTable>::tx_insert(tx, b"", id.as_bytes(), &row)?)
             })
-            .await
+            .await?;
+        self.replicate_key(&row).await?;
+        Ok(row)
     }
 
     /// The live key with this id.
@@ -147,6 +180,7 @@ impl Model {
             let start = after.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
             let page = self
                 .keys
+                .local()
                 .range(b"", start, Bound::Unbounded, false, 1000)
                 .await?;
             let full = page.len() == 1000;
@@ -185,15 +219,35 @@ impl Model {
         id: &str,
         f: impl FnOnce(&mut KeyRow, u64) + Send + 'static,
     ) -> Result<KeyRow> {
+        self.keys.check_writable()?;
+        // A key known to another node only is fetched first.
+        self.get_key(id).await?;
         let id = id.to_owned();
-        self.db
+        let row: KeyRow = self
+            .db
             .write(move |tx| {
                 let mut k = Table::<KeyTable>::tx_get(tx, b"", id.as_bytes())?
                     .filter(|k| !k.is_deleted())
                     .ok_or_else(|| ModelError::NoSuchKey(id.clone()))?;
                 f(&mut k, now_msec());
-                Ok(Table::<KeyTable>::tx_insert(tx, b"", id.as_bytes(), &k)?)
+                Ok::<_, ModelError>(Table::<KeyTable>::tx_insert(tx, b"", id.as_bytes(), &k)?)
             })
+            .await?;
+        self.replicate_key(&row).await?;
+        Ok(row)
+    }
+
+    async fn replicate_key(&self, row: &KeyRow) -> Result<()> {
+        let id = row.access_key_id.as_bytes().to_vec();
+        self.keys
+            .replicate(vec![(Vec::new(), id, row.clone())])
+            .await
+    }
+
+    async fn replicate_bucket(&self, row: &BucketRow) -> Result<()> {
+        let name = row.name.as_bytes().to_vec();
+        self.buckets
+            .replicate(vec![(Vec::new(), name, row.clone())])
             .await
     }
 
@@ -246,6 +300,7 @@ impl Model {
     pub async fn list_buckets(&self) -> Result<Vec<BucketRow>> {
         let rows = self
             .buckets
+            .local()
             .range(b"", Bound::Unbounded, Bound::Unbounded, false, usize::MAX)
             .await?;
         Ok(rows
@@ -259,9 +314,19 @@ impl Model {
     /// permissions on it in the same transaction.
     pub async fn create_bucket(&self, name: &str, owner: Option<&str>) -> Result<BucketRow> {
         check_bucket_name(name, self.allow_punycode)?;
+        self.buckets.check_writable()?;
+        // Rows known to other nodes only are fetched first, so the checks
+        // below see them.
+        if self.get_bucket(name).await?.is_some() {
+            return Err(ModelError::BucketAlreadyExists(name.to_owned()));
+        }
+        if let Some(id) = owner {
+            self.get_key(id).await?;
+        }
         let name = name.to_owned();
         let owner = owner.map(str::to_owned);
-        self.db
+        let (bucket, key) = self
+            .db
             .write(move |tx| {
                 let now = now_msec();
                 let old = Table::<BucketTable>::tx_get(tx, b"", name.as_bytes())?;
@@ -275,29 +340,38 @@ impl Model {
                     updated_msec: old.map_or(now, |o| now.max(o.updated_msec + 1)),
                     deleted: false,
                 };
-                Table::<BucketTable>::tx_insert(tx, b"", name.as_bytes(), &row)?;
-                if let Some(id) = owner {
-                    let mut k = Table::<KeyTable>::tx_get(tx, b"", id.as_bytes())?
-                        .filter(|k| !k.is_deleted())
-                        .ok_or_else(|| ModelError::NoSuchKey(id.clone()))?;
-                    k.buckets.update(
-                        name.clone(),
-                        now,
-                        Permission {
-                            read: true,
-                            write: true,
-                            owner: true,
-                        },
-                    );
-                    Table::<KeyTable>::tx_insert(tx, b"", id.as_bytes(), &k)?;
-                }
-                Ok(row)
+                let row = Table::<BucketTable>::tx_insert(tx, b"", name.as_bytes(), &row)?;
+                let key = match owner {
+                    Some(id) => {
+                        let mut k = Table::<KeyTable>::tx_get(tx, b"", id.as_bytes())?
+                            .filter(|k| !k.is_deleted())
+                            .ok_or_else(|| ModelError::NoSuchKey(id.clone()))?;
+                        k.buckets.update(
+                            name.clone(),
+                            now,
+                            Permission {
+                                read: true,
+                                write: true,
+                                owner: true,
+                            },
+                        );
+                        Some(Table::<KeyTable>::tx_insert(tx, b"", id.as_bytes(), &k)?)
+                    }
+                    None => None,
+                };
+                Ok((row, key))
             })
-            .await
+            .await?;
+        self.replicate_bucket(&bucket).await?;
+        if let Some(k) = &key {
+            self.replicate_key(k).await?;
+        }
+        Ok(bucket)
     }
 
     /// Deletes an empty bucket and every key's permissions on it.
     pub async fn delete_bucket(&self, name: &str) -> Result<()> {
+        self.buckets.check_writable()?;
         let bucket = self
             .get_bucket(name)
             .await?
@@ -317,7 +391,8 @@ impl Model {
             .map(|k| k.access_key_id)
             .collect();
         let name = name.to_owned();
-        self.db
+        let (bucket, keys) = self
+            .db
             .write(move |tx| {
                 let now = now_msec();
                 // Re-read: the bucket may have been deleted and re-created
@@ -327,16 +402,22 @@ impl Model {
                     .ok_or_else(|| ModelError::NoSuchBucket(name.clone()))?;
                 b.deleted = true;
                 b.updated_msec = now.max(b.updated_msec + 1);
-                Table::<BucketTable>::tx_insert(tx, b"", name.as_bytes(), &b)?;
+                let b = Table::<BucketTable>::tx_insert(tx, b"", name.as_bytes(), &b)?;
+                let mut keys = Vec::new();
                 for id in holders {
                     if let Some(mut k) = Table::<KeyTable>::tx_get(tx, b"", id.as_bytes())? {
                         k.buckets.update(name.clone(), now, Permission::default());
-                        Table::<KeyTable>::tx_insert(tx, b"", id.as_bytes(), &k)?;
+                        keys.push(Table::<KeyTable>::tx_insert(tx, b"", id.as_bytes(), &k)?);
                     }
                 }
-                Ok::<_, ModelError>(())
+                Ok::<_, ModelError>((b, keys))
             })
-            .await
+            .await?;
+        self.replicate_bucket(&bucket).await?;
+        for k in &keys {
+            self.replicate_key(k).await?;
+        }
+        Ok(())
     }
 
     /// Number of objects and bytes in a bucket (a full scan).

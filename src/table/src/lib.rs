@@ -12,6 +12,8 @@
 //! rows). See `doc/table-rows.md`.
 
 pub mod crdt;
+pub mod full_sync;
+pub mod replicated;
 pub mod tombstones;
 
 use std::marker::PhantomData;
@@ -35,6 +37,10 @@ pub enum TableError {
     Db(#[from] DbError),
     #[error("row of table {tree} cannot be decoded: {message}")]
     Decode { tree: &'static str, message: String },
+    #[error(transparent)]
+    Replication(#[from] replicated::ReplicationError),
+    #[error(transparent)]
+    Net(#[from] hangar_net::NetError),
 }
 
 impl From<TableError> for DbError {
@@ -44,6 +50,10 @@ impl From<TableError> for DbError {
             TableError::Decode { tree, message } => DbError::Engine {
                 engine: tree,
                 message,
+            },
+            e @ (TableError::Replication(_) | TableError::Net(_)) => DbError::Engine {
+                engine: "table replication",
+                message: e.to_string(),
             },
         }
     }

@@ -2,6 +2,7 @@
 
 use hangar_block::BlockError;
 use hangar_model::ModelError;
+use hangar_table::TableError;
 use s3s::{S3Error, S3ErrorCode, s3_error};
 
 /// Maps a model error to the S3 error a client should see.
@@ -40,6 +41,11 @@ pub fn model_error(e: ModelError) -> S3Error {
             "The source object was overwritten or deleted while it was being copied; try again."
         ),
         ModelError::Block(b) => block_error(b),
+        ModelError::Table(e @ (TableError::Replication(_) | TableError::Net(_))) => {
+            // Too few nodes reachable: the client may retry elsewhere or later.
+            tracing::warn!("replication: {e}");
+            S3Error::with_message(S3ErrorCode::ServiceUnavailable, e.to_string())
+        }
         e @ (ModelError::Table(_) | ModelError::Db(_)) => internal(e),
     }
 }

@@ -25,6 +25,7 @@ use crate::{Model, ModelError, Result, VersionId};
 /// An upload in progress.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MpuRow {
+    #[serde(with = "hangar_util::serde_id16")]
     pub upload_id: VersionId,
     pub key: String,
     pub initiated_msec: u64,
@@ -53,6 +54,7 @@ impl Schema for MpuTable {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PartRow {
     /// The part's own version (its block list).
+    #[serde(with = "hangar_util::serde_id16")]
     pub version: VersionId,
     pub size: u64,
     /// Hex MD5 of the part.

@@ -31,6 +31,7 @@ pub struct StoredChecksum {
 /// The metadata and data location of one object version.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ObjectRow {
+    #[serde(with = "hangar_util::serde_id16")]
     pub version: VersionId,
     /// Upload time, ms since the epoch; S3's LastModified.
     pub timestamp_msec: u64,

@@ -12,6 +12,8 @@
 
 pub mod bucket;
 mod error;
+#[cfg(test)]
+mod format_tests;
 pub mod garbage;
 pub mod key;
 mod model;

@@ -21,6 +21,9 @@ pub enum ModelError {
     NoSuchUpload,
     #[error("the condition on the existing object does not hold")]
     PreconditionFailed,
+    /// Stored metadata contradicts itself (e.g. a missing block entry).
+    #[error("inconsistent metadata: {0}")]
+    Corrupt(String),
     #[error(transparent)]
     Table(#[from] hangar_table::TableError),
     #[error(transparent)]

@@ -237,6 +237,8 @@ async fn legacy_block_entries_are_read() {
         assert_eq!(*n, i as u32);
         assert_eq!(e.hash, Hash(hash(i as u8 * 50)));
         assert_eq!(e.size, 1000 + i as u64);
+        assert_eq!(e.offset, 0, "format 1 has no offsets");
+        assert_eq!(e.has_offset(*n), *n == 0);
     }
 }
 
@@ -332,4 +334,22 @@ async fn legacy_key_and_bucket_rows_are_read() {
         .unwrap()
         .unwrap();
     assert_eq!(b.id_bytes(), hash(5));
+}
+
+/// A model on a fresh node directory (`db` and `data` under the tempdir).
+pub(crate) fn test_model() -> (tempfile::TempDir, Arc<crate::Model>) {
+    let d = tempfile::tempdir().unwrap();
+    let engine = SledEngine::open(&d.path().join("db"), 8 << 20).unwrap();
+    model_on(d, Arc::new(engine))
+}
+
+fn model_on(
+    d: tempfile::TempDir,
+    engine: Arc<dyn hangar_db::Engine>,
+) -> (tempfile::TempDir, Arc<crate::Model>) {
+    let db = Db::new(engine, DbOptions::default());
+    let files =
+        hangar_block::BlockFiles::new(vec![d.path().join("data")], Some(1), false, true).unwrap();
+    let blocks = hangar_block::BlockManager::new(files, db.clone(), 60_000);
+    (d, crate::Model::new(db, blocks, 60_000, false))
 }

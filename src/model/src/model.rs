@@ -393,15 +393,23 @@ impl Model {
             .await
     }
 
-    /// Stores block number `index` of `version`, named by its blake3 hash
-    /// (computed here, off the async threads).
-    pub async fn store_block(&self, version: VersionId, index: u32, data: Bytes) -> Result<()> {
+    /// Stores block number `index` of `version`, which starts at byte
+    /// `offset` of the version, named by its blake3 hash (computed here, off
+    /// the async threads).
+    pub async fn store_block(
+        &self,
+        version: VersionId,
+        index: u32,
+        offset: u64,
+        data: Bytes,
+    ) -> Result<()> {
         let (hash, data) = tokio::task::spawn_blocking(move || (Hash::of(&data), data))
             .await
             .map_err(|e| ModelError::Invalid(format!("hashing task failed: {e}")))?;
         let entry = BlockEntry {
             hash,
             size: data.len() as u64,
+            offset,
         };
         self.blocks
             .store(hash, data, version, move |tx| {
@@ -505,7 +513,7 @@ impl Model {
     /// shares blocks instead of duplicating them). `to` must have been
     /// registered with [`Model::begin_upload`]. Returns the block count.
     pub async fn share_blocks(&self, from: VersionId, to: VersionId) -> Result<u32> {
-        self.share_blocks_at(from, to, 0).await
+        self.share_blocks_at(from, to, 0, 0).await
     }
 
     /// Up to `limit` block entries of `version` from block `from` on.

@@ -260,10 +260,13 @@ impl Model {
 
         let version = crate::new_version_id();
         self.begin_upload(version).await?;
-        let mut next = 0u32;
+        let (mut next, mut bytes) = (0u32, 0u64);
         let mut md5s = Vec::with_capacity(chosen.len() * 16);
         for p in &chosen {
-            next += self.share_blocks_at(p.version, version, next).await?;
+            next += self
+                .share_blocks_at(p.version, version, next, bytes)
+                .await?;
+            bytes += p.size;
             md5s.extend(hex::decode(&p.etag).unwrap_or_default());
         }
         let etag = format!("{}-{}", hex::encode(s3_md5(&md5s)), chosen.len());
@@ -316,16 +319,29 @@ impl Model {
         Ok(Ok(row))
     }
 
-    /// Makes version `to` use the blocks of `from`, numbered from `first`;
-    /// returns how many blocks were shared.
-    pub async fn share_blocks_at(&self, from: VersionId, to: VersionId, first: u32) -> Result<u32> {
+    /// Makes version `to` use the blocks of `from`, numbered from `first`
+    /// and placed from byte `first_offset` of `to`; returns how many blocks
+    /// were shared. Offsets are recomputed from the block sizes, so a source
+    /// written by row format 1 (no offsets) gives entries with offsets.
+    pub async fn share_blocks_at(
+        &self,
+        from: VersionId,
+        to: VersionId,
+        first: u32,
+        first_offset: u64,
+    ) -> Result<u32> {
         let mut next = 0u32;
+        let mut offset = first_offset;
         loop {
-            let page = self.version_blocks(&from, next, 256).await?;
+            let mut page = self.version_blocks(&from, next, 256).await?;
             let Some((last, _)) = page.last() else {
                 return Ok(next);
             };
             next = last + 1;
+            for (_, entry) in &mut page {
+                entry.offset = offset;
+                offset += entry.size;
+            }
             self.db()
                 .write(move |tx| {
                     for (idx, entry) in &page {

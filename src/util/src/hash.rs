@@ -84,9 +84,12 @@ mod tests {
         assert_ne!(Hash::of(b"a"), Hash::of(b"b"));
     }
 
-    /// Every byte value, so that legacy arrays hold both fixints and `cc xx`.
+    /// Bytes below and above 128, so that legacy arrays hold both positive
+    /// fixints and `cc xx` integers.
     fn all_bytes() -> Hash {
-        Hash(std::array::from_fn(|i| (i as u8).wrapping_mul(8).wrapping_add(3)))
+        Hash(std::array::from_fn(|i| {
+            (i as u8).wrapping_mul(8).wrapping_add(3)
+        }))
     }
 
     #[test]

@@ -36,7 +36,7 @@ pub fn model_error(e: ModelError) -> S3Error {
             "At least one of the pre-conditions you specified did not hold"
         ),
         ModelError::Block(b) => block_error(b),
-        e @ (ModelError::Table(_) | ModelError::Db(_)) => internal(e),
+        e @ (ModelError::Table(_) | ModelError::Db(_) | ModelError::Corrupt(_)) => internal(e),
     }
 }
 

@@ -353,3 +353,208 @@ fn model_on(
     let blocks = hangar_block::BlockManager::new(files, db.clone(), 60_000);
     (d, crate::Model::new(db, blocks, 60_000, false))
 }
+
+/// A node whose metadata was written by format 1 (the block files are the
+/// same in both formats): its keys, buckets and objects are read, a range
+/// of a multi-block object is served by the scan of the old block list, and
+/// a multipart upload begun before the upgrade completes into a version
+/// whose entries have offsets.
+#[tokio::test]
+async fn a_node_written_by_format_1_is_readable() {
+    use crate::multipart::CompletedPart;
+    use crate::version::{BlockLookup, VersionTable};
+
+    let (_d, model) = test_model();
+    let db = model.db().clone();
+    let bucket_id = hash(0xab);
+    let key_id = "GKaaaaaaaaaaaaaaaaaaaaaaaa";
+    put_legacy::<KeyTable, _>(
+        &db,
+        b"",
+        key_id.as_bytes(),
+        &LegacyKeyRow {
+            access_key_id: key_id.into(),
+            name: "old".into(),
+            secret: "s".into(),
+            allow_create_bucket: false,
+            buckets: BTreeMap::from([(
+                "photos".to_owned(),
+                LegacyPermission {
+                    read: true,
+                    write: true,
+                    owner: false,
+                },
+            )]),
+            created_msec: 1,
+            updated_msec: 1,
+            deleted: false,
+        },
+    )
+    .await;
+    put_legacy::<BucketTable, _>(
+        &db,
+        b"",
+        b"photos",
+        &LegacyBucketRow {
+            name: "photos".into(),
+            id: hex::encode(bucket_id),
+            created_msec: 1,
+            updated_msec: 1,
+            deleted: false,
+        },
+    )
+    .await;
+
+    // An object of three blocks, stored as the old code did: block files,
+    // then format-1 entries (no offsets) and object row.
+    let version = id(0x90);
+    let data: Vec<u8> = (0..2500u32).map(|i| (i % 251) as u8).collect();
+    let chunks: Vec<&[u8]> = vec![&data[..1000], &data[1000..2000], &data[2000..]];
+    for (i, c) in chunks.iter().enumerate() {
+        let h = Hash::of(c);
+        model
+            .blocks()
+            .store(h, bytes::Bytes::copy_from_slice(c), version, |_| Ok(()))
+            .await
+            .unwrap();
+        let e = LegacyBlockEntry {
+            hash: h.0,
+            size: c.len() as u64,
+        };
+        put_legacy::<VersionTable, _>(&db, &version, &(i as u32).to_be_bytes(), &e).await;
+    }
+    let row = LegacyObjectRow {
+        version,
+        timestamp_msec: 5,
+        size: data.len() as u64,
+        etag: "e".into(),
+        headers: BTreeMap::new(),
+        user_meta: BTreeMap::new(),
+        checksum: None,
+        data: LegacyObjectData::Blocks { count: 3 },
+    };
+    put_legacy::<ObjectTable, _>(&db, &bucket_id, b"big.jpg", &row).await;
+    let small = LegacyObjectRow {
+        version: id(0x91),
+        size: 2,
+        data: LegacyObjectData::Inline(b"hi".to_vec()),
+        ..row
+    };
+    put_legacy::<ObjectTable, _>(&db, &bucket_id, b"small.txt", &small).await;
+
+    // A multipart upload in progress with two parts, of format 1.
+    let upload = id(0xc0);
+    let sk = mpu_sort_key("mp", &upload);
+    put_legacy::<MpuTable, _>(
+        &db,
+        &bucket_id,
+        &sk,
+        &LegacyMpuRow {
+            upload_id: upload,
+            key: "mp".into(),
+            initiated_msec: 3,
+            headers: BTreeMap::new(),
+            user_meta: BTreeMap::new(),
+            checksum_algorithm: None,
+        },
+    )
+    .await;
+    let part_sizes: [&[u64]; 2] = [&[2 << 20, 2 << 20, (1 << 20) + 5], &[300]];
+    for (n, sizes) in part_sizes.iter().enumerate() {
+        let pv = id(0xd0 + n as u8);
+        for (i, &size) in sizes.iter().enumerate() {
+            let e = LegacyBlockEntry {
+                hash: hash((n * 16 + i) as u8),
+                size,
+            };
+            put_legacy::<VersionTable, _>(&db, &pv, &(i as u32).to_be_bytes(), &e).await;
+        }
+        let part = LegacyPartRow {
+            version: pv,
+            size: sizes.iter().sum(),
+            etag: format!("{:032x}", n + 1),
+            checksum: None,
+            timestamp_msec: 4,
+            blocks: sizes.len() as u32,
+        };
+        let pn = (n as u32 + 1).to_be_bytes();
+        put_legacy::<PartTable, _>(&db, &upload, &pn, &part).await;
+    }
+
+    // Everything reads through the model.
+    let k = model.get_key(key_id).await.unwrap().unwrap();
+    assert!(k.permission("photos").write);
+    let b = model.get_bucket("photos").await.unwrap().unwrap();
+    assert_eq!(b.id_bytes(), bucket_id);
+    let obj = model.get_object(&b, "big.jpg").await.unwrap().unwrap();
+    assert_eq!(obj.version, version);
+    assert_eq!(obj.data, ObjectData::Blocks { count: 3 });
+    let s = model.get_object(&b, "small.txt").await.unwrap().unwrap();
+    assert_eq!(s.data, ObjectData::Inline(b"hi".to_vec()));
+    assert_eq!(
+        model
+            .list_objects(&b, std::ops::Bound::Unbounded, 10)
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+
+    // A range GET of the old object, bytes included.
+    assert_eq!(
+        model.find_block(&version, 3, 1500).await.unwrap(),
+        BlockLookup::NoOffsets
+    );
+    let range = 999..2001;
+    let mut got = Vec::new();
+    for sl in model
+        .blocks_for_range(&version, 3, 2500, range.clone())
+        .await
+        .unwrap()
+    {
+        let block = model.blocks().read(sl.hash).await.unwrap();
+        got.extend_from_slice(&block[sl.from..sl.to]);
+    }
+    assert_eq!(got, &data[999..2001]);
+
+    // The old upload completes; its version has offsets.
+    let mpu = model
+        .get_multipart(&b, "mp", &upload)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(model.list_parts(&upload, 0, 10).await.unwrap().len(), 2);
+    let listed = [1u32, 2].map(|n| CompletedPart {
+        part_number: n,
+        etag: format!("{n:032x}"),
+    });
+    let done = model
+        .complete_multipart(&b, &mpu, &listed, None)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(done.data, ObjectData::Blocks { count: 4 });
+    let entries = model.version_blocks(&done.version, 0, 10).await.unwrap();
+    let offsets: Vec<u64> = entries.iter().map(|(_, e)| e.offset).collect();
+    assert_eq!(offsets, [0, 2 << 20, 4 << 20, (5 << 20) + 5]);
+    assert_eq!(done.size, (5 << 20) + 305);
+    let BlockLookup::Found(i, e) = model
+        .find_block(&done.version, 4, (5 << 20) + 6)
+        .await
+        .unwrap()
+    else {
+        panic!("the completed version has offsets");
+    };
+    assert_eq!((i, e.hash), (3, Hash(hash(16))));
+    // Its rows are format 2.
+    let v = raw(&db, "object", storage_key::<ObjectTable>(&bucket_id, b"mp")).await;
+    assert_eq!(v[0], ROW_FORMAT);
+    let v = raw(
+        &db,
+        "version",
+        storage_key::<VersionTable>(&done.version, &3u32.to_be_bytes()),
+    )
+    .await;
+    assert_eq!(v[0], ROW_FORMAT);
+    assert!(contains(&v, &bin(&hash(16))));
+}

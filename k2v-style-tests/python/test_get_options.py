@@ -51,6 +51,47 @@ def test_range(s3, obj, rng, start, end):
     assert r["ETag"] == etag
 
 
+PART1 = 5 * MiB + 123  # five full blocks and a 123-byte one
+PART2 = MiB + 7
+MP_DATA = random_bytes(PART1 + PART2, 4343)
+
+
+@pytest.fixture(scope="module")
+def multipart_obj(s3):
+    from hangar_testlib import bucket_name
+
+    b = bucket_name("get-options-mp")
+    s3.create_bucket(Bucket=b)
+    up = s3.create_multipart_upload(Bucket=b, Key="mp")["UploadId"]
+    parts = []
+    for n, chunk in [(1, MP_DATA[:PART1]), (2, MP_DATA[PART1:])]:
+        r = s3.upload_part(Bucket=b, Key="mp", UploadId=up, PartNumber=n, Body=chunk)
+        parts.append({"PartNumber": n, "ETag": r["ETag"]})
+    s3.complete_multipart_upload(
+        Bucket=b, Key="mp", UploadId=up, MultipartUpload={"Parts": parts}
+    )
+    return b
+
+
+@pytest.mark.parametrize(
+    "start,end",
+    [
+        (PART1 - 1, PART1 - 1),  # last byte of part 1 (in its short block)
+        (PART1, PART1),  # first byte of part 2
+        (PART1 - 200, PART1 + 200),  # across the parts
+        (5 * MiB - 1, 5 * MiB),  # into part 1's short block
+        (PART1 + MiB, PART1 + PART2 - 1),  # the last block of part 2
+        (3 * MiB + 5, PART1 + MiB + 3),  # several blocks of both parts
+    ],
+)
+def test_range_of_a_multipart_object(s3, multipart_obj, start, end):
+    # Each range is found from the block offsets that completion renumbers.
+    r = s3.get_object(Bucket=multipart_obj, Key="mp", Range=f"bytes={start}-{end}")
+    assert r["ResponseMetadata"]["HTTPStatusCode"] == 206
+    assert r["Body"].read() == MP_DATA[start : end + 1]
+    assert r["ContentRange"] == f"bytes {start}-{end}/{PART1 + PART2}"
+
+
 def test_head_range(s3, obj):
     # S3 reference (HeadObject, Range): "If the Range is satisfiable, only the
     # ContentLength is affected in the response. If the Range is not

@@ -23,6 +23,9 @@ pub enum ModelError {
     PreconditionFailed,
     #[error("the source object changed while it was being copied; try again")]
     SourceChanged,
+    /// Stored metadata contradicts itself (e.g. a missing block entry).
+    #[error("inconsistent metadata: {0}")]
+    Corrupt(String),
     #[error(transparent)]
     Table(#[from] hangar_table::TableError),
     #[error(transparent)]

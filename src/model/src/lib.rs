@@ -13,6 +13,8 @@
 pub mod bucket;
 mod control;
 mod error;
+#[cfg(test)]
+mod format_tests;
 pub mod garbage;
 pub mod key;
 mod model;

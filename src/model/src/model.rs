@@ -493,9 +493,16 @@ impl Model {
             .await
     }
 
-    /// Stores block number `index` of `version`, named by its blake3 hash
-    /// (computed here, off the async threads).
-    pub async fn store_block(&self, version: VersionId, index: u32, data: Bytes) -> Result<()> {
+    /// Stores block number `index` of `version`, which starts at byte
+    /// `offset` of the version, named by its blake3 hash (computed here, off
+    /// the async threads).
+    pub async fn store_block(
+        &self,
+        version: VersionId,
+        index: u32,
+        offset: u64,
+        data: Bytes,
+    ) -> Result<()> {
         let (hash, data) = tokio::task::spawn_blocking(move || (Hash::of(&data), data))
             .await
             .map_err(|e| ModelError::Invalid(format!("hashing task failed: {e}")))?;
@@ -503,6 +510,7 @@ impl Model {
             hash,
             size: data.len() as u64,
             deleted: false,
+            offset,
         };
         self.blocks
             .store(hash, data, version, move |tx| {
@@ -601,7 +609,7 @@ impl Model {
     /// [`ModelError::SourceChanged`] if `from` lost blocks meanwhile. `to`
     /// must have been registered with [`Model::begin_upload`].
     pub async fn share_blocks(&self, from: VersionId, count: u32, to: VersionId) -> Result<()> {
-        self.share_blocks_at(from, count, to, 0).await
+        self.share_blocks_at(from, count, to, 0, 0).await
     }
 
     /// Up to `limit` block entries of `version` from block `from` on.

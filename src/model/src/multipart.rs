@@ -30,6 +30,7 @@ use crate::{Model, ModelError, Result, VersionId};
 pub struct MpuRow {
     #[serde(default)]
     pub deleted: bool,
+    #[serde(with = "hangar_util::serde_id16")]
     pub upload_id: VersionId,
     pub key: String,
     pub initiated_msec: u64,
@@ -68,6 +69,7 @@ pub struct PartRow {
     /// Taken in the recording transaction, greater than the part replaced.
     pub timestamp_msec: u64,
     /// The part's own version (its block list).
+    #[serde(with = "hangar_util::serde_id16")]
     pub version: VersionId,
     pub size: u64,
     /// Hex MD5 of the part.
@@ -306,11 +308,11 @@ impl Model {
 
         let version = crate::new_version_id();
         self.begin_upload(version).await?;
-        let mut next = 0u32;
+        let (mut next, mut bytes) = (0u32, 0u64);
         let mut md5s = Vec::with_capacity(chosen.len() * 16);
         for p in &chosen {
             if let Err(e) = self
-                .share_blocks_at(p.version, p.blocks, version, next)
+                .share_blocks_at(p.version, p.blocks, version, next, bytes)
                 .await
             {
                 self.abort_upload(version).await?;
@@ -322,6 +324,7 @@ impl Model {
                 });
             }
             next += p.blocks;
+            bytes += p.size;
             md5s.extend(hex::decode(&p.etag).unwrap_or_default());
         }
         let etag = format!("{}-{}", hex::encode(s3_md5(&md5s)), chosen.len());
@@ -372,30 +375,39 @@ impl Model {
     }
 
     /// Makes version `to` use the `count` blocks of `from`, numbered from
-    /// `first`. Each batch reads the source's entries in the transaction that
-    /// adds `to`'s references, so a block cannot be collected between the two;
-    /// if the source lost any of its blocks (it was overwritten or deleted
-    /// and collected meanwhile), nothing more is shared and
-    /// [`ModelError::SourceChanged`] is returned: the caller releases `to`.
+    /// `first` and placed from byte `first_offset` of `to`. Offsets are
+    /// recomputed from the block sizes, so a source written by row format 1
+    /// (no offsets) gives entries with offsets. Each batch reads the source's
+    /// entries in the transaction that adds `to`'s references, so a block
+    /// cannot be collected between the two; if the source lost any of its
+    /// blocks (it was overwritten or deleted and collected meanwhile),
+    /// nothing more is shared and [`ModelError::SourceChanged`] is returned:
+    /// the caller releases `to`.
     pub async fn share_blocks_at(
         &self,
         from: VersionId,
         count: u32,
         to: VersionId,
         first: u32,
+        first_offset: u64,
     ) -> Result<()> {
         const BATCH: u32 = 256;
         let mut next = 0u32;
+        let mut offset = first_offset;
         while next < count {
             let end = count.min(next.saturating_add(BATCH));
             let range = next..end;
-            self.db()
+            offset = self
+                .db()
                 .write(move |tx| {
+                    let mut offset = offset;
                     for idx in range {
-                        let entry: BlockEntry =
+                        let mut entry: BlockEntry =
                             Table::<VersionTable>::tx_get(tx, &from, &idx.to_be_bytes())?
                                 .filter(|e| !e.deleted)
                                 .ok_or(ModelError::SourceChanged)?;
+                        entry.offset = offset;
+                        offset += entry.size;
                         hangar_block::add_ref(tx, &entry.hash, &to)?;
                         Table::<VersionTable>::tx_insert(
                             tx,
@@ -404,7 +416,7 @@ impl Model {
                             &entry,
                         )?;
                     }
-                    Ok::<_, ModelError>(())
+                    Ok::<_, ModelError>(offset)
                 })
                 .await?;
             next = end;

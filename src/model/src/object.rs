@@ -40,6 +40,7 @@ pub struct ObjectRow {
     /// Publication time, ms since the epoch; S3's LastModified. Taken in the
     /// publishing transaction, strictly greater than the row it replaces.
     pub timestamp_msec: u64,
+    #[serde(with = "hangar_util::serde_id16")]
     pub version: VersionId,
     pub size: u64,
     /// Hex MD5 of the content, without quotes.

@@ -122,10 +122,11 @@ fn object_row() -> impl Strategy<Value = ObjectRow> {
 }
 
 fn block_entry() -> impl Strategy<Value = BlockEntry> {
-    (any::<bool>(), 0u8..2, 0u64..2).prop_map(|(deleted, h, size)| BlockEntry {
+    (any::<bool>(), 0u8..2, 0u64..2, 0u64..2).prop_map(|(deleted, h, size, offset)| BlockEntry {
         deleted,
         hash: Hash([h; 32]),
         size,
+        offset,
     })
 }
 

@@ -43,7 +43,10 @@ async fn upload(n: &Node, blocks: u32, fill: u8, timestamp_msec: u64) -> ObjectR
     n.model.begin_upload(version).await.unwrap();
     for i in 0..blocks {
         let data = Bytes::from(vec![fill.wrapping_add(i as u8); 4096]);
-        n.model.store_block(version, i, data).await.unwrap();
+        n.model
+            .store_block(version, i, 4096 * u64::from(i), data)
+            .await
+            .unwrap();
     }
     ObjectRow {
         timestamp_msec,

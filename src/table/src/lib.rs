@@ -9,7 +9,8 @@
 //! Storage key: `partition(Schema::PARTITION_LEN bytes) ++ sort key`. Row
 //! value: one format byte ([`ROW_FORMAT`]) then the row as a MessagePack map
 //! (field names included, so a field added with `#[serde(default)]` reads old
-//! rows). See `doc/table-rows.md`.
+//! rows). Rows of [`LEGACY_ROW_FORMAT`] are still read. See
+//! `doc/table-rows.md`.
 
 pub mod crdt;
 pub mod full_sync;
@@ -25,10 +26,21 @@ use serde::de::DeserializeOwned;
 
 pub use crdt::{Crdt, Lww, LwwMap, max_by_content};
 
-/// The first byte of every row written now. Rows of an older format are
-/// still read ([`Schema::decode_old`]): a node upgraded in place keeps its
-/// data, and rewrites a row in the current format when it next changes.
+/// The first byte of every row written now.
+///
+/// Format 2: hashes and ids are MessagePack `bin` (format 1 wrote them as
+/// arrays of integers); block entries carry their byte offset; key rows are
+/// field registers. Rows of format 1 are still read
+/// ([`Schema::decode_old`]): most tables have the same MessagePack map
+/// layout, and the field decoders of the row types (`hangar_util::Hash`,
+/// `hangar_util::serde_id16`, `#[serde(default)]` on added fields) accept
+/// both encodings; key rows are converted. A node upgraded in place keeps
+/// its data, and a row of format 1 is rewritten as format 2 the next time
+/// it is merged.
 pub const ROW_FORMAT: u8 = 2;
+
+/// The previous format, still read.
+pub const LEGACY_ROW_FORMAT: u8 = 1;
 
 /// Errors of the table layer.
 #[derive(Debug, thiserror::Error)]
@@ -130,7 +142,7 @@ fn decode<S: Schema>(v: &[u8]) -> Result<S::Row> {
     };
     match v.split_first() {
         Some((&ROW_FORMAT, body)) => rmp_serde::from_slice(body).map_err(|e| err(e.to_string())),
-        Some((&f, body)) if (1..ROW_FORMAT).contains(&f) => S::decode_old(f, body).map_err(err),
+        Some((&LEGACY_ROW_FORMAT, body)) => S::decode_old(LEGACY_ROW_FORMAT, body).map_err(err),
         Some((f, _)) => Err(err(format!("unknown row format {f}"))),
         None => Err(err("empty row".into())),
     }
@@ -330,5 +342,48 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(last.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn format_1_rows_are_read_and_rewritten_as_format_2() {
+        let d = tempfile::tempdir().unwrap();
+        let db = Db::new(
+            Arc::new(SledEngine::open(d.path(), 1 << 20).unwrap()),
+            DbOptions::default(),
+        );
+        let t = Table::<T>::new(db.clone());
+        // A row as format 1 wrote it, and a row of an unknown format.
+        let mut legacy = vec![LEGACY_ROW_FORMAT];
+        rmp_serde::encode::write_named(&mut legacy, &MaxRow { v: 7 }).unwrap();
+        let mut unknown = legacy.clone();
+        unknown[0] = 3;
+        db.write(move |tx| {
+            tx.put("t", storage_key::<T>(b"p1", b"old"), legacy);
+            tx.put("t", storage_key::<T>(b"p1", b"bad"), unknown);
+            Ok::<_, TableError>(())
+        })
+        .await
+        .unwrap();
+        assert_eq!(t.get(b"p1", b"old").await.unwrap(), Some(MaxRow { v: 7 }));
+        assert!(matches!(
+            t.get(b"p1", b"bad").await,
+            Err(TableError::Decode { .. })
+        ));
+
+        db.write(|tx| {
+            let merged = Table::<T>::tx_insert(tx, b"p1", b"old", &MaxRow { v: 3 })?;
+            assert_eq!(merged, MaxRow { v: 7 });
+            Ok::<_, TableError>(())
+        })
+        .await
+        .unwrap();
+        let raw = db
+            .get_async("t", storage_key::<T>(b"p1", b"old"))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(raw[0], ROW_FORMAT);
+        assert_eq!(ROW_FORMAT, 2);
+        assert_eq!(t.get(b"p1", b"old").await.unwrap(), Some(MaxRow { v: 7 }));
     }
 }

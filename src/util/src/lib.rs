@@ -4,8 +4,10 @@
 //! Every other crate may depend on this one; it depends on none of them.
 
 pub mod config;
+mod fixed_bytes;
 pub mod hash;
 pub mod node_id;
+pub mod serde_id16;
 pub mod size;
 pub mod time;
 pub mod worker;

@@ -46,7 +46,7 @@ pub fn model_error(e: ModelError) -> S3Error {
             tracing::warn!("replication: {e}");
             S3Error::with_message(S3ErrorCode::ServiceUnavailable, e.to_string())
         }
-        e @ (ModelError::Table(_) | ModelError::Db(_)) => internal(e),
+        e @ (ModelError::Table(_) | ModelError::Db(_) | ModelError::Corrupt(_)) => internal(e),
     }
 }
 

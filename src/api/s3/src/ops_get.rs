@@ -133,31 +133,15 @@ impl S3Api {
             ObjectData::Deleted => {
                 return Err(s3_error!(NoSuchKey, "The specified key does not exist."));
             }
+            // Only the entries of the blocks overlapping the range are read
+            // (the first found by a binary search over the entries' offsets).
             ObjectData::Blocks { count } => self
                 .model
-                .version_blocks(&obj.version, 0, *count as usize)
+                .blocks_for_range(&obj.version, *count, obj.size, range)
                 .await
                 .or_s3()?,
         };
-        // Which blocks overlap the range, and which slice of each to send.
-        let mut parts = Vec::new();
-        let mut offset = 0u64;
-        for (_, entry) in blocks {
-            let (start, end) = (offset, offset + entry.size);
-            offset = end;
-            if end <= range.start || start >= range.end {
-                continue;
-            }
-            let from = range.start.max(start) - start;
-            let to = range.end.min(end) - start;
-            parts.push((entry.hash, from as usize, to as usize));
-        }
-        if offset != obj.size {
-            return Err(crate::error::internal(format!(
-                "object version has {offset} bytes of blocks but a size of {}",
-                obj.size
-            )));
-        }
+        let parts: Vec<_> = blocks.into_iter().map(|b| (b.hash, b.from, b.to)).collect();
         // The blocks read ahead are this GET's share of the RAM budget,
         // held until the body is sent or dropped.
         let ram = self.budget.reserve(READ_AHEAD as u32 + 1).await?;

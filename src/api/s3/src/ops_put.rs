@@ -58,6 +58,8 @@ pub struct StoredBody {
 struct BlockWriters {
     model: Arc<Model>,
     version: VersionId,
+    /// Bytes of the blocks pushed so far: the offset of the next one.
+    offset: u64,
     tasks: VecDeque<JoinHandle<Result<(), ModelError>>>,
     /// The upload is registered and has not been handed over yet.
     armed: bool,
@@ -68,6 +70,7 @@ impl BlockWriters {
         BlockWriters {
             model,
             version,
+            offset: 0,
             tasks: VecDeque::new(),
             armed: false,
         }
@@ -88,9 +91,10 @@ impl BlockWriters {
         if self.tasks.len() >= BLOCKS_IN_FLIGHT {
             self.wait_oldest().await?;
         }
-        let (model, version) = (self.model.clone(), self.version);
+        let (model, version, offset) = (self.model.clone(), self.version, self.offset);
+        self.offset += block.len() as u64;
         self.tasks.push_back(tokio::spawn(async move {
-            model.store_block(version, index, block).await
+            model.store_block(version, index, offset, block).await
         }));
         Ok(())
     }

@@ -172,7 +172,8 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
         tracing::warn!("[s3_api] api_bind_addr is not set: the S3 API is off");
         on_ready();
         shutdown_signal().await;
-        return Ok(());
+        node.mesh.shutdown().await;
+        return flush(&node).await;
     };
     let listener = tokio::net::TcpListener::bind(&addr)
         .await
@@ -211,6 +212,15 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
     tracing::info!("stopping");
     node.mesh.shutdown().await;
     let _ = std::fs::remove_file(&sock);
+    flush(&node).await
+}
+
+/// Makes every acknowledged metadata write durable before the process
+/// exits: with `metadata_fsync = false` the engines flush in the background
+/// only, and a clean stop must not lose what a crash may.
+async fn flush(node: &Node) -> Result<(), NodeError> {
+    node.db.sync_async().await?;
+    tracing::info!("metadata flushed; stopped");
     Ok(())
 }
 

@@ -636,11 +636,11 @@ impl WriteCondition {
 }
 
 /// Writes `row` (an object version or a tombstone) over `old`, the stored
-/// row, inside a transaction, and queues for collection every version that
-/// is not the one the merge keeps. The row's timestamp is taken here: at
-/// least now, and strictly greater than the stored row's, so that the new
-/// row wins the merge and what is published is what is kept. Returns the
-/// row as stored.
+/// row, inside a transaction; the object table's hook queues for
+/// collection every version that is not the one the merge keeps. The row's
+/// timestamp is taken here: at least now, and strictly greater than the
+/// stored row's, so that the new row wins the merge and what is published
+/// is what is kept. Returns the row as stored.
 pub(crate) fn put_object_row(
     tx: &mut hangar_db::Tx<'_>,
     part: &[u8; 32],
@@ -650,11 +650,10 @@ pub(crate) fn put_object_row(
 ) -> Result<ObjectRow> {
     let floor = old.as_ref().map_or(0, |o| o.timestamp_msec + 1);
     row.timestamp_msec = now_msec().max(floor).max(row.timestamp_msec);
-    let merged = Table::<ObjectTable>::tx_insert(tx, part, key.as_bytes(), &row)?;
-    for loser in old.iter().chain(std::iter::once(&row)) {
-        if loser.version != merged.version && loser.has_blocks() {
-            queue_version_gc(tx, &loser.version);
-        }
-    }
-    Ok(merged)
+    Ok(Table::<ObjectTable>::tx_insert(
+        tx,
+        part,
+        key.as_bytes(),
+        &row,
+    )?)
 }

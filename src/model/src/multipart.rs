@@ -96,6 +96,23 @@ impl Schema for PartTable {
     fn is_tombstone(row: &PartRow) -> bool {
         row.deleted
     }
+
+    /// Every part version that is not the live one the merge keeps — the
+    /// part replaced, the part that lost, or every part of an ended upload
+    /// — is queued for collection.
+    fn updated(
+        tx: &mut hangar_db::Tx<'_>,
+        old: Option<&PartRow>,
+        inserted: &PartRow,
+        merged: &PartRow,
+    ) -> std::result::Result<(), hangar_db::DbError> {
+        for loser in old.into_iter().chain(std::iter::once(inserted)) {
+            if loser.version != merged.version || merged.deleted {
+                queue_version_gc(tx, &loser.version);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The sort key of an upload in the `mpu` table.
@@ -215,13 +232,7 @@ impl Model {
                 let old = Table::<PartTable>::tx_get(tx, &upload_id, &pn)?;
                 let floor = old.as_ref().map_or(0, |o| o.timestamp_msec + 1);
                 row.timestamp_msec = hangar_util::time::now_msec().max(floor);
-                let merged = Table::<PartTable>::tx_insert(tx, &upload_id, &pn, &row)?;
-                for loser in old.iter().chain(std::iter::once(&row)) {
-                    if loser.version != merged.version || merged.deleted {
-                        queue_version_gc(tx, &loser.version);
-                    }
-                }
-                Ok(merged)
+                Ok(Table::<PartTable>::tx_insert(tx, &upload_id, &pn, &row)?)
             })
             .await;
         if recorded.is_err() {
@@ -438,12 +449,12 @@ fn end_upload(tx: &mut hangar_db::Tx<'_>, part: &[u8; 32], sk: &[u8]) -> Result<
     }
 }
 
-/// Makes part `n` of an ended upload a tombstone and releases its version.
+/// Makes part `n` of an ended upload a tombstone (the table's hook
+/// releases its version).
 fn end_part(tx: &mut hangar_db::Tx<'_>, upload_id: &VersionId, n: u32, p: &PartRow) -> Result<()> {
     let mut tomb = p.clone();
     tomb.deleted = true;
     Table::<PartTable>::tx_insert(tx, upload_id, &n.to_be_bytes(), &tomb)?;
-    queue_version_gc(tx, &p.version);
     Ok(())
 }
 

@@ -8,10 +8,12 @@
 
 use std::collections::BTreeMap;
 
+use hangar_db::{DbError, Tx};
 use hangar_table::{Crdt, Schema, max_by_content};
 use serde::{Deserialize, Serialize};
 
 use crate::VersionId;
+use crate::garbage::queue_version_gc;
 
 /// Where an object's bytes are.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -97,5 +99,21 @@ impl Schema for ObjectTable {
 
     fn is_tombstone(row: &ObjectRow) -> bool {
         row.is_deleted()
+    }
+
+    /// Every version that is not the one the merge keeps — the one replaced,
+    /// or the one inserted if it lost — is queued for collection.
+    fn updated(
+        tx: &mut Tx<'_>,
+        old: Option<&ObjectRow>,
+        inserted: &ObjectRow,
+        merged: &ObjectRow,
+    ) -> Result<(), DbError> {
+        for loser in old.into_iter().chain(std::iter::once(inserted)) {
+            if loser.version != merged.version && loser.has_blocks() {
+                queue_version_gc(tx, &loser.version);
+            }
+        }
+        Ok(())
     }
 }

@@ -98,6 +98,24 @@ pub trait Schema: Send + Sync + 'static {
         let _ = row;
         false
     }
+
+    /// The table's update hook: called in every transaction that inserts a
+    /// row, with the stored row before (`old`), the row inserted and the
+    /// merge of both (what is stored now). It writes the effects the change
+    /// has on other tables into `tx` — durable queues of this node, written
+    /// in the same transaction as the row, so a crash between the row and
+    /// its effects loses nothing. It runs on every replica that merges the
+    /// row, and again when a row is delivered twice: effects must be
+    /// idempotent. The default has none.
+    fn updated(
+        tx: &mut Tx<'_>,
+        old: Option<&Self::Row>,
+        inserted: &Self::Row,
+        merged: &Self::Row,
+    ) -> std::result::Result<(), DbError> {
+        let _ = (tx, old, inserted, merged);
+        Ok(())
+    }
 }
 
 /// A typed view of one table.
@@ -234,7 +252,8 @@ impl<S: Schema> Table<S> {
     }
 
     /// Merges `row` into the stored row (or stores it) inside a write
-    /// transaction, and returns the merged row.
+    /// transaction, runs the table's update hook ([`Schema::updated`]), and
+    /// returns the merged row.
     pub fn tx_insert(
         tx: &mut Tx<'_>,
         partition: &[u8],
@@ -242,17 +261,19 @@ impl<S: Schema> Table<S> {
         row: &S::Row,
     ) -> Result<S::Row> {
         let key = storage_key::<S>(partition, sort);
-        let old = tx.get(S::TREE, &key)?;
+        let old_value = tx.get(S::TREE, &key)?;
+        let old = old_value.as_deref().map(decode::<S>).transpose()?;
         let merged = match &old {
-            Some(v) => {
-                let mut m = decode::<S>(v)?;
+            Some(o) => {
+                let mut m = o.clone();
                 m.merge(row);
                 m
             }
             None => row.clone(),
         };
+        S::updated(tx, old.as_ref(), row, &merged)?;
         let value = encode::<S>(&merged);
-        if old.as_deref() == Some(value.as_slice()) {
+        if old_value.as_deref() == Some(value.as_slice()) {
             // Nothing new: no write, and no second queue entry for a
             // tombstone delivered twice.
             return Ok(merged);

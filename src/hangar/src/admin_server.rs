@@ -54,7 +54,7 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, String> {
                 .await
                 .map_err(e)?
                 .iter()
-                .map(|k| json!({"access_key_id": k.access_key_id, "name": k.name}))
+                .map(|k| json!({"access_key_id": k.access_key_id, "name": k.name.value}))
                 .collect(),
         ),
         Request::KeyInfo { key } => key_json(&model.find_key(&key).await.map_err(e)?),

@@ -455,32 +455,10 @@ impl Model {
         start: Bound<&[u8]>,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, ObjectRow)>> {
-        let part = bucket.id_bytes();
-        let mut out = Vec::new();
-        let mut cursor: Option<Vec<u8>> = None;
-        // Pages are read a little larger than asked, so that tombstones
-        // between live rows rarely cost a second read.
-        let page_len = limit.saturating_add(16).min(1024);
-        loop {
-            let from = cursor.as_deref().map_or(start, Bound::Excluded);
-            let page = self
-                .objects
-                .range(&part, from, Bound::Unbounded, false, page_len)
-                .await?;
-            let exhausted = page.len() < page_len;
-            cursor = page.last().map(|(k, _)| k.clone());
-            for (k, row) in page {
-                if out.len() == limit {
-                    return Ok(out);
-                }
-                if !row.is_deleted() {
-                    out.push((k, row));
-                }
-            }
-            if exhausted || out.len() == limit {
-                return Ok(out);
-            }
-        }
+        Ok(self
+            .objects
+            .range_filtered(&bucket.id_bytes(), start, limit, |o| !o.is_deleted())
+            .await?)
     }
 
     /// Registers an upload in progress, before its first block is stored.

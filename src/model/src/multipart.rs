@@ -180,30 +180,9 @@ impl Model {
         start: Bound<&[u8]>,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, MpuRow)>> {
-        let table = Table::<MpuTable>::new(self.db().clone());
-        let part = bucket.id_bytes();
-        let mut out = Vec::new();
-        let mut cursor: Option<Vec<u8>> = None;
-        let page_len = limit.saturating_add(16).min(1024);
-        loop {
-            let from = cursor.as_deref().map_or(start, Bound::Excluded);
-            let page = table
-                .range(&part, from, Bound::Unbounded, false, page_len)
-                .await?;
-            let exhausted = page.len() < page_len;
-            cursor = page.last().map(|(k, _)| k.clone());
-            for (k, row) in page {
-                if out.len() == limit {
-                    return Ok(out);
-                }
-                if !row.deleted {
-                    out.push((k, row));
-                }
-            }
-            if exhausted || out.len() == limit {
-                return Ok(out);
-            }
-        }
+        Ok(Table::<MpuTable>::new(self.db().clone())
+            .range_filtered(&bucket.id_bytes(), start, limit, |m| !m.deleted)
+            .await?)
     }
 
     /// Records a stored part. The part's version stops being an upload in

@@ -173,3 +173,58 @@ def test_a_paused_node_does_not_stall_changes_through_the_others(cluster):
     # Once it runs again it catches up.
     wait_for(lambda: {f"while-paused-{i}" for i in range(5)} <= {k["name"] for k in n3.cli_json("key", "list")},
              40, "node 3 to hold the keys made while it was paused")
+
+
+def test_kill9_of_a_node_during_a_stream_of_bucket_creations_loses_nothing(cluster):
+    """Three clients create buckets through nodes 1 and 2 while node 3 is
+    killed (SIGKILL) and restarted; every acknowledged creation is then seen
+    through every node, and in every node's own table."""
+    import threading
+
+    n1, n2, n3 = cluster
+    key = key_of(n1.cli_json("key", "create", "stream"), "stream")
+    n1.cli("key", "allow", key.id, "--create-bucket")
+    acked: list[str] = []
+    errors: list[str] = []
+    stop = threading.Event()
+    lock = threading.Lock()
+
+    def writer(w: int, node: Node):
+        c = s3_client(node, key)
+        i = 0
+        while not stop.is_set() and i < 200:
+            name = bucket_name(f"stream-{w}-{i}")
+            i += 1
+            try:
+                c.create_bucket(Bucket=name)
+            except ClientError as e:
+                # A refusal is allowed (503 while too few nodes are up); a
+                # success must stick.
+                if http_status(e) != 503:
+                    errors.append(f"{name}: {e}")
+                continue
+            with lock:
+                acked.append(name)
+
+    threads = [threading.Thread(target=writer, args=(w, n)) for w, n in enumerate([n1, n2, n1])]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(0.5)
+        n3.kill9()
+        time.sleep(1.5)
+        n3.start()
+        time.sleep(1.0)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(60)
+    assert not errors, errors[:5]
+    assert len(acked) > 20, f"only {len(acked)} creations acknowledged"
+    for n in cluster:
+        c = s3_client(n, key)
+        for name in acked:
+            c.head_bucket(Bucket=name)
+    wait_for(lambda: all(set(acked) <= {b["name"] for b in n.cli_json("bucket", "list")} for n in cluster),
+             40, "every node's own bucket table to hold every acknowledged bucket")
+    print(f"{len(acked)} bucket creations acknowledged across the kill -9 of node 3")

@@ -114,6 +114,21 @@ impl BlockManager {
         Ok(stored)
     }
 
+    /// Records that `version` uses block `hash` if the block's file is
+    /// still there; returns whether it was. Under the block's lock, as the
+    /// GC's deletion is, so a block is never deleted after this returned
+    /// true (its count is no longer zero).
+    pub async fn add_ref_existing(&self, hash: Hash, version: [u8; 16]) -> Result<bool> {
+        let _guard = self.lock_for(&hash).lock().await;
+        if !self.files.exists(&hash) {
+            return Ok(false);
+        }
+        self.db
+            .write(move |tx| add_ref(tx, &hash, &version))
+            .await?;
+        Ok(true)
+    }
+
     /// Reads block `hash`.
     pub async fn read(&self, hash: Hash) -> Result<Bytes> {
         let files = self.files.clone();

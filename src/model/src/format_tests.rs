@@ -467,6 +467,13 @@ async fn a_node_written_by_format_1_is_readable() {
                 hash: hash((n * 16 + i) as u8),
                 size,
             };
+            // The part's block file, as the old code stored it.
+            let data = bytes::Bytes::from(vec![0u8; size as usize]);
+            model
+                .blocks()
+                .store(Hash(e.hash), data, pv, |_| Ok(()))
+                .await
+                .unwrap();
             put_legacy::<VersionTable, _>(&db, &pv, &(i as u32).to_be_bytes(), &e).await;
         }
         let part = LegacyPartRow {

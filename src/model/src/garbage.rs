@@ -14,16 +14,17 @@ use std::time::Duration;
 
 use hangar_block::remove_ref;
 use hangar_db::Tx;
-use hangar_table::{Schema, Table, tombstones};
+use hangar_table::{Schema, tombstones};
 use hangar_util::time::now_msec;
 use hangar_util::worker::{WorkerRegistry, WorkerState};
+use serde::{Deserialize, Serialize};
 
 use crate::multipart::{MpuTable, PartTable};
 use crate::object::ObjectTable;
 use crate::version::VersionTable;
 use crate::{Model, ModelError, Result, VersionId};
 
-/// Tree of uploads in progress: version id → empty.
+/// Tree of uploads in progress: version id → [`UploadOf`] (MessagePack).
 pub const UPLOAD_TREE: &str = "upload";
 /// Tree of versions to collect: version id → empty.
 pub const VERSION_GC_TREE: &str = "version_gc";
@@ -36,32 +37,122 @@ pub fn queue_version_gc(tx: &mut Tx<'_>, version: &VersionId) {
     tx.put(VERSION_GC_TREE, version.to_vec(), Vec::new());
 }
 
-/// Queues every upload left over from before this start (a restart ends
-/// all uploads in progress). Returns how many were found.
+/// What an upload in progress will become, kept with it in [`UPLOAD_TREE`]
+/// so that after a crash the start-up scan can tell an upload that was
+/// published just before (its row names it: keep it) from one that was not
+/// (collect it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum UploadOf {
+    /// A version of object `key` of the bucket whose id is `bucket`.
+    Object {
+        #[serde(with = "serde_bytes")]
+        bucket: Vec<u8>,
+        key: String,
+    },
+    /// Part `part_number` of multipart upload `upload_id`.
+    Part {
+        #[serde(with = "hangar_util::serde_id16")]
+        upload_id: VersionId,
+        part_number: u32,
+    },
+}
+
+impl UploadOf {
+    pub fn object(bucket: &[u8; 32], key: &str) -> UploadOf {
+        UploadOf::Object {
+            bucket: bucket.to_vec(),
+            key: key.to_owned(),
+        }
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        rmp_serde::to_vec_named(self).expect("upload records encode")
+    }
+}
+
+/// Whether `version`, recorded as an upload of `of`, was published: the row
+/// it was to become names it.
+async fn was_published(model: &Model, version: &VersionId, of: &UploadOf) -> Result<bool> {
+    Ok(match of {
+        UploadOf::Object { bucket, key } => model
+            .object_rows()
+            .get(bucket, key.as_bytes())
+            .await?
+            .is_some_and(|o| o.version == *version && !o.is_deleted()),
+        UploadOf::Part {
+            upload_id,
+            part_number,
+        } => model
+            .part_rows()
+            .get(upload_id, &part_number.to_be_bytes())
+            .await?
+            .is_some_and(|p| p.version == *version && !p.deleted),
+    })
+}
+
+/// Registers `version` as an upload in progress of `of`.
+pub(crate) async fn record_upload(model: &Model, version: VersionId, of: &UploadOf) -> Result<()> {
+    let value = of.encode();
+    model
+        .db()
+        .write(move |tx| {
+            tx.put(UPLOAD_TREE, version.to_vec(), value);
+            Ok::<_, ModelError>(())
+        })
+        .await
+}
+
+/// Ends the record of a published upload (its row now holds it).
+pub(crate) async fn end_upload_record(model: &Model, version: VersionId) -> Result<()> {
+    model
+        .db()
+        .write(move |tx| {
+            tx.delete(UPLOAD_TREE, version.to_vec());
+            Ok::<_, ModelError>(())
+        })
+        .await
+}
+
+/// Ends every upload left over from before this start (a restart ends all
+/// uploads in progress): one that was published before the stop keeps its
+/// version; any other is queued for collection. Returns how many were
+/// collected.
 pub async fn abandon_stale_uploads(model: &Model) -> Result<u64> {
     let mut n = 0;
+    let mut after: Option<Vec<u8>> = None;
     loop {
+        let start = after.clone().map_or(Bound::Unbounded, Bound::Excluded);
         let rows = model
             .db()
-            .range_async(
-                UPLOAD_TREE,
-                Bound::Unbounded,
-                Bound::Unbounded,
-                false,
-                BATCH,
-            )
+            .range_async(UPLOAD_TREE, start, Bound::Unbounded, false, BATCH)
             .await?;
         if rows.is_empty() {
             return Ok(n);
         }
-        n += rows.len() as u64;
+        after = rows.last().map(|(k, _)| k.clone());
+        let mut published = Vec::new();
+        let mut dead = Vec::new();
+        for (k, v) in rows {
+            let Ok(version) = VersionId::try_from(k.as_slice()) else {
+                continue;
+            };
+            // Records of older binaries are empty: such an upload was never
+            // published (the record went in the publishing transaction).
+            let of = rmp_serde::from_slice::<UploadOf>(&v).ok();
+            match of {
+                Some(of) if was_published(model, &version, &of).await? => published.push(version),
+                _ => dead.push(version),
+            }
+        }
+        n += dead.len() as u64;
         model
             .db()
             .write(move |tx| {
-                for (k, _) in rows {
-                    if let Ok(v) = VersionId::try_from(k.as_slice()) {
-                        queue_version_gc(tx, &v);
-                    }
+                for v in &published {
+                    tx.delete(UPLOAD_TREE, v.to_vec());
+                }
+                for v in &dead {
+                    queue_version_gc(tx, v);
                 }
                 Ok::<_, ModelError>(())
             })
@@ -96,39 +187,47 @@ pub async fn collect_versions(model: &Model) -> Result<u64> {
 }
 
 async fn collect_one(model: &Model, version: VersionId) -> Result<u64> {
-    let table = Table::<VersionTable>::new(model.db().clone());
     let grace = model.block_gc_delay_msec();
     let mut removed = 0;
     let mut after: Option<Vec<u8>> = None;
     loop {
         let start = after.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
-        let rows = table
-            .range(&version, start, Bound::Unbounded, false, BATCH)
-            .await?;
+        let rows = model.version_rows().range(&version, start, BATCH).await?;
         let done = rows.len() < BATCH;
         after = rows.last().map(|(k, _)| k.clone());
         let live: Vec<_> = rows.into_iter().filter(|(_, e)| !e.deleted).collect();
         removed += live.len() as u64;
+        // References are dropped first, entries become tombstones after: a
+        // crash between the two leaves live entries, whose references are
+        // dropped again at the next pass (a reference already dropped is
+        // not dropped twice), never a tombstone whose block is still held.
+        let refs: Vec<_> = live.iter().map(|(_, e)| e.hash).collect();
         model
             .db()
             .write(move |tx| {
                 let now = now_msec();
-                for (idx, entry) in &live {
-                    // The entry becomes a tombstone (so no replica brings
-                    // it back) and drops its reference, exactly once: a
-                    // reference already dropped is not dropped again.
-                    let mut tomb = entry.clone();
-                    tomb.deleted = true;
-                    Table::<VersionTable>::tx_insert(tx, &version, idx, &tomb)?;
-                    remove_ref(tx, &entry.hash, &version, now, grace)?;
-                }
-                if done {
-                    tx.delete(VERSION_GC_TREE, version.to_vec());
+                for hash in &refs {
+                    remove_ref(tx, hash, &version, now, grace)?;
                 }
                 Ok::<_, ModelError>(())
             })
             .await?;
+        let tombs = live
+            .into_iter()
+            .map(|(idx, mut e)| {
+                e.deleted = true;
+                (version.to_vec(), idx, e)
+            })
+            .collect();
+        model.version_rows().insert_many(tombs).await?;
         if done {
+            model
+                .db()
+                .write(move |tx| {
+                    tx.delete(VERSION_GC_TREE, version.to_vec());
+                    Ok::<_, ModelError>(())
+                })
+                .await?;
             return Ok(removed);
         }
     }

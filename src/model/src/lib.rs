@@ -20,6 +20,7 @@ pub mod key;
 mod model;
 pub mod multipart;
 pub mod object;
+mod rows;
 pub mod version;
 
 pub use error::ModelError;

@@ -13,9 +13,11 @@ use tokio::sync::Notify;
 
 use crate::bucket::{BucketRow, BucketTable, check_bucket_name};
 use crate::control::ControlTable;
-use crate::garbage::{UPLOAD_TREE, queue_version_gc};
+use crate::garbage::{UploadOf, end_upload_record, queue_version_gc, record_upload};
 use crate::key::{KeyRow, KeyTable, Permission, new_key_id, new_secret, valid_key_id};
+use crate::multipart::{MpuTable, PartTable};
 use crate::object::{ObjectRow, ObjectTable};
+use crate::rows::Rows;
 use crate::version::{BlockEntry, VersionTable};
 use crate::{ModelError, Result, VersionId};
 
@@ -25,8 +27,10 @@ pub struct Model {
     blocks: Arc<BlockManager>,
     keys: ControlTable<KeyTable>,
     buckets: ControlTable<BucketTable>,
-    objects: Table<ObjectTable>,
-    versions: Table<VersionTable>,
+    objects: Rows<ObjectTable>,
+    versions: Rows<VersionTable>,
+    mpus: Rows<MpuTable>,
+    parts: Rows<PartTable>,
     gc_wakeup: Notify,
     block_gc_delay_msec: u64,
     allow_punycode: bool,
@@ -74,8 +78,10 @@ impl Model {
         Ok(Arc::new(Model {
             keys: ControlTable::new(db.clone(), cluster)?,
             buckets: ControlTable::new(db.clone(), cluster)?,
-            objects: Table::new(db.clone()),
-            versions: Table::new(db.clone()),
+            objects: Rows::new(Table::new(db.clone())),
+            versions: Rows::new(Table::new(db.clone())),
+            mpus: Rows::new(Table::new(db.clone())),
+            parts: Rows::new(Table::new(db.clone())),
             db,
             blocks,
             gc_wakeup: Notify::new(),
@@ -103,6 +109,22 @@ impl Model {
 
     pub fn blocks(&self) -> &Arc<BlockManager> {
         &self.blocks
+    }
+
+    pub(crate) fn object_rows(&self) -> &Rows<ObjectTable> {
+        &self.objects
+    }
+
+    pub(crate) fn version_rows(&self) -> &Rows<VersionTable> {
+        &self.versions
+    }
+
+    pub(crate) fn mpu_rows(&self) -> &Rows<MpuTable> {
+        &self.mpus
+    }
+
+    pub(crate) fn part_rows(&self) -> &Rows<PartTable> {
+        &self.parts
     }
 
     pub(crate) fn block_gc_delay_msec(&self) -> u64 {
@@ -455,20 +477,15 @@ impl Model {
         start: Bound<&[u8]>,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, ObjectRow)>> {
-        Ok(self
-            .objects
+        self.objects
             .range_filtered(&bucket.id_bytes(), start, limit, |o| !o.is_deleted())
-            .await?)
+            .await
     }
 
-    /// Registers an upload in progress, before its first block is stored.
-    pub async fn begin_upload(&self, version: VersionId) -> Result<()> {
-        self.db
-            .write(move |tx| {
-                tx.put(UPLOAD_TREE, version.to_vec(), Vec::new());
-                Ok::<_, ModelError>(())
-            })
-            .await
+    /// Registers an upload in progress of `of`, before its first block is
+    /// stored.
+    pub async fn begin_upload(&self, version: VersionId, of: &UploadOf) -> Result<()> {
+        record_upload(self, version, of).await
     }
 
     /// Stores block number `index` of `version`, which starts at byte
@@ -490,18 +507,19 @@ impl Model {
             deleted: false,
             offset,
         };
-        self.blocks
-            .store(hash, data, version, move |tx| {
-                Table::<VersionTable>::tx_insert(tx, &version, &index.to_be_bytes(), &entry)?;
-                Ok(())
-            })
+        // The entry first: an entry whose block never got its reference is
+        // harmless to the collector (dropping a reference that is not there
+        // does nothing), a reference no entry names would never be dropped.
+        self.versions
+            .insert(&version, &index.to_be_bytes(), entry)
             .await?;
+        self.blocks.store(hash, data, version, |_| Ok(())).await?;
         Ok(())
     }
 
-    /// Makes `row` the current version of `key`, in one transaction with the
-    /// end of its upload; the version it replaces is queued for collection.
-    /// Returns the row as published (its timestamp is taken then).
+    /// Makes `row` the current version of `key`; the version it replaces is
+    /// queued for collection (by the object table's hook). Returns the row
+    /// as published: its timestamp is taken now, past the stored row's.
     pub async fn publish(
         &self,
         bucket: &BucketRow,
@@ -512,10 +530,10 @@ impl Model {
             .await
     }
 
-    /// Like [`Model::publish`], only if `cond` holds on the current object
-    /// (checked in the publishing transaction); otherwise
-    /// [`ModelError::PreconditionFailed`] is returned and the caller releases
-    /// the version.
+    /// Like [`Model::publish`], only if `cond` holds on the current object;
+    /// otherwise [`ModelError::PreconditionFailed`] is returned and the
+    /// caller releases the version. A condition is checked and the row
+    /// written in one transaction of this node's table.
     pub async fn publish_if(
         &self,
         bucket: &BucketRow,
@@ -524,18 +542,31 @@ impl Model {
         cond: WriteCondition,
     ) -> Result<ObjectRow> {
         let part = bucket.id_bytes();
-        let key = key.to_owned();
-        let published = self
-            .db
-            .write(move |tx| {
-                let old = Table::<ObjectTable>::tx_get(tx, &part, key.as_bytes())?;
-                if !cond.holds(old.as_ref().filter(|o| !o.is_deleted())) {
-                    return Err(ModelError::PreconditionFailed);
-                }
-                tx.delete(UPLOAD_TREE, row.version.to_vec());
-                put_object_row(tx, &part, &key, old, row)
-            })
-            .await?;
+        let version = row.version;
+        let published = if cond.is_none() {
+            let old = self.objects.get(&part, key.as_bytes()).await?;
+            let row = stamped(row, old.as_ref());
+            self.objects
+                .insert(&part, key.as_bytes(), row.clone())
+                .await?;
+            row
+        } else {
+            let key = key.to_owned();
+            self.db
+                .write(move |tx| {
+                    let old = Table::<ObjectTable>::tx_get(tx, &part, key.as_bytes())?;
+                    if !cond.holds(old.as_ref().filter(|o| !o.is_deleted())) {
+                        return Err(ModelError::PreconditionFailed);
+                    }
+                    let row = stamped(row, old.as_ref());
+                    Table::<ObjectTable>::tx_insert(tx, &part, key.as_bytes(), &row)?;
+                    Ok(row)
+                })
+                .await?
+        };
+        // After the row: a crash in between leaves a record the start-up
+        // scan finds published.
+        end_upload_record(self, version).await?;
         self.wake_gc();
         Ok(published)
     }
@@ -558,26 +589,26 @@ impl Model {
         Ok(existed[0])
     }
 
-    /// Deletes several objects in one transaction; returns, for each key,
-    /// whether it existed. A deleted object becomes a tombstone row.
+    /// Deletes several objects; returns, for each key, whether it existed.
+    /// A deleted object becomes a tombstone row, newer than the row it
+    /// deletes.
     pub async fn delete_objects(&self, bucket: &BucketRow, keys: Vec<String>) -> Result<Vec<bool>> {
         let part = bucket.id_bytes();
-        let existed = self
-            .db
-            .write(move |tx| {
-                let mut existed = Vec::with_capacity(keys.len());
-                for key in keys {
-                    let old = Table::<ObjectTable>::tx_get(tx, &part, key.as_bytes())?;
-                    let live = old.as_ref().is_some_and(|o| !o.is_deleted());
-                    if live {
-                        let tomb = ObjectRow::tombstone(crate::new_version_id(), 0);
-                        put_object_row(tx, &part, &key, old, tomb)?;
-                    }
-                    existed.push(live);
-                }
-                Ok::<_, ModelError>(existed)
-            })
-            .await?;
+        let mut existed = Vec::with_capacity(keys.len());
+        let mut tombs = Vec::new();
+        for key in keys {
+            let old = self.objects.get(&part, key.as_bytes()).await?;
+            let live = old.as_ref().is_some_and(|o| !o.is_deleted());
+            if live {
+                let tomb = stamped(
+                    ObjectRow::tombstone(crate::new_version_id(), 0),
+                    old.as_ref(),
+                );
+                tombs.push((part.to_vec(), key.into_bytes(), tomb));
+            }
+            existed.push(live);
+        }
+        self.objects.insert_many(tombs).await?;
         self.wake_gc();
         Ok(existed)
     }
@@ -597,11 +628,16 @@ impl Model {
         from: u32,
         limit: usize,
     ) -> Result<Vec<(u32, BlockEntry)>> {
-        Ok(self.versions.range_numbered(version, from, limit).await?)
+        self.versions.range_numbered(version, from, limit).await
     }
 }
 
 impl WriteCondition {
+    /// Whether there is no condition at all.
+    fn is_none(&self) -> bool {
+        !self.if_none_match_any && self.if_match.is_none()
+    }
+
     /// Whether the condition holds on `current`, the live object (if any).
     fn holds(&self, current: Option<&ObjectRow>) -> bool {
         match (current, &self.if_match) {
@@ -613,25 +649,11 @@ impl WriteCondition {
     }
 }
 
-/// Writes `row` (an object version or a tombstone) over `old`, the stored
-/// row, inside a transaction; the object table's hook queues for
-/// collection every version that is not the one the merge keeps. The row's
-/// timestamp is taken here: at least now, and strictly greater than the
-/// stored row's, so that the new row wins the merge and what is published
-/// is what is kept. Returns the row as stored.
-pub(crate) fn put_object_row(
-    tx: &mut hangar_db::Tx<'_>,
-    part: &[u8; 32],
-    key: &str,
-    old: Option<ObjectRow>,
-    mut row: ObjectRow,
-) -> Result<ObjectRow> {
-    let floor = old.as_ref().map_or(0, |o| o.timestamp_msec + 1);
+/// `row` with its publication timestamp: at least now, and strictly greater
+/// than `old`'s (the stored row), so that it wins the merge and what is
+/// published is what is kept.
+pub(crate) fn stamped(mut row: ObjectRow, old: Option<&ObjectRow>) -> ObjectRow {
+    let floor = old.map_or(0, |o| o.timestamp_msec + 1);
     row.timestamp_msec = now_msec().max(floor).max(row.timestamp_msec);
-    Ok(Table::<ObjectTable>::tx_insert(
-        tx,
-        part,
-        key.as_bytes(),
-        &row,
-    )?)
+    row
 }

@@ -13,14 +13,12 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use hangar_table::{Crdt, Schema, Table, max_by_content};
+use hangar_table::{Crdt, Schema, max_by_content};
 use serde::{Deserialize, Serialize};
 
 use crate::bucket::BucketRow;
-use crate::garbage::{UPLOAD_TREE, queue_version_gc};
-use crate::model::put_object_row;
-use crate::object::{ObjectData, ObjectRow, ObjectTable, StoredChecksum};
-use crate::version::{BlockEntry, VersionTable};
+use crate::garbage::{UploadOf, end_upload_record, queue_version_gc};
+use crate::object::{ObjectData, ObjectRow, StoredChecksum};
 use crate::{Model, ModelError, Result, VersionId};
 
 /// An upload in progress, or the tombstone of one that was completed or
@@ -149,14 +147,8 @@ pub const MIN_PART_SIZE: u64 = 5 << 20;
 impl Model {
     /// Starts a multipart upload of `key`.
     pub async fn create_multipart(&self, bucket: &BucketRow, row: MpuRow) -> Result<()> {
-        let part = bucket.id_bytes();
-        self.db()
-            .write(move |tx| {
-                let sk = mpu_sort_key(&row.key, &row.upload_id);
-                Table::<MpuTable>::tx_insert(tx, &part, &sk, &row)?;
-                Ok::<_, ModelError>(())
-            })
-            .await
+        let sk = mpu_sort_key(&row.key, &row.upload_id);
+        self.mpu_rows().insert(&bucket.id_bytes(), &sk, row).await
     }
 
     /// The upload `upload_id` of `key`, if it is in progress.
@@ -166,7 +158,8 @@ impl Model {
         key: &str,
         upload_id: &VersionId,
     ) -> Result<Option<MpuRow>> {
-        Ok(Table::<MpuTable>::new(self.db().clone())
+        Ok(self
+            .mpu_rows()
             .get(&bucket.id_bytes(), &mpu_sort_key(key, upload_id))
             .await?
             .filter(|m| !m.deleted))
@@ -180,46 +173,70 @@ impl Model {
         start: Bound<&[u8]>,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, MpuRow)>> {
-        Ok(Table::<MpuTable>::new(self.db().clone())
+        self.mpu_rows()
             .range_filtered(&bucket.id_bytes(), start, limit, |m| !m.deleted)
-            .await?)
+            .await
     }
 
-    /// Records a stored part. The part's version stops being an upload in
-    /// progress; a part it replaces is released.
+    /// Records a stored part; a part it replaces is released (by the part
+    /// table's hook). Refused with [`ModelError::NoSuchUpload`] (and the
+    /// part's version released) if the upload ended meanwhile.
     pub async fn put_part(
         &self,
         bucket: &BucketRow,
         key: &str,
         upload_id: VersionId,
         part_number: u32,
-        mut row: PartRow,
+        row: PartRow,
     ) -> Result<PartRow> {
         let version = row.version;
-        let part = bucket.id_bytes();
-        let sk = mpu_sort_key(key, &upload_id);
         let recorded = self
-            .db()
-            .write(move |tx| {
-                tx.delete(UPLOAD_TREE, row.version.to_vec());
-                let live = Table::<MpuTable>::tx_get(tx, &part, &sk)?.is_some_and(|m| !m.deleted);
-                if !live {
-                    // Aborted or completed while the part was uploading.
-                    return Err(ModelError::NoSuchUpload);
-                }
-                let pn = part_number.to_be_bytes();
-                let old = Table::<PartTable>::tx_get(tx, &upload_id, &pn)?;
-                let floor = old.as_ref().map_or(0, |o| o.timestamp_msec + 1);
-                row.timestamp_msec = hangar_util::time::now_msec().max(floor);
-                Ok(Table::<PartTable>::tx_insert(tx, &upload_id, &pn, &row)?)
-            })
+            .record_part(bucket, key, upload_id, part_number, row)
             .await;
         if recorded.is_err() {
-            // Nothing was written: the part's version is released here.
             self.abort_upload(version).await?;
+        } else {
+            end_upload_record(self, version).await?;
         }
         self.wake_gc();
         recorded
+    }
+
+    async fn record_part(
+        &self,
+        bucket: &BucketRow,
+        key: &str,
+        upload_id: VersionId,
+        part_number: u32,
+        row: PartRow,
+    ) -> Result<PartRow> {
+        if self.get_multipart(bucket, key, &upload_id).await?.is_none() {
+            // Aborted or completed while the part was uploading.
+            return Err(ModelError::NoSuchUpload);
+        }
+        let pn = part_number.to_be_bytes();
+        let old = self.part_rows().get(&upload_id, &pn).await?;
+        let floor = old.as_ref().map_or(0, |o| o.timestamp_msec + 1);
+        let row = PartRow {
+            timestamp_msec: hangar_util::time::now_msec().max(floor),
+            ..row
+        };
+        self.part_rows()
+            .insert(&upload_id, &pn, row.clone())
+            .await?;
+        // An upload that ended between the check above and the part's row
+        // may not have seen the part: look again, and end the part if so
+        // (ending an upload tombstones its row before reading its parts, so
+        // one of the two sees the other).
+        if self.get_multipart(bucket, key, &upload_id).await?.is_none() {
+            let tomb = PartRow {
+                deleted: true,
+                ..row
+            };
+            self.part_rows().insert(&upload_id, &pn, tomb).await?;
+            return Err(ModelError::NoSuchUpload);
+        }
+        Ok(row)
     }
 
     /// Parts of an upload from part number `from` on.
@@ -229,33 +246,69 @@ impl Model {
         from: u32,
         limit: usize,
     ) -> Result<Vec<(u32, PartRow)>> {
-        let parts = Table::<PartTable>::new(self.db().clone())
+        let parts = self
+            .part_rows()
             .range_numbered(upload_id, from, limit)
             .await?;
         Ok(parts.into_iter().filter(|(_, p)| !p.deleted).collect())
     }
 
-    /// Ends an upload: its row and every part are removed and released.
+    /// Ends an upload: its row and every part become tombstones, and the
+    /// parts are released (by the part table's hook).
     pub async fn abort_multipart(
         &self,
         bucket: &BucketRow,
         key: &str,
         upload_id: VersionId,
     ) -> Result<bool> {
-        let parts = self.list_parts(&upload_id, 0, usize::MAX).await?;
+        let existed = self.end_multipart(bucket, key, upload_id).await?;
+        self.wake_gc();
+        Ok(existed)
+    }
+
+    /// Makes upload `upload_id`'s row a tombstone, then each of its parts;
+    /// returns whether it was in progress.
+    async fn end_multipart(
+        &self,
+        bucket: &BucketRow,
+        key: &str,
+        upload_id: VersionId,
+    ) -> Result<bool> {
         let part = bucket.id_bytes();
         let sk = mpu_sort_key(key, &upload_id);
-        let existed = self
-            .db()
-            .write(move |tx| {
-                let existed = end_upload(tx, &part, &sk)?;
-                for (n, p) in &parts {
-                    end_part(tx, &upload_id, *n, p)?;
-                }
-                Ok::<_, ModelError>(existed)
-            })
-            .await?;
-        self.wake_gc();
+        let existed = match self.mpu_rows().get(&part, &sk).await? {
+            Some(m) if !m.deleted => {
+                let tomb = MpuRow { deleted: true, ..m };
+                self.mpu_rows().insert(&part, &sk, tomb).await?;
+                true
+            }
+            _ => false,
+        };
+        // Every part recorded by now, listed in the completion or not.
+        let mut from = 0u32;
+        loop {
+            let parts = self
+                .part_rows()
+                .range_numbered(&upload_id, from, 256)
+                .await?;
+            let Some(last) = parts.last().map(|(n, _)| *n) else {
+                break;
+            };
+            from = last.saturating_add(1);
+            let full = parts.len() == 256;
+            let tombs = parts
+                .into_iter()
+                .filter(|(_, p)| !p.deleted)
+                .map(|(n, p)| {
+                    let tomb = PartRow { deleted: true, ..p };
+                    (upload_id.to_vec(), n.to_be_bytes().to_vec(), tomb)
+                })
+                .collect();
+            self.part_rows().insert_many(tombs).await?;
+            if !full || last == u32::MAX {
+                break;
+            }
+        }
         Ok(existed)
     }
 
@@ -297,7 +350,9 @@ impl Model {
         }
 
         let version = crate::new_version_id();
-        self.begin_upload(version).await?;
+        let part_key = bucket.id_bytes();
+        self.begin_upload(version, &UploadOf::object(&part_key, &mpu.key))
+            .await?;
         let (mut next, mut bytes) = (0u32, 0u64);
         let mut md5s = Vec::with_capacity(chosen.len() * 16);
         for p in &chosen {
@@ -320,7 +375,7 @@ impl Model {
         let etag = format!("{}-{}", hex::encode(s3_md5(&md5s)), chosen.len());
         let row = ObjectRow {
             version,
-            timestamp_msec: hangar_util::time::now_msec(),
+            timestamp_msec: 0,
             size: chosen.iter().map(|p| p.size).sum(),
             etag,
             headers: mpu.headers.clone(),
@@ -328,38 +383,26 @@ impl Model {
             checksum,
             data: ObjectData::Blocks { count: next },
         };
-        let part_key = bucket.id_bytes();
-        let sk = mpu_sort_key(&mpu.key, &mpu.upload_id);
-        let upload_id = mpu.upload_id;
-        let key = mpu.key.clone();
-        let published = self
-            .db()
-            .write(move |tx| {
-                if !end_upload(tx, &part_key, &sk)? {
-                    return Err(ModelError::NoSuchUpload);
-                }
-                // Every part recorded by now, listed or not, is released:
-                // the object holds its own references to the listed ones.
-                let mut n = 0u32;
-                while let Some((num, p)) = next_part(tx, &upload_id, n)? {
-                    end_part(tx, &upload_id, num, &p)?;
-                    n = match num.checked_add(1) {
-                        Some(n) => n,
-                        None => break,
-                    };
-                }
-                let old = Table::<ObjectTable>::tx_get(tx, &part_key, key.as_bytes())?;
-                tx.delete(UPLOAD_TREE, version.to_vec());
-                put_object_row(tx, &part_key, &key, old, row)
-            })
-            .await;
-        let published = match published {
+        // Still in progress? (Another completion or an abort may have won.)
+        if self
+            .get_multipart(bucket, &mpu.key, &mpu.upload_id)
+            .await?
+            .is_none()
+        {
+            self.abort_upload(version).await?;
+            return Err(ModelError::NoSuchUpload);
+        }
+        let published = match self.publish(bucket, &mpu.key, row).await {
             Ok(p) => p,
             Err(e) => {
                 self.abort_upload(version).await?;
                 return Err(e);
             }
         };
+        // After the object: a crash in between leaves an upload still in
+        // progress, which the client can complete again or abort (the
+        // object holds its own references to the parts' blocks).
+        self.end_multipart(bucket, &mpu.key, mpu.upload_id).await?;
         self.wake_gc();
         Ok(Ok(published))
     }
@@ -367,12 +410,15 @@ impl Model {
     /// Makes version `to` use the `count` blocks of `from`, numbered from
     /// `first` and placed from byte `first_offset` of `to`. Offsets are
     /// recomputed from the block sizes, so a source written by row format 1
-    /// (no offsets) gives entries with offsets. Each batch reads the source's
-    /// entries in the transaction that adds `to`'s references, so a block
-    /// cannot be collected between the two; if the source lost any of its
-    /// blocks (it was overwritten or deleted and collected meanwhile),
-    /// nothing more is shared and [`ModelError::SourceChanged`] is returned:
-    /// the caller releases `to`.
+    /// (no offsets) gives entries with offsets. `to`'s entries are written
+    /// before its references (as for any upload), and a reference is only
+    /// added to a block whose file is still there, under the block's lock
+    /// ([`hangar_block::BlockManager::add_ref_existing`]): a block the
+    /// source's collection released is kept for the grace delay, so the
+    /// reference either lands in time or finds the block gone. If the
+    /// source lost any of its entries or blocks (it was overwritten or
+    /// deleted and collected meanwhile), nothing more is shared and
+    /// [`ModelError::SourceChanged`] is returned: the caller releases `to`.
     pub async fn share_blocks_at(
         &self,
         from: VersionId,
@@ -385,78 +431,42 @@ impl Model {
         let mut next = 0u32;
         let mut offset = first_offset;
         while next < count {
-            let end = count.min(next.saturating_add(BATCH));
-            let range = next..end;
-            offset = self
-                .db()
-                .write(move |tx| {
-                    let mut offset = offset;
-                    for idx in range {
-                        let mut entry: BlockEntry =
-                            Table::<VersionTable>::tx_get(tx, &from, &idx.to_be_bytes())?
-                                .filter(|e| !e.deleted)
-                                .ok_or(ModelError::SourceChanged)?;
-                        entry.offset = offset;
-                        offset += entry.size;
-                        hangar_block::add_ref(tx, &entry.hash, &to)?;
-                        Table::<VersionTable>::tx_insert(
-                            tx,
-                            &to,
-                            &(first + idx).to_be_bytes(),
-                            &entry,
-                        )?;
-                    }
-                    Ok::<_, ModelError>(offset)
-                })
+            let want = count.min(next.saturating_add(BATCH)) - next;
+            let page = self
+                .version_rows()
+                .range_numbered(&from, next, want as usize)
                 .await?;
-            next = end;
+            let mut entries = Vec::with_capacity(page.len());
+            for (k, (idx, mut e)) in page.into_iter().enumerate() {
+                if idx != next + k as u32 || e.deleted {
+                    return Err(ModelError::SourceChanged);
+                }
+                e.offset = offset;
+                offset += e.size;
+                entries.push(e);
+            }
+            if entries.len() != want as usize {
+                return Err(ModelError::SourceChanged);
+            }
+            let rows = entries
+                .iter()
+                .enumerate()
+                .map(|(k, e)| {
+                    let idx = first + next + k as u32;
+                    (to.to_vec(), idx.to_be_bytes().to_vec(), e.clone())
+                })
+                .collect();
+            self.version_rows().insert_many(rows).await?;
+            for e in &entries {
+                if !self.blocks().add_ref_existing(e.hash, to).await? {
+                    return Err(ModelError::SourceChanged);
+                }
+            }
+            next += want;
         }
         Ok(())
     }
 }
-
-/// Ends upload `sk` of bucket `part` (its row becomes a tombstone) inside a
-/// transaction; returns whether it was in progress.
-fn end_upload(tx: &mut hangar_db::Tx<'_>, part: &[u8; 32], sk: &[u8]) -> Result<bool> {
-    match Table::<MpuTable>::tx_get(tx, part, sk)? {
-        Some(mut m) if !m.deleted => {
-            m.deleted = true;
-            Table::<MpuTable>::tx_insert(tx, part, sk, &m)?;
-            Ok(true)
-        }
-        _ => Ok(false),
-    }
-}
-
-/// Makes part `n` of an ended upload a tombstone (the table's hook
-/// releases its version).
-fn end_part(tx: &mut hangar_db::Tx<'_>, upload_id: &VersionId, n: u32, p: &PartRow) -> Result<()> {
-    let mut tomb = p.clone();
-    tomb.deleted = true;
-    Table::<PartTable>::tx_insert(tx, upload_id, &n.to_be_bytes(), &tomb)?;
-    Ok(())
-}
-
-/// The first live part numbered `from` or more, read inside a transaction
-/// (so that a part recorded concurrently is not missed). Part numbers are at
-/// most 10 000, so this probes at most that many keys.
-fn next_part(
-    tx: &hangar_db::Tx<'_>,
-    upload_id: &VersionId,
-    from: u32,
-) -> Result<Option<(u32, PartRow)>> {
-    for n in from..=MAX_PART_NUMBER {
-        if let Some(p) = Table::<PartTable>::tx_get(tx, upload_id, &n.to_be_bytes())?
-            && !p.deleted
-        {
-            return Ok(Some((n, p)));
-        }
-    }
-    Ok(None)
-}
-
-/// The largest part number S3 accepts.
-pub const MAX_PART_NUMBER: u32 = 10_000;
 
 /// MD5 of the concatenated part digests (S3's multipart ETag).
 fn s3_md5(data: &[u8]) -> Vec<u8> {

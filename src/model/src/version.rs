@@ -463,8 +463,17 @@ mod tests {
         let got = model.version_blocks(&a, 0, 10).await.unwrap();
         let offsets: Vec<_> = got.iter().map(|(_, e)| e.offset).collect();
         assert_eq!(offsets, [0, 10, 20]);
-        // A source without offsets (format 1).
-        put_entries(&model, b, entries(&[7, 7], false)).await;
+        // A source without offsets (format 1), its blocks on disk.
+        let old = entries(&[7, 7], false);
+        for e in &old {
+            let data = bytes::Bytes::from(vec![0u8; e.size as usize]);
+            model
+                .blocks()
+                .store(e.hash, data, b, |_| Ok(()))
+                .await
+                .unwrap();
+        }
+        put_entries(&model, b, old).await;
         // Completion: a's blocks then b's, numbered and placed after a's.
         model.share_blocks_at(a, 3, c, 0, 0).await.unwrap();
         model.share_blocks_at(b, 2, c, 3, 23).await.unwrap();

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use hangar_block::{BlockFiles, BlockManager};
 use hangar_db::{Db, DbOptions, RedbEngine};
 use hangar_model::bucket::BucketRow;
-use hangar_model::garbage::collect_versions;
+use hangar_model::garbage::{UploadOf, collect_versions};
 use hangar_model::object::{ObjectData, ObjectRow, ObjectTable};
 use hangar_model::{Model, ModelError, VersionId, new_version_id};
 use hangar_table::Table;
@@ -40,7 +40,10 @@ async fn node() -> Node {
 /// stamped `timestamp_msec` as a writer that read its clock early would.
 async fn upload(n: &Node, blocks: u32, fill: u8, timestamp_msec: u64) -> ObjectRow {
     let version = new_version_id();
-    n.model.begin_upload(version).await.unwrap();
+    n.model
+        .begin_upload(version, &UploadOf::object(&n.bucket.id_bytes(), "upload"))
+        .await
+        .unwrap();
     for i in 0..blocks {
         let data = Bytes::from(vec![fill.wrapping_add(i as u8); 4096]);
         n.model
@@ -142,7 +145,10 @@ async fn a_copy_of_a_source_collected_meanwhile_fails_instead_of_publishing_hole
     collect_versions(&n.model).await.unwrap();
 
     let copy = new_version_id();
-    n.model.begin_upload(copy).await.unwrap();
+    n.model
+        .begin_upload(copy, &UploadOf::object(&n.bucket.id_bytes(), "copy"))
+        .await
+        .unwrap();
     let r = n.model.share_blocks(src.version, 4, copy).await;
     assert!(matches!(r, Err(ModelError::SourceChanged)), "{r:?}");
 }
@@ -156,7 +162,10 @@ async fn a_copy_of_a_live_source_shares_every_block() {
         .await
         .unwrap();
     let copy = new_version_id();
-    n.model.begin_upload(copy).await.unwrap();
+    n.model
+        .begin_upload(copy, &UploadOf::object(&n.bucket.id_bytes(), "copy"))
+        .await
+        .unwrap();
     n.model.share_blocks(src.version, 4, copy).await.unwrap();
     assert_eq!(live_blocks(&n, &copy).await, 4);
 }
@@ -280,4 +289,43 @@ async fn a_tombstone_overwritten_by_a_new_object_is_not_collected() {
         .unwrap();
     let current = n.model.get_object(&n.bucket, "k").await.unwrap().unwrap();
     assert_eq!(current.version, again.version);
+}
+
+#[tokio::test]
+async fn a_restart_after_a_publish_whose_upload_record_was_not_ended_keeps_the_object() {
+    use hangar_model::garbage::abandon_stale_uploads;
+    let n = node().await;
+    // A crash between the object row and the end of the upload record: the
+    // row is written as publish writes it, the record is left.
+    let row = upload(&n, 2, 1, now_msec()).await;
+    let part = n.bucket.id_bytes();
+    let r = row.clone();
+    n.model
+        .db()
+        .write(move |tx| Table::<ObjectTable>::tx_insert(tx, &part, b"upload", &r).map(|_| ()))
+        .await
+        .unwrap();
+    // And an upload that never got published.
+    let dead = upload(&n, 1, 9, 0).await;
+
+    assert_eq!(
+        abandon_stale_uploads(&n.model).await.unwrap(),
+        1,
+        "only the dead one"
+    );
+    collect_versions(&n.model).await.unwrap();
+    let current = n
+        .model
+        .get_object(&n.bucket, "upload")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(current.version, row.version);
+    assert_eq!(live_blocks(&n, &row.version).await, 2);
+    assert_eq!(live_blocks(&n, &dead.version).await, 0);
+    assert_eq!(
+        abandon_stale_uploads(&n.model).await.unwrap(),
+        0,
+        "records are gone"
+    );
 }

@@ -2,6 +2,7 @@
 //! never copied: the new version references the source's blocks (or
 //! carries its inline bytes).
 
+use hangar_model::garbage::UploadOf;
 use hangar_model::object::{ObjectData, ObjectRow};
 use s3s::dto::{
     CopyObjectInput, CopyObjectOutput, CopyObjectResult, CopySource, MetadataDirective,
@@ -110,7 +111,10 @@ impl S3Api {
         let data = match &src.data {
             ObjectData::Inline(b) => ObjectData::Inline(b.clone()),
             ObjectData::Blocks { count } => {
-                self.model.begin_upload(version).await.or_s3()?;
+                self.model
+                    .begin_upload(version, &UploadOf::object(&dst_b.id_bytes(), &input.key))
+                    .await
+                    .or_s3()?;
                 match self.model.share_blocks(src.version, *count, version).await {
                     Ok(()) => ObjectData::Blocks { count: *count },
                     Err(e) => {

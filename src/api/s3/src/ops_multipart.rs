@@ -6,6 +6,7 @@ use std::ops::Bound;
 
 use hangar_model::VersionId;
 use hangar_model::bucket::BucketRow;
+use hangar_model::garbage::UploadOf;
 use hangar_model::multipart::{CompleteError, CompletedPart, MpuRow, PartRow, mpu_sort_key};
 use hangar_model::object::ObjectData;
 use s3s::dto::*;
@@ -139,6 +140,10 @@ impl S3Api {
                     content_md5: input.content_md5.as_deref(),
                     trailers: trailing_headers.as_ref(),
                     inline_allowed: false,
+                    upload_of: UploadOf::Part {
+                        upload_id: mpu.upload_id,
+                        part_number,
+                    },
                 },
             )
             .await?;
@@ -204,6 +209,10 @@ impl S3Api {
                     content_md5: None,
                     trailers: None,
                     inline_allowed: false,
+                    upload_of: UploadOf::Part {
+                        upload_id: mpu.upload_id,
+                        part_number,
+                    },
                 },
             )
             .await?;

@@ -13,6 +13,7 @@ use futures::{Stream, StreamExt};
 
 use hangar_model::WriteCondition;
 use hangar_model::bucket::BucketRow;
+use hangar_model::garbage::UploadOf;
 use hangar_model::object::{ObjectData, ObjectRow, StoredChecksum};
 use hangar_model::{Model, ModelError, VersionId};
 use http::HeaderMap;
@@ -58,6 +59,7 @@ pub struct StoredBody {
 struct BlockWriters {
     model: Arc<Model>,
     version: VersionId,
+    upload_of: UploadOf,
     /// Bytes of the blocks pushed so far: the offset of the next one.
     offset: u64,
     tasks: VecDeque<JoinHandle<Result<(), ModelError>>>,
@@ -66,10 +68,11 @@ struct BlockWriters {
 }
 
 impl BlockWriters {
-    fn new(model: Arc<Model>, version: VersionId) -> Self {
+    fn new(model: Arc<Model>, version: VersionId, upload_of: UploadOf) -> Self {
         BlockWriters {
             model,
             version,
+            upload_of,
             offset: 0,
             tasks: VecDeque::new(),
             armed: false,
@@ -82,7 +85,10 @@ impl BlockWriters {
 
     /// Registers the upload; from here on its blocks are released on failure.
     async fn start(&mut self) -> S3Result<()> {
-        self.model.begin_upload(self.version).await.or_s3()?;
+        self.model
+            .begin_upload(self.version, &self.upload_of)
+            .await
+            .or_s3()?;
         self.armed = true;
         Ok(())
     }
@@ -161,6 +167,8 @@ pub(crate) struct BodySource<'a> {
     pub trailers: Option<&'a TrailingHeaders>,
     /// Whether a small body may be kept inline (objects yes, parts no).
     pub inline_allowed: bool,
+    /// What the stored version will become, recorded with the upload.
+    pub upload_of: UploadOf,
 }
 
 /// Collects the system headers of a request, as sent, except the
@@ -265,6 +273,7 @@ impl S3Api {
             content_md5,
             trailers,
             inline_allowed,
+            upload_of,
             ..
         } = src;
         let inline_max = if inline_allowed {
@@ -278,7 +287,7 @@ impl S3Api {
         let mut buf = BytesMut::new();
         let mut size = 0u64;
         let mut next_index = 0u32;
-        let mut writers = BlockWriters::new(self.model.clone(), version);
+        let mut writers = BlockWriters::new(self.model.clone(), version, upload_of);
         let mut _ram = None;
         let mut body: std::pin::Pin<Box<dyn Stream<Item = _> + Send>> = match body {
             Some(b) => Box::pin(b),
@@ -386,6 +395,7 @@ impl S3Api {
                     content_md5: input.content_md5.as_deref(),
                     trailers: trailing_headers.as_ref(),
                     inline_allowed: true,
+                    upload_of: UploadOf::object(&bucket.id_bytes(), &input.key),
                 },
             )
             .await?;

@@ -144,6 +144,38 @@ where
     .await
 }
 
+/// [`call_quorum_per_version`] over any per-node call instead of one
+/// endpoint's `call`: for calls that need something per node (a streamed
+/// body, which cannot be cloned) or that must do more when their call ends
+/// (record a failure that comes after the quorum). `call(node)` is invoked
+/// once for every node of the sets that `is_up` reports up, and its future
+/// runs in its own task, so it completes even after this returns; nodes
+/// reported down are not called (the caller can tell which they are from
+/// `is_up`). Same promises as [`call_quorum_per_version`].
+pub async fn call_quorum_per_version_with<Resp, F, Fut>(
+    sets: &[WriteSet],
+    quorum: usize,
+    is_up: impl Fn(NodeId) -> bool,
+    call: F,
+) -> Result<Vec<(NodeId, Resp)>, QuorumError>
+where
+    Resp: Send + 'static,
+    F: Fn(NodeId) -> Fut,
+    Fut: Future<Output = Result<Resp, NetError>> + Send + 'static,
+{
+    if sets.is_empty() {
+        return Err(QuorumError::NoLayout);
+    }
+    let sets = sets
+        .iter()
+        .map(|s| Set {
+            version: Some(s.version),
+            nodes: s.nodes.clone(),
+        })
+        .collect();
+    run(sets, quorum, is_up, call).await
+}
+
 /// The call to one node, as a future that owns what it needs so that it can
 /// outlive the quorum call in its own task.
 fn mesh_call<Req, Resp>(

@@ -12,13 +12,16 @@ mod files;
 mod gc;
 mod manager;
 mod refcount;
+pub mod resync_todo;
+pub mod rpc;
 mod scan;
 
 pub use error::BlockError;
-pub use files::{BlockFiles, StoredBlock};
+pub use files::{BlockFiles, EncodedBlock, StoredBlock};
 pub use gc::{collect_due, spawn_gc_worker};
 pub use manager::{BlockManager, BlockStats};
 pub use refcount::{RC_TREE, RcRow, add_ref, remove_ref};
+pub use resync_todo::{ResyncTodo, TodoKind};
 pub use scan::{scan_orphans, spawn_orphan_scan};
 
 /// Result alias of this crate.

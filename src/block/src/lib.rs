@@ -12,6 +12,7 @@ mod files;
 mod gc;
 mod manager;
 mod refcount;
+pub mod replicated;
 pub mod resync_todo;
 pub mod rpc;
 mod scan;
@@ -21,6 +22,7 @@ pub use files::{BlockFiles, EncodedBlock, StoredBlock};
 pub use gc::{collect_due, spawn_gc_worker};
 pub use manager::{BlockManager, BlockStats};
 pub use refcount::{RC_TREE, RcRow, add_ref, remove_ref};
+pub use replicated::{ReplicatedBlocks, ReplicatedConfig};
 pub use resync_todo::{ResyncTodo, TodoKind};
 pub use scan::{scan_orphans, spawn_orphan_scan};
 

@@ -29,7 +29,8 @@ pub struct BlockStats {
     /// Block copies sent to other nodes by `ReplicatedBlocks::put` and
     /// acknowledged.
     pub remote_puts: AtomicU64,
-    /// Block copies to other nodes that failed or timed out.
+    /// Block copies of `ReplicatedBlocks::put` that failed or timed out
+    /// (this node's own copy included).
     pub remote_put_errors: AtomicU64,
     /// Copies received from other nodes and stored (or found present).
     pub puts_received: AtomicU64,

@@ -387,17 +387,16 @@ impl ReplicatedBlocks {
             }
         }
         let read_nodes = self.cluster.read_nodes_of(&hash);
-        if missing_here && read_nodes.contains(&me) {
-            self.record(
-                hash,
-                me,
-                TodoKind::Repair,
-                [0; 16],
-                "missing on a node that stores it".into(),
-            );
-        }
+        // Whether this node should have had the block is only known once a
+        // replica shows the block exists (a get of a deleted block is no
+        // repair to make).
+        let lacking = if missing_here && read_nodes.contains(&me) {
+            vec![me]
+        } else {
+            Vec::new()
+        };
         let candidates = self.by_distance(read_nodes.into_iter().filter(|n| *n != me));
-        self.hedged_get(hash, candidates, errors).await
+        self.hedged_get(hash, candidates, errors, lacking).await
     }
 
     /// `nodes` closest first: live nodes by RTT (unknown RTT after known),
@@ -428,6 +427,7 @@ impl ReplicatedBlocks {
         hash: Hash,
         candidates: Vec<NodeId>,
         mut errors: Vec<String>,
+        mut lacking: Vec<NodeId>,
     ) -> Result<Bytes> {
         let mut pending = FuturesUnordered::new();
         let mut next = 0;
@@ -450,12 +450,15 @@ impl ReplicatedBlocks {
                     match r {
                         Ok(plain) => {
                             s.remote_gets.fetch_add(1, Ordering::Relaxed);
+                            for n in lacking {
+                                self.record(hash, n, TodoKind::Repair, [0; 16], "missing".into());
+                            }
                             return Ok(plain);
                         }
                         Err(FetchError::NotFound) => {
                             not_found += 1;
                             s.remote_get_errors.fetch_add(1, Ordering::Relaxed);
-                            self.record(hash, node, TodoKind::Repair, [0; 16], "missing".into());
+                            lacking.push(node);
                             errors.push(format!("{}: not found", node.short()));
                         }
                         Err(FetchError::Corrupt(why)) => {

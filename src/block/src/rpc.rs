@@ -1,4 +1,5 @@
-//! The block endpoints: how nodes send each other blocks (doc/rpc.md §10).
+//! The block endpoints: how nodes send each other blocks (doc/block-files.md,
+//! "Replication", gives the bytes).
 //!
 //! - `hangar/block/put`: [`PutBlock`] + body = the block as stored →
 //!   [`PutBlockReply`]. The receiver checks the block (decompressed, of the
@@ -427,5 +428,13 @@ mod tests {
         })
         .unwrap();
         assert_eq!(some, [0x91, 0x92, 0xc2, 0x05]);
+        assert_eq!(rmp_serde::to_vec(&()).unwrap(), [0xc0]);
+        let unref = rmp_serde::to_vec(&UnrefBlock {
+            hash: h,
+            version: [7; 16],
+        })
+        .unwrap();
+        assert_eq!(&unref[..3], &[0x92, 0xc4, 0x20]);
+        assert_eq!(unref.len(), 1 + 34 + 18);
     }
 }

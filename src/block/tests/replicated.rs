@@ -297,6 +297,11 @@ async fn a_put_reaches_every_disk_and_a_get_works_through_a_node_without_the_blo
     let nowhere = Hash::of(b"never stored");
     let e = nodes[0].blocks.get(nowhere).await.unwrap_err();
     assert!(matches!(e, BlockError::Missing(_)), "{e}");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        todo_of(&nodes[0], nowhere).await.is_empty(),
+        "a block that exists nowhere is no repair to make"
+    );
 
     // Unref removes the reference on every node.
     nodes[1].blocks.unref(ht, version).await.unwrap();

@@ -315,7 +315,11 @@ impl ReplicatedBlocks {
         }
         match res {
             Ok(_) => {
-                if Arc::strong_count(&flight) > 1 {
+                let running = Arc::strong_count(&flight) - 1;
+                if running > 0 {
+                    debug!(
+                        "block {hash}: stored at quorum, {running} copies go on in the background"
+                    );
                     flight.mark_background();
                 }
                 Ok(())
@@ -365,26 +369,20 @@ impl ReplicatedBlocks {
     pub async fn get(&self, hash: Hash) -> Result<Bytes> {
         let me = self.cluster.id();
         let mut errors = Vec::new();
-        let mut missing_here = true;
-        if self.mgr.has_file(&hash) {
-            match self.mgr.read(hash).await {
-                Ok(b) => return Ok(b),
-                Err(e @ BlockError::Corrupt { .. }) => {
-                    self.mgr
-                        .stats()
-                        .corrupt_replicas
-                        .fetch_add(1, Ordering::Relaxed);
-                    self.record(hash, me, TodoKind::Repair, [0; 16], e.to_string());
-                    errors.push(format!("{}: {e}", me.short()));
-                    missing_here = false;
-                }
-                // Deleted by the GC between the two looks: ask the others.
-                Err(BlockError::Missing(_)) => {}
-                Err(e) => {
-                    errors.push(format!("{}: {e}", me.short()));
-                    missing_here = false;
-                }
+        let mut missing_here = false;
+        match self.mgr.read(hash).await {
+            Ok(b) => return Ok(b),
+            Err(BlockError::Missing(_)) => missing_here = true,
+            Err(e @ BlockError::Corrupt { .. }) => {
+                self.mgr
+                    .stats()
+                    .corrupt_replicas
+                    .fetch_add(1, Ordering::Relaxed);
+                self.record(hash, me, TodoKind::Repair, [0; 16], e.to_string());
+                errors.push(format!("{}: {e}", me.short()));
             }
+            // An I/O error here does not make the replicas' copies worse.
+            Err(e) => errors.push(format!("{}: {e}", me.short())),
         }
         let read_nodes = self.cluster.read_nodes_of(&hash);
         // Whether this node should have had the block is only known once a

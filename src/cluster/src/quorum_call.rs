@@ -657,6 +657,24 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn per_version_with_any_call_needs_a_layout_and_skips_down_nodes() {
+        let (f, log) = fakes(&[(1, Fake::Ok), (2, Fake::Ok), (3, Fake::Ok)]);
+        let e = call_quorum_per_version_with(&[], 1, |_| true, fake(f.clone(), log.clone()))
+            .await
+            .unwrap_err();
+        assert!(matches!(e, QuorumError::NoLayout), "{e}");
+        let sets = [WriteSet {
+            version: 3,
+            nodes: vec![node(1), node(2), node(3)],
+        }];
+        let got = call_quorum_per_version_with(&sets, 2, |n| n != node(2), fake(f, log.clone()))
+            .await
+            .unwrap();
+        assert_eq!(got.len(), 2);
+        assert!(!log.lock().unwrap().0.contains(&node(2)));
+    }
+
+    #[tokio::test]
     async fn per_version_waits_for_every_version() {
         // Version 1 on 1-3 has its quorum from 1 and 2 at once; version 2
         // on 2-4 needs the slow node 4 as well (3 never answers).

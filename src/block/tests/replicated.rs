@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use bytes::Bytes;
 use hangar_block::rpc::{
-    BlockEndpoints, GetBlock, GetBlockReply, GetHandler, PutBlock, PutBlockReply,
+    BlockEndpoints, BlockLimits, GetBlock, GetBlockReply, GetHandler, PutBlock, PutBlockReply,
+    PutHandler,
 };
 use hangar_block::{
     BlockError, BlockFiles, BlockManager, ReplicatedBlocks, ReplicatedConfig, TodoKind,
@@ -503,7 +504,7 @@ async fn a_spent_ram_budget_makes_puts_wait_then_fail_overloaded() {
     // The budget holds one block: a put whose slow copy still runs keeps
     // the next put waiting.
     let mut cfg = test_config();
-    cfg.ram_budget = hangar_block::rpc::BlockLimits {
+    cfg.ram_budget = BlockLimits {
         max_plain_len: BLOCK,
     }
     .max_stored();
@@ -553,5 +554,89 @@ async fn a_spent_ram_budget_makes_puts_wait_then_fail_overloaded() {
         .err()
         .unwrap();
     assert!(matches!(e, BlockError::Config(_)), "{e}");
+    shutdown(nodes).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn during_a_layout_transition_a_put_needs_the_quorum_of_both_versions() {
+    let mut cfg = test_config();
+    cfg.put_timeout = Some(Duration::from_millis(500));
+    let nodes = three_nodes(cfg).await;
+    let c = &nodes[0].cluster;
+    let me = c.id();
+    // Version 2 adds a node that never comes up.
+    let ghost = NodeId([0xee; 32]);
+    c.layout()
+        .update("test layout", |h| {
+            h.stage_role(me, 3, ghost, NodeRole::storage("z0", 1 << 40))
+                .map_err(|e| e.to_string())?;
+            h.apply(2, me, 4).map(|_| ()).map_err(|e| e.to_string())
+        })
+        .await
+        .unwrap();
+    // A block of a partition the ghost holds in version 2.
+    let (data, h) = std::iter::repeat_with(|| {
+        let d = random_block(20_000);
+        let h = Hash::of(&d);
+        (d, h)
+    })
+    .find(|(_, h)| {
+        let s = c.storage_nodes_of(h);
+        s.sets.len() == 2 && s.sets[1].nodes.contains(&ghost)
+    })
+    .unwrap();
+    // A node of version 2 other than node 0 stops answering: version 1
+    // still has its quorum, version 2 not, so the put fails, naming it.
+    let v2 = c.storage_nodes_of(&h).sets[1].nodes.clone();
+    let stalled = nodes
+        .iter()
+        .find(|n| n.id() != me && v2.contains(&n.id()))
+        .unwrap();
+    stalled.endpoints().put.set_handler(Stall, 16);
+    let e = nodes[0]
+        .blocks
+        .put(h, data.clone(), [8; 16])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            BlockError::Quorum {
+                source: QuorumError::Failed {
+                    version: Some(2),
+                    ..
+                },
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(e.to_string().contains("in layout version 2"), "{e}");
+    stalled.endpoints().put.set_handler(
+        PutHandler::new(
+            stalled.mgr.clone(),
+            BlockLimits {
+                max_plain_len: BLOCK,
+            },
+        ),
+        16,
+    );
+    nodes[0].blocks.put(h, data.clone(), [8; 16]).await.unwrap();
+    // Every live node of both versions got it; the ghost is recorded.
+    assert!(
+        wait_for(Duration::from_secs(3), async || nodes
+            .iter()
+            .filter(|n| c.storage_nodes_of(&h).nodes().contains(&n.id()))
+            .all(|n| n.block_file(&h).is_some()))
+        .await
+    );
+    assert!(
+        wait_for(Duration::from_secs(2), async || todo_of(&nodes[0], h)
+            .await
+            .contains(&(ghost, TodoKind::Put)))
+        .await,
+        "the copy for the down node was not recorded"
+    );
+    assert_eq!(nodes[1].blocks.get(h).await.unwrap(), data);
     shutdown(nodes).await;
 }

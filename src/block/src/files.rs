@@ -131,13 +131,7 @@ impl BlockFiles {
     /// plain bytes. CPU-bound: call it off the async workers.
     pub fn encode(&self, data: Bytes) -> EncodedBlock {
         let plain_len = data.len() as u64;
-        let compressed = self.compression_level.and_then(|level| {
-            let c = zstd::bulk::compress(&data, level).ok()?;
-            // Keep the compressed form only when it saves at least 1/8
-            // (RocksDB's rule): reading a zstd frame costs CPU on every GET.
-            (c.len() <= data.len() - data.len() / 8).then_some(c)
-        });
-        match compressed {
+        match self.compress(&data) {
             Some(c) => EncodedBlock {
                 data: Bytes::from(c),
                 compressed: true,
@@ -151,14 +145,26 @@ impl BlockFiles {
         }
     }
 
+    /// The zstd frame of `data`, if it is worth keeping.
+    fn compress(&self, data: &[u8]) -> Option<Vec<u8>> {
+        self.compression_level.and_then(|level| {
+            let c = zstd::bulk::compress(data, level).ok()?;
+            // Keep the compressed form only when it saves at least 1/8
+            // (RocksDB's rule): reading a zstd frame costs CPU on every GET.
+            (c.len() <= data.len() - data.len() / 8).then_some(c)
+        })
+    }
+
     /// Writes `data` as block `hash` unless it is already there, compressing
     /// it per the settings. Blocking.
     pub fn write(&self, hash: &Hash, data: &[u8]) -> Result<StoredBlock> {
         if let Some(found) = self.stored_form(hash) {
             return Ok(found);
         }
-        let enc = self.encode(Bytes::copy_from_slice(data));
-        self.write_encoded(hash, &enc)
+        match self.compress(data) {
+            Some(c) => self.write_stored(hash, &c, true),
+            None => self.write_stored(hash, data, false),
+        }
     }
 
     /// How block `hash` is on disk, if it is.
@@ -183,9 +189,14 @@ impl BlockFiles {
         if let Some(found) = self.stored_form(hash) {
             return Ok(found);
         }
+        self.write_stored(hash, &enc.data, enc.compressed)
+    }
+
+    /// Writes `bytes` as the `.zst` (`compressed`) or plain file of `hash`:
+    /// temporary name, then rename.
+    fn write_stored(&self, hash: &Hash, bytes: &[u8], compressed: bool) -> Result<StoredBlock> {
         let (raw, zst) = self.paths(hash);
-        let path = if enc.compressed { &zst } else { &raw };
-        let bytes: &[u8] = &enc.data;
+        let path = if compressed { &zst } else { &raw };
         let dir = path.parent().expect("block path has a parent");
         std::fs::create_dir_all(dir).map_err(|e| BlockError::io(dir, e))?;
         let tmp = dir.join(format!(
@@ -211,7 +222,7 @@ impl BlockFiles {
         }
         Ok(StoredBlock {
             stored_len: bytes.len() as u64,
-            compressed: enc.compressed,
+            compressed,
             written: true,
         })
     }

@@ -6,6 +6,12 @@
 //! per block (kept in the metadata store, changed in the same transaction as
 //! the rows that reference the block) decides when a file may go: a block
 //! whose count stayed zero for the grace delay is deleted by the GC worker.
+//!
+//! Across the cluster ([`replicated`], doc/block-files.md "Replication"):
+//! each block is stored on its partition's nodes, sent in its stored form on
+//! the endpoints of [`rpc`]; [`ReplicatedBlocks`] writes at the write quorum
+//! within a RAM byte budget, reads locally or hedged over the replicas, and
+//! records what it could not do in [`resync_todo`].
 
 mod error;
 mod files;

@@ -24,6 +24,53 @@ pub struct StoredBlock {
     pub written: bool,
 }
 
+/// A block in the form it is stored on disk and sent between nodes: one
+/// zstd frame, or the plain bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EncodedBlock {
+    /// The bytes as stored.
+    pub data: Bytes,
+    /// Whether `data` is a zstd frame.
+    pub compressed: bool,
+    /// Length of the plain content.
+    pub plain_len: u64,
+}
+
+impl EncodedBlock {
+    /// The plain content, after checking that it is what `hash` names:
+    /// decompressed (never beyond `plain_len`, so a frame cannot make us
+    /// allocate more than announced), of exactly `plain_len` bytes, and
+    /// hashing to `hash`. CPU-bound: call it off the async workers.
+    pub fn decode(&self, hash: &Hash) -> Result<Bytes> {
+        let corrupt = |reason: String| BlockError::Corrupt {
+            hash: *hash,
+            reason,
+        };
+        let plain = if self.compressed {
+            let cap = usize::try_from(self.plain_len)
+                .map_err(|_| corrupt(format!("plain length {} too large", self.plain_len)))?;
+            Bytes::from(
+                zstd::bulk::decompress(&self.data, cap)
+                    .map_err(|e| corrupt(format!("cannot decompress: {e}")))?,
+            )
+        } else {
+            self.data.clone()
+        };
+        if plain.len() as u64 != self.plain_len {
+            return Err(corrupt(format!(
+                "{} plain bytes where {} were announced",
+                plain.len(),
+                self.plain_len
+            )));
+        }
+        let got = Hash::of(&plain);
+        if got != *hash {
+            return Err(corrupt(format!("content hashes to {got}")));
+        }
+        Ok(plain)
+    }
+}
+
 /// The block files of one node.
 #[derive(Debug, Clone)]
 pub struct BlockFiles {
@@ -74,28 +121,82 @@ impl BlockFiles {
         zst.exists() || raw.exists()
     }
 
-    /// Writes `data` as block `hash` unless it is already there. Blocking.
-    pub fn write(&self, hash: &Hash, data: &[u8]) -> Result<StoredBlock> {
-        let (raw, zst) = self.paths(hash);
-        for (p, compressed) in [(&zst, true), (&raw, false)] {
-            if let Ok(m) = std::fs::metadata(p) {
-                return Ok(StoredBlock {
-                    stored_len: m.len(),
-                    compressed,
-                    written: false,
-                });
-            }
+    /// The zstd level blocks are compressed at (`None`: never).
+    pub fn compression_level(&self) -> Option<i32> {
+        self.compression_level
+    }
+
+    /// `data` in the form it is stored and sent in: a zstd frame at the
+    /// configured level when that saves at least 1/8 of the size, else the
+    /// plain bytes. CPU-bound: call it off the async workers.
+    pub fn encode(&self, data: Bytes) -> EncodedBlock {
+        let plain_len = data.len() as u64;
+        match self.compress(&data) {
+            Some(c) => EncodedBlock {
+                data: Bytes::from(c),
+                compressed: true,
+                plain_len,
+            },
+            None => EncodedBlock {
+                data,
+                compressed: false,
+                plain_len,
+            },
         }
-        let compressed = self.compression_level.and_then(|level| {
+    }
+
+    /// The zstd frame of `data`, if it is worth keeping.
+    fn compress(&self, data: &[u8]) -> Option<Vec<u8>> {
+        self.compression_level.and_then(|level| {
             let c = zstd::bulk::compress(data, level).ok()?;
             // Keep the compressed form only when it saves at least 1/8
             // (RocksDB's rule): reading a zstd frame costs CPU on every GET.
             (c.len() <= data.len() - data.len() / 8).then_some(c)
-        });
-        let (path, bytes, is_compressed) = match &compressed {
-            Some(c) => (&zst, c.as_slice(), true),
-            None => (&raw, data, false),
-        };
+        })
+    }
+
+    /// Writes `data` as block `hash` unless it is already there, compressing
+    /// it per the settings. Blocking.
+    pub fn write(&self, hash: &Hash, data: &[u8]) -> Result<StoredBlock> {
+        if let Some(found) = self.stored_form(hash) {
+            return Ok(found);
+        }
+        match self.compress(data) {
+            Some(c) => self.write_stored(hash, &c, true),
+            None => self.write_stored(hash, data, false),
+        }
+    }
+
+    /// How block `hash` is on disk, if it is.
+    fn stored_form(&self, hash: &Hash) -> Option<StoredBlock> {
+        let (raw, zst) = self.paths(hash);
+        [(&zst, true), (&raw, false)]
+            .into_iter()
+            .find_map(|(p, compressed)| {
+                std::fs::metadata(p).ok().map(|m| StoredBlock {
+                    stored_len: m.len(),
+                    compressed,
+                    written: false,
+                })
+            })
+    }
+
+    /// Writes an already encoded block (as received from another node) as
+    /// block `hash` unless it is already there, as it is: never recompressed.
+    /// The caller has checked it ([`EncodedBlock::decode`]). Written to a
+    /// temporary name, then renamed into place. Blocking.
+    pub fn write_encoded(&self, hash: &Hash, enc: &EncodedBlock) -> Result<StoredBlock> {
+        if let Some(found) = self.stored_form(hash) {
+            return Ok(found);
+        }
+        self.write_stored(hash, &enc.data, enc.compressed)
+    }
+
+    /// Writes `bytes` as the `.zst` (`compressed`) or plain file of `hash`:
+    /// temporary name, then rename.
+    fn write_stored(&self, hash: &Hash, bytes: &[u8], compressed: bool) -> Result<StoredBlock> {
+        let (raw, zst) = self.paths(hash);
+        let path = if compressed { &zst } else { &raw };
         let dir = path.parent().expect("block path has a parent");
         std::fs::create_dir_all(dir).map_err(|e| BlockError::io(dir, e))?;
         let tmp = dir.join(format!(
@@ -121,9 +222,48 @@ impl BlockFiles {
         }
         Ok(StoredBlock {
             stored_len: bytes.len() as u64,
-            compressed: is_compressed,
+            compressed,
             written: true,
         })
+    }
+
+    /// Reads block `hash` as stored, without decompressing or checking it
+    /// (what is sent to another node, which checks it). `plain_len` is
+    /// read from the zstd frame header, or is the file's length. Blocking.
+    pub fn read_encoded(&self, hash: &Hash) -> Result<EncodedBlock> {
+        let (raw, zst) = self.paths(hash);
+        match std::fs::read(&zst) {
+            Ok(c) => {
+                let plain_len = match zstd::zstd_safe::get_frame_content_size(&c) {
+                    Ok(Some(n)) => n,
+                    // Frames written by `zstd::bulk` carry their size; any
+                    // other is measured by decompressing it.
+                    _ => zstd::stream::decode_all(c.as_slice())
+                        .map_err(|e| BlockError::Corrupt {
+                            hash: *hash,
+                            reason: format!("cannot decompress {}: {e}", zst.display()),
+                        })?
+                        .len() as u64,
+                };
+                Ok(EncodedBlock {
+                    data: Bytes::from(c),
+                    compressed: true,
+                    plain_len,
+                })
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match std::fs::read(&raw) {
+                Ok(d) => Ok(EncodedBlock {
+                    plain_len: d.len() as u64,
+                    data: Bytes::from(d),
+                    compressed: false,
+                }),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    Err(BlockError::Missing(*hash))
+                }
+                Err(e) => Err(BlockError::io(&raw, e)),
+            },
+            Err(e) => Err(BlockError::io(&zst, e)),
+        }
     }
 
     /// Reads block `hash`, decompressing it and (when configured) checking

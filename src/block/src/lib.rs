@@ -6,19 +6,30 @@
 //! per block (kept in the metadata store, changed in the same transaction as
 //! the rows that reference the block) decides when a file may go: a block
 //! whose count stayed zero for the grace delay is deleted by the GC worker.
+//!
+//! Across the cluster ([`replicated`], doc/block-files.md "Replication"):
+//! each block is stored on its partition's nodes, sent in its stored form on
+//! the endpoints of [`rpc`]; [`ReplicatedBlocks`] writes at the write quorum
+//! within a RAM byte budget, reads locally or hedged over the replicas, and
+//! records what it could not do in [`resync_todo`].
 
 mod error;
 mod files;
 mod gc;
 mod manager;
 mod refcount;
+pub mod replicated;
+pub mod resync_todo;
+pub mod rpc;
 mod scan;
 
 pub use error::BlockError;
-pub use files::{BlockFiles, StoredBlock};
+pub use files::{BlockFiles, EncodedBlock, StoredBlock};
 pub use gc::{collect_due, spawn_gc_worker};
 pub use manager::{BlockManager, BlockStats};
 pub use refcount::{RC_TREE, RcRow, add_ref, remove_ref};
+pub use replicated::{ReplicatedBlocks, ReplicatedConfig};
+pub use resync_todo::{ResyncTodo, TodoKind};
 pub use scan::{scan_orphans, spawn_orphan_scan};
 
 /// Result alias of this crate.

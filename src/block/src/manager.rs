@@ -10,8 +10,8 @@ use hangar_util::Hash;
 use hangar_util::time::now_msec;
 use tokio::sync::Mutex;
 
-use crate::files::StoredBlock;
-use crate::refcount::{self, add_ref};
+use crate::files::{EncodedBlock, StoredBlock};
+use crate::refcount::{self, add_ref, remove_ref};
 use crate::{BlockError, BlockFiles, Result};
 
 const LOCK_STRIPES: usize = 1024;
@@ -26,6 +26,34 @@ pub struct BlockStats {
     pub blocks_read: AtomicU64,
     pub blocks_deleted: AtomicU64,
     pub corrupt_reads: AtomicU64,
+    /// Block copies sent to other nodes by `ReplicatedBlocks::put` and
+    /// acknowledged.
+    pub remote_puts: AtomicU64,
+    /// Block copies of `ReplicatedBlocks::put` that failed or timed out
+    /// (this node's own copy included).
+    pub remote_put_errors: AtomicU64,
+    /// Copies received from other nodes and stored (or found present).
+    pub puts_received: AtomicU64,
+    /// Copies received from other nodes and refused (bad size or content).
+    pub puts_refused: AtomicU64,
+    /// Blocks read from another node by `ReplicatedBlocks::get`.
+    pub remote_gets: AtomicU64,
+    /// Reads from another node that failed (error, timeout, not found).
+    pub remote_get_errors: AtomicU64,
+    /// Reads that asked a further replica because the first was slow.
+    pub hedged_reads: AtomicU64,
+    /// Copies, here or on another node, found not to match their hash.
+    pub corrupt_replicas: AtomicU64,
+    /// Puts refused because the RAM budget stayed spent past the deadline.
+    pub puts_overloaded: AtomicU64,
+    /// Bytes of the RAM budget in use by puts (foreground and background).
+    pub ram_in_use_bytes: AtomicU64,
+    /// Bytes held for copies still being sent after their put returned.
+    pub background_pending_bytes: AtomicU64,
+    /// Copies still being sent after their put returned.
+    pub background_copies_pending: AtomicU64,
+    /// Copies recorded in `resync_todo` for the resync worker.
+    pub resync_todo_recorded: AtomicU64,
 }
 
 /// Blocks of this node: files plus reference counts.
@@ -66,6 +94,16 @@ impl BlockManager {
         &self.db
     }
 
+    /// The block files (for their settings: compression level).
+    pub fn block_files(&self) -> &BlockFiles {
+        &self.files
+    }
+
+    /// This node's metadata store (where `resync_todo` lives).
+    pub fn metadata(&self) -> &Db {
+        &self.db
+    }
+
     pub fn stats(&self) -> &BlockStats {
         &self.stats
     }
@@ -84,6 +122,49 @@ impl BlockManager {
     where
         F: FnOnce(&mut Tx<'_>) -> std::result::Result<(), DbError> + Send + 'static,
     {
+        let files = self.files.clone();
+        self.store_with(hash, version, also, move || files.write(&hash, &data))
+            .await
+    }
+
+    /// Stores a block received in its stored form (from another node) as a
+    /// block used by `version`, exactly as [`Self::store`] does (count row,
+    /// file, reference, under the block's lock), without recompressing it.
+    /// The content is checked first ([`EncodedBlock::decode`]): a block that
+    /// does not match `hash` or its announced length is refused with
+    /// [`BlockError::Corrupt`] and nothing is written.
+    pub async fn store_encoded(
+        &self,
+        hash: Hash,
+        enc: EncodedBlock,
+        version: [u8; 16],
+    ) -> Result<StoredBlock> {
+        let checked = enc.clone();
+        tokio::task::spawn_blocking(move || checked.decode(&hash).map(drop))
+            .await
+            .map_err(|e| BlockError::Task(e.to_string()))??;
+        let files = self.files.clone();
+        self.store_with(
+            hash,
+            version,
+            |_| Ok(()),
+            move || files.write_encoded(&hash, &enc),
+        )
+        .await
+    }
+
+    /// The common path of the two stores: `write` (blocking) writes the file.
+    async fn store_with<F, W>(
+        &self,
+        hash: Hash,
+        version: [u8; 16],
+        also: F,
+        write: W,
+    ) -> Result<StoredBlock>
+    where
+        F: FnOnce(&mut Tx<'_>) -> std::result::Result<(), DbError> + Send + 'static,
+        W: FnOnce() -> Result<StoredBlock> + Send + 'static,
+    {
         let _guard = self.lock_for(&hash).lock().await;
         let grace = self.grace_msec;
         // A count row (and a GC visit) exists before the file does, so a file
@@ -91,8 +172,7 @@ impl BlockManager {
         self.db
             .write(move |tx| refcount::touch(tx, &hash, now_msec(), grace))
             .await?;
-        let files = self.files.clone();
-        let stored = tokio::task::spawn_blocking(move || files.write(&hash, &data))
+        let stored = tokio::task::spawn_blocking(write)
             .await
             .map_err(|e| BlockError::Task(e.to_string()))??;
         self.db
@@ -127,6 +207,26 @@ impl BlockManager {
             .write(move |tx| add_ref(tx, &hash, &version))
             .await?;
         Ok(true)
+    }
+
+    /// Records that `version` no longer uses block `hash` on this node
+    /// (idempotent); a block left unreferenced is deleted after the grace
+    /// delay. Under the block's lock, like a store.
+    pub async fn unref(&self, hash: Hash, version: [u8; 16]) -> Result<()> {
+        let _guard = self.lock_for(&hash).lock().await;
+        let grace = self.grace_msec;
+        self.db
+            .write(move |tx| remove_ref(tx, &hash, &version, now_msec(), grace))
+            .await?;
+        Ok(())
+    }
+
+    /// Reads block `hash` as stored, unchecked (to send to another node).
+    pub async fn read_encoded(&self, hash: Hash) -> Result<EncodedBlock> {
+        let files = self.files.clone();
+        tokio::task::spawn_blocking(move || files.read_encoded(&hash))
+            .await
+            .map_err(|e| BlockError::Task(e.to_string()))?
     }
 
     /// Reads block `hash`.

@@ -203,4 +203,29 @@ impl Cluster {
         )
         .await
     }
+
+    /// A write made of per-node calls (bodies, or extra work when a call
+    /// ends): `call(node)` for every live node of `nodes`, done when the
+    /// cluster's write quorum of every active version's set succeeded
+    /// ([`quorum_call::call_quorum_per_version_with`]). Nodes the failure
+    /// detector reports down are not called.
+    pub async fn call_write_quorum_with<Resp, F, Fut>(
+        &self,
+        nodes: &StorageNodes,
+        call: F,
+    ) -> Result<Vec<(NodeId, Resp)>, QuorumError>
+    where
+        Resp: Send + 'static,
+        F: Fn(NodeId) -> Fut,
+        Fut: std::future::Future<Output = Result<Resp, hangar_net::NetError>> + Send + 'static,
+    {
+        let mesh = &self.inner.mesh;
+        quorum_call::call_quorum_per_version_with(
+            &nodes.sets,
+            self.inner.quorums.write,
+            |n| mesh.is_up(n),
+            call,
+        )
+        .await
+    }
 }

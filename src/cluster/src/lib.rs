@@ -30,4 +30,6 @@ pub use live_layout::{
     ClusterLayout, EXCHANGE_INTERVAL, LayoutPush, LayoutPushReply, PUSH_PATH, PeerLayoutState,
 };
 pub use node_info::{DiskSpace, NodeInfo};
-pub use quorum_call::{QuorumError, call_quorum, call_quorum_per_version};
+pub use quorum_call::{
+    QuorumError, call_quorum, call_quorum_per_version, call_quorum_per_version_with,
+};

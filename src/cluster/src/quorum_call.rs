@@ -144,6 +144,38 @@ where
     .await
 }
 
+/// [`call_quorum_per_version`] over any per-node call instead of one
+/// endpoint's `call`: for calls that need something per node (a streamed
+/// body, which cannot be cloned) or that must do more when their call ends
+/// (record a failure that comes after the quorum). `call(node)` is invoked
+/// once for every node of the sets that `is_up` reports up, and its future
+/// runs in its own task, so it completes even after this returns; nodes
+/// reported down are not called (the caller can tell which they are from
+/// `is_up`). Same promises as [`call_quorum_per_version`].
+pub async fn call_quorum_per_version_with<Resp, F, Fut>(
+    sets: &[WriteSet],
+    quorum: usize,
+    is_up: impl Fn(NodeId) -> bool,
+    call: F,
+) -> Result<Vec<(NodeId, Resp)>, QuorumError>
+where
+    Resp: Send + 'static,
+    F: Fn(NodeId) -> Fut,
+    Fut: Future<Output = Result<Resp, NetError>> + Send + 'static,
+{
+    if sets.is_empty() {
+        return Err(QuorumError::NoLayout);
+    }
+    let sets = sets
+        .iter()
+        .map(|s| Set {
+            version: Some(s.version),
+            nodes: s.nodes.clone(),
+        })
+        .collect();
+    run(sets, quorum, is_up, call).await
+}
+
 /// The call to one node, as a future that owns what it needs so that it can
 /// outlive the quorum call in its own task.
 fn mesh_call<Req, Resp>(
@@ -622,6 +654,24 @@ mod tests {
             "{e}"
         );
         assert!(log.lock().unwrap().0.is_empty());
+    }
+
+    #[tokio::test]
+    async fn per_version_with_any_call_needs_a_layout_and_skips_down_nodes() {
+        let (f, log) = fakes(&[(1, Fake::Ok), (2, Fake::Ok), (3, Fake::Ok)]);
+        let e = call_quorum_per_version_with(&[], 1, |_| true, fake(f.clone(), log.clone()))
+            .await
+            .unwrap_err();
+        assert!(matches!(e, QuorumError::NoLayout), "{e}");
+        let sets = [WriteSet {
+            version: 3,
+            nodes: vec![node(1), node(2), node(3)],
+        }];
+        let got = call_quorum_per_version_with(&sets, 2, |n| n != node(2), fake(f, log.clone()))
+            .await
+            .unwrap();
+        assert_eq!(got.len(), 2);
+        assert!(!log.lock().unwrap().0.contains(&node(2)));
     }
 
     #[tokio::test]

@@ -4,19 +4,31 @@ soon as the command returns; two concurrent grants made through two nodes
 both survive; a node that was down catches up by anti-entropy; with two
 nodes of three down, a change fails at once with a message that says why.
 
-Objects are not replicated yet (doc/architecture.md): these tests only use
-control operations (keys, buckets, bucket listings, HEAD bucket)."""
+Object rows are not replicated yet (doc/architecture.md): these tests use
+control operations (keys, buckets, bucket listings, HEAD bucket), and the
+blocks of objects, which are."""
 
 from __future__ import annotations
 
 import concurrent.futures as cf
 import secrets
 import time
+from pathlib import Path
 
 import pytest
 from botocore.exceptions import ClientError
 
-from hangar_testlib import Key, Node, bucket_name, error_code, http_status, s3_client
+from hangar_testlib import (
+    MiB,
+    Key,
+    Node,
+    bucket_name,
+    error_code,
+    http_status,
+    random_bytes,
+    s3_client,
+    sha256,
+)
 from test_layout_cluster import converge, make_node, node_id, peer_addr, wait_for
 
 
@@ -228,3 +240,36 @@ def test_kill9_of_a_node_during_a_stream_of_bucket_creations_loses_nothing(clust
     wait_for(lambda: all(set(acked) <= {b["name"] for b in n.cli_json("bucket", "list")} for n in cluster),
              40, "every node's own bucket table to hold every acknowledged bucket")
     print(f"{len(acked)} bucket creations acknowledged across the kill -9 of node 3")
+
+
+def block_files(n: Node) -> dict[str, Path]:
+    """The node's block files, by name (hash, with `.zst` when compressed)."""
+    return {p.name: p for p in n.data.rglob("*") if p.is_file() and len(p.name.split(".")[0]) == 64}
+
+
+def test_blocks_go_to_every_node_of_their_partition_and_survive_a_lost_or_corrupt_copy(cluster):
+    """With replication factor 3 on 3 nodes, every block of an object PUT
+    through one node is stored on all three; a GET through that node still
+    returns the object whole after its own copies are deleted, and after
+    another node's copies are corrupted too."""
+    n1, n2, n3 = cluster
+    key = key_of(n1.cli_json("key", "create", "blocks"), "blocks")
+    n1.cli("key", "allow", key.id, "--create-bucket")
+    c = s3_client(n1, key)
+    name = bucket_name("blocks")
+    c.create_bucket(Bucket=name)
+    body = random_bytes(3 * MiB + 17, 42)
+    c.put_object(Bucket=name, Key="obj", Body=body)
+    before = {str(n.root): set(block_files(n)) for n in cluster}
+    new = before[str(n1.root)]
+    assert len(new) >= 4, new
+    for n in (n2, n3):
+        assert new <= before[str(n.root)], f"{n.root} lacks blocks"
+    for p in block_files(n1).values():
+        p.unlink()
+    assert sha256(c.get_object(Bucket=name, Key="obj")["Body"].read()) == sha256(body)
+    for p in block_files(n2).values():
+        data = bytearray(p.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        p.write_bytes(bytes(data))
+    assert sha256(c.get_object(Bucket=name, Key="obj")["Body"].read()) == sha256(body)

@@ -549,6 +549,44 @@ impl ReplicatedBlocks {
         }
     }
 
+    /// Adds the reference of `version` to block `hash`, already stored, on
+    /// every node of its partition that has it; done at the write quorum of
+    /// every active version. Returns false when the block is gone (too few
+    /// nodes still have it: its last reference was dropped and its grace
+    /// delay passed), so the caller can refuse what needed it.
+    pub async fn add_ref(&self, hash: Hash, version: [u8; 16]) -> Result<bool> {
+        let nodes = self.cluster.storage_nodes_of(&hash);
+        let down = self.down_nodes(hash, &nodes)?;
+        let absent = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let call = |node: NodeId| {
+            let ep = self.endpoints.add_ref.clone();
+            let absent = absent.clone();
+            async move {
+                match ep
+                    .call(node, UnrefBlock { hash, version }, CallOpts::default())
+                    .await
+                {
+                    Ok(true) => Ok(()),
+                    Ok(false) => {
+                        absent.fetch_add(1, Ordering::Relaxed);
+                        Err(NetError::Remote {
+                            endpoint: crate::rpc::REF_PATH.to_owned(),
+                            message: format!("block {hash} is not stored here"),
+                        })
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+        };
+        let quorum = self.cluster.quorums().write;
+        match call_quorum_per_version_with(&nodes.sets, quorum, |n| !down.contains(&n), call).await
+        {
+            Ok(_) => Ok(true),
+            Err(_) if absent.load(Ordering::Relaxed) > 0 => Ok(false),
+            Err(source) => Err(BlockError::Quorum { hash, source }),
+        }
+    }
+
     /// Removes the reference of `version` to block `hash` on every node of
     /// its partition; done at the write quorum of every active version.
     /// Nodes that did not acknowledge are recorded for retry.

@@ -11,6 +11,10 @@
 //!   does not have is the typed answer `found: None`.
 //! - `hangar/block/unref`: [`UnrefBlock`] → `()`: removes the reference
 //!   (hash, version) on the receiver.
+//! - `hangar/block/ref`: [`UnrefBlock`] (the same pair) → `bool`: adds the
+//!   reference (hash, version) if the receiver has the block's file, and
+//!   says whether it had (a copy shares the blocks of its source this way,
+//!   [`BlockManager::add_ref_existing`]).
 //!
 //! Sizes are bounded before anything is buffered: an announced plain length
 //! above the block size, or a body longer than the announced length allows,
@@ -34,6 +38,8 @@ pub const PUT_PATH: &str = "hangar/block/put";
 pub const GET_PATH: &str = "hangar/block/get";
 /// Path of the unref endpoint.
 pub const UNREF_PATH: &str = "hangar/block/unref";
+/// Path of the ref endpoint.
+pub const REF_PATH: &str = "hangar/block/ref";
 
 /// A block copy to store; the body is the block as stored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -78,7 +84,8 @@ pub struct GetBlockReply {
     pub found: Option<BlockForm>,
 }
 
-/// A reference to remove.
+/// A reference to remove (`unref`) or to add to a block already stored
+/// (`ref`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UnrefBlock {
     pub hash: Hash,
@@ -116,6 +123,7 @@ pub struct BlockEndpoints {
     pub put: Arc<Endpoint<PutBlock, PutBlockReply>>,
     pub get: Arc<Endpoint<GetBlock, GetBlockReply>>,
     pub unref: Arc<Endpoint<UnrefBlock, ()>>,
+    pub add_ref: Arc<Endpoint<UnrefBlock, bool>>,
 }
 
 impl BlockEndpoints {
@@ -125,6 +133,7 @@ impl BlockEndpoints {
             put: mesh.endpoint(PUT_PATH)?,
             get: mesh.endpoint(GET_PATH)?,
             unref: mesh.endpoint(UNREF_PATH)?,
+            add_ref: mesh.endpoint(REF_PATH)?,
         })
     }
 
@@ -137,6 +146,8 @@ impl BlockEndpoints {
             .set_handler(PutHandler::new(mgr.clone(), limits), queue);
         self.get.set_handler(GetHandler::new(mgr.clone()), queue);
         self.unref
+            .set_handler(UnrefHandler::new(mgr.clone()), queue.max(1024));
+        self.add_ref
             .set_handler(UnrefHandler::new(mgr.clone()), queue.max(1024));
     }
 }
@@ -268,6 +279,21 @@ impl Handler<UnrefBlock, ()> for UnrefHandler {
             .await
             .map_err(HandlerError::new)?;
         Ok(Response::new(()))
+    }
+}
+
+#[async_trait]
+impl Handler<UnrefBlock, bool> for UnrefHandler {
+    async fn handle(
+        &self,
+        req: Request<UnrefBlock>,
+    ) -> std::result::Result<Response<bool>, HandlerError> {
+        let present = self
+            .mgr
+            .add_ref_existing(req.msg.hash, req.msg.version)
+            .await
+            .map_err(HandlerError::new)?;
+        Ok(Response::new(present))
     }
 }
 

@@ -7,7 +7,10 @@ use std::time::Duration;
 use hangar_api_admin::{AdminEndpoint, NodeCollector};
 use hangar_api_s3::metrics::S3Metrics;
 use hangar_api_s3::{S3Api, S3Settings};
-use hangar_block::{BlockFiles, BlockManager, spawn_gc_worker, spawn_orphan_scan};
+use hangar_block::{
+    BlockFiles, BlockManager, ReplicatedBlocks, ReplicatedConfig, spawn_gc_worker,
+    spawn_orphan_scan,
+};
 use hangar_db::{Db, DbOptions, open_engine};
 use hangar_model::Model;
 use hangar_model::garbage::{
@@ -112,12 +115,17 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
     };
     let grace = cfg.block_gc_delay_secs * 1000;
     let blocks = BlockManager::new(files, db.clone(), grace);
+    let replicated = ReplicatedBlocks::new(
+        blocks.clone(),
+        cluster.clone(),
+        ReplicatedConfig::from_config(cfg),
+    )?;
     let model = Model::with_cluster(
         db.clone(),
         blocks.clone(),
         grace,
         cfg.allow_punycode,
-        Some(&cluster),
+        Some((&cluster, replicated)),
     )?;
     let stale = abandon_stale_uploads(&model).await?;
     if stale > 0 {

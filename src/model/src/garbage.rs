@@ -12,7 +12,6 @@ use std::ops::Bound;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hangar_block::remove_ref;
 use hangar_db::Tx;
 use hangar_table::{Schema, tombstones};
 use hangar_util::time::now_msec;
@@ -187,7 +186,6 @@ pub async fn collect_versions(model: &Model) -> Result<u64> {
 }
 
 async fn collect_one(model: &Model, version: VersionId) -> Result<u64> {
-    let grace = model.block_gc_delay_msec();
     let mut removed = 0;
     let mut after: Option<Vec<u8>> = None;
     loop {
@@ -202,16 +200,7 @@ async fn collect_one(model: &Model, version: VersionId) -> Result<u64> {
         // dropped again at the next pass (a reference already dropped is
         // not dropped twice), never a tombstone whose block is still held.
         let refs: Vec<_> = live.iter().map(|(_, e)| e.hash).collect();
-        model
-            .db()
-            .write(move |tx| {
-                let now = now_msec();
-                for hash in &refs {
-                    remove_ref(tx, hash, &version, now, grace)?;
-                }
-                Ok::<_, ModelError>(())
-            })
-            .await?;
+        model.drop_block_refs(version, refs).await?;
         let tombs = live
             .into_iter()
             .map(|(idx, mut e)| {

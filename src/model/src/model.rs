@@ -11,6 +11,9 @@ use hangar_util::Hash;
 use hangar_util::time::now_msec;
 use tokio::sync::Notify;
 
+use futures::StreamExt;
+use hangar_block::ReplicatedBlocks;
+
 use crate::bucket::{BucketRow, BucketTable, check_bucket_name};
 use crate::control::ControlTable;
 use crate::garbage::{UploadOf, end_upload_record, queue_version_gc, record_upload};
@@ -25,6 +28,8 @@ use crate::{ModelError, Result, VersionId};
 pub struct Model {
     db: Db,
     blocks: Arc<BlockManager>,
+    /// The cluster's blocks: where a block goes once a layout assigns it.
+    cluster_blocks: Option<ClusterBlocks>,
     keys: ControlTable<KeyTable>,
     buckets: ControlTable<BucketTable>,
     objects: Rows<ObjectTable>,
@@ -34,6 +39,12 @@ pub struct Model {
     gc_wakeup: Notify,
     block_gc_delay_msec: u64,
     allow_punycode: bool,
+}
+
+/// The blocks of a cluster node.
+struct ClusterBlocks {
+    cluster: hangar_cluster::Cluster,
+    blocks: Arc<ReplicatedBlocks>,
 }
 
 /// A condition on the object a write replaces (S3's conditional writes).
@@ -66,16 +77,24 @@ impl Model {
     }
 
     /// The model of a cluster node: keys and buckets replicated to every
-    /// node over `cluster` (objects, versions and uploads stay on the node
-    /// that received them, for now: doc/architecture.md).
+    /// node over `cluster`, blocks stored on the nodes the layout assigns
+    /// them (`replicated`, built on the same cluster); objects, versions and
+    /// uploads stay on the node that received them, for now
+    /// (doc/architecture.md).
     pub fn with_cluster(
         db: Db,
         blocks: Arc<BlockManager>,
         block_gc_delay_msec: u64,
         allow_punycode: bool,
-        cluster: Option<&hangar_cluster::Cluster>,
+        cluster: Option<(&hangar_cluster::Cluster, Arc<ReplicatedBlocks>)>,
     ) -> Result<Arc<Model>> {
+        let cluster_blocks = cluster.as_ref().map(|(c, r)| ClusterBlocks {
+            cluster: (*c).clone(),
+            blocks: r.clone(),
+        });
+        let cluster = cluster.map(|(c, _)| c);
         Ok(Arc::new(Model {
+            cluster_blocks,
             keys: ControlTable::new(db.clone(), cluster)?,
             buckets: ControlTable::new(db.clone(), cluster)?,
             objects: Rows::new(Table::new(db.clone())),
@@ -125,10 +144,6 @@ impl Model {
 
     pub(crate) fn part_rows(&self) -> &Rows<PartTable> {
         &self.parts
-    }
-
-    pub(crate) fn block_gc_delay_msec(&self) -> u64 {
-        self.block_gc_delay_msec
     }
 
     pub(crate) fn gc_wakeup(&self) -> &Notify {
@@ -513,7 +528,73 @@ impl Model {
         self.versions
             .insert(&version, &index.to_be_bytes(), entry)
             .await?;
-        self.blocks.store(hash, data, version, |_| Ok(())).await?;
+        match self.laid_out(&hash) {
+            Some(cb) => cb.blocks.put(hash, data, version).await?,
+            None => {
+                self.blocks.store(hash, data, version, |_| Ok(())).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The cluster's blocks, once a layout assigns `hash` to nodes; `None`
+    /// on a node without a cluster or before the first layout (blocks are
+    /// then this node's alone).
+    fn laid_out(&self, hash: &Hash) -> Option<&ClusterBlocks> {
+        self.cluster_blocks
+            .as_ref()
+            .filter(|cb| !cb.cluster.storage_nodes_of(hash).is_empty())
+    }
+
+    /// The plain content of block `hash`: from this node's disk, or from
+    /// the nodes that hold it (the closest first, hedged).
+    pub async fn read_block(&self, hash: Hash) -> Result<Bytes> {
+        Ok(match &self.cluster_blocks {
+            Some(cb) => cb.blocks.get(hash).await?,
+            None => self.blocks.read(hash).await?,
+        })
+    }
+
+    /// Adds `version`'s reference to block `hash` if the block is still
+    /// stored; returns whether it was (a copy shares its source's blocks).
+    pub(crate) async fn add_block_ref(&self, hash: Hash, version: VersionId) -> Result<bool> {
+        Ok(match self.laid_out(&hash) {
+            Some(cb) => cb.blocks.add_ref(hash, version).await?,
+            None => self.blocks.add_ref_existing(hash, version).await?,
+        })
+    }
+
+    /// Drops `version`'s references to `hashes`, wherever the blocks are.
+    pub(crate) async fn drop_block_refs(
+        &self,
+        version: VersionId,
+        hashes: Vec<Hash>,
+    ) -> Result<()> {
+        let grace = self.block_gc_delay_msec;
+        // This node's references (all of them before the first layout; a
+        // reference not held here is a no-op).
+        let local = hashes.clone();
+        self.db
+            .write(move |tx| {
+                let now = now_msec();
+                for hash in &local {
+                    hangar_block::remove_ref(tx, hash, &version, now, grace)?;
+                }
+                Ok::<_, ModelError>(())
+            })
+            .await?;
+        if self.cluster_blocks.is_some() {
+            let unrefs = futures::stream::iter(hashes.into_iter().filter_map(|h| {
+                let cb = self.laid_out(&h)?;
+                Some(async move { cb.blocks.unref(h, version).await })
+            }))
+            .buffer_unordered(16)
+            .collect::<Vec<_>>()
+            .await;
+            for r in unrefs {
+                r?;
+            }
+        }
         Ok(())
     }
 

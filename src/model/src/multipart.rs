@@ -458,7 +458,7 @@ impl Model {
                 .collect();
             self.version_rows().insert_many(rows).await?;
             for e in &entries {
-                if !self.blocks().add_ref_existing(e.hash, to).await? {
+                if !self.add_block_ref(e.hash, to).await? {
                     return Err(ModelError::SourceChanged);
                 }
             }

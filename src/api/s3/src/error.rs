@@ -50,10 +50,23 @@ pub fn model_error(e: ModelError) -> S3Error {
     }
 }
 
-/// Maps a block store error.
+/// Maps a block store error: overload is `503 SlowDown` (retry later),
+/// too few nodes `503 ServiceUnavailable`, anything else a 500.
 pub fn block_error(e: BlockError) -> S3Error {
-    tracing::error!("block store: {e}");
-    S3Error::with_message(S3ErrorCode::InternalError, e.to_string())
+    match e {
+        BlockError::Overloaded { .. } => {
+            tracing::warn!("block store: {e}");
+            crate::admission::slow_down()
+        }
+        BlockError::Quorum { .. } | BlockError::Unavailable { .. } => {
+            tracing::warn!("block store: {e}");
+            S3Error::with_message(S3ErrorCode::ServiceUnavailable, e.to_string())
+        }
+        e => {
+            tracing::error!("block store: {e}");
+            S3Error::with_message(S3ErrorCode::InternalError, e.to_string())
+        }
+    }
 }
 
 /// An internal error: logged, and reported without detail beyond its text.

@@ -16,7 +16,7 @@ use s3s::{S3Request, S3Response, S3Result, s3_error};
 use crate::S3Api;
 use crate::checksum;
 use crate::conditions::{Preconditions, etag, read_preconditions};
-use crate::error::{OrS3, block_error};
+use crate::error::OrS3;
 use crate::time::timestamp;
 
 /// Blocks read ahead of the one being sent.
@@ -151,8 +151,11 @@ impl S3Api {
                 let model = model.clone();
                 let _held = &ram;
                 async move {
-                    let data = model.blocks().read(hash).await.map_err(|e| {
-                        let e = block_error(e);
+                    // In its own task: a read from another node holds a
+                    // network stream the response body may not share.
+                    let read = tokio::spawn(async move { model.read_block(hash).await });
+                    let data = read.await.map_err(std::io::Error::other)?.map_err(|e| {
+                        let e = crate::error::model_error(e);
                         std::io::Error::other(e.to_string())
                     })?;
                     Ok::<_, std::io::Error>(data.slice(from..to))

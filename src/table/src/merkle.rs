@@ -126,12 +126,15 @@ fn xor_into(acc: &mut [u8; 32], x: &[u8; 32]) {
     }
 }
 
-fn contribution(h: &[u8; 32], value: &[u8]) -> [u8; 32] {
-    let vh = blake3::hash(value);
+fn contribution(h: &[u8; 32], vh: &[u8; 32]) -> [u8; 32] {
     let mut hasher = blake3::Hasher::new();
     hasher.update(h);
-    hasher.update(vh.as_bytes());
+    hasher.update(vh);
     *hasher.finalize().as_bytes()
+}
+
+fn value_hash(v: &[u8]) -> [u8; 32] {
+    *blake3::hash(v).as_bytes()
 }
 
 /// Records in `tx` that row `key` of partition `p` went from `old` to `new`
@@ -149,12 +152,25 @@ pub(crate) fn tx_update(
     if old == new {
         return Ok(());
     }
+    tx_update_hashed(tx, index, p, key, old.map(value_hash), new.map(value_hash))
+}
+
+/// [`tx_update`] with the value hashes instead of the values.
+fn tx_update_hashed(
+    tx: &mut Tx<'_>,
+    index: &'static str,
+    p: Partition,
+    key: &[u8],
+    old: Option<[u8; 32]>,
+    new: Option<[u8; 32]>,
+) -> Result<(), DbError> {
+    if old == new {
+        return Ok(());
+    }
     let h = *blake3::hash(key).as_bytes();
     let zero = [0u8; 32];
-    let old_c = old.map_or(zero, |v| contribution(&h, v));
-    let new_c = new.map_or(zero, |v| contribution(&h, v));
-    let mut delta = old_c;
-    xor_into(&mut delta, &new_c);
+    let mut delta = old.map_or(zero, |vh| contribution(&h, &vh));
+    xor_into(&mut delta, &new.map_or(zero, |vh| contribution(&h, &vh)));
     for d in 0..=DEPTH {
         let nk = node_key(p, &h[..d]);
         let mut s = match tx.get(index, &nk)? {
@@ -174,15 +190,123 @@ pub(crate) fn tx_update(
         }
     }
     match new {
-        Some(v) => {
+        Some(vh) => {
             let mut lv = Vec::with_capacity(32 + key.len());
-            lv.extend_from_slice(blake3::hash(v).as_bytes());
+            lv.extend_from_slice(&vh);
             lv.extend_from_slice(key);
             tx.put(index, leaf_key(p, &h), lv);
         }
         None => tx.delete(index, leaf_key(p, &h)),
     }
     Ok(())
+}
+
+/// What [`repair_index`] found.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct IndexRepair {
+    /// Rows of the table looked at.
+    pub rows: u64,
+    /// Rows missing from the index, or indexed with another value.
+    pub fixed: u64,
+    /// Leaves of rows no longer in the table, removed.
+    pub stale: u64,
+}
+
+/// The leaf of `key` as stored: its value hash.
+fn tx_leaf_hash(
+    tx: &Tx<'_>,
+    index: &'static str,
+    p: Partition,
+    key: &[u8],
+) -> Result<Option<[u8; 32]>, DbError> {
+    let h = *blake3::hash(key).as_bytes();
+    Ok(tx
+        .get(index, &leaf_key(p, &h))?
+        .and_then(|v| v.get(..32).and_then(|b| <[u8; 32]>::try_from(b).ok())))
+}
+
+/// Makes the index `index` of table tree `tree` (partition keys of
+/// `partition_len` bytes) match the rows: indexes the rows it lacks or holds
+/// with another value, and removes the leaves of rows that are gone. For
+/// rows stored before their table had an index (a table that becomes
+/// sharded), or an index suspected wrong; concurrent writes are safe (each
+/// page is checked inside a write transaction). Reads the whole table and
+/// the whole index, a page at a time.
+pub async fn repair_index(
+    db: &Db,
+    tree: &'static str,
+    index: &'static str,
+    partition_len: usize,
+) -> Result<IndexRepair, DbError> {
+    const PAGE: usize = 1000;
+    let mut report = IndexRepair::default();
+    let mut after: Option<Vec<u8>> = None;
+    loop {
+        let start = after.map_or(Bound::Unbounded, Bound::Excluded);
+        let keys: Vec<Vec<u8>> = db
+            .range_async(tree, start, Bound::Unbounded, false, PAGE)
+            .await?
+            .into_iter()
+            .map(|(k, _)| k)
+            .filter(|k| k.len() >= partition_len)
+            .collect();
+        let n = keys.len();
+        after = keys.last().cloned();
+        report.rows += n as u64;
+        report.fixed += db
+            .write(move |tx| {
+                let mut fixed = 0;
+                for k in &keys {
+                    // Read again inside the transaction: the row may have
+                    // changed since the page was read.
+                    let Some(v) = tx.get(tree, k)? else { continue };
+                    let p = crate::layout_partition_of(&k[..partition_len]);
+                    let old = tx_leaf_hash(tx, index, p, k)?;
+                    let new = value_hash(&v);
+                    if old != Some(new) {
+                        tx_update_hashed(tx, index, p, k, old, Some(new))?;
+                        fixed += 1;
+                    }
+                }
+                Ok::<_, DbError>(fixed)
+            })
+            .await?;
+        if n < PAGE {
+            break;
+        }
+    }
+    let mut after: Option<Vec<u8>> = None;
+    loop {
+        let start = after.map_or(Bound::Unbounded, Bound::Excluded);
+        let page = db
+            .range_async(index, start, Bound::Unbounded, false, PAGE)
+            .await?;
+        let n = page.len();
+        after = page.last().map(|(k, _)| k.clone());
+        let leaves: Vec<(Partition, Vec<u8>)> = page
+            .into_iter()
+            .filter(|(k, v)| k.len() == 34 && k[1] == LEAF && v.len() >= 32)
+            .map(|(k, v)| (k[0], v[32..].to_vec()))
+            .collect();
+        report.stale += db
+            .write(move |tx| {
+                let mut stale = 0;
+                for (p, key) in &leaves {
+                    if tx.get(tree, key)?.is_none()
+                        && let Some(old) = tx_leaf_hash(tx, index, *p, key)?
+                    {
+                        tx_update_hashed(tx, index, *p, key, Some(old), None)?;
+                        stale += 1;
+                    }
+                }
+                Ok::<_, DbError>(stale)
+            })
+            .await?;
+        if n < PAGE {
+            break;
+        }
+    }
+    Ok(report)
 }
 
 /// The root of partition `p` (all zero, count 0, when it holds no row).
@@ -373,6 +497,79 @@ mod tests {
                 Ok(())
             })?;
         }
+    }
+
+    #[tokio::test]
+    async fn repair_indexes_rows_written_without_it_and_drops_stale_leaves() {
+        let (_d1, db) = open();
+        let (_d2, reference) = open();
+        // Partition keys of 2 bytes; every row's layout partition is that of
+        // its key's first 2 bytes.
+        let rows: Vec<(Vec<u8>, Vec<u8>)> = (0..30u32)
+            .map(|i| (vec![(i % 3) as u8, 0, i as u8], vec![i as u8; 3]))
+            .collect();
+        let (r, gone) = (rows.clone(), rows[5].0.clone());
+        db.write(move |tx| {
+            for (i, (k, v)) in r.iter().enumerate() {
+                // A third of the rows indexed, one with a wrong value;
+                // the others stored without the index.
+                let p = crate::layout_partition_of(&k[..2]);
+                if i % 3 == 0 {
+                    tx_update(tx, INDEX, p, k, None, Some(if i == 3 { b"x" } else { v }))?;
+                }
+                tx.put("t", k.clone(), v.clone());
+            }
+            tx.delete("t", gone);
+            Ok::<_, DbError>(())
+        })
+        .await
+        .unwrap();
+        let r = rows.clone();
+        reference
+            .write(move |tx| {
+                for (i, (k, v)) in r.iter().enumerate() {
+                    if i != 5 {
+                        let p = crate::layout_partition_of(&k[..2]);
+                        tx_update(tx, INDEX, p, k, None, Some(v))?;
+                    }
+                }
+                Ok::<_, DbError>(())
+            })
+            .await
+            .unwrap();
+        let report = repair_index(&db, "t", INDEX, 2).await.unwrap();
+        // Rows 0, 6, 9, … were indexed right; 3 had a wrong value; 5 is gone
+        // (its leaf was never written: only rows 0 mod 3 were indexed).
+        assert_eq!(report.rows, 29);
+        assert_eq!(report.fixed, 29 - 9);
+        assert_eq!(report.stale, 0);
+        assert_eq!(dump(&db).await, dump(&reference).await);
+        // A leaf whose row was removed without the index is dropped.
+        let k = rows[6].0.clone();
+        db.write(move |tx| {
+            tx.delete("t", k);
+            Ok::<_, DbError>(())
+        })
+        .await
+        .unwrap();
+        let report = repair_index(&db, "t", INDEX, 2).await.unwrap();
+        assert_eq!((report.fixed, report.stale), (0, 1));
+        let k = rows[6].0.clone();
+        let v = rows[6].1.clone();
+        reference
+            .write(move |tx| {
+                tx_update(
+                    tx,
+                    INDEX,
+                    crate::layout_partition_of(&k[..2]),
+                    &k,
+                    Some(&v),
+                    None,
+                )
+            })
+            .await
+            .unwrap();
+        assert_eq!(dump(&db).await, dump(&reference).await);
     }
 
     #[tokio::test]

@@ -232,6 +232,19 @@ impl<S: Schema> ShardedTable<S> {
         Ok(merkle::root(self.table.db(), self.index_tree(), p).await?)
     }
 
+    /// Makes this node's Merkle index match its rows
+    /// ([`merkle::repair_index`]): to run once on a table that becomes
+    /// sharded with rows already stored, before its anti-entropy starts.
+    pub async fn repair_index(&self) -> Result<merkle::IndexRepair> {
+        Ok(merkle::repair_index(
+            self.table.db(),
+            S::TREE,
+            self.index_tree(),
+            S::PARTITION_LEN,
+        )
+        .await?)
+    }
+
     fn quorum_error(
         &self,
         op: &'static str,
@@ -345,6 +358,9 @@ impl<S: Schema> ShardedTable<S> {
         let p = layout_partition_of(partition);
         let key = crate::storage_key::<S>(partition, sort);
         let targets = self.read_nodes(p);
+        if targets.is_empty() {
+            return Err(self.quorum_error("get", p, &[], QuorumError::NoLayout));
+        }
         let answers = self
             .cluster
             .call_quorum(
@@ -470,6 +486,9 @@ impl<S: Schema> ShardedTable<S> {
     ) -> Result<RangePage<S>> {
         let p = layout_partition_of(partition);
         let targets = self.read_nodes(p);
+        if targets.is_empty() {
+            return Err(self.quorum_error("range", p, &[], QuorumError::NoLayout));
+        }
         let msg = ReadRange {
             partition: ByteBuf::from(partition.to_vec()),
             start,

@@ -3,8 +3,11 @@
 //! A [`Schema`] names a tree of the metadata store and the row type stored in
 //! it. Rows are CRDTs ([`Crdt`]): inserting a row merges it into the one
 //! already stored, so that replicas that received writes in different orders
-//! converge (the replicated layer, when it comes, sends the same merges to
-//! every replica). On a single node a table is one tree of `hangar_db`.
+//! converge. On a single node a table is one tree of `hangar_db`;
+//! [`replicated::FullTable`] replicates a table to every node and
+//! [`sharded::ShardedTable`] to the nodes of each row's layout partition,
+//! with a Merkle index ([`merkle`]) and anti-entropy ([`sharded_sync`])
+//! (doc/replication.md).
 //!
 //! Storage key: `partition(Schema::PARTITION_LEN bytes) ++ sort key`. Row
 //! value: one format byte ([`ROW_FORMAT`]) then the row as a MessagePack map

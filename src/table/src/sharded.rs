@@ -463,7 +463,8 @@ impl<S: Schema> ShardedTable<S> {
                 // A replica stopped at its byte budget before the limit:
                 // go on after the last key every answer covered.
                 Some(k) if out.len() < limit => {
-                    let next = Bound::Excluded(ByteBuf::from(k));
+                    // The cut is a storage key; bounds are sort keys.
+                    let next = Bound::Excluded(ByteBuf::from(k[S::PARTITION_LEN..].to_vec()));
                     if reverse {
                         end = next;
                     } else {

@@ -45,6 +45,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use futures::StreamExt;
 use hangar_cluster::{Cluster, QuorumError, StorageNodes};
 use hangar_db::Db;
 use hangar_layout::Partition;
@@ -68,6 +69,12 @@ use crate::{Crdt, Result, Schema, Table, TableError, decode, encode, layout_part
 pub const MAX_ANSWER_BYTES: usize = 8 << 20;
 /// Calls one endpoint of a sharded table admits at once.
 const HANDLER_QUEUE: usize = 256;
+/// The node sets of a partition in every active version, (version, sorted
+/// nodes), as a map key.
+type SetsKey = Vec<(u64, Vec<NodeId>)>;
+
+/// Update messages one insert has in flight at once.
+const INSERT_PARALLELISM: usize = 8;
 /// Rows read from the store at a time while filling an answer.
 const READ_CHUNK: usize = 100;
 
@@ -294,14 +301,15 @@ impl<S: Schema> ShardedTable<S> {
 
     /// Inserts (merges) rows given as (partition key, sort key, row): each
     /// layout partition's rows are sent to its nodes in every active
-    /// version, in messages of at most [`MAX_ROWS_PER_MESSAGE`] rows, in
-    /// parallel. Returns once every message reached the write quorum of
-    /// every version. Before sending anything, fails if a row is too large
+    /// version (partitions on the same nodes share messages), in messages
+    /// of at most [`MAX_ROWS_PER_MESSAGE`] rows and about
+    /// [`MAX_ANSWER_BYTES`], a few at once. Returns once every message
+    /// reached the write quorum of every version. Before sending anything, fails if a row is too large
     /// for a peer to accept or a partition lacks live nodes for its quorum;
     /// a failure after that (a quorum lost while sending) may leave some
     /// rows stored, which is harmless for CRDT rows (retry the insert).
     pub async fn insert(&self, rows: Vec<(Vec<u8>, Vec<u8>, S::Row)>) -> Result<()> {
-        let mut groups: BTreeMap<Partition, Vec<WireRow>> = BTreeMap::new();
+        let mut by_partition: BTreeMap<Partition, Vec<WireRow>> = BTreeMap::new();
         for (p, s, r) in &rows {
             let key = crate::storage_key::<S>(p, s);
             let value = encode::<S>(r);
@@ -312,7 +320,7 @@ impl<S: Schema> ShardedTable<S> {
                     value_len: value.len(),
                 }));
             }
-            groups
+            by_partition
                 .entry(layout_partition_of(p))
                 .or_default()
                 .push(WireRow {
@@ -320,15 +328,35 @@ impl<S: Schema> ShardedTable<S> {
                     value: ByteBuf::from(value),
                 });
         }
-        let mut sends = Vec::new();
-        for (lp, rows) in groups {
+        // Partitions stored on the same nodes in every active version share
+        // their messages: the quorum of each set is the same for all of
+        // them (with 3 nodes and rf 3, one message for the whole insert).
+        let mut groups: BTreeMap<SetsKey, (StorageNodes, Vec<WireRow>)> = BTreeMap::new();
+        for (lp, rows) in by_partition {
             let nodes = self.cluster.storage_nodes_of_partition(lp);
             self.check_writable(&nodes)?;
-            for batch in batches(rows) {
-                sends.push((nodes.clone(), batch));
-            }
+            let key = nodes
+                .sets
+                .iter()
+                .map(|s| {
+                    let mut n = s.nodes.clone();
+                    n.sort();
+                    (s.version, n)
+                })
+                .collect();
+            groups
+                .entry(key)
+                .or_insert((nodes, Vec::new()))
+                .1
+                .extend(rows);
         }
-        let calls = sends.into_iter().map(|(nodes, rows)| async move {
+        let sends: Vec<(StorageNodes, Vec<WireRow>)> = groups
+            .into_values()
+            .flat_map(|(nodes, rows)| batches(rows).into_iter().map(move |b| (nodes.clone(), b)))
+            .collect();
+        // A bounded number of messages in flight, so that one large insert
+        // does not fill the receivers' handler queues.
+        let mut calls = futures::stream::iter(sends.into_iter().map(|(nodes, rows)| async move {
             self.cluster
                 .call_write_quorum(
                     &self.eps.update,
@@ -338,8 +366,11 @@ impl<S: Schema> ShardedTable<S> {
                 )
                 .await
                 .map_err(|e| self.quorum_error("insert", nodes.partition, &nodes.nodes(), e))
-        });
-        futures::future::try_join_all(calls).await?;
+        }))
+        .buffer_unordered(INSERT_PARALLELISM);
+        while let Some(r) = calls.next().await {
+            r?;
+        }
         Ok(())
     }
 

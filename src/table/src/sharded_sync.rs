@@ -20,10 +20,13 @@
 //! Every call runs at background priority. Tombstones are rows like any
 //! other, so a delete made while a node was down reaches it.
 //!
-//! Layout sync: a pass is *complete* for the current layout version `v` when
-//! every partition this node holds in `v` compared equal (after repair) with
-//! every other node of that partition in every active version, in a pass
-//! that started once every node had acknowledged `v`
+//! Layout sync: a pass is *complete* for the current layout version `v` when,
+//! for every partition this node holds in `v` and every active version's set
+//! of it, enough nodes of the set to meet every write quorum (`rf + 1 -
+//! write quorum`, this node counted) compared equal (after repair) with this
+//! node, so that it holds every acknowledged write; a version is reported
+//! synced after a complete pass that started once every node had
+//! acknowledged `v`
 //! (`LayoutHistory::sync_may_start`). [`ShardedSyncStatus::synced_version`]
 //! then reports `v`: this node's sharded tables hold everything `v` assigns
 //! it. The caller combines it with the blocks' own report before
@@ -424,9 +427,11 @@ async fn read_all<S: Schema>(
 pub struct PassReport {
     /// The current layout version when the pass started.
     pub version: u64,
-    /// Every partition this node holds in `version` compared equal with
-    /// every other node of the partition (in every active version), for
-    /// every table.
+    /// For every partition this node holds in `version`, and every active
+    /// version's set of it: enough of the set's nodes (this one counted)
+    /// compared equal with this node, for every table, to meet every write
+    /// quorum of the set (2 of 3 with rf 3): this node holds every
+    /// acknowledged write of the partition.
     pub complete: bool,
     /// Whether every node had acknowledged `version` when the pass started
     /// (`LayoutHistory::sync_may_start`): only then may a complete pass
@@ -456,7 +461,6 @@ pub async fn sync_pass(cluster: &Cluster, tables: &[Arc<dyn ShardedSyncable>]) -
     let mut report = PassReport {
         version,
         sync_may_start: h.sync_may_start(version),
-        complete: true,
         ..Default::default()
     };
     let in_current: BTreeSet<Partition> = h.current().partitions_of_node(me).into_iter().collect();
@@ -474,12 +478,14 @@ pub async fn sync_pass(cluster: &Cluster, tables: &[Arc<dyn ShardedSyncable>]) -
             }
         }
     }
+    // Per partition, the peers every table compared equal with.
+    let mut equal_with: BTreeMap<Partition, BTreeSet<NodeId>> = BTreeMap::new();
     for (peer, ps) in by_peer {
-        let needed_now = ps.iter().any(|p| in_current.contains(p));
         if !cluster.is_up(peer) {
-            report.complete &= !needed_now;
             continue;
         }
+        let mut unequal: BTreeSet<Partition> = BTreeSet::new();
+        let mut failed = false;
         for t in tables {
             report.compared += 1;
             match t.sync_with(peer, &ps).await {
@@ -487,19 +493,39 @@ pub async fn sync_pass(cluster: &Cluster, tables: &[Arc<dyn ShardedSyncable>]) -
                     report.partitions_differed += r.differed;
                     report.rows_pulled += r.rows_pulled;
                     report.rows_pushed += r.rows_pushed;
-                    if r.unequal_after.iter().any(|p| in_current.contains(p)) {
-                        report.complete = false;
-                    }
+                    unequal.extend(r.unequal_after);
                 }
                 Err(e) => {
-                    report.complete &= !needed_now;
+                    failed = true;
                     report
                         .errors
                         .push(format!("{} with {}: {e}", t.tree(), peer.short()));
                 }
             }
         }
+        if !failed {
+            for p in ps.iter().filter(|p| !unequal.contains(p)) {
+                equal_with.entry(*p).or_default().insert(peer);
+            }
+        }
     }
+    // Complete when, for every partition held in the current version, each
+    // active version's set has enough nodes known equal (this one
+    // included) to meet every write quorum of that set: then every
+    // acknowledged write is here. One node of three may be down.
+    let write = cluster.quorums().write;
+    report.complete = in_current.iter().all(|p| {
+        let equal = equal_with.get(p);
+        h.versioned_write_sets_of_partition(*p).iter().all(|set| {
+            let needed = (set.nodes.len() + 1).saturating_sub(write).max(1);
+            let have = set
+                .nodes
+                .iter()
+                .filter(|n| **n == me || equal.is_some_and(|e| e.contains(n)))
+                .count();
+            have >= needed
+        })
+    });
     report
 }
 

@@ -103,15 +103,16 @@ impl<S: Schema> ShardedSyncable for ShardedTable<S> {
     }
 }
 
-fn bad(message: impl Into<String>) -> TableError {
+fn bad<S: Schema>(message: impl Into<String>) -> TableError {
     TableError::BadAnswer {
-        tree: "merkle index",
+        tree: S::TREE,
         message: message.into(),
     }
 }
 
-fn summary(w: &WireSummary) -> Result<Summary, TableError> {
-    let digest = <[u8; 32]>::try_from(w.digest.as_slice()).map_err(|_| bad("digest length"))?;
+fn summary<S: Schema>(w: &WireSummary) -> Result<Summary, TableError> {
+    let digest =
+        <[u8; 32]>::try_from(w.digest.as_slice()).map_err(|_| bad::<S>("digest length"))?;
     Ok(Summary {
         digest,
         count: w.count,
@@ -145,9 +146,9 @@ impl<S: Schema> ShardedTable<S> {
             .await?;
         match r {
             MerkleResponse::Roots(rs) if rs.len() == partitions.len() => {
-                rs.iter().map(summary).collect()
+                rs.iter().map(summary::<S>).collect()
             }
-            _ => Err(bad("not the roots asked for")),
+            _ => Err(bad::<S>("not the roots asked for")),
         }
     }
 
@@ -212,14 +213,14 @@ impl<S: Schema> ShardedTable<S> {
                 )
                 .await?;
             let MerkleResponse::Children(kids) = r else {
-                return Err(bad("not children"));
+                return Err(bad::<S>("not children"));
             };
             if kids.len() > 256 {
-                return Err(bad("too many children"));
+                return Err(bad::<S>("too many children"));
             }
             let mut theirs = BTreeMap::new();
             for (b, s) in &kids {
-                theirs.insert(*b, summary(s)?);
+                theirs.insert(*b, summary::<S>(s)?);
             }
             let bytes: BTreeSet<u8> = ours.keys().chain(theirs.keys()).copied().collect();
             for b in bytes {
@@ -291,21 +292,21 @@ impl<S: Schema> ShardedTable<S> {
                 )
                 .await?;
             let MerkleResponse::Leaves { leaves, more } = r else {
-                return Err(bad("not leaves"));
+                return Err(bad::<S>("not leaves"));
             };
             if leaves.len() > MAX_ROWS_PER_MESSAGE || (more && leaves.is_empty()) {
-                return Err(bad("bad leaf page"));
+                return Err(bad::<S>("bad leaf page"));
             }
             for l in leaves {
                 let h = *blake3::hash(&l.key).as_bytes();
                 let vh = <[u8; 32]>::try_from(l.value_hash.as_slice())
-                    .map_err(|_| bad("value hash length"))?;
+                    .map_err(|_| bad::<S>("value hash length"))?;
                 if l.key.len() > MAX_KEY_LEN
                     || l.key.len() < S::PARTITION_LEN
                     || !h.starts_with(prefix)
                     || after.is_some_and(|a| h <= a)
                 {
-                    return Err(bad("a leaf out of the range asked"));
+                    return Err(bad::<S>("a leaf out of the range asked"));
                 }
                 after = Some(h);
                 out.insert(h, (vh, l.key.into_vec()));
@@ -369,7 +370,7 @@ impl<S: Schema> ShardedTable<S> {
                 )
                 .await?;
             let MerkleResponse::Rows(rows) = r else {
-                return Err(bad("not rows"));
+                return Err(bad::<S>("not rows"));
             };
             // The answer follows the order asked, skipping keys the peer no
             // longer holds, and may stop early at its byte budget: go on
@@ -379,7 +380,7 @@ impl<S: Schema> ShardedTable<S> {
                 next = ask
                     .iter()
                     .position(|k| k.as_slice() == last.key.as_slice())
-                    .ok_or_else(|| bad("a row not asked for"))?
+                    .ok_or_else(|| bad::<S>("a row not asked for"))?
                     + 1;
             }
             let asked: BTreeSet<&[u8]> = ask.iter().map(|k| k.as_slice()).collect();
@@ -387,9 +388,9 @@ impl<S: Schema> ShardedTable<S> {
                 !asked.contains(r.key.as_slice())
                     || layout_partition_of(&r.key[..S::PARTITION_LEN.min(r.key.len())]) != p
             }) {
-                return Err(bad("a row not asked for"));
+                return Err(bad::<S>("a row not asked for"));
             }
-            let rows = check_rows::<S>(rows).map_err(bad)?;
+            let rows = check_rows::<S>(rows).map_err(|m| bad::<S>(m))?;
             pulled += rows.len() as u64;
             merge_rows(self.local(), rows).await?;
             rest = &rest[next..];

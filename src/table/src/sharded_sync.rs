@@ -44,6 +44,7 @@ use hangar_net::CallOpts;
 use hangar_util::NodeId;
 use hangar_util::worker::{WorkerRegistry, WorkerState};
 use serde_bytes::ByteBuf;
+use tokio::sync::watch;
 
 use crate::merkle::{self, DEPTH, Summary};
 use crate::replicated::{MAX_KEY_LEN, MAX_ROWS_PER_MESSAGE, UpdateRows, check_rows, merge_rows};
@@ -531,18 +532,33 @@ pub async fn sync_pass(cluster: &Cluster, tables: &[Arc<dyn ShardedSyncable>]) -
 }
 
 /// What the sync worker has established, for the caller that marks the
-/// layout synced (cheap to clone).
-#[derive(Clone, Default)]
+/// layout synced (cheap to clone; every clone sees the same status).
+#[derive(Clone)]
 pub struct ShardedSyncStatus {
-    synced: Arc<AtomicU64>,
+    synced: Arc<watch::Sender<u64>>,
     passes: Arc<AtomicU64>,
+}
+
+impl Default for ShardedSyncStatus {
+    fn default() -> Self {
+        ShardedSyncStatus {
+            synced: Arc::new(watch::channel(0).0),
+            passes: Arc::new(AtomicU64::new(0)),
+        }
+    }
 }
 
 impl ShardedSyncStatus {
     /// The newest layout version whose data this node's sharded tables are
     /// known to hold entirely (0 before the first such pass).
     pub fn synced_version(&self) -> u64 {
-        self.synced.load(Ordering::SeqCst)
+        *self.synced.borrow()
+    }
+
+    /// Sees [`ShardedSyncStatus::synced_version`] change: to mark the
+    /// layout synced as soon as it moves (with the blocks' own report).
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.synced.subscribe()
     }
 
     /// How many passes the worker finished.
@@ -553,7 +569,13 @@ impl ShardedSyncStatus {
     /// Takes a pass's report into account.
     pub fn record(&self, r: &PassReport) {
         if let Some(v) = r.synced() {
-            self.synced.fetch_max(v, Ordering::SeqCst);
+            self.synced.send_if_modified(|s| {
+                let newer = v > *s;
+                if newer {
+                    *s = v;
+                }
+                newer
+            });
         }
         self.passes.fetch_add(1, Ordering::SeqCst);
     }

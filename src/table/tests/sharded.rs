@@ -15,7 +15,9 @@ use hangar_layout::{NodeId, NodeRole, Partition};
 use hangar_net::{Handler, HandlerError, Mesh, MeshConfig, Request, Response};
 use hangar_table::replicated::{ReadRow, ReplicationError, UpdateRows};
 use hangar_table::sharded::{RangeRows, ReadRange, ShardedTable};
-use hangar_table::sharded_sync::{ShardedSyncable, spawn_sharded_sync_worker, sync_pass};
+use hangar_table::sharded_sync::{
+    ShardedSyncStatus, ShardedSyncable, spawn_sharded_sync_worker, sync_pass,
+};
 use hangar_table::{Crdt, Schema, Table, TableError, layout_partition_of};
 use hangar_util::config::ConsistencyMode;
 use hangar_util::worker::WorkerRegistry;
@@ -744,6 +746,12 @@ async fn adding_a_node_inserts_reach_both_versions_and_sync_reports_the_new_one(
     let report = sync_pass(&nodes[3].cluster, &syncable(&nodes[3])).await;
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     assert_eq!(report.synced(), Some(2), "{report:?}");
+    let status = ShardedSyncStatus::default();
+    let mut changes = status.subscribe();
+    status.record(&report);
+    assert!(changes.has_changed().unwrap());
+    assert_eq!(*changes.borrow_and_update(), 2);
+    assert_eq!(status.synced_version(), 2);
     let mine: BTreeSet<Partition> = nodes[3]
         .cluster
         .layout()

@@ -874,3 +874,34 @@ async fn large_rows_are_cut_into_messages_and_answers_by_bytes() {
     assert!(roots_equal(&refs, layout_partition_of(&pk(8))).await);
     shutdown(&nodes).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sync_worker_repairs_every_interval() {
+    let nodes = cluster_of(3).await;
+    nodes[0].table.insert(rows_of(6, 20, 1)).await.unwrap();
+    assert!(eventually!(
+        Duration::from_secs(5),
+        local_count(&nodes[1], 6).await == 20
+    ));
+    let workers = WorkerRegistry::default();
+    let (task, status) = spawn_sharded_sync_worker(
+        nodes[1].cluster.clone(),
+        syncable(&nodes[1]),
+        &workers,
+        Duration::from_millis(300),
+    );
+    assert!(wait_for(Duration::from_secs(5), || status.passes() >= 1).await);
+    // No peer comes up from now on: only the interval can start a pass.
+    let sorts = (0..20).map(|i| format!("k{i:03}").into_bytes()).collect();
+    delete_locally(&nodes[1], 6, sorts).await;
+    assert_eq!(local_count(&nodes[1], 6).await, 0);
+    assert!(eventually!(
+        Duration::from_secs(5),
+        local_count(&nodes[1], 6).await == 20
+    ));
+    let w = &workers.list()[0];
+    assert!(w.processed >= 20, "{w:?}");
+    assert!(w.progress.contains("layout version 1"), "{w:?}");
+    task.abort();
+    shutdown(&nodes).await;
+}

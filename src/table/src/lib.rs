@@ -3,8 +3,11 @@
 //! A [`Schema`] names a tree of the metadata store and the row type stored in
 //! it. Rows are CRDTs ([`Crdt`]): inserting a row merges it into the one
 //! already stored, so that replicas that received writes in different orders
-//! converge (the replicated layer, when it comes, sends the same merges to
-//! every replica). On a single node a table is one tree of `hangar_db`.
+//! converge. On a single node a table is one tree of `hangar_db`;
+//! [`replicated::FullTable`] replicates a table to every node and
+//! [`sharded::ShardedTable`] to the nodes of each row's layout partition,
+//! with a Merkle index ([`merkle`]) and anti-entropy ([`sharded_sync`])
+//! (doc/replication.md).
 //!
 //! Storage key: `partition(Schema::PARTITION_LEN bytes) ++ sort key`. Row
 //! value: one format byte ([`ROW_FORMAT`]) then the row as a MessagePack map
@@ -14,7 +17,10 @@
 
 pub mod crdt;
 pub mod full_sync;
+pub mod merkle;
 pub mod replicated;
+pub mod sharded;
+pub mod sharded_sync;
 pub mod tombstones;
 
 use std::marker::PhantomData;
@@ -53,6 +59,8 @@ pub enum TableError {
     Replication(#[from] replicated::ReplicationError),
     #[error(transparent)]
     Net(#[from] hangar_net::NetError),
+    #[error("table {tree}: a peer sent a bad answer: {message}")]
+    BadAnswer { tree: &'static str, message: String },
 }
 
 impl From<TableError> for DbError {
@@ -63,10 +71,13 @@ impl From<TableError> for DbError {
                 engine: tree,
                 message,
             },
-            e @ (TableError::Replication(_) | TableError::Net(_)) => DbError::Engine {
-                engine: "table replication",
-                message: e.to_string(),
-            },
+            e
+            @ (TableError::Replication(_) | TableError::Net(_) | TableError::BadAnswer { .. }) => {
+                DbError::Engine {
+                    engine: "table replication",
+                    message: e.to_string(),
+                }
+            }
         }
     }
 }
@@ -98,6 +109,19 @@ pub trait Schema: Send + Sync + 'static {
         let _ = row;
         false
     }
+
+    /// `Some(tree)` for the tables of [`sharded::ShardedTable`] (spread over
+    /// the `replication_factor` nodes of each layout partition): the local
+    /// tree holding the table's Merkle index ([`merkle`]), which
+    /// [`Table::tx_insert`] and [`Table::tx_remove`] update in the
+    /// transaction that changes the row, and which anti-entropy compares
+    /// between replicas. By convention `"merkle:<TREE>"`. Tables on one node
+    /// or on every node (the default, `None`) have no index.
+    ///
+    /// The tombstones of a sharded table are not queued for local removal
+    /// ([`tombstones`]): a replica that removed one alone would be given the
+    /// row back by the others, or bring a deleted row back to them.
+    const MERKLE_TREE: Option<&'static str> = None;
 
     /// The table's update hook: called in every transaction that inserts a
     /// row, with the stored row before (`old`), the row inserted and the
@@ -147,13 +171,13 @@ pub fn storage_key<S: Schema>(partition: &[u8], sort: &[u8]) -> Vec<u8> {
     k
 }
 
-fn encode<S: Schema>(row: &S::Row) -> Vec<u8> {
+pub(crate) fn encode<S: Schema>(row: &S::Row) -> Vec<u8> {
     let mut v = vec![ROW_FORMAT];
     rmp_serde::encode::write_named(&mut v, row).expect("table rows encode");
     v
 }
 
-fn decode<S: Schema>(v: &[u8]) -> Result<S::Row> {
+pub(crate) fn decode<S: Schema>(v: &[u8]) -> Result<S::Row> {
     let err = |message: String| TableError::Decode {
         tree: S::TREE,
         message,
@@ -200,7 +224,25 @@ impl<S: Schema> Table<S> {
         reverse: bool,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, S::Row)>> {
-        let map = |b: Bound<&[u8]>| b.map(|s| storage_key::<S>(partition, s));
+        let map = |b: Bound<&[u8]>| b.map(|s| s.to_vec());
+        let rows = self
+            .range_raw(partition, map(start), map(end), reverse, limit)
+            .await?;
+        rows.into_iter()
+            .map(|(k, v)| Ok((k[S::PARTITION_LEN..].to_vec(), decode::<S>(&v)?)))
+            .collect()
+    }
+
+    /// [`Table::range`] without decoding: (storage key, stored value) pairs.
+    pub async fn range_raw(
+        &self,
+        partition: &[u8],
+        start: Bound<Vec<u8>>,
+        end: Bound<Vec<u8>>,
+        reverse: bool,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let map = |b: Bound<Vec<u8>>| b.map(|s| storage_key::<S>(partition, &s));
         let start = match map(start) {
             Bound::Unbounded => Bound::Included(partition.to_vec()),
             b => b,
@@ -212,13 +254,10 @@ impl<S: Schema> Table<S> {
             },
             b => b,
         };
-        let rows = self
+        Ok(self
             .db
             .range_async(S::TREE, start, end, reverse, limit)
-            .await?;
-        rows.into_iter()
-            .map(|(k, v)| Ok((k[S::PARTITION_LEN..].to_vec(), decode::<S>(&v)?)))
-            .collect()
+            .await?)
     }
 
     /// Up to `limit` rows of `partition` after `start` (in sort-key order)
@@ -314,8 +353,18 @@ impl<S: Schema> Table<S> {
             // tombstone delivered twice.
             return Ok(merged);
         }
-        if S::is_tombstone(&merged) {
+        if S::is_tombstone(&merged) && S::MERKLE_TREE.is_none() {
             tombstones::queue(tx, S::TREE, &key, &value, hangar_util::time::now_msec());
+        }
+        if let Some(index) = S::MERKLE_TREE {
+            merkle::tx_update(
+                tx,
+                index,
+                layout_partition_of(partition),
+                &key,
+                old_value.as_deref(),
+                Some(&value),
+            )?;
         }
         tx.put(S::TREE, key, value);
         Ok(merged)
@@ -323,10 +372,39 @@ impl<S: Schema> Table<S> {
 
     /// Deletes a row inside a write transaction. Only for rows whose
     /// deletion is already decided (a tombstone was merged and has been
-    /// superseded, or the row is local bookkeeping).
+    /// superseded, or the row is local bookkeeping). Not for sharded tables,
+    /// whose Merkle index it would leave stale: use [`Table::tx_remove`].
     pub fn tx_delete(tx: &mut Tx<'_>, partition: &[u8], sort: &[u8]) {
+        debug_assert!(S::MERKLE_TREE.is_none(), "tx_delete on sharded {}", S::TREE);
         tx.delete(S::TREE, storage_key::<S>(partition, sort));
     }
+
+    /// Deletes a row inside a write transaction and, for a sharded table,
+    /// removes it from the Merkle index in the same transaction.
+    pub fn tx_remove(tx: &mut Tx<'_>, partition: &[u8], sort: &[u8]) -> Result<()> {
+        let key = storage_key::<S>(partition, sort);
+        if let Some(index) = S::MERKLE_TREE {
+            let old = tx.get(S::TREE, &key)?;
+            merkle::tx_update(
+                tx,
+                index,
+                layout_partition_of(partition),
+                &key,
+                old.as_deref(),
+                None,
+            )?;
+        }
+        tx.delete(S::TREE, key);
+        Ok(())
+    }
+}
+
+/// The layout partition of the rows of partition key `partition`: the
+/// partition of its blake3 hash (`hangar_layout::partition_of`). Every row of
+/// one partition key (one bucket's objects, one version's blocks) is stored
+/// on the same `replication_factor` nodes.
+pub fn layout_partition_of(partition: &[u8]) -> hangar_layout::Partition {
+    hangar_layout::partition_of(&hangar_util::Hash::of(partition))
 }
 
 /// The first key after every key starting with `partition`, if any.

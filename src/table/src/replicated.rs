@@ -108,6 +108,39 @@ pub enum ReplicationError {
         needed: usize,
         errors: Vec<String>,
     },
+    /// A sharded table's operation could not reach its quorum
+    /// (`crate::sharded`): the quorum error (which quorum, in which layout
+    /// version) and the partition's nodes the failure detector reports down.
+    #[error(
+        "{op} on table {tree} (layout partition {partition}): {source}{}",
+        down_nodes(.down)
+    )]
+    Quorum {
+        op: &'static str,
+        tree: &'static str,
+        partition: u8,
+        down: Vec<NodeId>,
+        #[source]
+        source: Box<hangar_cluster::QuorumError>,
+    },
+    /// A row too large for peers to accept (`MAX_KEY_LEN`, `MAX_VALUE_LEN`).
+    #[error(
+        "a row of table {tree} is too large to replicate: key {key_len} bytes, value {value_len} bytes"
+    )]
+    TooLarge {
+        tree: &'static str,
+        key_len: usize,
+        value_len: usize,
+    },
+}
+
+fn down_nodes(down: &[NodeId]) -> String {
+    if down.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<String> = down.iter().map(|n| n.short()).collect();
+        format!("; nodes down: {}", names.join(", "))
+    }
 }
 
 fn detail(errors: &[String]) -> String {

@@ -1,0 +1,911 @@
+//! ShardedTable over real meshes in one process: nodes on 127.0.0.1 with
+//! short ping timings (as in hangar_cluster's tests), a real layout applied
+//! through the live layout, a sled store per node.
+
+use std::collections::BTreeSet;
+use std::ops::Bound;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use hangar_cluster::{Cluster, QuorumError, layout_file};
+use hangar_db::{Db, DbOptions, SledEngine};
+use hangar_layout::{NodeId, NodeRole, Partition};
+use hangar_net::{Handler, HandlerError, Mesh, MeshConfig, Request, Response};
+use hangar_table::replicated::{ReadRow, ReplicationError, UpdateRows};
+use hangar_table::sharded::{RangeRows, ReadRange, ShardedTable};
+use hangar_table::sharded_sync::{
+    ShardedSyncStatus, ShardedSyncable, spawn_sharded_sync_worker, sync_pass,
+};
+use hangar_table::{Crdt, Schema, Table, TableError, layout_partition_of};
+use hangar_util::config::ConsistencyMode;
+use hangar_util::worker::WorkerRegistry;
+use serde::{Deserialize, Serialize};
+use serde_bytes::ByteBuf;
+
+const SECRET: [u8; 32] = [9; 32];
+const TB: u64 = 1_000_000_000_000;
+
+/// A last-writer-wins row; an empty value is a tombstone.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct R {
+    ts: u64,
+    val: String,
+}
+
+impl Crdt for R {
+    fn merge(&mut self, o: &Self) {
+        if (o.ts, &o.val) > (self.ts, &self.val) {
+            *self = o.clone();
+        }
+    }
+}
+
+struct T;
+impl Schema for T {
+    const TREE: &'static str = "t";
+    const PARTITION_LEN: usize = 4;
+    const MERKLE_TREE: Option<&'static str> = Some("merkle:t");
+    type Row = R;
+    fn is_tombstone(row: &R) -> bool {
+        row.val.is_empty()
+    }
+}
+
+fn init_tracing() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "hangar_table=debug,hangar_cluster=info".into()),
+        )
+        .with_test_writer()
+        .try_init();
+}
+
+struct Node {
+    dir: tempfile::TempDir,
+    mesh: Mesh,
+    cluster: Cluster,
+    db: Db,
+    table: ShardedTable<T>,
+}
+
+async fn start_mesh(dir: &Path) -> Mesh {
+    let mut cfg = MeshConfig::new(SECRET, "127.0.0.1:0".parse().unwrap(), dir.to_path_buf());
+    cfg.rpc_timeout = Duration::from_secs(10);
+    cfg.ping_interval = Duration::from_millis(200);
+    cfg.ping_timeout = Duration::from_secs(1);
+    cfg.peer_exchange_interval = Duration::from_millis(500);
+    Mesh::start(cfg).await.unwrap()
+}
+
+/// Starts (or restarts, on the same directory and store) one node.
+async fn start_node(dir: tempfile::TempDir, db: Option<Db>) -> Node {
+    let mesh = start_mesh(dir.path()).await;
+    let db = db.unwrap_or_else(|| {
+        Db::new(
+            Arc::new(SledEngine::open(&dir.path().join("db"), 1 << 22).unwrap()),
+            DbOptions::default(),
+        )
+    });
+    let history = layout_file::load_or_create(dir.path(), 3).unwrap();
+    let cluster = Cluster::start(
+        mesh.clone(),
+        history,
+        ConsistencyMode::Consistent,
+        dir.path().to_path_buf(),
+        vec![dir.path().to_path_buf()],
+    )
+    .unwrap();
+    let table = ShardedTable::<T>::new(db.clone(), cluster.clone()).unwrap();
+    Node {
+        dir,
+        mesh,
+        cluster,
+        db,
+        table,
+    }
+}
+
+async fn wait_for(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if f() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
+/// Like [`wait_for`] with an async condition.
+macro_rules! eventually {
+    ($limit:expr, $cond:expr) => {{
+        let start = Instant::now();
+        let mut ok = false;
+        while start.elapsed() < $limit {
+            if $cond {
+                ok = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        ok
+    }};
+}
+
+async fn connect_all(nodes: &[Node]) {
+    for a in 0..nodes.len() {
+        for b in a + 1..nodes.len() {
+            nodes[a]
+                .mesh
+                .connect(&nodes[b].mesh.peer_addr())
+                .await
+                .unwrap();
+        }
+    }
+    let all_up = wait_for(Duration::from_secs(5), || {
+        nodes
+            .iter()
+            .all(|m| nodes.iter().all(|o| m.mesh.is_up(o.mesh.id())))
+    })
+    .await;
+    assert!(all_up, "the nodes did not see each other up");
+}
+
+/// Applies a layout version made of `nodes` on node 0 (node i in zone
+/// `z{i % zones}`) and waits until every node in `nodes` has it.
+async fn apply_layout(nodes: &[Node], zones: usize) -> u64 {
+    let me = nodes[0].cluster.id();
+    let ids: Vec<NodeId> = nodes.iter().map(|n| n.cluster.id()).collect();
+    let version = nodes[0].cluster.layout().history().current().version + 1;
+    nodes[0]
+        .cluster
+        .layout()
+        .update("test layout", |h| {
+            let now = hangar_util::time::now_msec();
+            for (i, id) in ids.iter().enumerate() {
+                if h.current().roles.contains_key(id) {
+                    continue;
+                }
+                h.stage_role(
+                    me,
+                    now,
+                    *id,
+                    NodeRole::storage(format!("z{}", i % zones), TB),
+                )
+                .map_err(|e| e.to_string())?;
+            }
+            h.apply(version, me, now + 1)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })
+        .await
+        .unwrap();
+    assert!(
+        wait_for(Duration::from_secs(10), || nodes.iter().all(|n| n
+            .cluster
+            .layout()
+            .history()
+            .current()
+            .version
+            == version))
+        .await,
+        "layout version {version} did not reach every node"
+    );
+    version
+}
+
+/// `n` connected nodes with a layout of all of them applied.
+async fn cluster_of(n: usize) -> Vec<Node> {
+    init_tracing();
+    let mut nodes = Vec::new();
+    for _ in 0..n {
+        nodes.push(start_node(tempfile::tempdir().unwrap(), None).await);
+    }
+    connect_all(&nodes).await;
+    apply_layout(&nodes, n).await;
+    nodes
+}
+
+async fn shutdown(nodes: &[Node]) {
+    for n in nodes {
+        n.mesh.shutdown().await;
+    }
+}
+
+fn pk(i: u32) -> Vec<u8> {
+    i.to_be_bytes().to_vec()
+}
+
+fn row(ts: u64, val: &str) -> R {
+    R {
+        ts,
+        val: val.to_string(),
+    }
+}
+
+/// Rows `0..n` of partition key `p`: sort key `k{i:03}`.
+fn rows_of(p: u32, n: usize, ts: u64) -> Vec<(Vec<u8>, Vec<u8>, R)> {
+    (0..n)
+        .map(|i| {
+            (
+                pk(p),
+                format!("k{i:03}").into_bytes(),
+                row(ts, &format!("{p}-{i}")),
+            )
+        })
+        .collect()
+}
+
+async fn local_count(n: &Node, p: u32) -> usize {
+    n.table
+        .local()
+        .range(&pk(p), Bound::Unbounded, Bound::Unbounded, false, 10_000)
+        .await
+        .unwrap()
+        .len()
+}
+
+async fn roots_equal(nodes: &[&Node], p: Partition) -> bool {
+    let mut roots = Vec::new();
+    for n in nodes {
+        roots.push(n.table.merkle_root(p).await.unwrap());
+    }
+    roots.windows(2).all(|w| w[0] == w[1])
+}
+
+fn node_of(nodes: &[Node], id: NodeId) -> &Node {
+    nodes.iter().find(|n| n.cluster.id() == id).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_nodes_insert_through_one_read_through_every_node() {
+    let nodes = cluster_of(3).await;
+    let mut rows = rows_of(1, 30, 1);
+    rows.extend(rows_of(2, 5, 1));
+    nodes[0].table.insert(rows).await.unwrap();
+    for n in &nodes {
+        assert_eq!(
+            n.table.get(&pk(1), b"k007").await.unwrap(),
+            Some(row(1, "1-7"))
+        );
+        assert_eq!(n.table.get(&pk(2), b"k009").await.unwrap(), None);
+        let all = n
+            .table
+            .range(&pk(1), Bound::Unbounded, Bound::Unbounded, false, 100)
+            .await
+            .unwrap();
+        assert_eq!(all.len(), 30);
+        assert_eq!(all[0].0, b"k000");
+        assert_eq!(all[29].0, b"k029");
+        let last = n
+            .table
+            .range(&pk(1), Bound::Unbounded, Bound::Unbounded, true, 10)
+            .await
+            .unwrap();
+        let keys: Vec<_> = last.iter().map(|(k, _)| k.clone()).collect();
+        let expected: Vec<_> = (20..30)
+            .rev()
+            .map(|i| format!("k{i:03}").into_bytes())
+            .collect();
+        assert_eq!(keys, expected);
+        let after = n
+            .table
+            .range(
+                &pk(1),
+                Bound::Excluded(b"k027"),
+                Bound::Unbounded,
+                false,
+                100,
+            )
+            .await
+            .unwrap();
+        assert_eq!(after.len(), 2);
+        let two = n
+            .table
+            .range(
+                &pk(2),
+                Bound::Unbounded,
+                Bound::Excluded(b"k002"),
+                false,
+                100,
+            )
+            .await
+            .unwrap();
+        assert_eq!(two.len(), 2);
+    }
+    // The third replica gets every row in the background, and then every
+    // replica's Merkle root of the partition is the same.
+    assert!(eventually!(Duration::from_secs(5), {
+        let mut all = true;
+        for n in &nodes {
+            all &= local_count(n, 1).await == 30;
+        }
+        all
+    }));
+    let refs: Vec<&Node> = nodes.iter().collect();
+    assert!(roots_equal(&refs, layout_partition_of(&pk(1))).await);
+    assert_eq!(
+        nodes[0]
+            .table
+            .merkle_root(layout_partition_of(&pk(1)))
+            .await
+            .unwrap()
+            .count,
+        30 + if layout_partition_of(&pk(2)) == layout_partition_of(&pk(1)) {
+            5
+        } else {
+            0
+        }
+    );
+    shutdown(&nodes).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn five_nodes_rf3_rows_live_on_their_partition_nodes() {
+    let nodes = cluster_of(5).await;
+    let mut rows = Vec::new();
+    for p in 0..20 {
+        rows.extend(rows_of(p, 3, 1));
+    }
+    nodes[0].table.insert(rows).await.unwrap();
+    for n in &nodes {
+        for p in 0..20 {
+            assert_eq!(
+                n.table.get(&pk(p), b"k001").await.unwrap(),
+                Some(row(1, &format!("{p}-1")))
+            );
+            let got = n
+                .table
+                .range(&pk(p), Bound::Unbounded, Bound::Unbounded, false, 10)
+                .await
+                .unwrap();
+            assert_eq!(
+                got.len(),
+                3,
+                "partition key {p} through {}",
+                n.cluster.id().short()
+            );
+        }
+    }
+    for p in 0..20 {
+        let holders: BTreeSet<NodeId> = nodes[0]
+            .cluster
+            .storage_nodes_of_partition(layout_partition_of(&pk(p)))
+            .nodes()
+            .into_iter()
+            .collect();
+        assert_eq!(holders.len(), 3);
+        assert!(eventually!(Duration::from_secs(5), {
+            let mut right = true;
+            for n in &nodes {
+                let has = local_count(n, p).await == 3;
+                right &= has == holders.contains(&n.cluster.id());
+            }
+            right
+        }));
+    }
+    shutdown(&nodes).await;
+}
+
+/// Accepts calls and never answers.
+struct Stall;
+
+#[async_trait]
+impl Handler<UpdateRows, ()> for Stall {
+    async fn handle(&self, _: Request<UpdateRows>) -> Result<Response<()>, HandlerError> {
+        std::future::pending().await
+    }
+}
+
+#[async_trait]
+impl Handler<ReadRow, Option<ByteBuf>> for Stall {
+    async fn handle(&self, _: Request<ReadRow>) -> Result<Response<Option<ByteBuf>>, HandlerError> {
+        std::future::pending().await
+    }
+}
+
+#[async_trait]
+impl Handler<ReadRange, RangeRows> for Stall {
+    async fn handle(&self, _: Request<ReadRange>) -> Result<Response<RangeRows>, HandlerError> {
+        std::future::pending().await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_that_never_answers_does_not_delay_insert_or_reads() {
+    let nodes = cluster_of(3).await;
+    let m = &nodes[2].mesh;
+    m.endpoint::<UpdateRows, ()>("hangar/table/t/update")
+        .unwrap()
+        .set_handler(Stall, 16);
+    m.endpoint::<ReadRow, Option<ByteBuf>>("hangar/table/t/read")
+        .unwrap()
+        .set_handler(Stall, 16);
+    m.endpoint::<ReadRange, RangeRows>("hangar/table/t/range")
+        .unwrap()
+        .set_handler(Stall, 16);
+    let start = Instant::now();
+    nodes[0].table.insert(rows_of(5, 10, 1)).await.unwrap();
+    assert!(
+        start.elapsed() < Duration::from_secs(1),
+        "insert took {:?}",
+        start.elapsed()
+    );
+    for n in &nodes[..2] {
+        let start = Instant::now();
+        assert_eq!(
+            n.table.get(&pk(5), b"k003").await.unwrap(),
+            Some(row(1, "5-3"))
+        );
+        let got = n
+            .table
+            .range(&pk(5), Bound::Unbounded, Bound::Unbounded, false, 100)
+            .await
+            .unwrap();
+        assert_eq!(got.len(), 10);
+        assert!(
+            start.elapsed() < Duration::from_secs(1),
+            "reads took {:?}",
+            start.elapsed()
+        );
+    }
+    // Through the stalled node itself, too: its own handler is called like
+    // any other replica's.
+    let start = Instant::now();
+    assert_eq!(
+        nodes[2].table.get(&pk(5), b"k003").await.unwrap(),
+        Some(row(1, "5-3"))
+    );
+    assert!(start.elapsed() < Duration::from_secs(1));
+    shutdown(&nodes).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_of_three_down_fails_fast_naming_the_nodes() {
+    let nodes = cluster_of(3).await;
+    nodes[1].mesh.shutdown().await;
+    nodes[2].mesh.shutdown().await;
+    let (a, b) = (nodes[1].cluster.id(), nodes[2].cluster.id());
+    assert!(
+        wait_for(Duration::from_secs(5), || !nodes[0].cluster.is_up(a)
+            && !nodes[0].cluster.is_up(b))
+        .await
+    );
+    let start = Instant::now();
+    let e = nodes[0].table.insert(rows_of(1, 3, 1)).await.unwrap_err();
+    assert!(
+        start.elapsed() < Duration::from_millis(200),
+        "took {:?}",
+        start.elapsed()
+    );
+    match &e {
+        TableError::Replication(ReplicationError::Quorum {
+            op: "insert",
+            down,
+            source,
+            ..
+        }) => {
+            assert_eq!(down.iter().copied().collect::<BTreeSet<_>>(), [a, b].into());
+            assert!(
+                matches!(
+                    **source,
+                    QuorumError::NotEnoughNodes {
+                        needed: 2,
+                        up: 1,
+                        ..
+                    }
+                ),
+                "{source}"
+            );
+        }
+        other => panic!("got {other}"),
+    }
+    assert!(e.to_string().contains("nodes down"), "{e}");
+    // Nothing was stored, not even locally.
+    assert_eq!(local_count(&nodes[0], 1).await, 0);
+    let start = Instant::now();
+    let e = nodes[0].table.get(&pk(1), b"k000").await.unwrap_err();
+    assert!(start.elapsed() < Duration::from_millis(200));
+    assert!(e.to_string().contains("get on table t"), "{e}");
+    let e = nodes[0]
+        .table
+        .range(&pk(1), Bound::Unbounded, Bound::Unbounded, false, 10)
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("range on table t"), "{e}");
+    // Alone, a node cannot know it holds every acknowledged write.
+    let report = sync_pass(&nodes[0].cluster, &syncable(&nodes[0])).await;
+    assert!(!report.complete, "{report:?}");
+    nodes[0].mesh.shutdown().await;
+}
+
+fn syncable(n: &Node) -> Vec<Arc<dyn ShardedSyncable>> {
+    vec![Arc::new(n.table.clone())]
+}
+
+/// Deletes rows locally (the Merkle index follows), as a lost write would
+/// leave them.
+async fn delete_locally(n: &Node, p: u32, sorts: Vec<Vec<u8>>) {
+    let key = pk(p);
+    n.db.write(move |tx| {
+        for s in &sorts {
+            Table::<T>::tx_remove(tx, &key, s)?;
+        }
+        Ok::<_, TableError>(())
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_that_lost_rows_converge_after_one_pass() {
+    let nodes = cluster_of(3).await;
+    let mut rows = Vec::new();
+    for p in 0..4 {
+        rows.extend(rows_of(p, 200, 1));
+    }
+    nodes[0].table.insert(rows).await.unwrap();
+    assert!(eventually!(Duration::from_secs(5), {
+        let mut all = true;
+        for n in &nodes {
+            for p in 0..4 {
+                all &= local_count(n, p).await == 200;
+            }
+        }
+        all
+    }));
+    // Node 2 loses 50 rows of key 0 and every row of key 1; node 0 loses
+    // 20 others of key 0; node 1 holds a newer row that neither has.
+    let sorts = |r: std::ops::Range<usize>| -> Vec<Vec<u8>> {
+        r.map(|i| format!("k{i:03}").into_bytes()).collect()
+    };
+    delete_locally(&nodes[2], 0, sorts(0..50)).await;
+    delete_locally(&nodes[2], 1, sorts(0..200)).await;
+    delete_locally(&nodes[0], 0, sorts(100..120)).await;
+    let key = pk(3);
+    nodes[1]
+        .db
+        .write(move |tx| Table::<T>::tx_insert(tx, &key, b"k000", &row(9, "newer")).map(|_| ()))
+        .await
+        .unwrap();
+    let ps: BTreeSet<Partition> = (0..4).map(|p| layout_partition_of(&pk(p))).collect();
+    let refs: Vec<&Node> = nodes.iter().collect();
+    let mut differing = 0;
+    for p in &ps {
+        differing += usize::from(!roots_equal(&refs, *p).await);
+    }
+    assert!(differing > 0);
+
+    let report = sync_pass(&nodes[2].cluster, &syncable(&nodes[2])).await;
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert!(report.complete, "{report:?}");
+    // What node 2 lacked (50 + 200 rows, one newer row), and possibly the
+    // older copy of that row from whichever peer still held it.
+    assert!((251..=252).contains(&report.rows_pulled), "{report:?}");
+    assert!(report.rows_pushed >= 20, "{report:?}");
+    // Node 2 now agrees with both peers on every partition except, for
+    // node 0, the newer row's if node 2 compared with node 0 before it
+    // learnt that row from node 1: node 0's own pass settles that.
+    let newer = layout_partition_of(&pk(3));
+    for p in &ps {
+        assert!(
+            roots_equal(&[&nodes[1], &nodes[2]], *p).await,
+            "partition {p}"
+        );
+        if *p != newer {
+            assert!(roots_equal(&refs, *p).await, "partition {p}");
+        }
+    }
+    let report = sync_pass(&nodes[0].cluster, &syncable(&nodes[0])).await;
+    assert!(report.complete, "{report:?}");
+    assert!(report.rows_pulled <= 1, "{report:?}");
+    for p in &ps {
+        assert!(roots_equal(&refs, *p).await, "partition {p}");
+    }
+    for n in &nodes {
+        for p in 0..4 {
+            assert_eq!(local_count(n, p).await, 200);
+        }
+        assert_eq!(
+            n.table.local().get(&pk(3), b"k000").await.unwrap(),
+            Some(row(9, "newer"))
+        );
+    }
+    // A second pass finds nothing to do.
+    let again = sync_pass(&nodes[2].cluster, &syncable(&nodes[2])).await;
+    assert_eq!((again.partitions_differed, again.rows_pulled), (0, 0));
+    shutdown(&nodes).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tombstone_written_while_a_node_was_down_reaches_it() {
+    let mut nodes = cluster_of(3).await;
+    nodes[0].table.insert(rows_of(7, 3, 1)).await.unwrap();
+    assert!(eventually!(
+        Duration::from_secs(5),
+        local_count(&nodes[2], 7).await == 3
+    ));
+    let down = nodes.pop().unwrap();
+    let id = down.cluster.id();
+    down.mesh.shutdown().await;
+    assert!(wait_for(Duration::from_secs(5), || !nodes[0].cluster.is_up(id)).await);
+    nodes[0]
+        .table
+        .insert(vec![(pk(7), b"k001".to_vec(), row(2, ""))])
+        .await
+        .unwrap();
+    // With one node of three down, the two others hold every acknowledged
+    // write between them: a pass is complete.
+    let report = sync_pass(&nodes[0].cluster, &syncable(&nodes[0])).await;
+    assert!(report.complete, "{report:?}");
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    // The node comes back on its directory and store, and its sync worker
+    // runs a pass as soon as it sees its peers up.
+    let Node { dir, db, .. } = down;
+    let back = start_node(dir, Some(db)).await;
+    assert_eq!(back.cluster.id(), id);
+    for n in &nodes {
+        back.mesh.connect(&n.mesh.peer_addr()).await.unwrap();
+    }
+    assert_eq!(
+        back.table.local().get(&pk(7), b"k001").await.unwrap(),
+        Some(row(1, "7-1"))
+    );
+    let workers = WorkerRegistry::default();
+    let (task, status) = spawn_sharded_sync_worker(
+        back.cluster.clone(),
+        syncable(&back),
+        &workers,
+        Duration::from_secs(3600),
+    );
+    assert!(eventually!(
+        Duration::from_secs(10),
+        back.table.local().get(&pk(7), b"k001").await.unwrap() == Some(row(2, ""))
+    ));
+    assert!(wait_for(Duration::from_secs(5), || status.passes() >= 1).await);
+    let w = workers.list();
+    assert_eq!(w[0].name, "sharded-sync");
+    assert!(w[0].processed >= 1, "{w:?}");
+    nodes.push(back);
+    let refs: Vec<&Node> = nodes.iter().collect();
+    assert!(eventually!(
+        Duration::from_secs(5),
+        roots_equal(&refs, layout_partition_of(&pk(7))).await
+    ));
+    task.abort();
+    shutdown(&nodes).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adding_a_node_inserts_reach_both_versions_and_sync_reports_the_new_one() {
+    let mut nodes = cluster_of(3).await;
+    // Rows written under version 1 only.
+    let mut rows = Vec::new();
+    for p in 0..40 {
+        rows.extend(rows_of(p, 2, 1));
+    }
+    nodes[0].table.insert(rows).await.unwrap();
+
+    nodes.push(start_node(tempfile::tempdir().unwrap(), None).await);
+    connect_all(&nodes).await;
+    let v2 = apply_layout(&nodes, 3).await;
+    assert_eq!(v2, 2);
+    let new = nodes[3].cluster.id();
+    let h = nodes[0].cluster.layout().history();
+    assert_eq!(h.versions.iter().filter(|v| v.is_assigned()).count(), 2);
+
+    // A partition key whose partition the new node takes in version 2.
+    let p = (100..10_000u32)
+        .find(|p| {
+            let sets = nodes[0]
+                .cluster
+                .storage_nodes_of_partition(layout_partition_of(&pk(*p)))
+                .sets;
+            sets.len() == 2 && sets[1].nodes.contains(&new) && !sets[0].nodes.contains(&new)
+        })
+        .expect("the new node takes some partition");
+    nodes[0].table.insert(rows_of(p, 1, 1)).await.unwrap();
+    // At return, each version's set has its write quorum of copies.
+    let sets = nodes[0]
+        .cluster
+        .storage_nodes_of_partition(layout_partition_of(&pk(p)))
+        .sets;
+    for s in &sets {
+        let mut copies = 0;
+        for id in &s.nodes {
+            copies += usize::from(local_count(node_of(&nodes, *id), p).await == 1);
+        }
+        assert!(copies >= 2, "version {}: {copies} copies", s.version);
+    }
+
+    // Once every node acknowledged version 2, one pass on the new node
+    // brings it every older row of its partitions and reports version 2.
+    let ids: Vec<NodeId> = nodes.iter().map(|n| n.cluster.id()).collect();
+    nodes[0]
+        .cluster
+        .layout()
+        .update("test ack", |h| {
+            for id in &ids {
+                h.ack_version(*id, v2);
+            }
+            Ok(())
+        })
+        .await
+        .unwrap();
+    assert!(
+        wait_for(Duration::from_secs(10), || nodes[3]
+            .cluster
+            .layout()
+            .history()
+            .sync_may_start(v2))
+        .await
+    );
+    let report = sync_pass(&nodes[3].cluster, &syncable(&nodes[3])).await;
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert_eq!(report.synced(), Some(2), "{report:?}");
+    let status = ShardedSyncStatus::default();
+    let mut changes = status.subscribe();
+    status.record(&report);
+    assert!(changes.has_changed().unwrap());
+    assert_eq!(*changes.borrow_and_update(), 2);
+    assert_eq!(status.synced_version(), 2);
+    let mine: BTreeSet<Partition> = nodes[3]
+        .cluster
+        .layout()
+        .history()
+        .current()
+        .partitions_of_node(new)
+        .into_iter()
+        .collect();
+    for q in 0..40 {
+        let held = local_count(&nodes[3], q).await;
+        let expected = if mine.contains(&layout_partition_of(&pk(q))) {
+            2
+        } else {
+            0
+        };
+        assert_eq!(held, expected, "partition key {q}");
+    }
+    shutdown(&nodes).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_repair_replicas_that_lack_a_row_or_hold_an_older_one() {
+    let nodes = cluster_of(3).await;
+    nodes[0].table.insert(rows_of(4, 10, 1)).await.unwrap();
+    assert!(eventually!(
+        Duration::from_secs(5),
+        local_count(&nodes[1], 4).await == 10
+    ));
+    // Node 2 never answers reads: every read's quorum is nodes 0 and 1.
+    nodes[2]
+        .mesh
+        .endpoint::<ReadRow, Option<ByteBuf>>("hangar/table/t/read")
+        .unwrap()
+        .set_handler(Stall, 16);
+    nodes[2]
+        .mesh
+        .endpoint::<ReadRange, RangeRows>("hangar/table/t/range")
+        .unwrap()
+        .set_handler(Stall, 16);
+    let sorts = (0..5).map(|i| format!("k{i:03}").into_bytes()).collect();
+    delete_locally(&nodes[1], 4, sorts).await;
+    let key = pk(4);
+    nodes[0]
+        .db
+        .write(move |tx| Table::<T>::tx_insert(tx, &key, b"k009", &row(5, "newer")).map(|_| ()))
+        .await
+        .unwrap();
+    assert_eq!(
+        nodes[1].table.get(&pk(4), b"k000").await.unwrap(),
+        Some(row(1, "4-0"))
+    );
+    assert!(eventually!(
+        Duration::from_secs(5),
+        nodes[1]
+            .table
+            .local()
+            .get(&pk(4), b"k000")
+            .await
+            .unwrap()
+            .is_some()
+    ));
+    let got = nodes[1]
+        .table
+        .range(&pk(4), Bound::Unbounded, Bound::Unbounded, false, 100)
+        .await
+        .unwrap();
+    assert_eq!(got.len(), 10);
+    assert_eq!(got[9].1, row(5, "newer"));
+    assert!(eventually!(Duration::from_secs(5), {
+        local_count(&nodes[1], 4).await == 10
+            && nodes[1].table.local().get(&pk(4), b"k009").await.unwrap() == Some(row(5, "newer"))
+    }));
+    let p = layout_partition_of(&pk(4));
+    assert!(roots_equal(&[&nodes[0], &nodes[1]], p).await);
+    shutdown(&nodes).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_rows_are_cut_into_messages_and_answers_by_bytes() {
+    let nodes = cluster_of(3).await;
+    // 12 rows of 900 KiB: more than one message's byte budget (8 MiB).
+    let big = "x".repeat(900 << 10);
+    let rows: Vec<_> = (0..12)
+        .map(|i| {
+            (
+                pk(8),
+                format!("k{i:03}").into_bytes(),
+                row(1, &format!("{i}{big}")),
+            )
+        })
+        .collect();
+    nodes[0].table.insert(rows).await.unwrap();
+    for reverse in [false, true] {
+        let got = nodes[1]
+            .table
+            .range(&pk(8), Bound::Unbounded, Bound::Unbounded, reverse, 100)
+            .await
+            .unwrap();
+        let mut expected: Vec<Vec<u8>> = (0..12).map(|i| format!("k{i:03}").into_bytes()).collect();
+        if reverse {
+            expected.reverse();
+        }
+        assert_eq!(
+            got.into_iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            expected
+        );
+    }
+    assert!(eventually!(
+        Duration::from_secs(10),
+        local_count(&nodes[2], 8).await == 12
+    ));
+    // Read repairs of the reads above (node 2 may have answered before the
+    // insert reached it) are still on their way: let them land first.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    // Anti-entropy pulls them back in answers of about 8 MiB.
+    let sorts = (0..12).map(|i| format!("k{i:03}").into_bytes()).collect();
+    delete_locally(&nodes[2], 8, sorts).await;
+    let report = sync_pass(&nodes[2].cluster, &syncable(&nodes[2])).await;
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    // All 12, unless a late read repair brought some back first.
+    assert!((1..=12).contains(&report.rows_pulled), "{report:?}");
+    assert_eq!(local_count(&nodes[2], 8).await, 12);
+    let refs: Vec<&Node> = nodes.iter().collect();
+    assert!(roots_equal(&refs, layout_partition_of(&pk(8))).await);
+    shutdown(&nodes).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sync_worker_repairs_every_interval() {
+    let nodes = cluster_of(3).await;
+    nodes[0].table.insert(rows_of(6, 20, 1)).await.unwrap();
+    assert!(eventually!(
+        Duration::from_secs(5),
+        local_count(&nodes[1], 6).await == 20
+    ));
+    let workers = WorkerRegistry::default();
+    let (task, status) = spawn_sharded_sync_worker(
+        nodes[1].cluster.clone(),
+        syncable(&nodes[1]),
+        &workers,
+        Duration::from_millis(300),
+    );
+    assert!(wait_for(Duration::from_secs(5), || status.passes() >= 1).await);
+    // No peer comes up from now on: only the interval can start a pass.
+    let sorts = (0..20).map(|i| format!("k{i:03}").into_bytes()).collect();
+    delete_locally(&nodes[1], 6, sorts).await;
+    assert_eq!(local_count(&nodes[1], 6).await, 0);
+    assert!(eventually!(
+        Duration::from_secs(5),
+        local_count(&nodes[1], 6).await == 20
+    ));
+    let w = &workers.list()[0];
+    assert!(w.processed >= 20, "{w:?}");
+    assert!(w.progress.contains("layout version 1"), "{w:?}");
+    task.abort();
+    shutdown(&nodes).await;
+}

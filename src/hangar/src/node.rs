@@ -18,6 +18,7 @@ use hangar_model::garbage::{
 };
 use hangar_net::{Mesh, MeshConfig};
 use hangar_table::full_sync::spawn_full_sync_worker;
+use hangar_table::sharded_sync::spawn_sharded_sync_worker;
 use hangar_util::config::Config;
 use hangar_util::worker::WorkerRegistry;
 use prometheus_client::registry::Registry;
@@ -146,6 +147,13 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
         Duration::from_secs(cfg.block_gc_delay_secs.clamp(1, 60)),
     );
     spawn_full_sync_worker(cluster.clone(), model.full_tables(), &workers);
+    model.repair_indexes().await?;
+    spawn_sharded_sync_worker(
+        cluster.clone(),
+        model.sharded_tables(),
+        &workers,
+        hangar_table::sharded_sync::SYNC_INTERVAL,
+    );
     Ok(Node {
         db,
         blocks,

@@ -206,7 +206,7 @@ async fn legacy_object_rows_are_read() {
     // Written again, the row is format 2 with the id as a bin.
     let row2 = row.clone();
     db.write(move |tx| {
-        Table::<ObjectTable>::tx_delete(tx, &bucket, b"small");
+        Table::<ObjectTable>::tx_remove(tx, &bucket, b"small")?;
         Table::<ObjectTable>::tx_insert(tx, &bucket, b"small", &row2)?;
         Ok::<_, TableError>(())
     })

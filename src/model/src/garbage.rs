@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hangar_db::Tx;
-use hangar_table::{Schema, tombstones};
+use hangar_table::tombstones::{self, TombstoneTree};
 use hangar_util::time::now_msec;
 use hangar_util::worker::{WorkerRegistry, WorkerState};
 use serde::{Deserialize, Serialize};
@@ -223,12 +223,12 @@ async fn collect_one(model: &Model, version: VersionId) -> Result<u64> {
 }
 
 /// The tables whose tombstones this node collects after the tombstone
-/// delay: their rows are stored on this node only, for now.
-pub const TOMBSTONE_TREES: &[&str] = &[
-    ObjectTable::TREE,
-    VersionTable::TREE,
-    MpuTable::TREE,
-    PartTable::TREE,
+/// delay, where that is safe ([`Model::tombstones_collectable`]).
+pub const TOMBSTONE_TREES: &[TombstoneTree] = &[
+    TombstoneTree::of::<ObjectTable>(),
+    TombstoneTree::of::<VersionTable>(),
+    TombstoneTree::of::<MpuTable>(),
+    TombstoneTree::of::<PartTable>(),
 ];
 
 /// Starts the tombstone collector: every `interval`, tombstones older than
@@ -242,6 +242,15 @@ pub fn spawn_tombstone_gc_worker(
     let w = workers.register("tombstone-gc");
     tokio::spawn(async move {
         loop {
+            if !model.tombstones_collectable() {
+                w.set_progress(
+                    "tombstones of tables replicated to several nodes are kept: \
+                     removing one needs every replica to hold it, which is not known yet",
+                    None,
+                );
+                tokio::time::sleep(interval).await;
+                continue;
+            }
             w.set_state(WorkerState::Busy);
             let mut removed = 0u64;
             let pass = async {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use hangar_block::BlockManager;
 use hangar_db::Db;
-use hangar_table::Table;
+use hangar_table::{Schema, Table};
 use hangar_util::Hash;
 use hangar_util::time::now_msec;
 use tokio::sync::Notify;
@@ -23,6 +23,8 @@ use crate::object::{ObjectRow, ObjectTable};
 use crate::rows::Rows;
 use crate::version::{BlockEntry, VersionTable};
 use crate::{ModelError, Result, VersionId};
+use hangar_table::sharded::ShardedTable;
+use hangar_table::sharded_sync::ShardedSyncable;
 
 /// The data model of one node.
 pub struct Model {
@@ -94,19 +96,69 @@ impl Model {
         });
         let cluster = cluster.map(|(c, _)| c);
         Ok(Arc::new(Model {
+            objects: rows(&db, cluster)?,
+            versions: rows(&db, cluster)?,
+            mpus: rows(&db, cluster)?,
+            parts: rows(&db, cluster)?,
             cluster_blocks,
             keys: ControlTable::new(db.clone(), cluster)?,
             buckets: ControlTable::new(db.clone(), cluster)?,
-            objects: Rows::new(Table::new(db.clone())),
-            versions: Rows::new(Table::new(db.clone())),
-            mpus: Rows::new(Table::new(db.clone())),
-            parts: Rows::new(Table::new(db.clone())),
             db,
             blocks,
             gc_wakeup: Notify::new(),
             block_gc_delay_msec,
             allow_punycode,
         }))
+    }
+
+    /// The sharded tables (objects, versions, uploads, parts), for their
+    /// anti-entropy worker (none without a cluster).
+    pub fn sharded_tables(&self) -> Vec<Arc<dyn ShardedSyncable>> {
+        let mut t: Vec<Arc<dyn ShardedSyncable>> = Vec::new();
+        if let Some(x) = self.objects.sharded_table() {
+            t.push(Arc::new(x.clone()));
+        }
+        if let Some(x) = self.versions.sharded_table() {
+            t.push(Arc::new(x.clone()));
+        }
+        if let Some(x) = self.mpus.sharded_table() {
+            t.push(Arc::new(x.clone()));
+        }
+        if let Some(x) = self.parts.sharded_table() {
+            t.push(Arc::new(x.clone()));
+        }
+        t
+    }
+
+    /// Makes the Merkle index of each sharded table match its rows (rows
+    /// written before the index existed); run once at start, before their
+    /// anti-entropy.
+    pub async fn repair_indexes(&self) -> Result<()> {
+        if let Some(t) = self.objects.sharded_table() {
+            t.repair_index().await?;
+        }
+        if let Some(t) = self.versions.sharded_table() {
+            t.repair_index().await?;
+        }
+        if let Some(t) = self.mpus.sharded_table() {
+            t.repair_index().await?;
+        }
+        if let Some(t) = self.parts.sharded_table() {
+            t.repair_index().await?;
+        }
+        Ok(())
+    }
+
+    /// Whether this node may remove tombstones of the object, version and
+    /// multipart tables alone: when no other node holds their rows (no
+    /// cluster, or a replication factor of 1). With more replicas a
+    /// tombstone may be removed only once every replica holds it, which is
+    /// not known yet, so they are kept.
+    pub fn tombstones_collectable(&self) -> bool {
+        match &self.cluster_blocks {
+            None => true,
+            Some(cb) => cb.cluster.replication_factor() <= 1,
+        }
     }
 
     /// The replicated control tables, for their anti-entropy worker (none
@@ -624,8 +676,14 @@ impl Model {
     ) -> Result<ObjectRow> {
         let part = bucket.id_bytes();
         let version = row.version;
-        let published = if cond.is_none() {
+        // A condition is checked against a quorum read when the rows are on
+        // several nodes: not atomic with the write (consensus for
+        // conditional writes is not built yet, doc/s3-compatibility.md).
+        let published = if cond.is_none() || self.objects.is_spread() {
             let old = self.objects.get(&part, key.as_bytes()).await?;
+            if !cond.holds(old.as_ref().filter(|o| !o.is_deleted())) {
+                return Err(ModelError::PreconditionFailed);
+            }
             let row = stamped(row, old.as_ref());
             self.objects
                 .insert(&part, key.as_bytes(), row.clone())
@@ -737,4 +795,14 @@ pub(crate) fn stamped(mut row: ObjectRow, old: Option<&ObjectRow>) -> ObjectRow 
     let floor = old.map_or(0, |o| o.timestamp_msec + 1);
     row.timestamp_msec = now_msec().max(floor).max(row.timestamp_msec);
     row
+}
+
+/// The rows of table `S`: spread over `cluster` when there is one.
+fn rows<S: Schema>(db: &Db, cluster: Option<&hangar_cluster::Cluster>) -> Result<Rows<S>> {
+    Ok(match cluster {
+        Some(c) => Rows::sharded(
+            ShardedTable::new(db.clone(), c.clone()).map_err(hangar_table::TableError::from)?,
+        ),
+        None => Rows::local(db.clone()),
+    })
 }

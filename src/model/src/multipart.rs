@@ -51,6 +51,7 @@ impl Schema for MpuTable {
     const TREE: &'static str = "mpu";
     const PARTITION_LEN: usize = 32;
     type Row = MpuRow;
+    const MERKLE_TREE: Option<&'static str> = Some("merkle:mpu");
 
     fn is_tombstone(row: &MpuRow) -> bool {
         row.deleted
@@ -90,6 +91,7 @@ impl Schema for PartTable {
     const TREE: &'static str = "mpu_part";
     const PARTITION_LEN: usize = 16;
     type Row = PartRow;
+    const MERKLE_TREE: Option<&'static str> = Some("merkle:mpu_part");
 
     fn is_tombstone(row: &PartRow) -> bool {
         row.deleted

@@ -96,6 +96,7 @@ impl Schema for ObjectTable {
     const TREE: &'static str = "object";
     const PARTITION_LEN: usize = 32;
     type Row = ObjectRow;
+    const MERKLE_TREE: Option<&'static str> = Some("merkle:object");
 
     fn is_tombstone(row: &ObjectRow) -> bool {
         row.is_deleted()

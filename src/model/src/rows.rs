@@ -1,33 +1,83 @@
 //! The object, version and multipart tables as the model uses them: one
 //! row at a time, read or merged, never a transaction spanning tables.
 //!
-//! That is the shape a table has once its rows live on other nodes: every
-//! effect of a change on another table comes from the table's update hook
-//! ([`hangar_table::Schema::updated`]) on whichever node merges the row, and
-//! the model orders its steps so that a crash between two of them leaves
-//! nothing that the version collector or the start-up scan cannot finish
-//! (doc/table-rows.md, "Life of an object version"). Today the rows are
-//! this node's ([`Rows::local`]).
+//! Every effect of a change on another table comes from the table's update
+//! hook ([`hangar_table::Schema::updated`]) on whichever node merges the
+//! row, and the model orders its steps so that a crash between two of them
+//! leaves nothing that the version collector or the start-up scan cannot
+//! finish (doc/table-rows.md, "Life of an object version").
+//!
+//! Where the rows are: on a node of a cluster whose layout assigns
+//! partitions, on the nodes of the row's partition
+//! ([`hangar_table::sharded::ShardedTable`]: quorum writes and reads);
+//! otherwise (no cluster, or before the first layout) in this node's store.
 
 use std::ops::Bound;
 
-use hangar_db::DbError;
+use hangar_db::{Db, DbError};
+use hangar_table::sharded::ShardedTable;
 use hangar_table::{Schema, Table};
 
 use crate::Result;
 
+/// Most rows one sharded range read returns; longer reads are paged.
+const PAGE: usize = 1000;
+
 /// One table's rows, read and merged a row (or a batch of rows) at a time.
 pub(crate) struct Rows<S: Schema> {
     local: Table<S>,
+    sharded: Option<ShardedTable<S>>,
+}
+
+impl<S: Schema> Clone for Rows<S> {
+    fn clone(&self) -> Self {
+        Rows {
+            local: self.local.clone(),
+            sharded: self.sharded.clone(),
+        }
+    }
 }
 
 impl<S: Schema> Rows<S> {
-    pub(crate) fn new(local: Table<S>) -> Rows<S> {
-        Rows { local }
+    /// This node's rows only.
+    pub(crate) fn local(db: Db) -> Rows<S> {
+        Rows {
+            local: Table::new(db),
+            sharded: None,
+        }
+    }
+
+    /// Rows spread over the cluster once it has a layout.
+    pub(crate) fn sharded(table: ShardedTable<S>) -> Rows<S> {
+        Rows {
+            local: table.local().clone(),
+            sharded: Some(table),
+        }
+    }
+
+    /// The sharded table, for the anti-entropy worker.
+    pub(crate) fn sharded_table(&self) -> Option<&ShardedTable<S>> {
+        self.sharded.as_ref()
+    }
+
+    /// The sharded table if a layout assigns partitions to nodes.
+    fn spread(&self) -> Option<&ShardedTable<S>> {
+        self.sharded
+            .as_ref()
+            .filter(|t| !t.cluster().storage_nodes_of_partition(0).is_empty())
+    }
+
+    /// Whether rows go to several nodes (so a read-then-write is not one
+    /// transaction).
+    pub(crate) fn is_spread(&self) -> bool {
+        self.spread().is_some()
     }
 
     pub(crate) async fn get(&self, partition: &[u8], sort: &[u8]) -> Result<Option<S::Row>> {
-        Ok(self.local.get(partition, sort).await?)
+        Ok(match self.spread() {
+            Some(t) => t.get(partition, sort).await?,
+            None => self.local.get(partition, sort).await?,
+        })
     }
 
     /// Merges `row` into row (`partition`, `sort`), running the table's hook.
@@ -36,9 +86,13 @@ impl<S: Schema> Rows<S> {
             .await
     }
 
-    /// Merges several rows, each with the table's hook.
+    /// Merges several rows, each with the table's hook (on every replica).
     pub(crate) async fn insert_many(&self, rows: Vec<(Vec<u8>, Vec<u8>, S::Row)>) -> Result<()> {
         if rows.is_empty() {
+            return Ok(());
+        }
+        if let Some(t) = self.spread() {
+            t.insert(rows).await?;
             return Ok(());
         }
         self.local
@@ -53,18 +107,39 @@ impl<S: Schema> Rows<S> {
         Ok(())
     }
 
+    /// Up to `limit` rows of `partition` after `start`, tombstones included.
     pub(crate) async fn range(
         &self,
         partition: &[u8],
         start: Bound<&[u8]>,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, S::Row)>> {
-        Ok(self
-            .local
-            .range(partition, start, Bound::Unbounded, false, limit)
-            .await?)
+        let Some(t) = self.spread() else {
+            return Ok(self
+                .local
+                .range(partition, start, Bound::Unbounded, false, limit)
+                .await?);
+        };
+        let mut out: Vec<(Vec<u8>, S::Row)> = Vec::new();
+        loop {
+            let want = (limit - out.len()).min(PAGE);
+            let from = match out.last() {
+                Some((k, _)) => Bound::Excluded(k.as_slice()),
+                None => start,
+            };
+            let page = t
+                .range(partition, from, Bound::Unbounded, false, want)
+                .await?;
+            let short = page.len() < want;
+            out.extend(page);
+            if short || out.len() >= limit {
+                return Ok(out);
+            }
+        }
     }
 
+    /// Up to `limit` rows of `partition` after `start` for which `keep`
+    /// holds, reading on past the others (tombstones).
     pub(crate) async fn range_filtered(
         &self,
         partition: &[u8],
@@ -72,18 +147,48 @@ impl<S: Schema> Rows<S> {
         limit: usize,
         keep: impl Fn(&S::Row) -> bool,
     ) -> Result<Vec<(Vec<u8>, S::Row)>> {
-        Ok(self
-            .local
-            .range_filtered(partition, start, limit, keep)
-            .await?)
+        if self.spread().is_none() {
+            return Ok(self
+                .local
+                .range_filtered(partition, start, limit, keep)
+                .await?);
+        }
+        let mut out = Vec::new();
+        let mut cursor: Option<Vec<u8>> = None;
+        let page_len = limit.saturating_add(16).min(PAGE);
+        loop {
+            let from = cursor.as_deref().map_or(start, Bound::Excluded);
+            let page = self.range(partition, from, page_len).await?;
+            let exhausted = page.len() < page_len;
+            cursor = page.last().map(|(k, _)| k.clone());
+            for (k, row) in page {
+                if out.len() == limit {
+                    return Ok(out);
+                }
+                if keep(&row) {
+                    out.push((k, row));
+                }
+            }
+            if exhausted || out.len() == limit {
+                return Ok(out);
+            }
+        }
     }
 
+    /// For tables whose sort key is a big-endian `u32`: up to `limit` rows
+    /// of `partition` numbered `from` or more.
     pub(crate) async fn range_numbered(
         &self,
         partition: &[u8],
         from: u32,
         limit: usize,
     ) -> Result<Vec<(u32, S::Row)>> {
-        Ok(self.local.range_numbered(partition, from, limit).await?)
+        let rows = self
+            .range(partition, Bound::Included(&from.to_be_bytes()), limit)
+            .await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(k, r)| Some((u32::from_be_bytes(k.try_into().ok()?), r)))
+            .collect())
     }
 }

@@ -7,7 +7,7 @@
 
 use std::ops::Range;
 
-use hangar_table::{Crdt, Schema, Table, max_by_content};
+use hangar_table::{Crdt, Schema, max_by_content};
 use hangar_util::Hash;
 use serde::{Deserialize, Serialize};
 
@@ -57,6 +57,7 @@ impl Schema for VersionTable {
     const TREE: &'static str = "version";
     const PARTITION_LEN: usize = 16;
     type Row = BlockEntry;
+    const MERKLE_TREE: Option<&'static str> = Some("merkle:version");
 
     fn is_tombstone(row: &BlockEntry) -> bool {
         row.deleted
@@ -144,7 +145,7 @@ impl Model {
         count: u32,
         byte: u64,
     ) -> Result<BlockLookup> {
-        let table = Table::<VersionTable>::new(self.db().clone());
+        let table = self.version_rows().clone();
         let version = *version;
         // Each probe owns what it reads with (a future borrowing the
         // closure's captures would not be `Send` for every lifetime).
@@ -250,6 +251,7 @@ mod tests {
 
     use super::*;
     use crate::format_tests::test_model;
+    use hangar_table::Table;
     use hangar_table::TableError;
 
     /// Block sizes like a completed multipart upload's: parts of four

@@ -118,9 +118,10 @@ pub trait Schema: Send + Sync + 'static {
     /// between replicas. By convention `"merkle:<TREE>"`. Tables on one node
     /// or on every node (the default, `None`) have no index.
     ///
-    /// The tombstones of a sharded table are not queued for local removal
-    /// ([`tombstones`]): a replica that removed one alone would be given the
-    /// row back by the others, or bring a deleted row back to them.
+    /// The tombstones of a sharded table are queued like any other
+    /// ([`tombstones`]), but the caller removes them only where that is
+    /// safe: a replica that removed one alone would be given the row back
+    /// by the others, or bring a deleted row back to them.
     const MERKLE_TREE: Option<&'static str> = None;
 
     /// The table's update hook: called in every transaction that inserts a
@@ -353,7 +354,7 @@ impl<S: Schema> Table<S> {
             // tombstone delivered twice.
             return Ok(merged);
         }
-        if S::is_tombstone(&merged) && S::MERKLE_TREE.is_none() {
+        if S::is_tombstone(&merged) {
             tombstones::queue(tx, S::TREE, &key, &value, hangar_util::time::now_msec());
         }
         if let Some(index) = S::MERKLE_TREE {

@@ -14,14 +14,38 @@
 //! value : blake3 of the stored row value (format byte included)
 //! ```
 //!
-//! Only tables whose rows live on this node alone are collected this way;
+//! Removing a tombstone is safe only where no other replica holds the row:
+//! tables on this node alone, or sharded tables with a replication factor
+//! of 1. The caller decides ([`collect_due`] removes what it is given);
 //! replicated tables must first learn that every replica holds the
-//! tombstone (doc/table-rows.md, "Tombstones").
+//! tombstone (doc/table-rows.md, "Tombstones"), which is not built yet.
 
 use std::ops::Bound;
 
 use hangar_db::{Db, DbError, Tx};
 use hangar_util::Hash;
+
+use crate::Schema;
+
+/// A table whose tombstones are collected: its tree, and what removing a
+/// row must also update (its Merkle index, for a sharded table).
+#[derive(Debug, Clone, Copy)]
+pub struct TombstoneTree {
+    pub tree: &'static str,
+    pub partition_len: usize,
+    pub merkle: Option<&'static str>,
+}
+
+impl TombstoneTree {
+    /// The collected table of schema `S`.
+    pub const fn of<S: Schema>() -> TombstoneTree {
+        TombstoneTree {
+            tree: S::TREE,
+            partition_len: S::PARTITION_LEN,
+            merkle: S::MERKLE_TREE,
+        }
+    }
+}
 
 /// The local queue of tombstones to collect.
 pub const TOMBSTONE_GC_TREE: &str = "tombstone_gc";
@@ -42,7 +66,7 @@ pub(crate) fn queue(tx: &mut Tx<'_>, tree: &'static str, key: &[u8], value: &[u8
 /// by a newer write or a newer tombstone with its own entry) is left alone.
 pub async fn collect_due(
     db: &Db,
-    trees: &'static [&'static str],
+    trees: &'static [TombstoneTree],
     now: u64,
     delay_msec: u64,
     limit: usize,
@@ -66,13 +90,19 @@ pub async fn collect_due(
             let mut removed = 0;
             for (qk, expected) in due {
                 tx.delete(TOMBSTONE_GC_TREE, qk.clone());
-                let Some((tree, key)) = parse(&qk, trees) else {
+                let Some((t, key)) = parse(&qk, trees) else {
                     continue;
                 };
-                if let Some(v) = tx.get(tree, key)?
+                if let Some(v) = tx.get(t.tree, key)?
                     && Hash::of(&v).as_bytes().as_slice() == expected.as_slice()
                 {
-                    tx.delete(tree, key.to_vec());
+                    if let Some(index) = t.merkle
+                        && key.len() >= t.partition_len
+                    {
+                        let p = crate::layout_partition_of(&key[..t.partition_len]);
+                        crate::merkle::tx_update(tx, index, p, key, Some(&v), None)?;
+                    }
+                    tx.delete(t.tree, key.to_vec());
                     removed += 1;
                 }
             }
@@ -99,10 +129,13 @@ pub async fn queued(db: &Db) -> Result<u64, DbError> {
     }
 }
 
-fn parse<'k>(qk: &'k [u8], trees: &[&'static str]) -> Option<(&'static str, &'k [u8])> {
+fn parse<'k>(
+    qk: &'k [u8],
+    trees: &'static [TombstoneTree],
+) -> Option<(&'static TombstoneTree, &'k [u8])> {
     let rest = qk.get(8..)?;
     let nul = rest.iter().position(|&b| b == 0)?;
     let name = &rest[..nul];
-    let tree = trees.iter().find(|t| t.as_bytes() == name)?;
+    let tree = trees.iter().find(|t| t.tree.as_bytes() == name)?;
     Some((tree, &rest[nul + 1..]))
 }

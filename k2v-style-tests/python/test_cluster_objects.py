@@ -1,0 +1,152 @@
+"""Objects in a 3-node cluster (replication factor 3, one zone per node):
+any node serves any request. An object PUT through one node reads back
+through every other at once; listings, deletes, copies and multipart
+uploads work across nodes; concurrent PUTs of one key through different
+nodes converge to one whole version; a node killed during a stream of
+writes loses nothing acknowledged, and catches up when it returns."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import threading
+import time
+
+import pytest
+from botocore.exceptions import ClientError
+
+from hangar_testlib import MiB, bucket_name, error_code, http_status, md5_hex, random_bytes, s3_client, sha256
+from test_cluster_control import cluster, key_of  # noqa: F401 (the module's cluster fixture)
+from test_layout_cluster import wait_for
+
+
+@pytest.fixture(scope="module")
+def setup(cluster):  # noqa: F811
+    n1, n2, n3 = cluster
+    key = key_of(n1.cli_json("key", "create", "objects"), "objects")
+    n1.cli("key", "allow", key.id, "--create-bucket")
+    name = bucket_name("objects")
+    s3_client(n1, key).create_bucket(Bucket=name)
+    return cluster, key, name
+
+
+def test_a_put_through_one_node_reads_back_through_every_node_at_once(setup):
+    nodes, key, bucket = setup
+    for i, writer in enumerate(nodes):
+        for size in (100, 3 * 1024 + 1, 2 * MiB + 3):
+            body = random_bytes(size, 10 * i + size % 7)
+            k = f"from-{i}/{size}"
+            s3_client(writer, key).put_object(Bucket=bucket, Key=k, Body=body)
+            for reader in nodes:
+                got = s3_client(reader, key).get_object(Bucket=bucket, Key=k)
+                assert sha256(got["Body"].read()) == sha256(body), (i, size, reader.root)
+                assert got["ETag"] == f'"{md5_hex(body)}"'
+    for reader in nodes:
+        listed = s3_client(reader, key).list_objects_v2(Bucket=bucket, Prefix="from-")
+        assert listed["KeyCount"] == 9, listed.get("Contents")
+
+
+def test_delete_copy_and_ranges_across_nodes(setup):
+    (n1, n2, n3), key, bucket = setup
+    body = random_bytes(3 * MiB + 11, 77)
+    s3_client(n1, key).put_object(Bucket=bucket, Key="src", Body=body)
+    s3_client(n2, key).copy_object(Bucket=bucket, Key="dst", CopySource={"Bucket": bucket, "Key": "src"})
+    got = s3_client(n3, key).get_object(Bucket=bucket, Key="dst", Range="bytes=1048570-2097160")
+    assert got["Body"].read() == body[1048570:2097161]
+    s3_client(n3, key).delete_object(Bucket=bucket, Key="src")
+    for n in (n1, n2, n3):
+        with pytest.raises(ClientError) as e:
+            s3_client(n, key).get_object(Bucket=bucket, Key="src")
+        assert error_code(e.value) == "NoSuchKey"
+        assert sha256(s3_client(n, key).get_object(Bucket=bucket, Key="dst")["Body"].read()) == sha256(body)
+
+
+def test_a_multipart_upload_spread_over_three_nodes(setup):
+    (n1, n2, n3), key, bucket = setup
+    parts = [random_bytes(5 * MiB, 1), random_bytes(123, 2)]
+    up = s3_client(n1, key).create_multipart_upload(Bucket=bucket, Key="mp")["UploadId"]
+    etags = []
+    for i, (p, n) in enumerate(zip(parts, (n2, n3)), start=1):
+        r = s3_client(n, key).upload_part(Bucket=bucket, Key="mp", UploadId=up, PartNumber=i, Body=p)
+        etags.append(r["ETag"])
+    listed = s3_client(n1, key).list_parts(Bucket=bucket, Key="mp", UploadId=up)
+    assert [p["PartNumber"] for p in listed["Parts"]] == [1, 2]
+    s3_client(n1, key).complete_multipart_upload(
+        Bucket=bucket, Key="mp", UploadId=up,
+        MultipartUpload={"Parts": [{"PartNumber": i + 1, "ETag": e} for i, e in enumerate(etags)]})
+    for n in (n1, n2, n3):
+        assert sha256(s3_client(n, key).get_object(Bucket=bucket, Key="mp")["Body"].read()) == sha256(b"".join(parts))
+    with pytest.raises(ClientError) as e:
+        s3_client(n2, key).list_parts(Bucket=bucket, Key="mp", UploadId=up)
+    assert error_code(e.value) == "NoSuchUpload"
+
+
+def test_concurrent_puts_of_one_key_through_different_nodes_converge_whole(setup):
+    nodes, key, bucket = setup
+    bodies = [random_bytes(200_000 + i, 300 + i) for i in range(9)]
+    digests = {sha256(b) for b in bodies}
+    for round_ in range(5):
+        k = f"hot-{round_}"
+        clients = [s3_client(nodes[i % 3], key) for i in range(len(bodies))]
+        barrier = threading.Barrier(len(bodies))
+
+        def put(i):
+            barrier.wait()
+            clients[i].put_object(Bucket=bucket, Key=k, Body=bodies[i])
+
+        with cf.ThreadPoolExecutor(len(bodies)) as ex:
+            list(ex.map(put, range(len(bodies))))
+        seen = set()
+        for n in nodes:
+            got = s3_client(n, key).get_object(Bucket=bucket, Key=k)
+            data = got["Body"].read()
+            assert sha256(data) in digests and got["ContentLength"] == len(data)
+            seen.add(sha256(data))
+        assert len(seen) == 1, f"round {round_}: nodes disagree"
+
+
+def test_kill9_of_a_node_during_writes_loses_no_acknowledged_object(setup):
+    (n1, n2, n3), key, bucket = setup
+    acked: dict[str, str] = {}
+    errors: list[str] = []
+    stop = threading.Event()
+    lock = threading.Lock()
+
+    def writer(w, node):
+        c = s3_client(node, key)
+        i = 0
+        while not stop.is_set() and i < 300:
+            k = f"stream/{w}/{i}"
+            body = random_bytes(1000 + (i % 3) * 600_000, w * 1000 + i)
+            i += 1
+            try:
+                c.put_object(Bucket=bucket, Key=k, Body=body)
+            except ClientError as e:
+                if http_status(e) != 503:
+                    errors.append(f"{k}: {e}")
+                continue
+            except Exception as e:  # a connection to a killed node, never an acknowledged write
+                errors.append(f"{k}: {e!r}")
+                continue
+            with lock:
+                acked[k] = sha256(body)
+
+    threads = [threading.Thread(target=writer, args=(w, n)) for w, n in enumerate([n1, n2, n1, n2])]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(1.0)
+        n3.kill9()
+        time.sleep(2.0)
+        n3.start()
+        time.sleep(1.0)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(120)
+    assert not errors, errors[:5]
+    assert len(acked) > 20, len(acked)
+    for n in (n1, n2, n3):
+        c = s3_client(n, key)
+        for k, digest in acked.items():
+            assert sha256(c.get_object(Bucket=bucket, Key=k)["Body"].read()) == digest, (n.root, k)
+    print(f"{len(acked)} acknowledged PUTs across the kill -9 of node 3, all read back through every node")

@@ -4,9 +4,7 @@ soon as the command returns; two concurrent grants made through two nodes
 both survive; a node that was down catches up by anti-entropy; with two
 nodes of three down, a change fails at once with a message that says why.
 
-Object rows are not replicated yet (doc/architecture.md): these tests use
-control operations (keys, buckets, bucket listings, HEAD bucket), and the
-blocks of objects, which are."""
+Objects across nodes are in test_cluster_objects.py."""
 
 from __future__ import annotations
 

@@ -150,3 +150,58 @@ def test_kill9_of_a_node_during_writes_loses_no_acknowledged_object(setup):
         for k, digest in acked.items():
             assert sha256(c.get_object(Bucket=bucket, Key=k)["Body"].read()) == digest, (n.root, k)
     print(f"{len(acked)} acknowledged PUTs across the kill -9 of node 3, all read back through every node")
+
+
+def test_a_paused_node_does_not_stall_puts_and_gets_through_the_others(setup):
+    """SIGSTOP one node of three: PUTs and GETs through the others complete
+    at their usual latency (quorum of the two live nodes), not after an RPC
+    timeout."""
+    import signal
+
+    (n1, n2, n3), key, bucket = setup
+    c = s3_client(n1, key)
+    body = random_bytes(1 * MiB + 5, 9)
+
+    def timed(n):
+        t = []
+        for i in range(n):
+            t0 = time.monotonic()
+            c.put_object(Bucket=bucket, Key=f"paused/{i}", Body=body)
+            assert c.get_object(Bucket=bucket, Key=f"paused/{i}")["Body"].read() == body
+            t.append(time.monotonic() - t0)
+        return sorted(t)[len(t) // 2]
+
+    before = timed(5)
+    n3.proc.send_signal(signal.SIGSTOP)
+    try:
+        during = timed(10)
+    finally:
+        n3.proc.send_signal(signal.SIGCONT)
+    print(f"PUT+GET of 1 MiB: median {before * 1000:.0f} ms before, {during * 1000:.0f} ms with a node paused")
+    assert during < max(1.0, 5 * before), (before, during)
+
+
+def test_with_two_nodes_of_three_down_object_writes_fail_at_once_with_503(setup):
+    (n1, n2, n3), key, bucket = setup
+    c = s3_client(n1, key)
+    c.put_object(Bucket=bucket, Key="before", Body=b"x" * 5000)
+    n2.stop()
+    n3.stop()
+    try:
+        wait_for(lambda: sum(p["is_up"] for p in n1.cli_json("status")["peers"]) == 1, 15, "two nodes seen down")
+        for body in (b"small", random_bytes(2 * MiB, 3)):
+            t0 = time.monotonic()
+            with pytest.raises(ClientError) as e:
+                c.put_object(Bucket=bucket, Key="refused", Body=body)
+            took = time.monotonic() - t0
+            assert http_status(e.value) == 503, e.value.response
+            assert "quorum" in e.value.response["Error"]["Message"], e.value.response["Error"]
+            assert took < 3, took
+        with pytest.raises(ClientError) as e:
+            c.get_object(Bucket=bucket, Key="before")
+        assert http_status(e.value) == 503
+    finally:
+        n2.start()
+        n3.start()
+    wait_for(lambda: sum(p["is_up"] for p in n1.cli_json("status")["peers"]) == 3, 20, "all nodes up again")
+    assert s3_client(n2, key).get_object(Bucket=bucket, Key="before")["Body"].read() == b"x" * 5000

@@ -205,3 +205,71 @@ def test_with_two_nodes_of_three_down_object_writes_fail_at_once_with_503(setup)
         n3.start()
     wait_for(lambda: sum(p["is_up"] for p in n1.cli_json("status")["peers"]) == 3, 20, "all nodes up again")
     assert s3_client(n2, key).get_object(Bucket=bucket, Key="before")["Body"].read() == b"x" * 5000
+
+
+def test_a_layout_change_under_load_loses_nothing(setup, tmp_path_factory):
+    """A fourth node is added, then removed, while clients PUT through nodes
+    1 and 2: every acknowledged object is readable through every node
+    throughout (new writes go to the nodes of every active layout version;
+    reads find old data on the old holders)."""
+    import re
+
+    from test_layout_cluster import converge, make_node, node_id, peer_addr, version
+
+    (n1, n2, n3), key, bucket = setup
+    secret = re.search(r'rpc_secret = "([0-9a-f]+)"', n1.config.read_text()).group(1)
+    n4 = make_node(tmp_path_factory, "obj4", secret, [peer_addr(n1)])
+    acked: dict[str, str] = {}
+    errors: list[str] = []
+    stop = threading.Event()
+    lock = threading.Lock()
+
+    def writer(w, node):
+        c = s3_client(node, key)
+        i = 0
+        while not stop.is_set() and i < 400:
+            k = f"moving/{w}/{i}"
+            body = random_bytes(500 + (i % 2) * 1_100_000, 7000 + w * 1000 + i)
+            i += 1
+            try:
+                c.put_object(Bucket=bucket, Key=k, Body=body)
+            except Exception as e:  # nothing may fail while every node is up
+                errors.append(f"{k}: {e!r}")
+                continue
+            with lock:
+                acked[k] = sha256(body)
+
+    threads = [threading.Thread(target=writer, args=(w, n)) for w, n in enumerate([n1, n2])]
+    for t in threads:
+        t.start()
+    try:
+        v = version(n1)
+        n4.start()
+        n4_id = node_id(n4)
+        wait_for(lambda: version(n4) == v, 15, "the new node has the layout")
+        n1.cli("layout", "assign", n4_id[:12], "-z", "dc4", "-c", "1G")
+        wait_for(lambda: len(n1.cli_json("layout", "show")["staged"]["roles"]) == 1, 10, "staged")
+        n1.cli("layout", "apply", "--version", str(v + 1))
+        converge([n1, n2, n3, n4], v + 1)
+        time.sleep(1.5)
+        n2.cli("layout", "remove", n4_id[:12])
+        wait_for(lambda: len(n2.cli_json("layout", "show")["staged"]["roles"]) == 1, 10, "staged removal")
+        n2.cli("layout", "apply", "--version", str(v + 2))
+        converge([n1, n2, n3, n4], v + 2)
+        time.sleep(1.5)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(120)
+    try:
+        assert not errors, errors[:5]
+        assert len(acked) > 20, len(acked)
+        for n in (n1, n2, n3, n4):
+            c = s3_client(n, key)
+            for k, digest in acked.items():
+                assert sha256(c.get_object(Bucket=bucket, Key=k)["Body"].read()) == digest, (n.root, k)
+        listed = s3_client(n3, key).list_objects_v2(Bucket=bucket, Prefix="moving/", MaxKeys=1000)
+        assert listed["KeyCount"] == len(acked)
+        print(f"{len(acked)} PUTs acknowledged while a node was added and removed; all readable through 4 nodes")
+    finally:
+        n4.stop()

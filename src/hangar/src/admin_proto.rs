@@ -53,6 +53,8 @@ pub enum Request {
         allow: bool,
     },
     WorkerList,
+    /// The rows and Merkle digest of each replicated table on this node.
+    TableStatus,
     /// This node's `<id>@<address>`.
     NodeId,
     /// Every known node and its state.

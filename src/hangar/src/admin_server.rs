@@ -137,6 +137,17 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, String> {
                     .map_err(e)?,
             )
         }
+        Request::TableStatus => Value::Array(
+            model
+                .table_status()
+                .await
+                .map_err(e)?
+                .into_iter()
+                .map(|(table, rows, digest)| {
+                    json!({"table": table, "rows": rows, "digest": hex::encode(digest)})
+                })
+                .collect(),
+        ),
         Request::WorkerList => {
             serde_json::to_value(st.workers.list()).map_err(|e| e.to_string())?
         }

@@ -118,6 +118,14 @@ pub enum WorkerCmd {
     List,
 }
 
+#[derive(Subcommand, Debug)]
+pub enum TableCmd {
+    /// For each replicated table, the rows this node holds and the digest
+    /// of its Merkle roots: replicas holding the same rows show the same
+    /// digest.
+    Status,
+}
+
 /// Sends one request to the node whose metadata_dir is `metadata_dir`.
 pub async fn call(metadata_dir: &Path, req: &Request) -> Result<Value, String> {
     let path = metadata_dir.join(SOCKET_NAME);
@@ -276,6 +284,26 @@ pub async fn bucket(metadata_dir: &Path, cmd: BucketCmd, json: bool) -> Result<(
             }
         }
         _ => print_key(&v, false),
+    }
+    Ok(())
+}
+
+/// Runs a table command.
+pub async fn table(metadata_dir: &Path, cmd: TableCmd, json: bool) -> Result<(), String> {
+    let TableCmd::Status = cmd;
+    let v = call(metadata_dir, &Request::TableStatus).await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&v).expect("json"));
+        return Ok(());
+    }
+    println!("{:<12} {:>10}  DIGEST", "TABLE", "ROWS");
+    for t in v.as_array().cloned().unwrap_or_default() {
+        println!(
+            "{:<12} {:>10}  {}",
+            s(&t, "table"),
+            s(&t, "rows"),
+            s(&t, "digest")
+        );
     }
     Ok(())
 }

@@ -77,6 +77,9 @@ enum Cmd {
     /// Inspect background workers.
     #[command(subcommand)]
     Worker(cli::WorkerCmd),
+    /// Inspect this node's metadata tables.
+    #[command(subcommand)]
+    Table(cli::TableCmd),
 }
 
 fn init_tracing() {
@@ -122,6 +125,7 @@ fn main() -> ExitCode {
                     Cmd::Key(c) => cli::key(&meta, c, cli.json).await,
                     Cmd::Bucket(c) => cli::bucket(&meta, c, cli.json).await,
                     Cmd::Worker(c) => cli::worker(&meta, c, cli.json).await,
+                    Cmd::Table(c) => cli::table(&meta, c, cli.json).await,
                     Cmd::Node(c) => cli::node(&cfg, c, cli.json).await,
                     Cmd::Status => cli::status(&meta, cli.json).await,
                     Cmd::Layout(c) => layout_cli::run(&meta, c, cli.json).await,

@@ -33,9 +33,15 @@ from test_layout_cluster import converge, make_node, node_id, peer_addr, wait_fo
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     secret = secrets.token_hex(32)
-    first = make_node(tmp_path_factory, "ctl1", secret, [])
+    def quick_tombstones(n: Node) -> Node:
+        # Tombstones are collected 3 s after they are written (a day by default).
+        n.config.write_text("tombstone_gc_delay_secs = 3\n" + n.config.read_text())
+        return n
+
+    first = quick_tombstones(make_node(tmp_path_factory, "ctl1", secret, []))
     first.start()
-    nodes = [first] + [make_node(tmp_path_factory, f"ctl{i}", secret, [peer_addr(first)]) for i in (2, 3)]
+    nodes = [first] + [quick_tombstones(make_node(tmp_path_factory, f"ctl{i}", secret, [peer_addr(first)]))
+                       for i in (2, 3)]
     for n in nodes[1:]:
         n.start()
     ids = [node_id(n) for n in nodes]

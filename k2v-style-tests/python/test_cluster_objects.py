@@ -207,6 +207,36 @@ def test_with_two_nodes_of_three_down_object_writes_fail_at_once_with_503(setup)
     assert s3_client(n2, key).get_object(Bucket=bucket, Key="before")["Body"].read() == b"x" * 5000
 
 
+def table_status(n) -> dict[str, tuple[int, str]]:
+    return {t["table"]: (t["rows"], t["digest"]) for t in n.cli_json("table", "status")}
+
+
+def test_tombstones_are_removed_from_every_replica_once_all_hold_them(setup):
+    """Deleted objects leave tombstones (object rows and version entries);
+    once every replica holds them and the delay (3 s here) passed, the
+    tombstone-gc workers remove them from all three nodes together, and the
+    replicas still agree. (Runs before the layout change below: a node of a
+    layout version that is not retired yet, and is down, keeps tombstones.)"""
+    (n1, n2, n3), key, bucket = setup
+    c = s3_client(n2, key)
+    for i in range(20):
+        c.put_object(Bucket=bucket, Key=f"doomed/{i}", Body=random_bytes(4000 + i * 50_000, i))
+    wait_for(lambda: len({str(table_status(n)) for n in (n1, n2, n3)}) == 1, 60, "replicas agree")
+    before = table_status(n1)
+    for i in range(20):
+        s3_client(n3, key).delete_object(Bucket=bucket, Key=f"doomed/{i}")
+
+    def collected():
+        views = [table_status(n) for n in (n1, n2, n3)]
+        return all(v == views[0] for v in views) and views[0]["object"][0] <= before["object"][0] - 20
+
+    took = wait_for(collected, 60, "tombstones removed on every replica")
+    print(f"tombstones gone from every replica {took:.1f}s after the deletes: {table_status(n1)}")
+    for n in (n1, n2, n3):
+        with pytest.raises(ClientError) as e:
+            s3_client(n, key).get_object(Bucket=bucket, Key="doomed/3")
+        assert error_code(e.value) == "NoSuchKey"
+
 def test_a_layout_change_under_load_loses_nothing(setup, tmp_path_factory):
     """A fourth node is added, then removed, while clients PUT through nodes
     1 and 2: every acknowledged object is readable through every node
@@ -273,10 +303,6 @@ def test_a_layout_change_under_load_loses_nothing(setup, tmp_path_factory):
         print(f"{len(acked)} PUTs acknowledged while a node was added and removed; all readable through 4 nodes")
     finally:
         n4.stop()
-
-
-def table_status(n) -> dict[str, tuple[int, str]]:
-    return {t["table"]: (t["rows"], t["digest"]) for t in n.cli_json("table", "status")}
 
 
 def test_a_node_whose_metadata_was_wiped_converges_to_the_same_merkle_roots(setup):

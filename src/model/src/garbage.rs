@@ -242,39 +242,22 @@ pub fn spawn_tombstone_gc_worker(
     let w = workers.register("tombstone-gc");
     tokio::spawn(async move {
         loop {
-            if !model.tombstones_collectable() {
-                w.set_progress(
-                    "tombstones of tables replicated to several nodes are kept: \
-                     removing one needs every replica to hold it, which is not known yet",
-                    None,
-                );
-                tokio::time::sleep(interval).await;
-                continue;
-            }
             w.set_state(WorkerState::Busy);
-            let mut removed = 0u64;
-            let pass = async {
-                loop {
-                    let (looked, n) = tombstones::collect_due(
-                        model.db(),
-                        TOMBSTONE_TREES,
-                        now_msec(),
-                        delay.as_millis() as u64,
-                        BATCH,
-                    )
-                    .await?;
-                    removed += n as u64;
-                    if looked < BATCH {
-                        return tombstones::queued(model.db()).await;
-                    }
-                }
+            let delay_msec = delay.as_millis() as u64;
+            let pass = if model.tombstones_collectable() {
+                collect_alone(&model, delay_msec).await
+            } else {
+                model.collect_replicated_tombstones(delay_msec).await
             };
-            match pass.await {
-                Ok(waiting) => {
+            match pass {
+                Ok((removed, deferred)) => {
                     w.add_processed(removed);
+                    let waiting = tombstones::queued(model.db()).await.ok();
                     w.set_progress(
-                        format!("last pass: {removed} tombstones removed"),
-                        Some(waiting),
+                        format!(
+                            "last pass: {removed} tombstones removed, {deferred} kept until every replica holds them"
+                        ),
+                        waiting,
                     );
                 }
                 Err(e) => {
@@ -286,6 +269,20 @@ pub fn spawn_tombstone_gc_worker(
             tokio::time::sleep(interval).await;
         }
     })
+}
+
+/// Removes the due tombstones of a node whose rows no other node holds.
+async fn collect_alone(model: &Model, delay_msec: u64) -> Result<(u64, u64)> {
+    let mut removed = 0u64;
+    loop {
+        let (looked, n) =
+            tombstones::collect_due(model.db(), TOMBSTONE_TREES, now_msec(), delay_msec, BATCH)
+                .await?;
+        removed += n as u64;
+        if looked < BATCH {
+            return Ok((removed, 0));
+        }
+    }
 }
 
 /// Starts the version collector, woken by [`Model::wake_gc`] and every `interval`.

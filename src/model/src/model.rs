@@ -181,15 +181,42 @@ impl Model {
         Ok(())
     }
 
+    /// Collects the due tombstones of the sharded tables with every replica
+    /// of their partition (`hangar_table::sharded_gc`); returns how many
+    /// were removed and how many wait for a replica.
+    pub async fn collect_replicated_tombstones(&self, delay_msec: u64) -> Result<(u64, u64)> {
+        use crate::garbage::TOMBSTONE_TREES;
+        let due =
+            hangar_table::tombstones::due(&self.db, TOMBSTONE_TREES, now_msec(), delay_msec, 4096)
+                .await?;
+        let (mut removed, mut deferred) = (0u64, 0u64);
+        let mut by_tree: std::collections::BTreeMap<&str, Vec<_>> = Default::default();
+        for d in due {
+            by_tree.entry(d.tree).or_default().push(d);
+        }
+        for (tree, entries) in by_tree {
+            let r = match tree {
+                t if t == ObjectTable::TREE => self.objects.collect_tombstones(entries).await?,
+                t if t == VersionTable::TREE => self.versions.collect_tombstones(entries).await?,
+                t if t == MpuTable::TREE => self.mpus.collect_tombstones(entries).await?,
+                t if t == PartTable::TREE => self.parts.collect_tombstones(entries).await?,
+                _ => continue,
+            };
+            removed += r.removed as u64;
+            deferred += r.deferred as u64;
+        }
+        Ok((removed, deferred))
+    }
+
     /// Whether this node may remove tombstones of the object, version and
     /// multipart tables alone: when no other node holds their rows (no
-    /// cluster, or a replication factor of 1). With more replicas a
-    /// tombstone may be removed only once every replica holds it, which is
-    /// not known yet, so they are kept.
+    /// cluster, no layout yet, or a replication factor of 1). Otherwise a
+    /// tombstone is removed only once every replica holds it
+    /// ([`Model::collect_replicated_tombstones`]).
     pub fn tombstones_collectable(&self) -> bool {
         match &self.cluster_blocks {
             None => true,
-            Some(cb) => cb.cluster.replication_factor() <= 1,
+            Some(cb) => cb.cluster.replication_factor() <= 1 || !self.objects.is_spread(),
         }
     }
 

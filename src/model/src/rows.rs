@@ -67,6 +67,18 @@ impl<S: Schema> Rows<S> {
             .filter(|t| !t.cluster().storage_nodes_of_partition(0).is_empty())
     }
 
+    /// Collects due tombstones with every replica (a no-op report before
+    /// the first layout).
+    pub(crate) async fn collect_tombstones(
+        &self,
+        due: Vec<hangar_table::tombstones::DueTombstone>,
+    ) -> Result<hangar_table::sharded_gc::GcReport> {
+        match self.spread() {
+            Some(t) => Ok(t.collect_tombstones(due).await?),
+            None => Ok(Default::default()),
+        }
+    }
+
     /// Whether rows go to several nodes (so a read-then-write is not one
     /// transaction).
     pub(crate) fn is_spread(&self) -> bool {

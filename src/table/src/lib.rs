@@ -20,6 +20,7 @@ pub mod full_sync;
 pub mod merkle;
 pub mod replicated;
 pub mod sharded;
+pub mod sharded_gc;
 pub mod sharded_sync;
 pub mod tombstones;
 

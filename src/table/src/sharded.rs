@@ -161,6 +161,7 @@ pub(crate) struct Endpoints {
     pub read: Arc<Endpoint<ReadRow, Option<ByteBuf>>>,
     pub range: Arc<Endpoint<ReadRange, RangeRows>>,
     pub merkle: Arc<Endpoint<MerkleRequest, MerkleResponse>>,
+    pub gc: Arc<Endpoint<crate::sharded_gc::GcRows, Vec<bool>>>,
 }
 
 /// A table whose rows live on the nodes of their layout partition. See the
@@ -201,6 +202,7 @@ impl<S: Schema> ShardedTable<S> {
             read: mesh.endpoint(&endpoint_path::<S>("read"))?,
             range: mesh.endpoint(&endpoint_path::<S>("range"))?,
             merkle: mesh.endpoint(&endpoint_path::<S>("merkle"))?,
+            gc: mesh.endpoint(&endpoint_path::<S>("gc"))?,
         });
         let table = Table::new(db);
         let h = Handlers::<S> {
@@ -212,6 +214,12 @@ impl<S: Schema> ShardedTable<S> {
         eps.read.set_handler(h.clone(), HANDLER_QUEUE);
         eps.range.set_handler(h.clone(), HANDLER_QUEUE);
         eps.merkle.set_handler(h, HANDLER_QUEUE);
+        eps.gc.set_handler(
+            crate::sharded_gc::GcHandler::<S> {
+                table: table.clone(),
+            },
+            HANDLER_QUEUE,
+        );
         Ok(ShardedTable {
             table,
             cluster,

@@ -112,6 +112,76 @@ pub async fn collect_due(
     Ok((looked, removed))
 }
 
+/// A due entry of the queue, for a table collected by its replicas
+/// together ([`crate::sharded_gc`]).
+#[derive(Debug, Clone)]
+pub struct DueTombstone {
+    pub queue_key: Vec<u8>,
+    pub tree: &'static str,
+    /// The row's storage key.
+    pub key: Vec<u8>,
+    /// blake3 of the row value the tombstone was written with.
+    pub hash: [u8; 32],
+}
+
+/// Up to `limit` queue entries of `trees` written at least `delay_msec`
+/// before `now` (entries of other trees are skipped).
+pub async fn due(
+    db: &Db,
+    trees: &'static [TombstoneTree],
+    now: u64,
+    delay_msec: u64,
+    limit: usize,
+) -> Result<Vec<DueTombstone>, DbError> {
+    let end = now.saturating_sub(delay_msec).to_be_bytes().to_vec();
+    let rows = db
+        .range_async(
+            TOMBSTONE_GC_TREE,
+            Bound::Unbounded,
+            Bound::Excluded(end),
+            false,
+            limit,
+        )
+        .await?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(qk, v)| {
+            let (t, key) = parse(&qk, trees)?;
+            Some(DueTombstone {
+                tree: t.tree,
+                key: key.to_vec(),
+                hash: v.as_slice().try_into().ok()?,
+                queue_key: qk,
+            })
+        })
+        .collect())
+}
+
+/// Ends the queue entries `ended`, and queues `again` anew as written now
+/// (so that they come back after the delay, behind the others).
+pub async fn settle(db: &Db, ended: Vec<Vec<u8>>, again: Vec<DueTombstone>) -> Result<(), DbError> {
+    if ended.is_empty() && again.is_empty() {
+        return Ok(());
+    }
+    db.write(move |tx| {
+        let now = hangar_util::time::now_msec();
+        for qk in ended {
+            tx.delete(TOMBSTONE_GC_TREE, qk);
+        }
+        for d in again {
+            tx.delete(TOMBSTONE_GC_TREE, d.queue_key);
+            let mut k = Vec::with_capacity(8 + d.tree.len() + 1 + d.key.len());
+            k.extend_from_slice(&now.to_be_bytes());
+            k.extend_from_slice(d.tree.as_bytes());
+            k.push(0);
+            k.extend_from_slice(&d.key);
+            tx.put(TOMBSTONE_GC_TREE, k, d.hash.to_vec());
+        }
+        Ok::<_, DbError>(())
+    })
+    .await
+}
+
 /// How many tombstones wait in the queue (a full count, for progress).
 pub async fn queued(db: &Db) -> Result<u64, DbError> {
     let mut n = 0u64;

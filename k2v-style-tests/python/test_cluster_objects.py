@@ -104,6 +104,41 @@ def test_concurrent_puts_of_one_key_through_different_nodes_converge_whole(setup
         assert len(seen) == 1, f"round {round_}: nodes disagree"
 
 
+
+@pytest.mark.parametrize("kind", ["if-none-match", "if-match"])
+def test_concurrent_conditional_puts_through_different_nodes_have_exactly_one_winner(setup, kind):
+    """Six clients, two per node, PUT the same key at once with
+    `If-None-Match: *` (fresh key) or `If-Match` on the current ETag: exactly
+    one gets 200, the others 412, and every node then serves the winner."""
+    nodes, key, bucket = setup
+    for round_ in range(6):
+        k = f"cond-{kind}/{round_}"
+        bodies = [random_bytes(2000 + i * 900 + round_, 500 + 10 * round_ + i) for i in range(6)]
+        extra = {}
+        if kind == "if-match":
+            first = s3_client(nodes[0], key).put_object(Bucket=bucket, Key=k, Body=b"v0")
+            extra = {"IfMatch": first["ETag"]}
+        else:
+            extra = {"IfNoneMatch": "*"}
+        clients = [s3_client(nodes[i % 3], key) for i in range(len(bodies))]
+        barrier = threading.Barrier(len(bodies))
+        outcome: list = [None] * len(bodies)
+
+        def put(i):
+            barrier.wait()
+            try:
+                clients[i].put_object(Bucket=bucket, Key=k, Body=bodies[i], **extra)
+                outcome[i] = 200
+            except ClientError as e:
+                outcome[i] = http_status(e)
+
+        with cf.ThreadPoolExecutor(len(bodies)) as ex:
+            list(ex.map(put, range(len(bodies))))
+        assert sorted(outcome) == [200] + [412] * (len(bodies) - 1), (round_, outcome)
+        winner = bodies[outcome.index(200)]
+        for n in nodes:
+            assert s3_client(n, key).get_object(Bucket=bucket, Key=k)["Body"].read() == winner
+
 def test_kill9_of_a_node_during_writes_loses_no_acknowledged_object(setup):
     (n1, n2, n3), key, bucket = setup
     acked: dict[str, str] = {}

@@ -11,6 +11,7 @@
 //! [`Model`] ties them to one node's metadata store and block manager.
 
 pub mod bucket;
+pub mod conditional;
 mod control;
 mod error;
 #[cfg(test)]

@@ -15,6 +15,7 @@ use futures::StreamExt;
 use hangar_block::ReplicatedBlocks;
 
 use crate::bucket::{BucketRow, BucketTable, check_bucket_name};
+use crate::conditional::Conditional;
 use crate::control::ControlTable;
 use crate::garbage::{UploadOf, end_upload_record, queue_version_gc, record_upload};
 use crate::key::{KeyRow, KeyTable, Permission, new_key_id, new_secret, valid_key_id};
@@ -35,6 +36,8 @@ pub struct Model {
     keys: ControlTable<KeyTable>,
     buckets: ControlTable<BucketTable>,
     objects: Rows<ObjectTable>,
+    /// Conditional writes in a cluster, through a coordinator.
+    conditional: Option<Conditional>,
     versions: Rows<VersionTable>,
     mpus: Rows<MpuTable>,
     parts: Rows<PartTable>,
@@ -95,8 +98,13 @@ impl Model {
             blocks: r.clone(),
         });
         let cluster = cluster.map(|(c, _)| c);
+        let objects = rows(&db, cluster)?;
+        let conditional = cluster
+            .map(|c| Conditional::new(c, objects.clone()))
+            .transpose()?;
         Ok(Arc::new(Model {
-            objects: rows(&db, cluster)?,
+            objects,
+            conditional,
             versions: rows(&db, cluster)?,
             mpus: rows(&db, cluster)?,
             parts: rows(&db, cluster)?,
@@ -735,10 +743,15 @@ impl Model {
     ) -> Result<ObjectRow> {
         let part = bucket.id_bytes();
         let version = row.version;
-        // A condition is checked against a quorum read when the rows are on
-        // several nodes: not atomic with the write (consensus for
-        // conditional writes is not built yet, doc/s3-compatibility.md).
-        let published = if cond.is_none() || self.objects.is_spread() {
+        let spread = self.objects.is_spread();
+        let published = if !cond.is_none()
+            && spread
+            && let Some(c) = &self.conditional
+        {
+            // Checked and written by the bucket partition's coordinator,
+            // one conditional write of a key at a time (conditional.rs).
+            c.publish(&part, key, row, &cond).await?
+        } else if cond.is_none() || spread {
             let old = self.objects.get(&part, key.as_bytes()).await?;
             if !cond.holds(old.as_ref().filter(|o| !o.is_deleted())) {
                 return Err(ModelError::PreconditionFailed);
@@ -837,7 +850,7 @@ impl WriteCondition {
     }
 
     /// Whether the condition holds on `current`, the live object (if any).
-    fn holds(&self, current: Option<&ObjectRow>) -> bool {
+    pub(crate) fn holds(&self, current: Option<&ObjectRow>) -> bool {
         match (current, &self.if_match) {
             (Some(_), _) if self.if_none_match_any => false,
             (Some(o), Some(etag)) => etag == "*" || *etag == o.etag,

@@ -471,17 +471,40 @@ pub(crate) async fn merge_rows<S: Schema>(
         .await
 }
 
+/// Serves an update: checks the rows a peer sent and merges them.
+pub(crate) async fn serve_update<S: Schema>(
+    table: &Table<S>,
+    req: Request<UpdateRows>,
+) -> std::result::Result<Response<()>, HandlerError> {
+    let rows = check_rows::<S>(req.msg.rows).map_err(HandlerError::new)?;
+    merge_rows(table, rows).await.map_err(HandlerError::new)?;
+    Ok(Response::new(()))
+}
+
+/// Serves a read of one stored row, by storage key.
+pub(crate) async fn serve_read<S: Schema>(
+    table: &Table<S>,
+    req: Request<ReadRow>,
+) -> std::result::Result<Response<Option<ByteBuf>>, HandlerError> {
+    let key = req.msg.key.into_vec();
+    if key.len() > MAX_KEY_LEN || key.len() < S::PARTITION_LEN {
+        return Err(HandlerError::new(format!("bad key length {}", key.len())));
+    }
+    let v = table
+        .db()
+        .get_async(S::TREE, key)
+        .await
+        .map_err(HandlerError::new)?;
+    Ok(Response::new(v.map(ByteBuf::from)))
+}
+
 #[async_trait]
 impl<S: Schema> Handler<UpdateRows, ()> for Handlers<S> {
     async fn handle(
         &self,
         req: Request<UpdateRows>,
     ) -> std::result::Result<Response<()>, HandlerError> {
-        let rows = check_rows::<S>(req.msg.rows).map_err(HandlerError::new)?;
-        merge_rows(&self.table, rows)
-            .await
-            .map_err(HandlerError::new)?;
-        Ok(Response::new(()))
+        serve_update(&self.table, req).await
     }
 }
 
@@ -491,17 +514,7 @@ impl<S: Schema> Handler<ReadRow, Option<ByteBuf>> for Handlers<S> {
         &self,
         req: Request<ReadRow>,
     ) -> std::result::Result<Response<Option<ByteBuf>>, HandlerError> {
-        let key = req.msg.key.into_vec();
-        if key.len() > MAX_KEY_LEN || key.len() < S::PARTITION_LEN {
-            return Err(HandlerError::new(format!("bad key length {}", key.len())));
-        }
-        let v = self
-            .table
-            .db()
-            .get_async(S::TREE, key)
-            .await
-            .map_err(HandlerError::new)?;
-        Ok(Response::new(v.map(ByteBuf::from)))
+        serve_read(&self.table, req).await
     }
 }
 

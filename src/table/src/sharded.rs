@@ -57,7 +57,7 @@ use serde_bytes::ByteBuf;
 use crate::merkle::{self, DEPTH};
 use crate::replicated::{
     MAX_KEY_LEN, MAX_ROWS_PER_MESSAGE, MAX_VALUE_LEN, ReadRow, ReplicationError, UpdateRows,
-    WireRow, check_rows, endpoint_path, merge_rows,
+    WireRow, endpoint_path,
 };
 use crate::{Crdt, Result, Schema, Table, TableError, decode, encode, layout_partition_of};
 
@@ -696,11 +696,7 @@ impl<S: Schema> Handler<UpdateRows, ()> for Handlers<S> {
         &self,
         req: Request<UpdateRows>,
     ) -> std::result::Result<Response<()>, HandlerError> {
-        let rows = check_rows::<S>(req.msg.rows).map_err(HandlerError::new)?;
-        merge_rows(&self.table, rows)
-            .await
-            .map_err(HandlerError::new)?;
-        Ok(Response::new(()))
+        crate::replicated::serve_update(&self.table, req).await
     }
 }
 
@@ -710,17 +706,7 @@ impl<S: Schema> Handler<ReadRow, Option<ByteBuf>> for Handlers<S> {
         &self,
         req: Request<ReadRow>,
     ) -> std::result::Result<Response<Option<ByteBuf>>, HandlerError> {
-        let key = req.msg.key.into_vec();
-        if key.len() > MAX_KEY_LEN || key.len() < S::PARTITION_LEN {
-            return Err(HandlerError::new(format!("bad key length {}", key.len())));
-        }
-        let v = self
-            .table
-            .db()
-            .get_async(S::TREE, key)
-            .await
-            .map_err(HandlerError::new)?;
-        Ok(Response::new(v.map(ByteBuf::from)))
+        crate::replicated::serve_read(&self.table, req).await
     }
 }
 

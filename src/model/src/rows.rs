@@ -187,6 +187,58 @@ impl<S: Schema> Rows<S> {
         }
     }
 
+    /// This node's replica of `partition`'s rows, if it holds the partition
+    /// (in some active layout version) — for reads that may skip the quorum.
+    fn local_replica(&self, partition: &[u8]) -> Option<&Table<S>> {
+        let t = self.spread()?;
+        let p = hangar_table::layout_partition_of(partition);
+        let me = t.cluster().id();
+        t.cluster()
+            .storage_nodes_of_partition(p)
+            .nodes()
+            .contains(&me)
+            .then_some(&self.local)
+    }
+
+    /// Row (`partition`, `sort`) of a table whose rows never change once
+    /// written but to become tombstones (a version's block entries): this
+    /// node's copy when it has one that `usable` accepts (a live entry is
+    /// the same on every replica), otherwise a quorum read. Saves a GET the
+    /// round trip to another node.
+    pub(crate) async fn get_local_first(
+        &self,
+        partition: &[u8],
+        sort: &[u8],
+        usable: impl Fn(&S::Row) -> bool,
+    ) -> Result<Option<S::Row>> {
+        if let Some(local) = self.local_replica(partition)
+            && let Some(r) = local.get(partition, sort).await?
+            && usable(&r)
+        {
+            return Ok(Some(r));
+        }
+        self.get(partition, sort).await
+    }
+
+    /// Like [`Rows::range_numbered`] for such tables: this node's rows when
+    /// `usable` accepts them (the caller checks they are all there), else a
+    /// quorum read.
+    pub(crate) async fn range_numbered_local_first(
+        &self,
+        partition: &[u8],
+        from: u32,
+        limit: usize,
+        usable: impl Fn(&[(u32, S::Row)]) -> bool,
+    ) -> Result<Vec<(u32, S::Row)>> {
+        if let Some(local) = self.local_replica(partition) {
+            let rows = local.range_numbered(partition, from, limit).await?;
+            if usable(&rows) {
+                return Ok(rows);
+            }
+        }
+        self.range_numbered(partition, from, limit).await
+    }
+
     /// For tables whose sort key is a big-endian `u32`: up to `limit` rows
     /// of `partition` numbered `from` or more.
     pub(crate) async fn range_numbered(

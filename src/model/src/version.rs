@@ -153,7 +153,7 @@ impl Model {
             let table = table.clone();
             async move {
                 table
-                    .get(&version, &i.to_be_bytes())
+                    .get_local_first(&version, &i.to_be_bytes(), |e| !e.deleted)
                     .await?
                     .ok_or_else(|| corrupt(&version, format!("block {i} of {count} is missing")))
             }
@@ -202,7 +202,19 @@ impl Model {
                 _ if range.start == 0 => 1,
                 _ => PAGE,
             };
-            let page = self.version_blocks(version, index, want).await?;
+            // Every entry of the page, live and in order, from this node's
+            // replica, or a quorum read.
+            let expect = want.min(count.saturating_sub(index) as usize);
+            let page = self
+                .version_rows()
+                .range_numbered_local_first(version, index, want, |rows| {
+                    rows.len() == expect
+                        && rows
+                            .iter()
+                            .enumerate()
+                            .all(|(k, (i, e))| *i == index + k as u32 && !e.deleted)
+                })
+                .await?;
             if page.is_empty() {
                 return Err(corrupt(
                     version,

@@ -25,7 +25,7 @@ use hangar_util::{Hash, NodeId};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Mutex;
 
-use crate::model::{WriteCondition, stamped};
+use crate::condition::{WriteCondition, stamped};
 use crate::object::{ObjectRow, ObjectTable};
 use crate::rows::Rows;
 use crate::{ModelError, Result};

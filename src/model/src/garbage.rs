@@ -12,62 +12,18 @@ use std::ops::Bound;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hangar_db::Tx;
 use hangar_table::tombstones::{self, TombstoneTree};
 use hangar_util::time::now_msec;
 use hangar_util::worker::{WorkerRegistry, WorkerState};
-use serde::{Deserialize, Serialize};
 
 use crate::multipart::{MpuTable, PartTable};
 use crate::object::ObjectTable;
 use crate::version::VersionTable;
 use crate::{Model, ModelError, Result, VersionId};
 
-/// Tree of uploads in progress: version id → [`UploadOf`] (MessagePack).
-pub const UPLOAD_TREE: &str = "upload";
-/// Tree of versions to collect: version id → empty.
-pub const VERSION_GC_TREE: &str = "version_gc";
+pub use crate::queues::{UPLOAD_TREE, UploadOf, VERSION_GC_TREE, queue_version_gc};
 
 const BATCH: usize = 256;
-
-/// Queues `version` for collection, inside a transaction.
-pub fn queue_version_gc(tx: &mut Tx<'_>, version: &VersionId) {
-    tx.delete(UPLOAD_TREE, version.to_vec());
-    tx.put(VERSION_GC_TREE, version.to_vec(), Vec::new());
-}
-
-/// What an upload in progress will become, kept with it in [`UPLOAD_TREE`]
-/// so that after a crash the start-up scan can tell an upload that was
-/// published just before (its row names it: keep it) from one that was not
-/// (collect it).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub enum UploadOf {
-    /// A version of object `key` of the bucket whose id is `bucket`.
-    Object {
-        #[serde(with = "serde_bytes")]
-        bucket: Vec<u8>,
-        key: String,
-    },
-    /// Part `part_number` of multipart upload `upload_id`.
-    Part {
-        #[serde(with = "hangar_util::serde_id16")]
-        upload_id: VersionId,
-        part_number: u32,
-    },
-}
-
-impl UploadOf {
-    pub fn object(bucket: &[u8; 32], key: &str) -> UploadOf {
-        UploadOf::Object {
-            bucket: bucket.to_vec(),
-            key: key.to_owned(),
-        }
-    }
-
-    fn encode(&self) -> Vec<u8> {
-        rmp_serde::to_vec_named(self).expect("upload records encode")
-    }
-}
 
 /// Whether `version`, recorded as an upload of `of`, was published: the row
 /// it was to become names it.
@@ -87,29 +43,6 @@ async fn was_published(model: &Model, version: &VersionId, of: &UploadOf) -> Res
             .await?
             .is_some_and(|p| p.version == *version && !p.deleted),
     })
-}
-
-/// Registers `version` as an upload in progress of `of`.
-pub(crate) async fn record_upload(model: &Model, version: VersionId, of: &UploadOf) -> Result<()> {
-    let value = of.encode();
-    model
-        .db()
-        .write(move |tx| {
-            tx.put(UPLOAD_TREE, version.to_vec(), value);
-            Ok::<_, ModelError>(())
-        })
-        .await
-}
-
-/// Ends the record of a published upload (its row now holds it).
-pub(crate) async fn end_upload_record(model: &Model, version: VersionId) -> Result<()> {
-    model
-        .db()
-        .write(move |tx| {
-            tx.delete(UPLOAD_TREE, version.to_vec());
-            Ok::<_, ModelError>(())
-        })
-        .await
 }
 
 /// Ends every upload left over from before this start (a restart ends all

@@ -11,6 +11,7 @@
 //! [`Model`] ties them to one node's metadata store and block manager.
 
 pub mod bucket;
+mod condition;
 pub mod conditional;
 mod control;
 mod error;
@@ -21,11 +22,13 @@ pub mod key;
 mod model;
 pub mod multipart;
 pub mod object;
+mod queues;
 mod rows;
 pub mod version;
 
+pub use condition::WriteCondition;
 pub use error::ModelError;
-pub use model::{Model, PermissionChange, WriteCondition};
+pub use model::{Model, PermissionChange};
 
 /// Result alias of this crate.
 pub type Result<T> = std::result::Result<T, ModelError>;

@@ -15,12 +15,13 @@ use futures::StreamExt;
 use hangar_block::ReplicatedBlocks;
 
 use crate::bucket::{BucketRow, BucketTable, check_bucket_name};
+use crate::condition::{WriteCondition, stamped};
 use crate::conditional::Conditional;
 use crate::control::ControlTable;
-use crate::garbage::{UploadOf, end_upload_record, queue_version_gc, record_upload};
 use crate::key::{KeyRow, KeyTable, Permission, new_key_id, new_secret, valid_key_id};
 use crate::multipart::{MpuTable, PartTable};
 use crate::object::{ObjectRow, ObjectTable};
+use crate::queues::{UploadOf, end_upload_record, queue_version_gc, record_upload};
 use crate::rows::Rows;
 use crate::version::{BlockEntry, VersionTable};
 use crate::{ModelError, Result, VersionId};
@@ -50,15 +51,6 @@ pub struct Model {
 struct ClusterBlocks {
     cluster: hangar_cluster::Cluster,
     blocks: Arc<ReplicatedBlocks>,
-}
-
-/// A condition on the object a write replaces (S3's conditional writes).
-#[derive(Debug, Clone, Default)]
-pub struct WriteCondition {
-    /// `If-None-Match: *`: only if no object exists.
-    pub if_none_match_any: bool,
-    /// `If-Match`: only if an object exists with this ETag (`*`: any).
-    pub if_match: Option<String>,
 }
 
 /// A change of permissions: `Some(true)` grants, `Some(false)` revokes.
@@ -619,7 +611,7 @@ impl Model {
     /// Registers an upload in progress of `of`, before its first block is
     /// stored.
     pub async fn begin_upload(&self, version: VersionId, of: &UploadOf) -> Result<()> {
-        record_upload(self, version, of).await
+        record_upload(&self.db, version, of).await
     }
 
     /// Stores block number `index` of `version`, which starts at byte
@@ -777,7 +769,7 @@ impl Model {
         };
         // After the row: a crash in between leaves a record the start-up
         // scan finds published.
-        end_upload_record(self, version).await?;
+        end_upload_record(&self.db, version).await?;
         self.wake_gc();
         Ok(published)
     }
@@ -841,32 +833,6 @@ impl Model {
     ) -> Result<Vec<(u32, BlockEntry)>> {
         self.versions.range_numbered(version, from, limit).await
     }
-}
-
-impl WriteCondition {
-    /// Whether there is no condition at all.
-    fn is_none(&self) -> bool {
-        !self.if_none_match_any && self.if_match.is_none()
-    }
-
-    /// Whether the condition holds on `current`, the live object (if any).
-    pub(crate) fn holds(&self, current: Option<&ObjectRow>) -> bool {
-        match (current, &self.if_match) {
-            (Some(_), _) if self.if_none_match_any => false,
-            (Some(o), Some(etag)) => etag == "*" || *etag == o.etag,
-            (None, Some(_)) => false,
-            _ => true,
-        }
-    }
-}
-
-/// `row` with its publication timestamp: at least now, and strictly greater
-/// than `old`'s (the stored row), so that it wins the merge and what is
-/// published is what is kept.
-pub(crate) fn stamped(mut row: ObjectRow, old: Option<&ObjectRow>) -> ObjectRow {
-    let floor = old.map_or(0, |o| o.timestamp_msec + 1);
-    row.timestamp_msec = now_msec().max(floor).max(row.timestamp_msec);
-    row
 }
 
 /// The rows of table `S`: spread over `cluster` when there is one.

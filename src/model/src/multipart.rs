@@ -17,8 +17,8 @@ use hangar_table::{Crdt, Schema, max_by_content};
 use serde::{Deserialize, Serialize};
 
 use crate::bucket::BucketRow;
-use crate::garbage::{UploadOf, end_upload_record, queue_version_gc};
 use crate::object::{ObjectData, ObjectRow, StoredChecksum};
+use crate::queues::{UploadOf, end_upload_record, queue_version_gc};
 use crate::{Model, ModelError, Result, VersionId};
 
 /// An upload in progress, or the tombstone of one that was completed or
@@ -198,7 +198,7 @@ impl Model {
         if recorded.is_err() {
             self.abort_upload(version).await?;
         } else {
-            end_upload_record(self, version).await?;
+            end_upload_record(self.db(), version).await?;
         }
         self.wake_gc();
         recorded

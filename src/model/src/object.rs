@@ -13,7 +13,7 @@ use hangar_table::{Crdt, Schema, max_by_content};
 use serde::{Deserialize, Serialize};
 
 use crate::VersionId;
-use crate::garbage::queue_version_gc;
+use crate::queues::queue_version_gc;
 
 /// Where an object's bytes are.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

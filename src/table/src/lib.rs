@@ -17,6 +17,7 @@
 
 pub mod crdt;
 pub mod full_sync;
+pub mod gc_rpc;
 pub mod merkle;
 pub mod replicated;
 pub mod sharded;

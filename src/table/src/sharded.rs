@@ -161,7 +161,7 @@ pub(crate) struct Endpoints {
     pub read: Arc<Endpoint<ReadRow, Option<ByteBuf>>>,
     pub range: Arc<Endpoint<ReadRange, RangeRows>>,
     pub merkle: Arc<Endpoint<MerkleRequest, MerkleResponse>>,
-    pub gc: Arc<Endpoint<crate::sharded_gc::GcRows, Vec<bool>>>,
+    pub gc: Arc<Endpoint<crate::gc_rpc::GcRows, Vec<bool>>>,
 }
 
 /// A table whose rows live on the nodes of their layout partition. See the
@@ -215,7 +215,7 @@ impl<S: Schema> ShardedTable<S> {
         eps.range.set_handler(h.clone(), HANDLER_QUEUE);
         eps.merkle.set_handler(h, HANDLER_QUEUE);
         eps.gc.set_handler(
-            crate::sharded_gc::GcHandler::<S> {
+            crate::gc_rpc::GcHandler::<S> {
                 table: table.clone(),
             },
             HANDLER_QUEUE,

@@ -1,0 +1,74 @@
+//! The messages and the handler of `hangar/table/<tree>/gc`, the endpoint
+//! of tombstone collection for sharded tables (the protocol is in
+//! [`crate::sharded_gc`]).
+
+use async_trait::async_trait;
+use hangar_db::DbError;
+use hangar_net::{Handler, HandlerError, Request, Response};
+use hangar_util::Hash;
+use serde::{Deserialize, Serialize};
+use serde_bytes::ByteBuf;
+
+use crate::replicated::{MAX_KEY_LEN, MAX_ROWS_PER_MESSAGE};
+use crate::{Schema, Table};
+
+/// One row to check or remove: its storage key and the blake3 of its value.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GcRow {
+    pub key: ByteBuf,
+    pub hash: ByteBuf,
+}
+
+/// A round of tombstone collection.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GcRows {
+    pub rows: Vec<GcRow>,
+    /// False: only check; true: remove.
+    pub commit: bool,
+}
+
+/// The handler of `hangar/table/<tree>/gc`.
+pub(crate) struct GcHandler<S: Schema> {
+    pub(crate) table: Table<S>,
+}
+
+#[async_trait]
+impl<S: Schema> Handler<GcRows, Vec<bool>> for GcHandler<S> {
+    async fn handle(
+        &self,
+        req: Request<GcRows>,
+    ) -> std::result::Result<Response<Vec<bool>>, HandlerError> {
+        let GcRows { rows, commit } = req.msg;
+        if rows.len() > MAX_ROWS_PER_MESSAGE {
+            return Err(HandlerError::new(format!(
+                "{} rows in one message",
+                rows.len()
+            )));
+        }
+        for r in &rows {
+            if r.key.len() > MAX_KEY_LEN || r.key.len() < S::PARTITION_LEN || r.hash.len() != 32 {
+                return Err(HandlerError::new("bad tombstone key or hash"));
+            }
+        }
+        let answers = self
+            .table
+            .db()
+            .write(move |tx| {
+                let mut answers = Vec::with_capacity(rows.len());
+                for r in &rows {
+                    let same = tx
+                        .get(S::TREE, &r.key)?
+                        .is_some_and(|v| Hash::of(&v).as_bytes().as_slice() == r.hash.as_slice());
+                    if same && commit {
+                        let (p, s) = r.key.split_at(S::PARTITION_LEN);
+                        Table::<S>::tx_remove(tx, p, s).map_err(DbError::from)?;
+                    }
+                    answers.push(same);
+                }
+                Ok::<_, DbError>(answers)
+            })
+            .await
+            .map_err(HandlerError::new)?;
+        Ok(Response::new(answers))
+    }
+}

@@ -47,6 +47,11 @@ pub struct Model {
     allow_punycode: bool,
 }
 
+/// Local tree of this node's one-time model state (markers, raw values).
+pub const MODEL_STATE_TREE: &str = "model_state";
+/// Marker: the Merkle indexes of the sharded tables were repaired once.
+const MERKLE_INDEXED: &[u8] = b"merkle_indexed";
+
 /// The blocks of a cluster node.
 struct ClusterBlocks {
     cluster: hangar_cluster::Cluster,
@@ -163,9 +168,21 @@ impl Model {
     }
 
     /// Makes the Merkle index of each sharded table match its rows (rows
-    /// written before the index existed); run once at start, before their
-    /// anti-entropy.
+    /// written before the index existed), before their anti-entropy. Once
+    /// done, every write keeps the index (in the row's transaction), so it
+    /// is done once per node: a marker in the local tree
+    /// [`MODEL_STATE_TREE`] records it, and later starts skip the scan.
     pub async fn repair_indexes(&self) -> Result<()> {
+        if self.cluster_blocks.is_none() {
+            return Ok(());
+        }
+        let done = self
+            .db
+            .get_async(MODEL_STATE_TREE, MERKLE_INDEXED.to_vec())
+            .await?;
+        if done.is_some() {
+            return Ok(());
+        }
         if let Some(t) = self.objects.sharded_table() {
             t.repair_index().await?;
         }
@@ -178,7 +195,12 @@ impl Model {
         if let Some(t) = self.parts.sharded_table() {
             t.repair_index().await?;
         }
-        Ok(())
+        self.db
+            .write(|tx| {
+                tx.put(MODEL_STATE_TREE, MERKLE_INDEXED.to_vec(), Vec::new());
+                Ok::<_, ModelError>(())
+            })
+            .await
     }
 
     /// Collects the due tombstones of the sharded tables with every replica

@@ -159,12 +159,6 @@ impl<S: Schema> Rows<S> {
         limit: usize,
         keep: impl Fn(&S::Row) -> bool,
     ) -> Result<Vec<(Vec<u8>, S::Row)>> {
-        if self.spread().is_none() {
-            return Ok(self
-                .local
-                .range_filtered(partition, start, limit, keep)
-                .await?);
-        }
         let mut out = Vec::new();
         let mut cursor: Option<Vec<u8>> = None;
         let page_len = limit.saturating_add(16).min(PAGE);

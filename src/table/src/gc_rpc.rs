@@ -50,6 +50,22 @@ impl<S: Schema> Handler<GcRows, Vec<bool>> for GcHandler<S> {
                 return Err(HandlerError::new("bad tombstone key or hash"));
             }
         }
+        if !commit {
+            // A check only reads: no write transaction (and no fsync).
+            let mut answers = Vec::with_capacity(rows.len());
+            for r in rows {
+                let v = self
+                    .table
+                    .db()
+                    .get_async(S::TREE, r.key.into_vec())
+                    .await
+                    .map_err(HandlerError::new)?;
+                answers.push(
+                    v.is_some_and(|v| Hash::of(&v).as_bytes().as_slice() == r.hash.as_slice()),
+                );
+            }
+            return Ok(Response::new(answers));
+        }
         let answers = self
             .table
             .db()
@@ -59,7 +75,7 @@ impl<S: Schema> Handler<GcRows, Vec<bool>> for GcHandler<S> {
                     let same = tx
                         .get(S::TREE, &r.key)?
                         .is_some_and(|v| Hash::of(&v).as_bytes().as_slice() == r.hash.as_slice());
-                    if same && commit {
+                    if same {
                         let (p, s) = r.key.split_at(S::PARTITION_LEN);
                         Table::<S>::tx_remove(tx, p, s).map_err(DbError::from)?;
                     }

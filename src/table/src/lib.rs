@@ -263,42 +263,6 @@ impl<S: Schema> Table<S> {
             .await?)
     }
 
-    /// Up to `limit` rows of `partition` after `start` (in sort-key order)
-    /// for which `keep` holds, reading on past the others (tombstones), so
-    /// that fewer than `limit` are returned only when the partition ends.
-    pub async fn range_filtered(
-        &self,
-        partition: &[u8],
-        start: Bound<&[u8]>,
-        limit: usize,
-        keep: impl Fn(&S::Row) -> bool,
-    ) -> Result<Vec<(Vec<u8>, S::Row)>> {
-        let mut out = Vec::new();
-        let mut cursor: Option<Vec<u8>> = None;
-        // Pages a little larger than asked, so that a few skipped rows
-        // rarely cost a second read.
-        let page_len = limit.saturating_add(16).min(1024);
-        loop {
-            let from = cursor.as_deref().map_or(start, Bound::Excluded);
-            let page = self
-                .range(partition, from, Bound::Unbounded, false, page_len)
-                .await?;
-            let exhausted = page.len() < page_len;
-            cursor = page.last().map(|(k, _)| k.clone());
-            for (k, row) in page {
-                if out.len() == limit {
-                    return Ok(out);
-                }
-                if keep(&row) {
-                    out.push((k, row));
-                }
-            }
-            if exhausted || out.len() == limit {
-                return Ok(out);
-            }
-        }
-    }
-
     /// For tables whose sort key is a big-endian `u32` (block and part
     /// numbers): up to `limit` rows of `partition` numbered `from` or more.
     pub async fn range_numbered(

@@ -52,12 +52,18 @@ pub const TOMBSTONE_GC_TREE: &str = "tombstone_gc";
 
 /// Queues the tombstone just written at `key` of `tree` (value `value`).
 pub(crate) fn queue(tx: &mut Tx<'_>, tree: &'static str, key: &[u8], value: &[u8], now: u64) {
+    let hash = Hash::of(value).as_bytes().to_vec();
+    tx.put(TOMBSTONE_GC_TREE, queue_key(now, tree, key), hash);
+}
+
+/// The queue key of the tombstone at `key` of `tree`, queued at `now`.
+fn queue_key(now: u64, tree: &str, key: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(8 + tree.len() + 1 + key.len());
     k.extend_from_slice(&now.to_be_bytes());
     k.extend_from_slice(tree.as_bytes());
     k.push(0);
     k.extend_from_slice(key);
-    tx.put(TOMBSTONE_GC_TREE, k, Hash::of(value).as_bytes().to_vec());
+    k
 }
 
 /// Removes every tombstone of `trees` queued at least `delay_msec` before
@@ -170,12 +176,11 @@ pub async fn settle(db: &Db, ended: Vec<Vec<u8>>, again: Vec<DueTombstone>) -> R
         }
         for d in again {
             tx.delete(TOMBSTONE_GC_TREE, d.queue_key);
-            let mut k = Vec::with_capacity(8 + d.tree.len() + 1 + d.key.len());
-            k.extend_from_slice(&now.to_be_bytes());
-            k.extend_from_slice(d.tree.as_bytes());
-            k.push(0);
-            k.extend_from_slice(&d.key);
-            tx.put(TOMBSTONE_GC_TREE, k, d.hash.to_vec());
+            tx.put(
+                TOMBSTONE_GC_TREE,
+                queue_key(now, d.tree, &d.key),
+                d.hash.to_vec(),
+            );
         }
         Ok::<_, DbError>(())
     })

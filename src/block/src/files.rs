@@ -306,6 +306,34 @@ impl BlockFiles {
         Ok(())
     }
 
+    /// Moves block `hash` (both forms) out of the way into the
+    /// `quarantine` directory of its data directory, as
+    /// `<name>.<unix ms>`, for an operator to look at; it is never read
+    /// again. Returns the paths it was moved to (none when the block was
+    /// not there). Blocking.
+    pub fn quarantine(&self, hash: &Hash) -> Result<Vec<PathBuf>> {
+        let (raw, zst) = self.paths(hash);
+        let b = hash.as_bytes();
+        let root = &self.dirs[(u16::from_be_bytes([b[2], b[3]]) as usize) % self.dirs.len()];
+        let qdir = root.join("quarantine");
+        let stamp = hangar_util::time::now_msec();
+        let mut moved = Vec::new();
+        for p in [&raw, &zst] {
+            if !p.exists() {
+                continue;
+            }
+            std::fs::create_dir_all(&qdir).map_err(|e| BlockError::io(&qdir, e))?;
+            let name = p
+                .file_name()
+                .expect("block files have names")
+                .to_string_lossy();
+            let to = qdir.join(format!("{name}.{stamp}"));
+            std::fs::rename(p, &to).map_err(|e| BlockError::io(p, e))?;
+            moved.push(to);
+        }
+        Ok(moved)
+    }
+
     /// The data directories.
     pub fn dirs(&self) -> &[PathBuf] {
         &self.dirs

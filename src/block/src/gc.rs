@@ -48,17 +48,18 @@ pub fn spawn_gc_worker(
     })
 }
 
-/// Visits every block whose GC deadline has passed; returns (visited, deleted).
+/// Visits every block whose count became zero at least the grace delay
+/// ago; returns (visited, deleted).
 pub async fn collect_due(mgr: &BlockManager) -> Result<(u64, u64)> {
     let (mut visited, mut deleted) = (0, 0);
     loop {
-        let now = now_msec();
+        let now = now_msec().saturating_sub(mgr.grace_msec);
         let due = mgr
             .db()
             .range_async(
                 GC_TREE,
                 Bound::Unbounded,
-                Bound::Excluded(now.to_be_bytes().to_vec()),
+                Bound::Excluded((now + 1).to_be_bytes().to_vec()),
                 false,
                 BATCH,
             )
@@ -140,7 +141,7 @@ mod tests {
 
         for v in [v1, v2] {
             mgr.db()
-                .write(move |tx| remove_ref(tx, &h, &v, now_msec(), 50))
+                .write(move |tx| remove_ref(tx, &h, &v))
                 .await
                 .unwrap();
         }
@@ -161,7 +162,7 @@ mod tests {
         let v1 = [1u8; 16];
         mgr.store(h, data.clone(), v1, |_| Ok(())).await.unwrap();
         mgr.db()
-            .write(move |tx| remove_ref(tx, &h, &v1, now_msec(), 30))
+            .write(move |tx| remove_ref(tx, &h, &v1))
             .await
             .unwrap();
         mgr.store(h, data, [3u8; 16], |_| Ok(())).await.unwrap();

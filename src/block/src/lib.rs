@@ -11,15 +11,19 @@
 //! each block is stored on its partition's nodes, sent in its stored form on
 //! the endpoints of [`rpc`]; [`ReplicatedBlocks`] writes at the write quorum
 //! within a RAM byte budget, reads locally or hedged over the replicas, and
-//! records what it could not do in [`resync_todo`].
+//! leaves what it could not do to the anti-entropy of the block reference
+//! table ([`refcount`]) and the resync worker ([`resync`]), which fetches
+//! what this node lacks and hands over what it no longer stores, from the
+//! persisted queue of [`resync_queue`].
 
 mod error;
 mod files;
 mod gc;
 mod manager;
-mod refcount;
+pub mod refcount;
 pub mod replicated;
-pub mod resync_todo;
+pub mod resync;
+pub mod resync_queue;
 pub mod rpc;
 mod scan;
 
@@ -27,9 +31,9 @@ pub use error::BlockError;
 pub use files::{BlockFiles, EncodedBlock, StoredBlock};
 pub use gc::{collect_due, spawn_gc_worker};
 pub use manager::{BlockManager, BlockStats};
-pub use refcount::{RC_TREE, RcRow, add_ref, remove_ref};
+pub use refcount::{BlockRef, BlockRefTable, RC_TREE, RcRow, add_ref, remove_ref};
 pub use replicated::{ReplicatedBlocks, ReplicatedConfig};
-pub use resync_todo::{ResyncTodo, TodoKind};
+pub use resync::{Resync, ResyncSettings};
 pub use scan::{scan_orphans, spawn_orphan_scan};
 
 /// Result alias of this crate.

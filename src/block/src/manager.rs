@@ -11,7 +11,9 @@ use hangar_util::time::now_msec;
 use tokio::sync::Mutex;
 
 use crate::files::{EncodedBlock, StoredBlock};
-use crate::refcount::{self, add_ref, remove_ref};
+use crate::refcount::{self, add_ref, remove_ref, tx_has_live_ref};
+use crate::resync_queue;
+use crate::rpc::{CheckReply, HaveBlock};
 use crate::{BlockError, BlockFiles, Result};
 
 const LOCK_STRIPES: usize = 1024;
@@ -52,8 +54,8 @@ pub struct BlockStats {
     pub background_pending_bytes: AtomicU64,
     /// Copies still being sent after their put returned.
     pub background_copies_pending: AtomicU64,
-    /// Copies recorded in `resync_todo` for the resync worker.
-    pub resync_todo_recorded: AtomicU64,
+    /// Local copies found corrupt and moved to quarantine.
+    pub blocks_quarantined: AtomicU64,
 }
 
 /// Blocks of this node: files plus reference counts.
@@ -166,11 +168,10 @@ impl BlockManager {
         W: FnOnce() -> Result<StoredBlock> + Send + 'static,
     {
         let _guard = self.lock_for(&hash).lock().await;
-        let grace = self.grace_msec;
         // A count row (and a GC visit) exists before the file does, so a file
         // whose upload dies before the reference below is still reclaimed.
         self.db
-            .write(move |tx| refcount::touch(tx, &hash, now_msec(), grace))
+            .write(move |tx| refcount::touch(tx, &hash, now_msec()))
             .await?;
         let stored = tokio::task::spawn_blocking(write)
             .await
@@ -214,11 +215,152 @@ impl BlockManager {
     /// delay. Under the block's lock, like a store.
     pub async fn unref(&self, hash: Hash, version: [u8; 16]) -> Result<()> {
         let _guard = self.lock_for(&hash).lock().await;
-        let grace = self.grace_msec;
         self.db
-            .write(move |tx| remove_ref(tx, &hash, &version, now_msec(), grace))
+            .write(move |tx| remove_ref(tx, &hash, &version))
             .await?;
         Ok(())
+    }
+
+    /// Like [`Self::unref`] for every block of `hashes`, but only where this
+    /// node holds a live reference (no tombstone is written for a reference
+    /// it never had: a node that does not store a block's partition keeps
+    /// no rows of it). In one transaction.
+    pub async fn unref_held(&self, hashes: Vec<Hash>, version: [u8; 16]) -> Result<()> {
+        self.db
+            .write(move |tx| {
+                for h in &hashes {
+                    if tx_has_live_ref(tx, h, &version)? {
+                        remove_ref(tx, h, &version)?;
+                    }
+                }
+                Ok::<_, DbError>(())
+            })
+            .await?;
+        Ok(())
+    }
+
+    /// Stores a block fetched or handed over by another node, without
+    /// touching its references (they travel in the `block_refs` table):
+    /// checked first like [`Self::store_encoded`], then written under the
+    /// block's lock. A block without live references here gets a GC visit
+    /// like any other new file. Returns whether this call wrote the file.
+    pub async fn store_fetched(&self, hash: Hash, enc: EncodedBlock) -> Result<bool> {
+        let checked = enc.clone();
+        tokio::task::spawn_blocking(move || checked.decode(&hash).map(drop))
+            .await
+            .map_err(|e| BlockError::Task(e.to_string()))??;
+        let _guard = self.lock_for(&hash).lock().await;
+        self.db
+            .write(move |tx| refcount::touch(tx, &hash, now_msec()))
+            .await?;
+        let files = self.files.clone();
+        let stored = tokio::task::spawn_blocking(move || files.write_encoded(&hash, &enc))
+            .await
+            .map_err(|e| BlockError::Task(e.to_string()))??;
+        if stored.written {
+            self.stats.blocks_written.fetch_add(1, Ordering::Relaxed);
+            self.stats
+                .bytes_written_stored
+                .fetch_add(stored.stored_len, Ordering::Relaxed);
+        }
+        Ok(stored.written)
+    }
+
+    /// Whether this node has block `hash`'s file and a live reference.
+    pub async fn have(&self, hash: Hash) -> Result<HaveBlock> {
+        let referenced = self.refcount(hash).await? > 0;
+        Ok(HaveBlock {
+            file: self.files.exists(&hash),
+            referenced,
+        })
+    }
+
+    /// Reads this node's copy of `hash` whole and checks it against its
+    /// name; a corrupt copy is quarantined ([`BlockFiles::quarantine`]) and
+    /// the block queued for resync.
+    pub async fn verify(&self, hash: Hash) -> Result<CheckReply> {
+        let files = self.files.clone();
+        let r = tokio::task::spawn_blocking(move || {
+            files
+                .read_encoded(&hash)
+                .and_then(|enc| enc.decode(&hash).map(drop))
+        })
+        .await
+        .map_err(|e| BlockError::Task(e.to_string()))?;
+        match r {
+            Ok(()) => Ok(CheckReply::Good),
+            Err(BlockError::Missing(_)) => Ok(CheckReply::Missing),
+            Err(e @ BlockError::Corrupt { .. }) => {
+                if let Err(q) = self.quarantine(hash, &e.to_string()).await {
+                    tracing::error!("block {hash}: {e}; cannot quarantine it: {q}");
+                }
+                Ok(CheckReply::Quarantined)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Moves this node's corrupt copy of `hash` aside and queues the block
+    /// for resync, which fetches a good copy if the block is still needed.
+    pub async fn quarantine(&self, hash: Hash, why: &str) -> Result<()> {
+        let _guard = self.lock_for(&hash).lock().await;
+        let files = self.files.clone();
+        let moved = tokio::task::spawn_blocking(move || files.quarantine(&hash))
+            .await
+            .map_err(|e| BlockError::Task(e.to_string()))??;
+        if !moved.is_empty() {
+            self.stats
+                .blocks_quarantined
+                .fetch_add(1, Ordering::Relaxed);
+            tracing::error!("block {hash}: {why}; quarantined as {}", moved[0].display());
+        }
+        resync_queue::enqueue(&self.db, vec![hash], now_msec()).await
+    }
+
+    /// Deletes this node's file of `hash` once its new holders have it
+    /// (the resync worker's hand-over), under the block's lock, then the
+    /// block's reference rows and count here: this node no longer stores
+    /// the partition, so no replica syncs these rows with it, and kept they
+    /// would go stale (a reference deleted later would stay live here).
+    pub(crate) async fn delete_handed_over(&self, hash: Hash) -> Result<()> {
+        let _guard = self.lock_for(&hash).lock().await;
+        let files = self.files.clone();
+        tokio::task::spawn_blocking(move || files.delete(&hash))
+            .await
+            .map_err(|e| BlockError::Task(e.to_string()))??;
+        self.note_deleted();
+        let refs = hangar_table::Table::<crate::refcount::BlockRefTable>::new(self.db.clone());
+        loop {
+            let rows = refs
+                .range(
+                    hash.as_bytes(),
+                    std::ops::Bound::Unbounded,
+                    std::ops::Bound::Unbounded,
+                    false,
+                    1000,
+                )
+                .await
+                .map_err(|e| BlockError::Db(e.into()))?;
+            let last = rows.len() < 1000;
+            self.db
+                .write(move |tx| {
+                    for (version, _) in &rows {
+                        hangar_table::Table::<crate::refcount::BlockRefTable>::tx_remove(
+                            tx,
+                            hash.as_bytes(),
+                            version,
+                        )?;
+                    }
+                    if last {
+                        tx.delete(refcount::RC_TREE, hash.as_bytes().to_vec());
+                    }
+                    Ok::<_, DbError>(())
+                })
+                .await?;
+            if last {
+                return Ok(());
+            }
+        }
     }
 
     /// Reads block `hash` as stored, unchecked (to send to another node).
@@ -239,9 +381,11 @@ impl BlockManager {
             Ok(_) => {
                 self.stats.blocks_read.fetch_add(1, Ordering::Relaxed);
             }
-            Err(BlockError::Corrupt { .. }) => {
+            Err(e @ BlockError::Corrupt { .. }) => {
                 self.stats.corrupt_reads.fetch_add(1, Ordering::Relaxed);
-                tracing::error!("{}", r.as_ref().unwrap_err());
+                if let Err(q) = self.quarantine(hash, &e.to_string()).await {
+                    tracing::error!("block {hash}: {e}; cannot quarantine it: {q}");
+                }
             }
             Err(_) => {}
         }

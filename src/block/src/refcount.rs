@@ -1,20 +1,120 @@
 //! Block references and reference counts, kept in the metadata store.
 //!
-//! Three trees, all written inside the caller's group-commit transaction so
-//! that a count never disagrees with the rows that reference the block:
-//! - `block_ref`: `hash(32) ++ version(16)` → empty: version `version` uses block `hash`;
-//! - `block_rc`: `hash(32)` → [`RcRow`]: how many `block_ref` rows name the block;
-//! - `block_gc`: `deadline_msec(8, BE) ++ hash(32)` → empty: look at the block
-//!   again at `deadline`, and delete it if its count is still zero.
+//! - `block_refs` ([`BlockRefTable`], a `hangar_table` table): key
+//!   `hash(32) ++ version(16)` → [`BlockRef`]: version `version` uses (or,
+//!   once `deleted`, no longer uses) block `hash`. In a cluster it is a
+//!   sharded table placed by the block's own partition (the first byte of
+//!   its hash), so a block's references live on the nodes that store the
+//!   block, and reach a node that lacks them through the table's
+//!   anti-entropy (a node that was down, or wiped). Rows are CRDTs: a
+//!   reference once deleted stays deleted (version ids are never reused),
+//!   so a put delivered after its unref does not bring the reference back.
+//! - `block_rc`: `hash(32)` → [`RcRow`]: how many live references the block
+//!   has here. Kept by the table's update hook, in the transaction that
+//!   changes a reference, so a count never disagrees with the rows.
+//! - `block_gc`: `since_msec(8, BE) ++ hash(32)` → empty: the block's count
+//!   became zero at `since`; the GC worker looks at it again once the grace
+//!   delay has passed, and deletes it if its count is still zero.
+//!
+//! Every change of a block's count also queues the block for the resync
+//! worker ([`crate::resync_queue`]), which makes the file agree with the
+//! count: fetched when referenced and missing, handed over when this node
+//! no longer stores the block's partition.
+//!
+//! Nodes that stored references before this table existed kept them in the
+//! tree `block_ref` (`hash ++ version` → empty); [`migrate_legacy_refs`]
+//! converts them.
 
-use hangar_db::{DbError, Tx};
+use hangar_db::{Db, DbError, Tx};
+use hangar_table::{Crdt, Schema, Table};
 use hangar_util::Hash;
+use hangar_util::time::now_msec;
 use serde::{Deserialize, Serialize};
+
+use crate::resync_queue;
 
 /// Tree of reference counts.
 pub const RC_TREE: &str = "block_rc";
-pub(crate) const REF_TREE: &str = "block_ref";
 pub(crate) const GC_TREE: &str = "block_gc";
+/// The tree of references before [`BlockRefTable`].
+const LEGACY_REF_TREE: &str = "block_ref";
+
+/// How long after a count change the resync worker looks at the block:
+/// long enough for the put that changed it to have written its file.
+pub const CHECK_DELAY_MSEC: u64 = 2_000;
+
+/// The table of block references.
+pub struct BlockRefTable;
+
+/// One reference: a version using a block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct BlockRef {
+    /// The version no longer uses the block (a tombstone).
+    pub deleted: bool,
+}
+
+impl BlockRef {
+    pub const LIVE: BlockRef = BlockRef { deleted: false };
+    pub const DELETED: BlockRef = BlockRef { deleted: true };
+}
+
+impl Crdt for BlockRef {
+    /// Deleted wins: a reference is added once and removed once.
+    fn merge(&mut self, other: &Self) {
+        self.deleted |= other.deleted;
+    }
+}
+
+impl Schema for BlockRefTable {
+    const TREE: &'static str = "block_refs";
+    const PARTITION_LEN: usize = 32;
+    type Row = BlockRef;
+    const MERKLE_TREE: Option<&'static str> = Some("merkle:block_refs");
+
+    fn is_tombstone(row: &BlockRef) -> bool {
+        row.deleted
+    }
+
+    /// The block's own partition, so references live beside their block.
+    fn layout_partition(partition: &[u8]) -> hangar_layout::Partition {
+        partition.first().copied().unwrap_or(0)
+    }
+
+    /// Keeps the block's count: +1 when a reference becomes live, -1 when a
+    /// live one is deleted; either way the block is queued for the resync
+    /// worker.
+    fn updated(
+        tx: &mut Tx<'_>,
+        partition: &[u8],
+        _sort: &[u8],
+        old: Option<&BlockRef>,
+        _inserted: &BlockRef,
+        merged: &BlockRef,
+    ) -> Result<(), DbError> {
+        let was = old.is_some_and(|r| !r.deleted);
+        let is = !merged.deleted;
+        if was == is {
+            return Ok(());
+        }
+        let Some(hash) = Hash::from_slice(partition) else {
+            return Ok(());
+        };
+        let now = now_msec();
+        let mut rc = read_rc(tx, &hash)?.unwrap_or_default();
+        if is {
+            rc.count += 1;
+            rc.zero_since_msec = None;
+        } else {
+            rc.count = rc.count.saturating_sub(1);
+            if rc.count == 0 {
+                rc.zero_since_msec = Some(now);
+                tx.put(GC_TREE, gc_key(now, &hash), Vec::new());
+            }
+        }
+        tx.put(RC_TREE, hash.as_bytes().to_vec(), rc.encode());
+        resync_queue::tx_enqueue(tx, &hash, now + CHECK_DELAY_MSEC)
+    }
+}
 
 /// The reference count of one block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -43,22 +143,16 @@ pub(crate) fn read_rc(tx: &Tx<'_>, hash: &Hash) -> Result<Option<RcRow>, DbError
         .transpose()
 }
 
-pub(crate) fn gc_key(deadline_msec: u64, hash: &Hash) -> Vec<u8> {
-    let mut k = deadline_msec.to_be_bytes().to_vec();
+pub(crate) fn gc_key(since_msec: u64, hash: &Hash) -> Vec<u8> {
+    let mut k = since_msec.to_be_bytes().to_vec();
     k.extend_from_slice(hash.as_bytes());
     k
 }
 
-fn ref_key(hash: &Hash, version: &[u8; 16]) -> Vec<u8> {
-    let mut k = hash.as_bytes().to_vec();
-    k.extend_from_slice(version);
-    k
-}
-
 /// Makes sure a block about to be written has a count row: a new or
-/// unreferenced block gets a zero count and a GC visit after `grace`, so a
-/// block written by an upload that never completes is reclaimed.
-pub(crate) fn touch(tx: &mut Tx<'_>, hash: &Hash, now: u64, grace: u64) -> Result<(), DbError> {
+/// unreferenced block gets a zero count and a GC visit, so a block written
+/// by an upload that never completes is reclaimed.
+pub(crate) fn touch(tx: &mut Tx<'_>, hash: &Hash, now: u64) -> Result<(), DbError> {
     match read_rc(tx, hash)? {
         Some(rc) if rc.count > 0 => {}
         _ => {
@@ -67,46 +161,70 @@ pub(crate) fn touch(tx: &mut Tx<'_>, hash: &Hash, now: u64, grace: u64) -> Resul
                 zero_since_msec: Some(now),
             };
             tx.put(RC_TREE, hash.as_bytes().to_vec(), row.encode());
-            tx.put(GC_TREE, gc_key(now + grace, hash), Vec::new());
+            tx.put(GC_TREE, gc_key(now, hash), Vec::new());
         }
     }
     Ok(())
 }
 
-/// Records that `version` uses block `hash` (idempotent).
+fn to_db(e: hangar_table::TableError) -> DbError {
+    e.into()
+}
+
+/// Records that `version` uses block `hash` (idempotent; nothing if the
+/// reference was already deleted).
 pub fn add_ref(tx: &mut Tx<'_>, hash: &Hash, version: &[u8; 16]) -> Result<(), DbError> {
-    let k = ref_key(hash, version);
-    if tx.get(REF_TREE, &k)?.is_some() {
-        return Ok(());
-    }
-    tx.put(REF_TREE, k, Vec::new());
-    let mut rc = read_rc(tx, hash)?.unwrap_or_default();
-    rc.count += 1;
-    rc.zero_since_msec = None;
-    tx.put(RC_TREE, hash.as_bytes().to_vec(), rc.encode());
-    Ok(())
+    Table::<BlockRefTable>::tx_insert(tx, hash.as_bytes(), version, &BlockRef::LIVE)
+        .map(drop)
+        .map_err(to_db)
 }
 
 /// Records that `version` no longer uses block `hash` (idempotent); a block
-/// left unreferenced is scheduled for deletion after `grace` ms.
-pub fn remove_ref(
-    tx: &mut Tx<'_>,
-    hash: &Hash,
-    version: &[u8; 16],
-    now: u64,
-    grace: u64,
-) -> Result<(), DbError> {
-    let k = ref_key(hash, version);
-    if tx.get(REF_TREE, &k)?.is_none() {
-        return Ok(());
+/// left unreferenced is deleted after the grace delay.
+pub fn remove_ref(tx: &mut Tx<'_>, hash: &Hash, version: &[u8; 16]) -> Result<(), DbError> {
+    Table::<BlockRefTable>::tx_insert(tx, hash.as_bytes(), version, &BlockRef::DELETED)
+        .map(drop)
+        .map_err(to_db)
+}
+
+/// Whether this node holds a live reference of `version` to `hash`.
+pub fn tx_has_live_ref(tx: &Tx<'_>, hash: &Hash, version: &[u8; 16]) -> Result<bool, DbError> {
+    Ok(Table::<BlockRefTable>::tx_get(tx, hash.as_bytes(), version)
+        .map_err(to_db)?
+        .is_some_and(|r| !r.deleted))
+}
+
+/// Converts the references of the legacy tree `block_ref` into rows of
+/// [`BlockRefTable`], a page per transaction; the counts already include
+/// them and are left as they are. Returns how many were converted.
+pub async fn migrate_legacy_refs(db: &Db) -> Result<u64, DbError> {
+    use std::ops::Bound::Unbounded;
+    let mut converted = 0;
+    loop {
+        let page = db
+            .range_async(LEGACY_REF_TREE, Unbounded, Unbounded, false, 1000)
+            .await?;
+        if page.is_empty() {
+            return Ok(converted);
+        }
+        converted += page.len() as u64;
+        db.write(move |tx| {
+            for (k, _) in page {
+                tx.delete(LEGACY_REF_TREE, k.clone());
+                if k.len() != 48 || tx.get(BlockRefTable::TREE, &k)?.is_some() {
+                    continue;
+                }
+                // The count already has this reference: take it out, and
+                // let the table's hook put it back with the row.
+                let hash = Hash::from_slice(&k[..32]).expect("32 bytes");
+                let mut rc = read_rc(tx, &hash)?.unwrap_or_default();
+                rc.count = rc.count.saturating_sub(1);
+                tx.put(RC_TREE, hash.as_bytes().to_vec(), rc.encode());
+                Table::<BlockRefTable>::tx_insert(tx, &k[..32], &k[32..], &BlockRef::LIVE)
+                    .map_err(to_db)?;
+            }
+            Ok::<_, DbError>(())
+        })
+        .await?;
     }
-    tx.delete(REF_TREE, k);
-    let mut rc = read_rc(tx, hash)?.unwrap_or_default();
-    rc.count = rc.count.saturating_sub(1);
-    if rc.count == 0 {
-        rc.zero_since_msec = Some(now);
-        tx.put(GC_TREE, gc_key(now + grace, hash), Vec::new());
-    }
-    tx.put(RC_TREE, hash.as_bytes().to_vec(), rc.encode());
-    Ok(())
 }

@@ -15,16 +15,22 @@
 //!   [`BlockError::Overloaded`] (S3: 503 SlowDown). With too few live nodes
 //!   it fails at once, before compressing ([`BlockError::Quorum`]).
 //! - A copy that failed, timed out, or was not sent because its node was
-//!   down is recorded in `resync_todo` ([`crate::resync_todo`]), never
-//!   forgotten.
+//!   down is not retried here: the node lacks the block's reference row
+//!   too, which the anti-entropy of the `block_refs` table brings it; its
+//!   table hook queues the block, and its resync worker fetches it.
+//!   Every node serves this table's sync endpoints ([`Self::ref_table`]).
 //! - [`ReplicatedBlocks::get`] reads the local file when it is there and
 //!   checks out, else asks the replicas closest first (by ping RTT); when
 //!   one does not answer within its hedge delay (max(factor × RTT,
 //!   minimum)), the next is asked in parallel, and the first good copy wins.
-//!   A copy that fails its blake3 check is skipped, counted and recorded for
-//!   repair, here or on its node.
+//!   A copy that fails its blake3 check is skipped and counted; a corrupt
+//!   copy here is quarantined and queued for resync, one on another node
+//!   is reported to that node (`check`), which does the same. A block
+//!   missing here although this node stores its partition is queued for
+//!   resync.
 //! - [`ReplicatedBlocks::unref`] removes a reference on every node of the
-//!   partition, done at the write quorum, failures recorded for retry.
+//!   partition (a tombstone row), done at the write quorum; a node that
+//!   missed it gets the tombstone through the table's anti-entropy.
 //!
 //! There is no limit on the number of puts in flight: only bytes are
 //! bounded.
@@ -47,9 +53,11 @@ use tracing::{debug, warn};
 
 use crate::files::EncodedBlock;
 use crate::manager::BlockManager;
-use crate::resync_todo::{ResyncTodo, TodoKind, list_todo, record_todo};
+use crate::refcount::BlockRefTable;
+use crate::resync::{DEFAULT_SERVE_MAX, Resync, ResyncSettings};
 use crate::rpc::{BlockEndpoints, BlockLimits, GetBlock, PutBlock, UnrefBlock};
 use crate::{BlockError, Result};
+use hangar_table::sharded::ShardedTable;
 
 /// Default longest wait for room in the RAM budget.
 pub const DEFAULT_BUDGET_WAIT: Duration = Duration::from_secs(5);
@@ -78,12 +86,18 @@ pub struct ReplicatedConfig {
     pub put_timeout: Option<Duration>,
     /// Deadline of one replica's answer to a read (`None`: `rpc_timeout`).
     pub get_timeout: Option<Duration>,
+    /// Resync transfers served as a source, and accepted as a target, at
+    /// once (`resync_serve_max`); more are refused as busy.
+    pub resync_serve_max: usize,
 }
 
 impl ReplicatedConfig {
     /// The settings of a node's configuration file.
     pub fn from_config(cfg: &Config) -> ReplicatedConfig {
-        ReplicatedConfig::new(cfg.block_ram_buffer_max.0, cfg.block_size.0)
+        ReplicatedConfig {
+            resync_serve_max: cfg.resync_serve_max.max(1),
+            ..ReplicatedConfig::new(cfg.block_ram_buffer_max.0, cfg.block_size.0)
+        }
     }
 
     /// Defaults for a budget and a block size.
@@ -96,6 +110,7 @@ impl ReplicatedConfig {
             hedge_rtt_factor: DEFAULT_HEDGE_RTT_FACTOR,
             put_timeout: None,
             get_timeout: None,
+            resync_serve_max: DEFAULT_SERVE_MAX,
         }
     }
 
@@ -114,6 +129,8 @@ pub struct ReplicatedBlocks {
     endpoints: BlockEndpoints,
     /// One permit per byte of stored block in flight.
     budget: Arc<Semaphore>,
+    refs: ShardedTable<BlockRefTable>,
+    resync: Arc<Resync>,
 }
 
 /// The budget share of one put, released when its last copy ended.
@@ -157,12 +174,15 @@ enum FetchError {
 
 impl ReplicatedBlocks {
     /// The replicated blocks of this node: installs the block endpoints'
-    /// handlers (serving `mgr`) on the cluster's mesh. Fails when the
-    /// budget cannot hold one block (nothing could ever be sent).
+    /// handlers (serving `mgr`) and those of the block reference table on
+    /// the cluster's mesh, and makes the resync worker (run it with
+    /// [`Resync::run`]). Fails when the budget cannot hold one block
+    /// (nothing could ever be sent).
     pub fn new(
         mgr: Arc<BlockManager>,
         cluster: Cluster,
         cfg: ReplicatedConfig,
+        resync: Arc<ResyncSettings>,
     ) -> Result<Arc<ReplicatedBlocks>> {
         let limits = cfg.limits();
         if cfg.ram_budget < limits.max_stored() {
@@ -177,17 +197,36 @@ impl ReplicatedBlocks {
         // Received copies are held in memory until written: as many as the
         // budget holds, so a node receives what it could send.
         let queue = (cfg.ram_budget / limits.max_stored()).max(4) as usize;
-        endpoints.serve(&mgr, limits, queue);
+        endpoints.serve(&mgr, limits, queue, cfg.resync_serve_max);
         let permits = usize::try_from(cfg.ram_budget)
             .unwrap_or(usize::MAX)
             .min(Semaphore::MAX_PERMITS);
+        let refs = ShardedTable::new(mgr.metadata().clone(), cluster.clone())?;
+        let resync = Resync::new(
+            mgr.clone(),
+            Some((cluster.clone(), endpoints.clone())),
+            limits,
+            resync,
+        );
         Ok(Arc::new(ReplicatedBlocks {
             mgr,
             cluster,
             cfg,
             endpoints,
             budget: Arc::new(Semaphore::new(permits)),
+            refs,
+            resync,
         }))
+    }
+
+    /// The block reference table, for the sharded tables' anti-entropy.
+    pub fn ref_table(&self) -> &ShardedTable<BlockRefTable> {
+        &self.refs
+    }
+
+    /// This node's resync worker.
+    pub fn resync(&self) -> &Arc<Resync> {
+        &self.resync
     }
 
     /// This node's block manager.
@@ -198,11 +237,6 @@ impl ReplicatedBlocks {
     /// Bytes of the RAM budget free now.
     pub fn budget_available(&self) -> u64 {
         self.budget.available_permits() as u64
-    }
-
-    /// Up to `limit` copies recorded for the resync worker.
-    pub async fn resync_todo(&self, limit: usize) -> Result<Vec<ResyncTodo>> {
-        list_todo(self.mgr.metadata(), limit).await
     }
 
     /// Nodes of `nodes` the failure detector reports down, and the error
@@ -238,11 +272,6 @@ impl ReplicatedBlocks {
             }
         }
         Ok(down)
-    }
-
-    /// Records, in the background, that `node` needs `kind` for `hash`.
-    fn record(&self, hash: Hash, node: NodeId, kind: TodoKind, version: [u8; 16], why: String) {
-        spawn_record(self.mgr.clone(), hash, node, kind, version, why);
     }
 
     /// Stores block `hash` (`plain`, whose blake3 hash it is) on its
@@ -292,14 +321,6 @@ impl ReplicatedBlocks {
                     Err(e) => {
                         s.remote_put_errors.fetch_add(1, Ordering::Relaxed);
                         warn!(node = %node.short(), "block {hash}: copy failed: {e}");
-                        spawn_record(
-                            mgr.clone(),
-                            hash,
-                            node,
-                            TodoKind::Put,
-                            version,
-                            e.to_string(),
-                        );
                     }
                 }
                 // The budget share goes with the last copy.
@@ -308,11 +329,9 @@ impl ReplicatedBlocks {
             }
         };
         let quorum = self.cluster.quorums().write;
+        let _write = self.cluster.track_write(&nodes);
         let res =
             call_quorum_per_version_with(&nodes.sets, quorum, |n| !down.contains(&n), call).await;
-        for n in &down {
-            self.record(hash, *n, TodoKind::Put, version, "node down".into());
-        }
         match res {
             Ok(_) => {
                 let running = Arc::strong_count(&flight) - 1;
@@ -373,12 +392,12 @@ impl ReplicatedBlocks {
         match self.mgr.read(hash).await {
             Ok(b) => return Ok(b),
             Err(BlockError::Missing(_)) => missing_here = true,
+            // Quarantined and queued by the read.
             Err(e @ BlockError::Corrupt { .. }) => {
                 self.mgr
                     .stats()
                     .corrupt_replicas
                     .fetch_add(1, Ordering::Relaxed);
-                self.record(hash, me, TodoKind::Repair, [0; 16], e.to_string());
                 errors.push(format!("{}: {e}", me.short()));
             }
             // An I/O error here does not make the replicas' copies worse.
@@ -448,8 +467,13 @@ impl ReplicatedBlocks {
                     match r {
                         Ok(plain) => {
                             s.remote_gets.fetch_add(1, Ordering::Relaxed);
-                            for n in lacking {
-                                self.record(hash, n, TodoKind::Repair, [0; 16], "missing".into());
+                            if lacking.contains(&self.cluster.id()) {
+                                let r = self.resync.clone();
+                                tokio::spawn(async move {
+                                    if let Err(e) = r.queue_now(vec![hash]).await {
+                                        warn!("block {hash}: cannot queue for resync: {e}");
+                                    }
+                                });
                             }
                             return Ok(plain);
                         }
@@ -462,7 +486,10 @@ impl ReplicatedBlocks {
                         Err(FetchError::Corrupt(why)) => {
                             s.corrupt_replicas.fetch_add(1, Ordering::Relaxed);
                             warn!(node = %node.short(), "block {hash}: corrupt replica: {why}");
-                            self.record(hash, node, TodoKind::Repair, [0; 16], why.clone());
+                            let ep = self.endpoints.check.clone();
+                            tokio::spawn(async move {
+                                let _ = ep.call(node, GetBlock { hash }, CallOpts::background()).await;
+                            });
                             errors.push(format!("{}: {why}", node.short()));
                         }
                         Err(FetchError::Failed(why)) => {
@@ -579,6 +606,7 @@ impl ReplicatedBlocks {
             }
         };
         let quorum = self.cluster.quorums().write;
+        let _write = self.cluster.track_write(&nodes);
         match call_quorum_per_version_with(&nodes.sets, quorum, |n| !down.contains(&n), call).await
         {
             Ok(_) => Ok(true),
@@ -594,49 +622,17 @@ impl ReplicatedBlocks {
         let nodes = self.cluster.storage_nodes_of(&hash);
         let down = self.down_nodes(hash, &nodes)?;
         let call = |node: NodeId| {
-            let (ep, mgr) = (self.endpoints.unref.clone(), self.mgr.clone());
+            let ep = self.endpoints.unref.clone();
             async move {
-                let r = ep
-                    .call(node, UnrefBlock { hash, version }, CallOpts::default())
-                    .await;
-                if let Err(e) = &r {
-                    spawn_record(mgr, hash, node, TodoKind::Unref, version, e.to_string());
-                }
-                r
+                ep.call(node, UnrefBlock { hash, version }, CallOpts::default())
+                    .await
             }
         };
         let quorum = self.cluster.quorums().write;
+        let _write = self.cluster.track_write(&nodes);
         let res =
             call_quorum_per_version_with(&nodes.sets, quorum, |n| !down.contains(&n), call).await;
-        for n in &down {
-            self.record(hash, *n, TodoKind::Unref, version, "node down".into());
-        }
         res.map(drop)
             .map_err(|source| BlockError::Quorum { hash, source })
     }
-}
-
-/// Records a thing to fix in its own task, so a failing copy reports its
-/// failure to the quorum call at once; a failure to record is logged.
-fn spawn_record(
-    mgr: Arc<BlockManager>,
-    hash: Hash,
-    node: NodeId,
-    kind: TodoKind,
-    version: [u8; 16],
-    why: String,
-) {
-    tokio::spawn(async move {
-        match record_todo(mgr.metadata(), hash, node, kind, version, why).await {
-            Ok(()) => {
-                mgr.stats()
-                    .resync_todo_recorded
-                    .fetch_add(1, Ordering::Relaxed);
-            }
-            Err(e) => warn!(
-                "block {hash}: cannot record {kind:?} for {}: {e}",
-                node.short()
-            ),
-        }
-    });
 }

@@ -16,6 +16,20 @@
 //!   says whether it had (a copy shares the blocks of its source this way,
 //!   [`BlockManager::add_ref_existing`]).
 //!
+//! - `hangar/block/resync_get`: the same as `get`, for the resync workers
+//!   of other nodes: its own handler bound (`resync_serve_max`), so a node
+//!   serving resyncs keeps room for client reads.
+//! - `hangar/block/need`: [`GetBlock`] → [`HaveBlock`]: whether the
+//!   receiver has the block's file and a live reference to it.
+//! - `hangar/block/hand_over`: [`HandOver`] + body = the block as stored →
+//!   [`HaveBlock`]: a node giving up a partition sends the blocks its new
+//!   holders lack; the receiver checks and writes the file (no reference:
+//!   references travel in the `block_refs` table). Bounded like
+//!   `resync_get`.
+//! - `hangar/block/check`: [`GetBlock`] → [`CheckReply`]: a reader found
+//!   the receiver's copy corrupt; the receiver verifies it, quarantines it
+//!   if it is, and queues the block for resync.
+//!
 //! Sizes are bounded before anything is buffered: an announced plain length
 //! above the block size, or a body longer than the announced length allows,
 //! is refused ([`BlockError::TooLarge`]).
@@ -40,6 +54,14 @@ pub const GET_PATH: &str = "hangar/block/get";
 pub const UNREF_PATH: &str = "hangar/block/unref";
 /// Path of the ref endpoint.
 pub const REF_PATH: &str = "hangar/block/ref";
+/// Path of the resync read endpoint.
+pub const RESYNC_GET_PATH: &str = "hangar/block/resync_get";
+/// Path of the need endpoint.
+pub const NEED_PATH: &str = "hangar/block/need";
+/// Path of the hand-over endpoint.
+pub const HAND_OVER_PATH: &str = "hangar/block/hand_over";
+/// Path of the check endpoint.
+pub const CHECK_PATH: &str = "hangar/block/check";
 
 /// A block copy to store; the body is the block as stored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -84,6 +106,35 @@ pub struct GetBlockReply {
     pub found: Option<BlockForm>,
 }
 
+/// What a node holds of a block (the answer to `need` and `hand_over`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HaveBlock {
+    /// The block's file is on the node's disk.
+    pub file: bool,
+    /// The node holds a live reference to the block (it will keep it).
+    pub referenced: bool,
+}
+
+/// A block handed over to a node that now stores its partition; the body
+/// is the block as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandOver {
+    pub hash: Hash,
+    pub compressed: bool,
+    pub plain_len: u64,
+}
+
+/// What a node found when asked to check its copy of a block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CheckReply {
+    /// The copy is there and matches its hash.
+    Good,
+    /// There is no copy.
+    Missing,
+    /// The copy was corrupt: quarantined, and queued for resync.
+    Quarantined,
+}
+
 /// A reference to remove (`unref`) or to add to a block already stored
 /// (`ref`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -117,13 +168,17 @@ impl BlockLimits {
     }
 }
 
-/// The three block endpoints of a mesh.
+/// The block endpoints of a mesh.
 #[derive(Clone)]
 pub struct BlockEndpoints {
     pub put: Arc<Endpoint<PutBlock, PutBlockReply>>,
     pub get: Arc<Endpoint<GetBlock, GetBlockReply>>,
     pub unref: Arc<Endpoint<UnrefBlock, ()>>,
     pub add_ref: Arc<Endpoint<UnrefBlock, bool>>,
+    pub resync_get: Arc<Endpoint<GetBlock, GetBlockReply>>,
+    pub need: Arc<Endpoint<GetBlock, HaveBlock>>,
+    pub hand_over: Arc<Endpoint<HandOver, HaveBlock>>,
+    pub check: Arc<Endpoint<GetBlock, CheckReply>>,
 }
 
 impl BlockEndpoints {
@@ -134,6 +189,10 @@ impl BlockEndpoints {
             get: mesh.endpoint(GET_PATH)?,
             unref: mesh.endpoint(UNREF_PATH)?,
             add_ref: mesh.endpoint(REF_PATH)?,
+            resync_get: mesh.endpoint(RESYNC_GET_PATH)?,
+            need: mesh.endpoint(NEED_PATH)?,
+            hand_over: mesh.endpoint(HAND_OVER_PATH)?,
+            check: mesh.endpoint(CHECK_PATH)?,
         })
     }
 
@@ -141,7 +200,15 @@ impl BlockEndpoints {
     /// most `queue` calls of each kind are inside a handler at once (more
     /// are refused as overloaded), so received blocks held in memory never
     /// exceed `queue` × the largest stored block.
-    pub fn serve(&self, mgr: &Arc<BlockManager>, limits: BlockLimits, queue: usize) {
+    /// Resync transfers (`resync_get`, `hand_over`) are bounded
+    /// separately, by `resync_queue` each.
+    pub fn serve(
+        &self,
+        mgr: &Arc<BlockManager>,
+        limits: BlockLimits,
+        queue: usize,
+        resync_queue: usize,
+    ) {
         self.put
             .set_handler(PutHandler::new(mgr.clone(), limits), queue);
         self.get.set_handler(GetHandler::new(mgr.clone()), queue);
@@ -149,6 +216,14 @@ impl BlockEndpoints {
             .set_handler(UnrefHandler::new(mgr.clone()), queue.max(1024));
         self.add_ref
             .set_handler(UnrefHandler::new(mgr.clone()), queue.max(1024));
+        self.resync_get
+            .set_handler(GetHandler::new(mgr.clone()), resync_queue.max(1));
+        self.need
+            .set_handler(ResyncHandler::new(mgr.clone(), limits), 1024);
+        self.hand_over
+            .set_handler(ResyncHandler::new(mgr.clone(), limits), resync_queue.max(1));
+        self.check
+            .set_handler(ResyncHandler::new(mgr.clone(), limits), queue.max(4));
     }
 }
 
@@ -171,33 +246,8 @@ pub async fn receive_put(
     msg: PutBlock,
     body: Option<Body>,
 ) -> Result<PutBlockReply> {
-    let hash = msg.hash;
-    if msg.plain_len > limits.max_plain_len {
-        return Err(BlockError::TooLarge {
-            hash,
-            len: msg.plain_len,
-            max: limits.max_plain_len,
-        });
-    }
-    let max = BlockLimits::max_stored_len(msg.plain_len, msg.compressed);
-    let body = body.ok_or_else(|| BlockError::Corrupt {
-        hash,
-        reason: "put without a body".into(),
-    })?;
-    let data = body.collect(max as usize).await.map_err(|e| match e {
-        NetError::BodyTooLarge(_) => BlockError::TooLarge {
-            hash,
-            len: max + 1,
-            max,
-        },
-        e => BlockError::Net(e),
-    })?;
-    let enc = EncodedBlock {
-        data,
-        compressed: msg.compressed,
-        plain_len: msg.plain_len,
-    };
-    let stored = mgr.store_encoded(hash, enc, msg.version).await?;
+    let enc = collect_block(msg.hash, msg.compressed, msg.plain_len, limits, body).await?;
+    let stored = mgr.store_encoded(msg.hash, enc, msg.version).await?;
     Ok(PutBlockReply {
         written: stored.written,
     })
@@ -295,6 +345,112 @@ impl Handler<UnrefBlock, bool> for UnrefHandler {
             .map_err(HandlerError::new)?;
         Ok(Response::new(present))
     }
+}
+
+/// Serves `need`, `hand_over` and `check` from a block manager.
+pub struct ResyncHandler {
+    mgr: Arc<BlockManager>,
+    limits: BlockLimits,
+}
+
+impl ResyncHandler {
+    pub fn new(mgr: Arc<BlockManager>, limits: BlockLimits) -> ResyncHandler {
+        ResyncHandler { mgr, limits }
+    }
+}
+
+#[async_trait]
+impl Handler<GetBlock, HaveBlock> for ResyncHandler {
+    async fn handle(
+        &self,
+        req: Request<GetBlock>,
+    ) -> std::result::Result<Response<HaveBlock>, HandlerError> {
+        let have = self
+            .mgr
+            .have(req.msg.hash)
+            .await
+            .map_err(HandlerError::new)?;
+        Ok(Response::new(have))
+    }
+}
+
+/// Checks and stores a handed-over block (the `hand_over` handler's work).
+pub async fn receive_hand_over(
+    mgr: &BlockManager,
+    limits: BlockLimits,
+    msg: HandOver,
+    body: Option<Body>,
+) -> Result<HaveBlock> {
+    let enc = collect_block(msg.hash, msg.compressed, msg.plain_len, limits, body).await?;
+    mgr.store_fetched(msg.hash, enc).await?;
+    mgr.have(msg.hash).await
+}
+
+#[async_trait]
+impl Handler<HandOver, HaveBlock> for ResyncHandler {
+    async fn handle(
+        &self,
+        req: Request<HandOver>,
+    ) -> std::result::Result<Response<HaveBlock>, HandlerError> {
+        match receive_hand_over(&self.mgr, self.limits, req.msg, req.body).await {
+            Ok(h) => Ok(Response::new(h)),
+            Err(e) => {
+                tracing::warn!(from = %req.from.short(), "block hand-over refused: {e}");
+                Err(HandlerError::new(e))
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Handler<GetBlock, CheckReply> for ResyncHandler {
+    async fn handle(
+        &self,
+        req: Request<GetBlock>,
+    ) -> std::result::Result<Response<CheckReply>, HandlerError> {
+        let r = self
+            .mgr
+            .verify(req.msg.hash)
+            .await
+            .map_err(HandlerError::new)?;
+        Ok(Response::new(r))
+    }
+}
+
+/// Reads the body of a block sent in its stored form, refusing it as soon
+/// as it is longer than its announced form allows.
+pub(crate) async fn collect_block(
+    hash: Hash,
+    compressed: bool,
+    plain_len: u64,
+    limits: BlockLimits,
+    body: Option<Body>,
+) -> Result<EncodedBlock> {
+    if plain_len > limits.max_plain_len {
+        return Err(BlockError::TooLarge {
+            hash,
+            len: plain_len,
+            max: limits.max_plain_len,
+        });
+    }
+    let max = BlockLimits::max_stored_len(plain_len, compressed);
+    let body = body.ok_or_else(|| BlockError::Corrupt {
+        hash,
+        reason: "block sent without a body".into(),
+    })?;
+    let data = body.collect(max as usize).await.map_err(|e| match e {
+        NetError::BodyTooLarge(_) => BlockError::TooLarge {
+            hash,
+            len: max + 1,
+            max,
+        },
+        e => BlockError::Net(e),
+    })?;
+    Ok(EncodedBlock {
+        data,
+        compressed,
+        plain_len,
+    })
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use crate::refcount::{read_rc, touch};
 use crate::{BlockError, Result};
 
 /// Hashes of the block files under `dirs` (`ab/cd/<hex>[.zst]`).
-fn list_block_files(dirs: &[std::path::PathBuf]) -> Vec<Hash> {
+pub(crate) fn list_block_files(dirs: &[std::path::PathBuf]) -> Vec<Hash> {
     let mut out = Vec::new();
     let entries = |p: &std::path::Path| std::fs::read_dir(p).into_iter().flatten().flatten();
     for d in dirs {
@@ -45,7 +45,6 @@ pub async fn scan_orphans(mgr: &BlockManager) -> Result<(u64, u64)> {
     let hashes = tokio::task::spawn_blocking(move || list_block_files(&dirs))
         .await
         .map_err(|e| BlockError::Task(e.to_string()))?;
-    let grace = mgr.grace_msec;
     let mut orphans = 0;
     for h in &hashes {
         let h = *h;
@@ -56,7 +55,7 @@ pub async fn scan_orphans(mgr: &BlockManager) -> Result<(u64, u64)> {
                 if read_rc(tx, &h)?.is_some() {
                     return Ok::<_, DbError>(false);
                 }
-                touch(tx, &h, now_msec(), grace)?;
+                touch(tx, &h, now_msec())?;
                 Ok(true)
             })
             .await?;

@@ -15,13 +15,15 @@ use hangar_block::rpc::{
     PutHandler,
 };
 use hangar_block::{
-    BlockError, BlockFiles, BlockManager, ReplicatedBlocks, ReplicatedConfig, TodoKind,
+    BlockError, BlockFiles, BlockManager, ReplicatedBlocks, ReplicatedConfig, ResyncSettings,
+    resync_queue,
 };
 use hangar_cluster::{Cluster, QuorumError};
 use hangar_db::{Db, DbOptions, SledEngine};
 use hangar_layout::{LayoutHistory, NodeRole};
 use hangar_net::{Handler, HandlerError, Mesh, MeshConfig, Request, Response};
 use hangar_util::config::ConsistencyMode;
+use hangar_util::worker::WorkerRegistry;
 use hangar_util::{Hash, NodeId};
 
 const SECRET: [u8; 32] = [9; 32];
@@ -127,7 +129,14 @@ async fn three_nodes(cfg: ReplicatedConfig) -> Vec<Node> {
             vec![data.clone()],
         )
         .unwrap();
-        let blocks = ReplicatedBlocks::new(mgr.clone(), cluster.clone(), cfg.clone()).unwrap();
+        let blocks =
+            ReplicatedBlocks::new(mgr.clone(), cluster.clone(), cfg.clone(), settings()).unwrap();
+        tokio::spawn(
+            blocks
+                .resync()
+                .clone()
+                .run(WorkerRegistry::default().register("block-resync")),
+        );
         clusters.push(cluster.clone());
         nodes.push(Node {
             mesh,
@@ -206,15 +215,24 @@ impl Handler<GetBlock, GetBlockReply> for SlowGet {
     }
 }
 
-async fn todo_of(node: &Node, hash: Hash) -> Vec<(NodeId, TodoKind)> {
-    node.blocks
-        .resync_todo(1000)
+fn settings() -> Arc<ResyncSettings> {
+    Arc::new(ResyncSettings::new(4, 0, 0))
+}
+
+/// Whether `node` has `hash` queued for resync now (not only for the check
+/// every reference change queues a moment later).
+async fn queued_now(node: &Node, hash: Hash) -> bool {
+    let soon = hangar_util::time::now_msec() + 1000;
+    resync_queue::due(node.mgr.metadata(), soon, None, 10_000)
         .await
         .unwrap()
-        .into_iter()
-        .filter(|t| t.hash == hash)
-        .map(|t| (t.node, t.kind))
-        .collect()
+        .iter()
+        .any(|q| q.hash == hash)
+}
+
+/// Whether `node` holds a good copy of `hash`.
+async fn good_copy(node: &Node, hash: Hash) -> bool {
+    node.block_file(&hash).is_some() && node.mgr.read(hash).await.is_ok()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -280,16 +298,25 @@ async fn a_put_reaches_every_disk_and_a_get_works_through_a_node_without_the_blo
         .await
     );
 
-    // Node 2 loses its copy; a get through it reads a replica and notes
-    // that its own copy needs repair.
+    // Node 2 loses its copy; a get through it reads a replica and queues
+    // the block, and node 2's resync worker fetches it back.
     std::fs::remove_file(nodes[2].block_file(&hr).unwrap()).unwrap();
     assert_eq!(nodes[2].blocks.get(hr).await.unwrap(), rand);
     assert_eq!(nodes[2].mgr.stats().remote_gets.load(Ordering::Relaxed), 1);
     assert!(
-        wait_for(Duration::from_secs(2), async || todo_of(&nodes[2], hr)
-            .await
-            .contains(&(nodes[2].id(), TodoKind::Repair)))
-        .await
+        wait_for(Duration::from_secs(5), async || good_copy(&nodes[2], hr)
+            .await)
+        .await,
+        "the lost copy was not fetched back"
+    );
+    assert_eq!(
+        nodes[2]
+            .blocks
+            .resync()
+            .stats()
+            .blocks_fetched
+            .load(Ordering::Relaxed),
+        1
     );
     // A local copy is read locally.
     assert_eq!(nodes[1].blocks.get(ht).await.unwrap(), text);
@@ -300,7 +327,7 @@ async fn a_put_reaches_every_disk_and_a_get_works_through_a_node_without_the_blo
     assert!(matches!(e, BlockError::Missing(_)), "{e}");
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(
-        todo_of(&nodes[0], nowhere).await.is_empty(),
+        !queued_now(&nodes[0], nowhere).await,
         "a block that exists nowhere is no repair to make"
     );
 
@@ -348,26 +375,47 @@ async fn a_corrupt_replica_is_skipped_and_reported() {
     assert_eq!(nodes[0].blocks.get(h).await.unwrap(), data);
     let s = nodes[0].mgr.stats();
     assert_eq!(s.corrupt_replicas.load(Ordering::Relaxed), 1);
+    // Node 1 was told: it quarantines its copy (moved aside, kept) and its
+    // resync worker fetches a good one; node 0 fetches its lost one.
     assert!(
-        wait_for(Duration::from_secs(2), async || todo_of(&nodes[0], h)
+        wait_for(Duration::from_secs(5), async || good_copy(&nodes[1], h)
             .await
-            .contains(&(nodes[1].id(), TodoKind::Repair)))
+            && good_copy(&nodes[0], h).await)
         .await,
-        "the corrupt replica was not recorded"
+        "the corrupt and the lost copies were not repaired"
+    );
+    let quarantined: Vec<_> = std::fs::read_dir(nodes[1].data.join("quarantine"))
+        .unwrap()
+        .flatten()
+        .map(|e| std::fs::read(e.path()).unwrap())
+        .collect();
+    assert_eq!(quarantined, vec![bytes], "the corrupt copy is kept aside");
+    assert_eq!(
+        nodes[1]
+            .mgr
+            .stats()
+            .blocks_quarantined
+            .load(Ordering::Relaxed),
+        1
     );
 
-    // Node 1 reads its own corrupt copy: skipped, counted, recorded, and
-    // the block comes from a replica.
+    // Node 1 finds its own copy corrupt on a read: the read is served by a
+    // replica, and the copy is quarantined and fetched again.
+    let f1 = nodes[1].block_file(&h).unwrap();
+    let mut bytes = std::fs::read(&f1).unwrap();
+    bytes[2000] ^= 0xff;
+    std::fs::write(&f1, &bytes).unwrap();
     assert_eq!(nodes[1].blocks.get(h).await.unwrap(), data);
     let s1 = nodes[1].mgr.stats();
     assert_eq!(s1.corrupt_replicas.load(Ordering::Relaxed), 1);
     assert_eq!(s1.remote_gets.load(Ordering::Relaxed), 1);
     assert!(
-        wait_for(Duration::from_secs(2), async || todo_of(&nodes[1], h)
-            .await
-            .contains(&(nodes[1].id(), TodoKind::Repair)))
-        .await
+        wait_for(Duration::from_secs(5), async || good_copy(&nodes[1], h)
+            .await)
+        .await,
+        "the copy found corrupt by a read was not repaired"
     );
+    assert_eq!(s1.blocks_quarantined.load(Ordering::Relaxed), 2);
     shutdown(nodes).await;
 }
 
@@ -419,8 +467,7 @@ async fn a_replica_that_never_answers_delays_neither_get_nor_put() {
     }
     assert!(s.hedged_reads.load(Ordering::Relaxed) >= 1);
 
-    // The stalled copy times out: its budget is released and the copy is
-    // recorded for the resync worker.
+    // The stalled copy times out: its budget is released.
     assert!(
         wait_for(Duration::from_secs(3), async || s
             .background_copies_pending
@@ -429,18 +476,32 @@ async fn a_replica_that_never_answers_delays_neither_get_nor_put() {
             && s.ram_in_use_bytes.load(Ordering::Relaxed) == 0)
         .await
     );
-    assert!(
-        wait_for(Duration::from_secs(2), async || todo_of(&nodes[0], hb)
-            .await
-            .contains(&(nodes[2].id(), TodoKind::Put)))
-        .await,
-        "the timed-out copy was not recorded"
-    );
-    let todo = nodes[0].blocks.resync_todo(100).await.unwrap();
-    let t = todo.iter().find(|t| t.hash == hb).unwrap();
-    assert_eq!(t.version, [4; 16]);
-    assert!(t.row.reason.contains("timed out"), "{}", t.row.reason);
     assert_eq!(nodes[0].blocks.budget_available(), 8 << 20);
+
+    // What node 2 missed is not forgotten: one anti-entropy pass of the
+    // block reference table gives it the reference, and its resync worker
+    // the block.
+    assert!(nodes[2].block_file(&hb).is_none());
+    ep2.put.set_handler(
+        PutHandler::new(
+            nodes[2].mgr.clone(),
+            BlockLimits {
+                max_plain_len: BLOCK,
+            },
+        ),
+        16,
+    );
+    let tables: Vec<Arc<dyn hangar_table::sharded_sync::ShardedSyncable>> =
+        vec![Arc::new(nodes[0].blocks.ref_table().clone())];
+    let r = hangar_table::sharded_sync::sync_pass(&nodes[0].cluster, &tables).await;
+    assert!(r.rows_pushed >= 1, "{r:?}");
+    assert!(
+        wait_for(Duration::from_secs(8), async || good_copy(&nodes[2], hb)
+            .await
+            && nodes[2].mgr.refcount(hb).await.unwrap() == 1)
+        .await,
+        "the missed copy was not fetched after the reference table's sync"
+    );
     shutdown(nodes).await;
 }
 
@@ -451,22 +512,14 @@ async fn with_two_of_three_nodes_down_a_put_fails_fast() {
     let n1 = nodes.pop().unwrap();
     let (id1, id2) = (n1.id(), n2.id());
 
-    // One node down: puts and unrefs still reach their quorum, and what
-    // the down node missed is recorded.
+    // One node down: puts and unrefs still reach their quorum (what the
+    // down node missed reaches it by the reference table's anti-entropy).
     n2.mesh.shutdown().await;
     assert!(wait_for(Duration::from_secs(5), async || !nodes[0].mesh.is_up(id2)).await);
     let one = random_block(10_000);
     let h1 = Hash::of(&one);
     nodes[0].blocks.put(h1, one, [7; 16]).await.unwrap();
     nodes[0].blocks.unref(h1, [7; 16]).await.unwrap();
-    assert!(
-        wait_for(Duration::from_secs(2), async || {
-            let t = todo_of(&nodes[0], h1).await;
-            t.contains(&(id2, TodoKind::Put)) && t.contains(&(id2, TodoKind::Unref))
-        })
-        .await,
-        "what the down node missed was not recorded"
-    );
 
     n1.mesh.shutdown().await;
     assert!(
@@ -550,9 +603,14 @@ async fn a_spent_ram_budget_makes_puts_wait_then_fail_overloaded() {
     // A budget that cannot hold one block is refused at construction.
     let mut tiny = cfg.clone();
     tiny.ram_budget = 1000;
-    let e = ReplicatedBlocks::new(nodes[0].mgr.clone(), nodes[0].cluster.clone(), tiny)
-        .err()
-        .unwrap();
+    let e = ReplicatedBlocks::new(
+        nodes[0].mgr.clone(),
+        nodes[0].cluster.clone(),
+        tiny,
+        settings(),
+    )
+    .err()
+    .unwrap();
     assert!(matches!(e, BlockError::Config(_)), "{e}");
     shutdown(nodes).await;
 }
@@ -622,20 +680,13 @@ async fn during_a_layout_transition_a_put_needs_the_quorum_of_both_versions() {
         16,
     );
     nodes[0].blocks.put(h, data.clone(), [8; 16]).await.unwrap();
-    // Every live node of both versions got it; the ghost is recorded.
+    // Every live node of both versions got it.
     assert!(
         wait_for(Duration::from_secs(3), async || nodes
             .iter()
             .filter(|n| c.storage_nodes_of(&h).nodes().contains(&n.id()))
             .all(|n| n.block_file(&h).is_some()))
         .await
-    );
-    assert!(
-        wait_for(Duration::from_secs(2), async || todo_of(&nodes[0], h)
-            .await
-            .contains(&(ghost, TodoKind::Put)))
-        .await,
-        "the copy for the down node was not recorded"
     );
     assert_eq!(nodes[1].blocks.get(h).await.unwrap(), data);
     shutdown(nodes).await;

@@ -42,6 +42,37 @@ impl StorageNodes {
     pub fn is_empty(&self) -> bool {
         self.sets.is_empty()
     }
+
+    /// The newest layout version these sets were taken from (0 before the
+    /// first layout).
+    pub fn newest_version(&self) -> u64 {
+        self.sets.iter().map(|s| s.version).max().unwrap_or(0)
+    }
+}
+
+/// Writes in flight, counted by the newest layout version they were sent
+/// under: a node acknowledges version `v` ([`Cluster::writes_before`] = 0)
+/// only once no write it sent under an older version is still running, so
+/// a write never misses the nodes of a version its sender acknowledged.
+#[derive(Default)]
+struct WriteCounts(std::sync::Mutex<std::collections::BTreeMap<u64, u64>>);
+
+/// Held by a write while it runs ([`Cluster::track_write`]).
+pub struct WriteGuard {
+    cluster: Cluster,
+    version: u64,
+}
+
+impl Drop for WriteGuard {
+    fn drop(&mut self) {
+        let mut m = self.cluster.inner.writes.0.lock().expect("write counts");
+        if let Some(n) = m.get_mut(&self.version) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&self.version);
+            }
+        }
+    }
 }
 
 /// This node's view of the cluster. Cheap to clone (an `Arc` inside); every
@@ -58,6 +89,7 @@ struct Inner {
     replication_factor: usize,
     consistency_mode: ConsistencyMode,
     quorums: Quorums,
+    writes: WriteCounts,
 }
 
 impl Cluster {
@@ -88,6 +120,7 @@ impl Cluster {
                 replication_factor,
                 consistency_mode,
                 quorums: Quorums::new(replication_factor, consistency_mode),
+                writes: WriteCounts::default(),
             }),
         }
     }
@@ -114,6 +147,37 @@ impl Cluster {
 
     pub fn consistency_mode(&self) -> ConsistencyMode {
         self.inner.consistency_mode
+    }
+
+    /// Counts a write sent to `nodes` until the guard is dropped. Every
+    /// write to a partition's storage nodes holds one while it runs.
+    pub fn track_write(&self, nodes: &StorageNodes) -> WriteGuard {
+        let version = nodes.newest_version();
+        *self
+            .inner
+            .writes
+            .0
+            .lock()
+            .expect("write counts")
+            .entry(version)
+            .or_default() += 1;
+        WriteGuard {
+            cluster: self.clone(),
+            version,
+        }
+    }
+
+    /// How many writes sent under a layout version older than `v` are
+    /// still running.
+    pub fn writes_before(&self, v: u64) -> u64 {
+        self.inner
+            .writes
+            .0
+            .lock()
+            .expect("write counts")
+            .range(..v)
+            .map(|(_, n)| n)
+            .sum()
     }
 
     /// The read and write quorums of the replication factor and the
@@ -193,6 +257,7 @@ impl Cluster {
         Req: Message + Clone,
         Resp: Message,
     {
+        let _write = self.track_write(nodes);
         quorum_call::call_quorum_per_version(
             &self.inner.mesh,
             endpoint,
@@ -220,6 +285,7 @@ impl Cluster {
         Fut: std::future::Future<Output = Result<Resp, hangar_net::NetError>> + Send + 'static,
     {
         let mesh = &self.inner.mesh;
+        let _write = self.track_write(nodes);
         quorum_call::call_quorum_per_version_with(
             &nodes.sets,
             self.inner.quorums.write,

@@ -23,7 +23,7 @@ mod live_layout;
 pub mod node_info;
 pub mod quorum_call;
 
-pub use cluster::{Cluster, StorageNodes};
+pub use cluster::{Cluster, StorageNodes, WriteGuard};
 pub use error::ClusterError;
 pub use layout_file::LayoutFileError;
 pub use live_layout::{

@@ -53,6 +53,31 @@ pub enum Request {
         allow: bool,
     },
     WorkerList,
+    /// One worker's status and the settings it reads.
+    WorkerInfo {
+        name: String,
+    },
+    /// Changes a worker setting at runtime (`resync-chunks-in-flight`…).
+    WorkerSet {
+        setting: String,
+        value: String,
+    },
+    /// Queue every block this node counts or stores for the resync worker.
+    RepairBlocks,
+    /// One anti-entropy pass of every sharded table, now.
+    RepairTables,
+    /// Empty the resync queue and its error list.
+    ClearResyncQueue,
+    /// Blocks whose last resync attempt failed.
+    BlockListErrors,
+    /// Make failed blocks (one, or all) due now.
+    BlockRetryNow {
+        hash: Option<String>,
+    },
+    /// What this node knows of one block.
+    BlockInfo {
+        hash: String,
+    },
     /// The rows and Merkle digest of each replicated table on this node.
     TableStatus,
     /// This node's `<id>@<address>`.

@@ -12,7 +12,9 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixListener;
 
 use crate::admin_proto::{Request, Response};
+use crate::block_admin;
 use crate::layout_admin::{self, AssignArgs};
+use hangar_block::{BlockManager, Resync};
 use hangar_cluster::Cluster;
 
 /// Largest request line accepted.
@@ -38,6 +40,8 @@ pub struct AdminState {
     pub workers: WorkerRegistry,
     pub mesh: Mesh,
     pub cluster: Cluster,
+    pub blocks: Arc<BlockManager>,
+    pub resync: Arc<Resync>,
 }
 
 async fn handle(st: &AdminState, req: Request) -> Result<Value, String> {
@@ -151,6 +155,18 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, String> {
         Request::WorkerList => {
             serde_json::to_value(st.workers.list()).map_err(|e| e.to_string())?
         }
+        Request::WorkerInfo { name } => block_admin::worker_info(&st.workers, &st.resync, &name)?,
+        Request::WorkerSet { setting, value } => {
+            block_admin::worker_set(&st.resync, &setting, &value)?
+        }
+        Request::RepairBlocks => block_admin::repair_blocks(&st.resync).await?,
+        Request::RepairTables => block_admin::repair_tables(&st.cluster, model).await?,
+        Request::ClearResyncQueue => block_admin::clear_resync_queue(&st.blocks).await?,
+        Request::BlockListErrors => block_admin::list_errors(&st.blocks).await?,
+        Request::BlockRetryNow { hash } => {
+            block_admin::retry_now(&st.blocks, &st.resync, hash).await?
+        }
+        Request::BlockInfo { hash } => block_admin::info(&st.blocks, &st.cluster, &hash).await?,
         Request::NodeId => json!({"node": st.mesh.peer_addr().to_string()}),
         Request::Status => {
             layout_admin::status(st.cluster.layout(), &st.mesh, st.cluster.consistency_mode()).await

@@ -116,6 +116,15 @@ pub enum NodeCmd {
 pub enum WorkerCmd {
     /// List the node's background workers and their progress.
     List,
+    /// One worker's status, statistics and settings.
+    Info {
+        /// The worker's name, as `worker list` shows it (`block-resync`…).
+        name: String,
+    },
+    /// Change a worker setting on the running node (until it restarts):
+    /// `resync-chunks-in-flight` (1-64), `resync-max-bytes-per-sec`
+    /// (0: no limit), `resync-tranquility`.
+    Set { setting: String, value: String },
 }
 
 #[derive(Subcommand, Debug)]
@@ -310,7 +319,23 @@ pub async fn table(metadata_dir: &Path, cmd: TableCmd, json: bool) -> Result<(),
 
 /// Runs a worker command.
 pub async fn worker(metadata_dir: &Path, cmd: WorkerCmd, json: bool) -> Result<(), String> {
-    let WorkerCmd::List = cmd;
+    match cmd {
+        WorkerCmd::List => {}
+        WorkerCmd::Info { name } => {
+            let v = call(metadata_dir, &Request::WorkerInfo { name }).await?;
+            println!("{}", serde_json::to_string_pretty(&v).expect("json"));
+            return Ok(());
+        }
+        WorkerCmd::Set { setting, value } => {
+            let v = call(metadata_dir, &Request::WorkerSet { setting, value }).await?;
+            if json {
+                println!("{v}");
+            } else {
+                println!("{} = {}", s(&v, "setting"), s(&v, "value"));
+            }
+            return Ok(());
+        }
+    }
     let v = call(metadata_dir, &Request::WorkerList).await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&v).expect("json"));

@@ -15,9 +15,6 @@ use serde_json::{Value, json};
 
 use hangar_cluster::ClusterLayout;
 
-/// What data movement does not do yet, said wherever versions are listed.
-pub const NO_SYNC_NOTE: &str = "data is not moved between nodes yet (tables and blocks are not replicated), so no node reports a version synced: older versions stay listed as draining/read and are never retired";
-
 /// `layout assign`: what the operator gave; fields not given keep the
 /// node's staged role.
 pub struct AssignArgs {
@@ -307,7 +304,6 @@ pub async fn history(layout: &ClusterLayout) -> Value {
         "min_sync_ack": h.min_sync_ack(),
         "trackers": trackers,
         "conflicts": conflicts_json(&h),
-        "note": NO_SYNC_NOTE,
     })
 }
 

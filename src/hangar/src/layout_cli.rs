@@ -380,5 +380,20 @@ fn print_history(v: &Value) {
             println!("Version {ver} was applied twice: {}", tags(hashes));
         }
     }
-    println!("Note: {}.", s(v, "note"));
+    if let Some(t) = v["trackers"].as_object() {
+        println!("Per node (latest version acknowledged / synced / read from):");
+        for (node, x) in t {
+            println!(
+                "  {}  {} / {} / {}",
+                short(node),
+                none_or(&x["ack"]),
+                none_or(&x["sync"]),
+                none_or(&x["sync_ack"])
+            );
+        }
+    }
+}
+
+fn none_or(v: &Value) -> String {
+    v.as_u64().map_or("none".into(), |x| x.to_string())
 }

@@ -2,9 +2,12 @@
 
 mod admin_proto;
 mod admin_server;
+mod block_admin;
+mod block_cli;
 mod cli;
 mod layout_admin;
 mod layout_cli;
+mod layout_progress;
 mod node;
 mod single_node;
 
@@ -80,6 +83,12 @@ enum Cmd {
     /// Inspect this node's metadata tables.
     #[command(subcommand)]
     Table(cli::TableCmd),
+    /// Repairs: requeue blocks, sync tables, clear the resync queue.
+    #[command(subcommand)]
+    Repair(block_cli::RepairCmd),
+    /// Inspect blocks and their resync errors.
+    #[command(subcommand)]
+    Block(block_cli::BlockCmd),
 }
 
 fn init_tracing() {
@@ -126,6 +135,8 @@ fn main() -> ExitCode {
                     Cmd::Bucket(c) => cli::bucket(&meta, c, cli.json).await,
                     Cmd::Worker(c) => cli::worker(&meta, c, cli.json).await,
                     Cmd::Table(c) => cli::table(&meta, c, cli.json).await,
+                    Cmd::Repair(c) => block_cli::repair(&meta, c, cli.json).await,
+                    Cmd::Block(c) => block_cli::block(&meta, c, cli.json).await,
                     Cmd::Node(c) => cli::node(&cfg, c, cli.json).await,
                     Cmd::Status => cli::status(&meta, cli.json).await,
                     Cmd::Layout(c) => layout_cli::run(&meta, c, cli.json).await,

@@ -8,8 +8,8 @@ use hangar_api_admin::{AdminEndpoint, NodeCollector};
 use hangar_api_s3::metrics::S3Metrics;
 use hangar_api_s3::{S3Api, S3Settings};
 use hangar_block::{
-    BlockFiles, BlockManager, ReplicatedBlocks, ReplicatedConfig, spawn_gc_worker,
-    spawn_orphan_scan,
+    BlockFiles, BlockManager, ReplicatedBlocks, ReplicatedConfig, Resync, ResyncSettings,
+    spawn_gc_worker, spawn_orphan_scan,
 };
 use hangar_db::{Db, DbOptions, open_engine};
 use hangar_model::Model;
@@ -66,6 +66,7 @@ pub struct Node {
     pub workers: WorkerRegistry,
     pub mesh: Mesh,
     pub cluster: Cluster,
+    pub resync: Arc<Resync>,
 }
 
 /// Opens the stores and starts the background workers.
@@ -116,15 +117,25 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
     };
     let grace = cfg.block_gc_delay_secs * 1000;
     let blocks = BlockManager::new(files, db.clone(), grace);
+    let migrated = hangar_block::refcount::migrate_legacy_refs(&db).await?;
+    if migrated > 0 {
+        tracing::info!("{migrated} block references converted to the block_refs table");
+    }
+    let resync_settings = Arc::new(ResyncSettings::new(
+        cfg.resync_chunks_in_flight,
+        cfg.resync_max_bytes_per_sec,
+        cfg.resync_tranquility,
+    ));
     let replicated = ReplicatedBlocks::new(
         blocks.clone(),
         cluster.clone(),
         ReplicatedConfig::from_config(cfg),
+        resync_settings,
     )?;
+    let resync = replicated.resync().clone();
     let model = Model::with_cluster(
         db.clone(),
         blocks.clone(),
-        grace,
         cfg.allow_punycode,
         Some((&cluster, replicated)),
     )?;
@@ -148,12 +159,14 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
     );
     spawn_full_sync_worker(cluster.clone(), model.full_tables(), &workers);
     model.repair_indexes().await?;
-    spawn_sharded_sync_worker(
+    let (_, tables_synced) = spawn_sharded_sync_worker(
         cluster.clone(),
         model.sharded_tables(),
         &workers,
         hangar_table::sharded_sync::SYNC_INTERVAL,
     );
+    tokio::spawn(resync.clone().run(workers.register("block-resync")));
+    crate::layout_progress::spawn(cluster.clone(), tables_synced, resync.clone(), &workers);
     Ok(Node {
         db,
         blocks,
@@ -161,6 +174,7 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
         workers,
         mesh,
         cluster,
+        resync,
     })
 }
 
@@ -179,6 +193,8 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
         workers: node.workers.clone(),
         mesh: node.mesh.clone(),
         cluster: node.cluster.clone(),
+        blocks: node.blocks.clone(),
+        resync: node.resync.clone(),
     };
     admin_server::serve(&sock, state)
         .await

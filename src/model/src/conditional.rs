@@ -118,7 +118,7 @@ impl Conditional {
 
     /// The first live node, by id, of the bucket partition's read nodes.
     fn coordinator(&self, part: &[u8; 32]) -> Result<NodeId> {
-        let p = hangar_table::layout_partition_of(part);
+        let p = <crate::object::ObjectTable as hangar_table::Schema>::layout_partition(part);
         let mut nodes = self.cluster.layout().history().read_nodes_of_partition(p);
         nodes.sort();
         nodes

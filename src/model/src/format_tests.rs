@@ -351,7 +351,7 @@ fn model_on(
     let files =
         hangar_block::BlockFiles::new(vec![d.path().join("data")], Some(1), false, true).unwrap();
     let blocks = hangar_block::BlockManager::new(files, db.clone(), 60_000);
-    (d, crate::Model::new(db, blocks, 60_000, false))
+    (d, crate::Model::new(db, blocks, false))
 }
 
 /// A node whose metadata was written by format 1 (the block files are the

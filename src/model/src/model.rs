@@ -43,7 +43,6 @@ pub struct Model {
     mpus: Rows<MpuTable>,
     parts: Rows<PartTable>,
     gc_wakeup: Notify,
-    block_gc_delay_msec: u64,
     allow_punycode: bool,
 }
 
@@ -68,25 +67,19 @@ pub struct PermissionChange {
 
 impl Model {
     /// The model of this node's tables alone (tools and tests).
-    pub fn new(
-        db: Db,
-        blocks: Arc<BlockManager>,
-        block_gc_delay_msec: u64,
-        allow_punycode: bool,
-    ) -> Arc<Model> {
-        Self::with_cluster(db, blocks, block_gc_delay_msec, allow_punycode, None)
-            .expect("local tables open")
+    pub fn new(db: Db, blocks: Arc<BlockManager>, allow_punycode: bool) -> Arc<Model> {
+        Self::with_cluster(db, blocks, allow_punycode, None).expect("local tables open")
     }
 
     /// The model of a cluster node: keys and buckets replicated to every
     /// node over `cluster`, blocks stored on the nodes the layout assigns
-    /// them (`replicated`, built on the same cluster); objects, versions and
-    /// uploads stay on the node that received them, for now
-    /// (doc/architecture.md).
+    /// them (`replicated`, built on the same cluster, whose block reference
+    /// table is one of the sharded tables); objects, versions and uploads on
+    /// the nodes of their partition, once a layout exists
+    /// (doc/architecture.md). Without a cluster, every table is local.
     pub fn with_cluster(
         db: Db,
         blocks: Arc<BlockManager>,
-        block_gc_delay_msec: u64,
         allow_punycode: bool,
         cluster: Option<(&hangar_cluster::Cluster, Arc<ReplicatedBlocks>)>,
     ) -> Result<Arc<Model>> {
@@ -111,12 +104,12 @@ impl Model {
             db,
             blocks,
             gc_wakeup: Notify::new(),
-            block_gc_delay_msec,
             allow_punycode,
         }))
     }
 
-    /// The sharded tables (objects, versions, uploads, parts), for their
+    /// The sharded tables (objects, versions, uploads, parts, block
+    /// references), for their
     /// anti-entropy worker (none without a cluster).
     pub fn sharded_tables(&self) -> Vec<Arc<dyn ShardedSyncable>> {
         let mut t: Vec<Arc<dyn ShardedSyncable>> = Vec::new();
@@ -131,6 +124,9 @@ impl Model {
         }
         if let Some(x) = self.parts.sharded_table() {
             t.push(Arc::new(x.clone()));
+        }
+        if let Some(cb) = &self.cluster_blocks {
+            t.push(Arc::new(cb.blocks.ref_table().clone()));
         }
         t
     }
@@ -163,6 +159,9 @@ impl Model {
         }
         if let Some(t) = self.parts.sharded_table() {
             out.push(one(t).await?);
+        }
+        if let Some(cb) = &self.cluster_blocks {
+            out.push(one(cb.blocks.ref_table()).await?);
         }
         Ok(out)
     }
@@ -703,19 +702,9 @@ impl Model {
         version: VersionId,
         hashes: Vec<Hash>,
     ) -> Result<()> {
-        let grace = self.block_gc_delay_msec;
-        // This node's references (all of them before the first layout; a
-        // reference not held here is a no-op).
-        let local = hashes.clone();
-        self.db
-            .write(move |tx| {
-                let now = now_msec();
-                for hash in &local {
-                    hangar_block::remove_ref(tx, hash, &version, now, grace)?;
-                }
-                Ok::<_, ModelError>(())
-            })
-            .await?;
+        // This node's references (all of them before the first layout;
+        // where it holds none, nothing is written).
+        self.blocks.unref_held(hashes.clone(), version).await?;
         if self.cluster_blocks.is_some() {
             let unrefs = futures::stream::iter(hashes.into_iter().filter_map(|h| {
                 let cb = self.laid_out(&h)?;

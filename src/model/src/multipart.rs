@@ -102,6 +102,8 @@ impl Schema for PartTable {
     /// — is queued for collection.
     fn updated(
         tx: &mut hangar_db::Tx<'_>,
+        _partition: &[u8],
+        _sort: &[u8],
         old: Option<&PartRow>,
         inserted: &PartRow,
         merged: &PartRow,

@@ -106,6 +106,8 @@ impl Schema for ObjectTable {
     /// or the one inserted if it lost — is queued for collection.
     fn updated(
         tx: &mut Tx<'_>,
+        _partition: &[u8],
+        _sort: &[u8],
         old: Option<&ObjectRow>,
         inserted: &ObjectRow,
         merged: &ObjectRow,

@@ -185,7 +185,7 @@ impl<S: Schema> Rows<S> {
     /// (in some active layout version) — for reads that may skip the quorum.
     fn local_replica(&self, partition: &[u8]) -> Option<&Table<S>> {
         let t = self.spread()?;
-        let p = hangar_table::layout_partition_of(partition);
+        let p = S::layout_partition(partition);
         let me = t.cluster().id();
         t.cluster()
             .storage_nodes_of_partition(p)

@@ -27,7 +27,7 @@ async fn node() -> Node {
     let db = Db::new(Arc::new(engine), DbOptions::default());
     let files = BlockFiles::new(vec![dir.path().join("data")], Some(1), false, true).unwrap();
     let blocks = BlockManager::new(files, db.clone(), 60_000);
-    let model = Model::new(db, blocks, 60_000, false);
+    let model = Model::new(db, blocks, false);
     let bucket = model.create_bucket("races", None).await.unwrap();
     Node {
         _dir: dir,

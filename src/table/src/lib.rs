@@ -126,9 +126,19 @@ pub trait Schema: Send + Sync + 'static {
     /// by the others, or bring a deleted row back to them.
     const MERKLE_TREE: Option<&'static str> = None;
 
+    /// The layout partition of the rows of partition key `partition`: where
+    /// a sharded table stores them. The default is
+    /// [`layout_partition_of`] (the first byte of the key's blake3 hash);
+    /// a table keyed by something that is already a uniform hash, and that
+    /// must live where that hash's data lives (block references, beside
+    /// their blocks), uses the key's own first byte.
+    fn layout_partition(partition: &[u8]) -> hangar_layout::Partition {
+        layout_partition_of(partition)
+    }
+
     /// The table's update hook: called in every transaction that inserts a
-    /// row, with the stored row before (`old`), the row inserted and the
-    /// merge of both (what is stored now). It writes the effects the change
+    /// row, with the row's keys, the stored row before (`old`), the row
+    /// inserted and the merge of both (what is stored now). It writes the effects the change
     /// has on other tables into `tx` — durable queues of this node, written
     /// in the same transaction as the row, so a crash between the row and
     /// its effects loses nothing. It runs on every replica that merges the
@@ -136,11 +146,13 @@ pub trait Schema: Send + Sync + 'static {
     /// idempotent. The default has none.
     fn updated(
         tx: &mut Tx<'_>,
+        partition: &[u8],
+        sort: &[u8],
         old: Option<&Self::Row>,
         inserted: &Self::Row,
         merged: &Self::Row,
     ) -> std::result::Result<(), DbError> {
-        let _ = (tx, old, inserted, merged);
+        let _ = (tx, partition, sort, old, inserted, merged);
         Ok(())
     }
 }
@@ -313,7 +325,7 @@ impl<S: Schema> Table<S> {
             }
             None => row.clone(),
         };
-        S::updated(tx, old.as_ref(), row, &merged)?;
+        S::updated(tx, partition, sort, old.as_ref(), row, &merged)?;
         let value = encode::<S>(&merged);
         if old_value.as_deref() == Some(value.as_slice()) {
             // Nothing new: no write, and no second queue entry for a
@@ -327,7 +339,7 @@ impl<S: Schema> Table<S> {
             merkle::tx_update(
                 tx,
                 index,
-                layout_partition_of(partition),
+                S::layout_partition(partition),
                 &key,
                 old_value.as_deref(),
                 Some(&value),
@@ -355,7 +367,7 @@ impl<S: Schema> Table<S> {
             merkle::tx_update(
                 tx,
                 index,
-                layout_partition_of(partition),
+                S::layout_partition(partition),
                 &key,
                 old.as_deref(),
                 None,

@@ -226,7 +226,7 @@ fn tx_leaf_hash(
 }
 
 /// Makes the index `index` of table tree `tree` (partition keys of
-/// `partition_len` bytes) match the rows: indexes the rows it lacks or holds
+/// `partition_len` bytes, placed by `partition_of`) match the rows: indexes the rows it lacks or holds
 /// with another value, and removes the leaves of rows that are gone. For
 /// rows stored before their table had an index (a table that becomes
 /// sharded), or an index suspected wrong; concurrent writes are safe (each
@@ -237,6 +237,7 @@ pub async fn repair_index(
     tree: &'static str,
     index: &'static str,
     partition_len: usize,
+    partition_of: fn(&[u8]) -> Partition,
 ) -> Result<IndexRepair, DbError> {
     const PAGE: usize = 1000;
     let mut report = IndexRepair::default();
@@ -260,7 +261,7 @@ pub async fn repair_index(
                     // Read again inside the transaction: the row may have
                     // changed since the page was read.
                     let Some(v) = tx.get(tree, k)? else { continue };
-                    let p = crate::layout_partition_of(&k[..partition_len]);
+                    let p = partition_of(&k[..partition_len]);
                     let old = tx_leaf_hash(tx, index, p, k)?;
                     let new = value_hash(&v);
                     if old != Some(new) {
@@ -537,7 +538,9 @@ mod tests {
             })
             .await
             .unwrap();
-        let report = repair_index(&db, "t", INDEX, 2).await.unwrap();
+        let report = repair_index(&db, "t", INDEX, 2, crate::layout_partition_of)
+            .await
+            .unwrap();
         // Rows 0, 6, 9, … were indexed right; 3 had a wrong value; 5 is gone
         // (its leaf was never written: only rows 0 mod 3 were indexed).
         assert_eq!(report.rows, 29);
@@ -552,7 +555,9 @@ mod tests {
         })
         .await
         .unwrap();
-        let report = repair_index(&db, "t", INDEX, 2).await.unwrap();
+        let report = repair_index(&db, "t", INDEX, 2, crate::layout_partition_of)
+            .await
+            .unwrap();
         assert_eq!((report.fixed, report.stale), (0, 1));
         let k = rows[6].0.clone();
         let v = rows[6].1.clone();

@@ -16,7 +16,7 @@
 //!   (`crate::sharded_sync`).
 //!
 //! Placement: the rows of partition key `pk` live in layout partition
-//! [`crate::layout_partition_of`]`(pk)` = the first byte of `blake3(pk)`;
+//! `Schema::layout_partition(pk)` (by default the first byte of `blake3(pk)`);
 //! so all rows of one partition key are on the same nodes and a listing is
 //! one quorum range read.
 //!
@@ -59,7 +59,7 @@ use crate::replicated::{
     MAX_KEY_LEN, MAX_ROWS_PER_MESSAGE, MAX_VALUE_LEN, ReadRow, ReplicationError, UpdateRows,
     WireRow, endpoint_path,
 };
-use crate::{Crdt, Result, Schema, Table, TableError, decode, encode, layout_partition_of};
+use crate::{Crdt, Result, Schema, Table, TableError, decode, encode};
 
 /// Bytes of row values one answer or update carries, about: an answer stops
 /// adding rows once it holds this many (so it always carries at least one
@@ -256,6 +256,7 @@ impl<S: Schema> ShardedTable<S> {
             S::TREE,
             self.index_tree(),
             S::PARTITION_LEN,
+            S::layout_partition,
         )
         .await?)
     }
@@ -329,7 +330,7 @@ impl<S: Schema> ShardedTable<S> {
                 }));
             }
             by_partition
-                .entry(layout_partition_of(p))
+                .entry(S::layout_partition(p))
                 .or_default()
                 .push(WireRow {
                     key: ByteBuf::from(key),
@@ -394,7 +395,7 @@ impl<S: Schema> ShardedTable<S> {
     /// replicas that lacked it or held an older row are repaired in the
     /// background.
     pub async fn get(&self, partition: &[u8], sort: &[u8]) -> Result<Option<S::Row>> {
-        let p = layout_partition_of(partition);
+        let p = S::layout_partition(partition);
         let key = crate::storage_key::<S>(partition, sort);
         let targets = self.read_nodes(p);
         if targets.is_empty() {
@@ -524,7 +525,7 @@ impl<S: Schema> ShardedTable<S> {
         reverse: bool,
         limit: usize,
     ) -> Result<RangePage<S>> {
-        let p = layout_partition_of(partition);
+        let p = S::layout_partition(partition);
         let targets = self.read_nodes(p);
         if targets.is_empty() {
             return Err(self.quorum_error("range", p, &[], QuorumError::NoLayout));

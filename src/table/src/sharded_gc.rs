@@ -29,7 +29,7 @@ use crate::gc_rpc::{GcRow, GcRows};
 use crate::replicated::MAX_ROWS_PER_MESSAGE;
 use crate::sharded::ShardedTable;
 use crate::tombstones::DueTombstone;
-use crate::{Result, Schema, layout_partition_of};
+use crate::{Result, Schema};
 
 /// What one pass of [`ShardedTable::collect_tombstones`] did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -54,7 +54,7 @@ impl<S: Schema> ShardedTable<S> {
                 continue;
             }
             by_partition
-                .entry(layout_partition_of(&d.key[..S::PARTITION_LEN]))
+                .entry(S::layout_partition(&d.key[..S::PARTITION_LEN]))
                 .or_default()
                 .push(d);
         }

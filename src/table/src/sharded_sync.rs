@@ -1,6 +1,7 @@
 //! Anti-entropy for sharded tables ([`ShardedTable`]).
 //!
-//! Every [`SYNC_INTERVAL`] (and about a second after a peer comes up), the
+//! Every [`SYNC_INTERVAL`] (and about a second after a peer comes up, a
+//! new layout version is applied, or every node acknowledged it), the
 //! worker `sharded-sync` compares each layout partition this node holds, in
 //! any active layout version, with each other node of that partition, for
 //! every sharded table:
@@ -51,7 +52,7 @@ use crate::replicated::{MAX_KEY_LEN, MAX_ROWS_PER_MESSAGE, UpdateRows, check_row
 use crate::sharded::{
     MerkleRequest, MerkleResponse, ShardedTable, WireSummary, batches, read_rows,
 };
-use crate::{Schema, TableError, layout_partition_of};
+use crate::{Schema, TableError};
 
 /// Each partition is compared with each of its other replicas at least this
 /// often.
@@ -387,7 +388,7 @@ impl<S: Schema> ShardedTable<S> {
             let asked: BTreeSet<&[u8]> = ask.iter().map(|k| k.as_slice()).collect();
             if rows.iter().any(|r| {
                 !asked.contains(r.key.as_slice())
-                    || layout_partition_of(&r.key[..S::PARTITION_LEN.min(r.key.len())]) != p
+                    || S::layout_partition(&r.key[..S::PARTITION_LEN.min(r.key.len())]) != p
             }) {
                 return Err(bad::<S>("a row not asked for"));
             }
@@ -598,7 +599,14 @@ pub fn spawn_sharded_sync_worker(
         let mut was_up: BTreeSet<NodeId> = BTreeSet::new();
         let mut next = tokio::time::Instant::now();
         let (mut pulled, mut pushed) = (0u64, 0u64);
+        let mut seen_layout = (0u64, 0u64);
         loop {
+            // A new version, or every node acknowledging it, starts a pass
+            // at once: the pass that lets the version be reported synced.
+            let h = cluster.layout().history();
+            let layout_now = (h.current().version, h.min_ack());
+            let layout_moved = layout_now != seen_layout;
+            seen_layout = layout_now;
             let up: BTreeSet<NodeId> = cluster
                 .mesh()
                 .up_nodes()
@@ -607,7 +615,7 @@ pub fn spawn_sharded_sync_worker(
                 .collect();
             let came_up = up.difference(&was_up).next().is_some();
             was_up = up;
-            if came_up || tokio::time::Instant::now() >= next {
+            if came_up || layout_moved || tokio::time::Instant::now() >= next {
                 next = tokio::time::Instant::now() + interval;
                 w.set_state(WorkerState::Busy);
                 let r = sync_pass(&cluster, &tables).await;

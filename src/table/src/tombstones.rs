@@ -34,6 +34,8 @@ pub struct TombstoneTree {
     pub tree: &'static str,
     pub partition_len: usize,
     pub merkle: Option<&'static str>,
+    /// The layout partition of a partition key (`Schema::layout_partition`).
+    pub partition_of: fn(&[u8]) -> hangar_layout::Partition,
 }
 
 impl TombstoneTree {
@@ -43,6 +45,7 @@ impl TombstoneTree {
             tree: S::TREE,
             partition_len: S::PARTITION_LEN,
             merkle: S::MERKLE_TREE,
+            partition_of: S::layout_partition,
         }
     }
 }
@@ -105,7 +108,7 @@ pub async fn collect_due(
                     if let Some(index) = t.merkle
                         && key.len() >= t.partition_len
                     {
-                        let p = crate::layout_partition_of(&key[..t.partition_len]);
+                        let p = (t.partition_of)(&key[..t.partition_len]);
                         crate::merkle::tx_update(tx, index, p, key, Some(&v), None)?;
                     }
                     tx.delete(t.tree, key.to_vec());

@@ -206,6 +206,12 @@ fn default_commit_batch() -> usize {
 fn default_block_gc_delay() -> u64 {
     600
 }
+fn default_resync_chunks_in_flight() -> usize {
+    4
+}
+fn default_resync_serve_max() -> usize {
+    8
+}
 fn default_tombstone_gc_delay() -> u64 {
     86_400
 }
@@ -291,6 +297,19 @@ pub struct Config {
     /// row) is kept before it is removed from the metadata store.
     #[serde(default = "default_tombstone_gc_delay")]
     pub tombstone_gc_delay_secs: u64,
+    /// Block transfers the resync worker keeps in flight (1 to 64).
+    #[serde(default = "default_resync_chunks_in_flight")]
+    pub resync_chunks_in_flight: usize,
+    /// Total bytes per second of resync transfers (0: no limit).
+    #[serde(default)]
+    pub resync_max_bytes_per_sec: u64,
+    /// The resync worker idles this many times the time of each transfer.
+    #[serde(default)]
+    pub resync_tranquility: u32,
+    /// Resync transfers a node serves as a source, and accepts as a target,
+    /// at once (each); more are answered busy and retried.
+    #[serde(default = "default_resync_serve_max")]
+    pub resync_serve_max: usize,
     /// Concurrent S3 connections accepted before new ones wait in the kernel backlog.
     #[serde(default = "default_max_connections")]
     pub s3_max_connections: usize,

@@ -1,0 +1,100 @@
+//! `hangar repair …` and `hangar block …`: the operator's commands on the
+//! blocks of a running node (answered by `block_admin` over the admin
+//! socket).
+
+use std::path::Path;
+
+use clap::Subcommand;
+use serde_json::Value;
+
+use crate::admin_proto::Request;
+use crate::cli::{call, s};
+
+#[derive(Subcommand, Debug)]
+pub enum RepairCmd {
+    /// Queue every block this node references or has on disk for the
+    /// resync worker (fetches what is missing, hands over what this node no
+    /// longer stores).
+    Blocks,
+    /// Run one anti-entropy pass of every sharded table now.
+    Tables,
+    /// Empty the resync queue and its error list (blocks whose references
+    /// change are queued again; `repair blocks` queues everything).
+    ClearResyncQueue,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BlockCmd {
+    /// Blocks whose last resync attempt failed, with the error and when
+    /// they are tried again.
+    ListErrors,
+    /// Try failed blocks again now instead of after their backoff.
+    RetryNow {
+        /// One block's hash; without it, every failed block.
+        hash: Option<String>,
+        /// Every failed block (the default when no hash is given).
+        #[arg(long, conflicts_with = "hash")]
+        all: bool,
+    },
+    /// What this node knows of a block: references, count, file, the
+    /// nodes that store it, its last resync error.
+    Info { hash: String },
+}
+
+fn print(v: &Value) {
+    println!("{}", serde_json::to_string_pretty(v).expect("json"));
+}
+
+/// Runs a repair command.
+pub async fn repair(metadata_dir: &Path, cmd: RepairCmd, json: bool) -> Result<(), String> {
+    let (req, what) = match cmd {
+        RepairCmd::Blocks => (Request::RepairBlocks, "queued"),
+        RepairCmd::Tables => (Request::RepairTables, ""),
+        RepairCmd::ClearResyncQueue => (Request::ClearResyncQueue, "cleared"),
+    };
+    let v = call(metadata_dir, &req).await?;
+    if json || what.is_empty() {
+        print(&v);
+    } else {
+        println!("{} blocks {what}.", s(&v, what));
+    }
+    Ok(())
+}
+
+/// Runs a block command.
+pub async fn block(metadata_dir: &Path, cmd: BlockCmd, json: bool) -> Result<(), String> {
+    match cmd {
+        BlockCmd::ListErrors => {
+            let v = call(metadata_dir, &Request::BlockListErrors).await?;
+            if json {
+                print(&v);
+                return Ok(());
+            }
+            let rows = v.as_array().cloned().unwrap_or_default();
+            if rows.is_empty() {
+                println!("No block resync errors.");
+            }
+            let now = hangar_util::time::now_msec();
+            for r in rows {
+                let next = r["next_msec"].as_u64().unwrap_or(0);
+                println!(
+                    "{}  {} tries, next in {} s: {}",
+                    s(&r, "hash"),
+                    s(&r, "tries"),
+                    next.saturating_sub(now) / 1000,
+                    s(&r, "error")
+                );
+            }
+        }
+        BlockCmd::RetryNow { hash, all: _ } => {
+            let v = call(metadata_dir, &Request::BlockRetryNow { hash }).await?;
+            if json {
+                print(&v);
+            } else {
+                println!("{} blocks will be tried again now.", s(&v, "retried"));
+            }
+        }
+        BlockCmd::Info { hash } => print(&call(metadata_dir, &Request::BlockInfo { hash }).await?),
+    }
+    Ok(())
+}

@@ -3,6 +3,7 @@
 mod admin_proto;
 mod admin_server;
 mod cli;
+mod health;
 mod layout_admin;
 mod layout_cli;
 mod node;
@@ -80,6 +81,9 @@ enum Cmd {
     /// Inspect this node's metadata tables.
     #[command(subcommand)]
     Table(cli::TableCmd),
+    /// Ask the running node's `/health` (on `[admin] api_bind_addr`):
+    /// one line, exit 0 when healthy, 1 when not.
+    Health,
 }
 
 fn init_tracing() {
@@ -129,6 +133,7 @@ fn main() -> ExitCode {
                     Cmd::Node(c) => cli::node(&cfg, c, cli.json).await,
                     Cmd::Status => cli::status(&meta, cli.json).await,
                     Cmd::Layout(c) => layout_cli::run(&meta, c, cli.json).await,
+                    Cmd::Health => health::run(&cfg, cli.json).await,
                     Cmd::SingleNode { .. } | Cmd::ConvertDb { .. } => {
                         unreachable!("handled above")
                     }

@@ -3,6 +3,7 @@ the metrics token."""
 
 from __future__ import annotations
 
+import json
 import re
 import urllib.error
 import urllib.request
@@ -44,6 +45,25 @@ def test_metrics_follow_traffic(node, s3, bucket):
 def test_health(node):
     status, body = get(node.admin_port, "/health")
     assert status == 200 and '"status":"ok"' in body
+
+
+def test_hangar_health_command(tmp_path):
+    """`hangar health` (the container health check): one line and exit 0
+    while the node runs, exit 1 with the reason when it does not."""
+    n = Node(tmp_path / "health")
+    n.start()
+    try:
+        res = n.cli("health")
+        assert res.stdout.startswith("ok: node ") and res.stdout.count("\n") == 1, res.stdout
+        assert f"admin http://127.0.0.1:{n.admin_port}" in res.stdout
+        assert json.loads(n.cli("health", "--json").stdout)["status"] == "ok"
+    finally:
+        n.stop()
+    res = n.cli("health", check=False)
+    assert res.returncode == 1 and "cannot connect to" in res.stderr, res
+    n.config.write_text(n.config.read_text().split("[admin]")[0])
+    res = n.cli("health", check=False)
+    assert res.returncode == 1 and "no [admin] api_bind_addr" in res.stderr, res
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ mod admin_server;
 mod block_admin;
 mod block_cli;
 mod cli;
+mod health;
 mod layout_admin;
 mod layout_cli;
 mod layout_progress;
@@ -89,6 +90,9 @@ enum Cmd {
     /// Inspect blocks and their resync errors.
     #[command(subcommand)]
     Block(block_cli::BlockCmd),
+    /// Ask the running node's `/health` (on `[admin] api_bind_addr`):
+    /// one line, exit 0 when healthy, 1 when not.
+    Health,
 }
 
 fn init_tracing() {
@@ -140,6 +144,7 @@ fn main() -> ExitCode {
                     Cmd::Node(c) => cli::node(&cfg, c, cli.json).await,
                     Cmd::Status => cli::status(&meta, cli.json).await,
                     Cmd::Layout(c) => layout_cli::run(&meta, c, cli.json).await,
+                    Cmd::Health => health::run(&cfg, cli.json).await,
                     Cmd::SingleNode { .. } | Cmd::ConvertDb { .. } => {
                         unreachable!("handled above")
                     }

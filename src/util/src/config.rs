@@ -349,21 +349,32 @@ impl Config {
 
     /// Parses and validates config text (environment overrides included).
     pub fn parse(text: &str) -> Result<Config, ConfigError> {
+        Self::parse_with_env(text, |name| std::env::var(name).ok())
+    }
+
+    /// [`Config::parse`] with the environment read through `var`.
+    fn parse_with_env(
+        text: &str,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
         let mut cfg: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: PathBuf::new(),
             message: e.to_string(),
         })?;
-        cfg.apply_env();
+        cfg.apply_env(var);
         cfg.validate()?;
         Ok(cfg)
     }
 
-    fn apply_env(&mut self) {
-        let env = |name: &str| {
-            std::env::var(format!("HANGAR_{name}"))
-                .or_else(|_| std::env::var(format!("GARAGE_{name}")))
-                .ok()
-        };
+    /// `HANGAR_<NAME>` (else `GARAGE_<NAME>`) over the file's value.
+    fn apply_env(&mut self, var: impl Fn(&str) -> Option<String>) {
+        let env =
+            |name: &str| var(&format!("HANGAR_{name}")).or_else(|| var(&format!("GARAGE_{name}")));
+        // One config file for every container of a cluster: each node
+        // gets its own address from its environment.
+        if let Some(v) = env("RPC_PUBLIC_ADDR") {
+            self.rpc_public_addr = Some(v);
+        }
         if let Some(v) = env("RPC_SECRET") {
             self.rpc_secret = Some(v);
         }
@@ -631,6 +642,50 @@ api_bind_addr = "127.0.0.1:3900"
         assert_eq!(c.block_size.0, 4 << 20);
         assert_eq!(c.compression_level, CompressionLevel(None));
         assert_eq!(c.data_dir.writable(), vec![PathBuf::from("/a")]);
+    }
+
+    /// An environment holding just `vars`.
+    fn env_of(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+    }
+
+    #[test]
+    fn environment_overrides() {
+        let text = format!("rpc_public_addr = \"file:3901\"\n{BASE}");
+        let c = Config::parse_with_env(&text, env_of(&[])).unwrap();
+        assert_eq!(c.rpc_public_addr.as_deref(), Some("file:3901"));
+
+        // HANGAR_ wins over GARAGE_, both over the file; a secret may come
+        // from the environment alone.
+        let secret = "ab".repeat(32);
+        let no_secret = text.replace("rpc_secret = ", "# rpc_secret = ");
+        assert!(Config::parse_with_env(&no_secret, env_of(&[])).is_err());
+        let c = Config::parse_with_env(
+            &no_secret,
+            env_of(&[
+                ("HANGAR_RPC_PUBLIC_ADDR", "node2:3901"),
+                ("GARAGE_RPC_PUBLIC_ADDR", "garage:3901"),
+                ("GARAGE_RPC_SECRET", &secret),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.rpc_public_addr.as_deref(), Some("node2:3901"));
+        assert_eq!(c.rpc_secret_bytes().unwrap(), [0xab; 32]);
+
+        let c = Config::parse_with_env(
+            BASE,
+            env_of(&[
+                ("GARAGE_RPC_PUBLIC_ADDR", "garage:3901"),
+                ("HANGAR_METRICS_TOKEN", "t"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.rpc_public_addr.as_deref(), Some("garage:3901"));
+        assert_eq!(c.metrics_token().unwrap().as_deref(), Some("t"));
     }
 
     #[test]

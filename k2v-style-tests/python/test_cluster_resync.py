@@ -302,3 +302,47 @@ def test_a_fourth_node_gets_its_partitions_blocks_and_gives_them_back(setup, tmp
         check_all([n1, n2, n3], key, bucket, objects)
     finally:
         n4.stop()
+
+
+def test_the_scrub_finds_a_corrupt_block_and_keeps_its_place_across_a_restart(setup):
+    """`repair scrub start` re-reads every block slowly (tranquility 40: the
+    pass takes a few seconds), quarantines the corrupt copy and the resync
+    replaces it; paused mid-pass, the scrub keeps its cursor and counts
+    across a restart, and resumed, it finishes the pass where it was."""
+    nodes, key, bucket, objects = setup
+    n1 = nodes[0]
+    files = block_files(n1)
+    victim = min(files)  # the first block the scrub visits (hash order)
+    path = next(p for p in n1.data.rglob(f"{victim}*") if "quarantine" not in p.parts)
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 3] ^= 0x55
+    path.write_bytes(bytes(raw))
+    n1.cli("worker", "set", "scrub-tranquility", "40")
+    n1.cli("repair", "scrub", "start")
+
+    def scrub():
+        return n1.cli_json("worker", "info", "block-scrub")["scrub"]
+
+    wait_for(lambda: scrub()["checked"] >= 5, 60, "the scrub under way")
+    n1.cli("repair", "scrub", "pause")
+    time.sleep(0.5)
+    paused = scrub()
+    assert paused["status"] == "paused" and paused["corrupt"] == 1, paused
+    assert 0 < paused["checked"] < len(files), (paused, len(files))
+    qdir = n1.data / "quarantine"
+    assert any(q.name.startswith(victim) and q.read_bytes() == bytes(raw) for q in qdir.iterdir())
+    n1.stop()
+    n1.start()
+    again = scrub()
+    assert again["status"] == "paused" and again["cursor"] == paused["cursor"], (again, paused)
+    assert again["checked"] == paused["checked"]
+    n1.cli("worker", "set", "scrub-tranquility", "0")
+    n1.cli("repair", "scrub", "resume")
+    wait_for(lambda: scrub()["status"] == "idle", 60, "the pass finished")
+    done = scrub()
+    assert done["last_pass_done_msec"] and done["checked"] >= len(files) - 1, (done, len(files))
+    assert done["corrupt"] == 1, done
+    wait_for(lambda: path.exists() and path.read_bytes() != bytes(raw), 30, "a good copy fetched again")
+    bad = n1.cli("repair", "scrub", "resume", check=False)
+    assert bad.returncode != 0 and "idle" in bad.stderr, bad.stderr
+    check_all(nodes, key, bucket, objects)

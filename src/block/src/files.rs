@@ -121,6 +121,15 @@ impl BlockFiles {
         zst.exists() || raw.exists()
     }
 
+    /// The size of block `hash`'s file as stored, if it is there.
+    pub fn stored_len(&self, hash: &Hash) -> Option<u64> {
+        let (raw, zst) = self.paths(hash);
+        std::fs::metadata(&zst)
+            .or_else(|_| std::fs::metadata(&raw))
+            .ok()
+            .map(|m| m.len())
+    }
+
     /// The zstd level blocks are compressed at (`None`: never).
     pub fn compression_level(&self) -> Option<i32> {
         self.compression_level

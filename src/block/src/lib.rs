@@ -26,6 +26,7 @@ pub mod resync;
 pub mod resync_queue;
 pub mod rpc;
 mod scan;
+pub mod scrub;
 
 pub use error::BlockError;
 pub use files::{BlockFiles, EncodedBlock, StoredBlock};
@@ -35,6 +36,7 @@ pub use refcount::{BlockRef, BlockRefTable, RC_TREE, RcRow, add_ref, remove_ref}
 pub use replicated::{ReplicatedBlocks, ReplicatedConfig};
 pub use resync::{Resync, ResyncSettings};
 pub use scan::{scan_orphans, spawn_orphan_scan};
+pub use scrub::{Scrub, ScrubCommand};
 
 /// Result alias of this crate.
 pub type Result<T> = std::result::Result<T, BlockError>;

@@ -392,6 +392,11 @@ impl BlockManager {
         r
     }
 
+    /// The size of the block's file as stored, if it is there.
+    pub fn stored_len(&self, hash: &Hash) -> Option<u64> {
+        self.files.stored_len(hash)
+    }
+
     /// Whether the block's file is present.
     pub fn has_file(&self, hash: &Hash) -> bool {
         self.files.exists(hash)

@@ -64,6 +64,10 @@ pub enum Request {
     },
     /// Queue every block this node counts or stores for the resync worker.
     RepairBlocks,
+    /// `start`, `pause`, `resume` or `cancel` the scrub.
+    Scrub {
+        command: String,
+    },
     /// One anti-entropy pass of every sharded table, now.
     RepairTables,
     /// Empty the resync queue and its error list.

@@ -14,7 +14,7 @@ use tokio::net::UnixListener;
 use crate::admin_proto::{Request, Response};
 use crate::block_admin;
 use crate::layout_admin::{self, AssignArgs};
-use hangar_block::{BlockManager, Resync};
+use hangar_block::{BlockManager, Resync, Scrub};
 use hangar_cluster::Cluster;
 
 /// Largest request line accepted.
@@ -42,6 +42,7 @@ pub struct AdminState {
     pub cluster: Cluster,
     pub blocks: Arc<BlockManager>,
     pub resync: Arc<Resync>,
+    pub scrub: Arc<Scrub>,
 }
 
 async fn handle(st: &AdminState, req: Request) -> Result<Value, String> {
@@ -155,10 +156,13 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, String> {
         Request::WorkerList => {
             serde_json::to_value(st.workers.list()).map_err(|e| e.to_string())?
         }
-        Request::WorkerInfo { name } => block_admin::worker_info(&st.workers, &st.resync, &name)?,
-        Request::WorkerSet { setting, value } => {
-            block_admin::worker_set(&st.resync, &setting, &value)?
+        Request::WorkerInfo { name } => {
+            block_admin::worker_info(&st.workers, &st.resync, &st.scrub, &name).await?
         }
+        Request::WorkerSet { setting, value } => {
+            block_admin::worker_set(&st.resync, &st.scrub, &setting, &value)?
+        }
+        Request::Scrub { command } => block_admin::scrub(&st.scrub, &command).await?,
         Request::RepairBlocks => block_admin::repair_blocks(&st.resync).await?,
         Request::RepairTables => block_admin::repair_tables(&st.cluster, model).await?,
         Request::ClearResyncQueue => block_admin::clear_resync_queue(&st.blocks).await?,

@@ -5,7 +5,7 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
-use hangar_block::{BlockManager, BlockRefTable, Resync, resync_queue};
+use hangar_block::{BlockManager, BlockRefTable, Resync, Scrub, ScrubCommand, resync_queue};
 use hangar_cluster::Cluster;
 use hangar_model::Model;
 use hangar_table::Table;
@@ -23,7 +23,12 @@ fn parse_hash(s: &str) -> Result<Hash, String> {
 }
 
 /// `worker info NAME`: the worker's status, plus the settings it reads.
-pub fn worker_info(workers: &WorkerRegistry, resync: &Resync, name: &str) -> Result<Value, String> {
+pub async fn worker_info(
+    workers: &WorkerRegistry,
+    resync: &Resync,
+    scrub: &Scrub,
+    name: &str,
+) -> Result<Value, String> {
     let w = workers
         .list()
         .into_iter()
@@ -50,11 +55,47 @@ pub fn worker_info(workers: &WorkerRegistry, resync: &Resync, name: &str) -> Res
             "in_flight": load(&s.in_flight),
         });
     }
+    if name == "block-scrub" {
+        let st = scrub.state().await.map_err(|e| e.to_string())?;
+        v["scrub"] = serde_json::to_value(&st).map_err(|e| e.to_string())?;
+        v["settings"] = json!({"scrub-tranquility": scrub.tranquility().to_string()});
+    }
     Ok(v)
 }
 
+/// `repair scrub start|pause|resume|cancel`.
+pub async fn scrub(scrub: &Scrub, command: &str) -> Result<Value, String> {
+    let cmd = match command {
+        "start" => ScrubCommand::Start,
+        "pause" => ScrubCommand::Pause,
+        "resume" => ScrubCommand::Resume,
+        "cancel" => ScrubCommand::Cancel,
+        other => {
+            return Err(format!(
+                "no scrub command {other}: start, pause, resume or cancel"
+            ));
+        }
+    };
+    let st = scrub.command(cmd).await?;
+    tracing::info!("scrub {command}: now {:?}", st.status);
+    serde_json::to_value(&st).map_err(|e| e.to_string())
+}
+
 /// `worker set SETTING VALUE`.
-pub fn worker_set(resync: &Resync, setting: &str, value: &str) -> Result<Value, String> {
+pub fn worker_set(
+    resync: &Resync,
+    scrub: &Scrub,
+    setting: &str,
+    value: &str,
+) -> Result<Value, String> {
+    if setting == "scrub-tranquility" {
+        let t: u32 = value
+            .trim()
+            .parse()
+            .map_err(|_| format!("{setting}: `{value}` is not a whole number"))?;
+        scrub.set_tranquility(t);
+        return Ok(json!({"setting": setting, "value": t.to_string()}));
+    }
     let now = resync.settings().set(setting, value)?;
     resync.wake();
     tracing::info!("worker setting {setting} = {now}");

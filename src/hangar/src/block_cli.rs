@@ -21,6 +21,12 @@ pub enum RepairCmd {
     /// Empty the resync queue and its error list (blocks whose references
     /// change are queued again; `repair blocks` queues everything).
     ClearResyncQueue,
+    /// Drive the scrub, which re-reads every block slowly and quarantines
+    /// the corrupt ones: `start`, `pause`, `resume` or `cancel`.
+    Scrub {
+        #[arg(value_parser = ["start", "pause", "resume", "cancel"])]
+        command: String,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -51,6 +57,20 @@ pub async fn repair(metadata_dir: &Path, cmd: RepairCmd, json: bool) -> Result<(
         RepairCmd::Blocks => (Request::RepairBlocks, "queued"),
         RepairCmd::Tables => (Request::RepairTables, ""),
         RepairCmd::ClearResyncQueue => (Request::ClearResyncQueue, "cleared"),
+        RepairCmd::Scrub { command } => {
+            let v = call(metadata_dir, &Request::Scrub { command }).await?;
+            if json {
+                print(&v);
+            } else {
+                println!(
+                    "Scrub {}: {} blocks checked, {} corrupt this pass.",
+                    s(&v, "status"),
+                    s(&v, "checked"),
+                    s(&v, "corrupt")
+                );
+            }
+            return Ok(());
+        }
     };
     let v = call(metadata_dir, &req).await?;
     if json || what.is_empty() {

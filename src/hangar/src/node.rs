@@ -8,7 +8,7 @@ use hangar_api_admin::{AdminEndpoint, NodeCollector};
 use hangar_api_s3::metrics::S3Metrics;
 use hangar_api_s3::{S3Api, S3Settings};
 use hangar_block::{
-    BlockFiles, BlockManager, ReplicatedBlocks, ReplicatedConfig, Resync, ResyncSettings,
+    BlockFiles, BlockManager, ReplicatedBlocks, ReplicatedConfig, Resync, ResyncSettings, Scrub,
     spawn_gc_worker, spawn_orphan_scan,
 };
 use hangar_db::{Db, DbOptions, open_engine};
@@ -67,6 +67,7 @@ pub struct Node {
     pub mesh: Mesh,
     pub cluster: Cluster,
     pub resync: Arc<Resync>,
+    pub scrub: Arc<Scrub>,
 }
 
 /// Opens the stores and starts the background workers.
@@ -166,6 +167,8 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
         hangar_table::sharded_sync::SYNC_INTERVAL,
     );
     tokio::spawn(resync.clone().run(workers.register("block-resync")));
+    let scrub = Scrub::new(blocks.clone(), cfg.scrub_tranquility, !cfg.disable_scrub);
+    tokio::spawn(scrub.clone().run(workers.register("block-scrub")));
     crate::layout_progress::spawn(cluster.clone(), tables_synced, resync.clone(), &workers);
     Ok(Node {
         db,
@@ -175,6 +178,7 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
         mesh,
         cluster,
         resync,
+        scrub,
     })
 }
 
@@ -195,6 +199,7 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
         cluster: node.cluster.clone(),
         blocks: node.blocks.clone(),
         resync: node.resync.clone(),
+        scrub: node.scrub.clone(),
     };
     admin_server::serve(&sock, state)
         .await

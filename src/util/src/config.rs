@@ -212,6 +212,9 @@ fn default_resync_chunks_in_flight() -> usize {
 fn default_resync_serve_max() -> usize {
     8
 }
+fn default_scrub_tranquility() -> u32 {
+    4
+}
 fn default_tombstone_gc_delay() -> u64 {
     86_400
 }
@@ -310,6 +313,9 @@ pub struct Config {
     /// at once (each); more are answered busy and retried.
     #[serde(default = "default_resync_serve_max")]
     pub resync_serve_max: usize,
+    /// The scrub idles this many times the time it spent on each block.
+    #[serde(default = "default_scrub_tranquility")]
+    pub scrub_tranquility: u32,
     /// Concurrent S3 connections accepted before new ones wait in the kernel backlog.
     #[serde(default = "default_max_connections")]
     pub s3_max_connections: usize,

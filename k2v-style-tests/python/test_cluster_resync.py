@@ -10,10 +10,12 @@ retires. Every object is checked byte for byte through every node."""
 
 from __future__ import annotations
 
+import re
 import secrets
 import shutil
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -151,8 +153,13 @@ def test_a_wiped_data_directory_refills_while_clients_work(setup):
     with Load(n1, key, bucket, objects, "during-data-wipe") as load:
         n3.start()
         took = wait_for(lambda: set(want) <= set(block_files(n3)), 120, "node 3 holds every block again")
-    print(f"wiped data directory refilled in {took:.1f}s: {resync_stats(n3)}")
-    assert not load.errors, load.errors[:5]
+    stats = resync_stats(n3)
+    print(f"wiped data directory refilled in {took:.1f}s: {stats}")
+    assert stats["blocks_fetched"] >= len(want), (stats, len(want))
+    metrics = urllib.request.urlopen(f"http://127.0.0.1:{n3.admin_port}/metrics", timeout=10).read().decode()
+    fetched = re.search(r"^hangar_resync_fetched_blocks_total (\d+)$", metrics, re.M)
+    assert fetched and int(fetched.group(1)) == stats["blocks_fetched"], metrics[-2000:]
+    assert load.errors == [], load.errors[:5]
     objects.update(load.acked)
     assert n3.cli_json("block", "list-errors") == []
     check_all(nodes, key, bucket, objects)

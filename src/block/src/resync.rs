@@ -6,7 +6,8 @@
 //!
 //! - referenced here, this node stores the block's partition (in some
 //!   active layout version) and the file is missing → **fetch** it from the
-//!   other nodes of the partition, closest first, as stored (no
+//!   other nodes of the partition, the one with the fewest of this worker's
+//!   fetches running first (then the closest), as stored (no
 //!   recompression; checked against its blake3 name on arrival);
 //! - the file is here, still referenced, but this node no longer stores the
 //!   partition in any active version → **hand it over**: every node that
@@ -75,6 +76,9 @@ const IDLE_POLL: Duration = Duration::from_secs(1);
 /// When to come back to a block whose source was busy or whose new holder
 /// lacks the reference yet.
 const LATER: Duration = Duration::from_secs(5);
+/// How far ahead of now the limiter's virtual clock may run before the
+/// next transfer waits: the burst a rate limit allows.
+const PACE_BURST: Duration = Duration::from_millis(200);
 
 /// The worker's settings; every field may change while it runs.
 #[derive(Debug)]
@@ -187,6 +191,10 @@ pub struct Resync {
     wake: Notify,
     /// The earliest time the next transfer may start (rate and tranquility).
     next_slot: std::sync::Mutex<Instant>,
+    /// Fetches running now, per source: the next fetch asks the least
+    /// busy source first, so a refill spreads over every replica instead of
+    /// loading the closest one alone.
+    per_source: std::sync::Mutex<std::collections::HashMap<NodeId, usize>>,
 }
 
 impl Resync {
@@ -204,6 +212,7 @@ impl Resync {
             stats: ResyncStats::default(),
             wake: Notify::new(),
             next_slot: std::sync::Mutex::new(Instant::now()),
+            per_source: Default::default(),
         })
     }
 
@@ -268,11 +277,17 @@ impl Resync {
         .map_err(BlockError::from)
     }
 
-    /// Waits for the rate limit and the tranquility.
+    /// Waits for the rate limit and the tranquility: a transfer may start
+    /// once the time its predecessors' bytes and idling earned is at most
+    /// [`PACE_BURST`] ahead of now (a virtual-clock limiter, GCRA), so the
+    /// transfers of a window overlap instead of each waiting for the one
+    /// before to be paid for.
     async fn pace(&self) {
         let at = *self.next_slot.lock().expect("slot lock");
-        if at > Instant::now() {
-            tokio::time::sleep_until(at).await;
+        if let Some(start) = at.checked_sub(PACE_BURST)
+            && start > Instant::now()
+        {
+            tokio::time::sleep_until(start).await;
         }
     }
 
@@ -477,7 +492,8 @@ impl Resync {
             );
         };
         let me = cluster.id();
-        let mut candidates: Vec<(bool, Duration, NodeId)> = cluster
+        let busy_now = self.per_source.lock().expect("source counts").clone();
+        let mut candidates: Vec<(bool, usize, Duration, NodeId)> = cluster
             .storage_nodes_of(&hash)
             .nodes()
             .into_iter()
@@ -485,24 +501,40 @@ impl Resync {
             .map(|n| {
                 (
                     !cluster.is_up(n),
+                    busy_now.get(&n).copied().unwrap_or(0),
                     cluster.rtt(n).unwrap_or(Duration::MAX),
                     n,
                 )
             })
             .collect();
         candidates.sort();
-        candidates.dedup_by_key(|c| c.2);
+        candidates.dedup_by_key(|c| c.3);
         let mut errors = Vec::new();
         // Sources busy or not reachable yet (a node just started does not
         // see its peers up for a moment): not a failure of the block.
         let mut busy = 0;
-        for (down, _, node) in candidates {
+        for (down, _, _, node) in candidates {
             if down {
                 busy += 1;
                 errors.push(format!("{}: down", node.short()));
                 continue;
             }
-            match self.fetch_from(eps, node, hash).await {
+            *self
+                .per_source
+                .lock()
+                .expect("source counts")
+                .entry(node)
+                .or_default() += 1;
+            let got = self.fetch_from(eps, node, hash).await;
+            if let Some(n) = self
+                .per_source
+                .lock()
+                .expect("source counts")
+                .get_mut(&node)
+            {
+                *n -= 1;
+            }
+            match got {
                 Ok(Some(enc)) => {
                     let len = enc.data.len() as u64;
                     match self.mgr.store_fetched(hash, enc).await {

@@ -279,6 +279,7 @@ async fn start_admin(
         blocks: node.blocks.clone(),
         budget: api.budget().clone(),
         workers: node.workers.clone(),
+        resync: Some(node.resync.clone()),
     }));
     let ep = Arc::new(AdminEndpoint {
         registry,

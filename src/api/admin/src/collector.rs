@@ -19,6 +19,8 @@ pub struct NodeCollector {
     pub blocks: Arc<BlockManager>,
     pub budget: RamBudget,
     pub workers: WorkerRegistry,
+    /// The resync worker's counters, on a node that runs one.
+    pub resync: Option<Arc<hangar_block::Resync>>,
 }
 
 impl std::fmt::Debug for NodeCollector {
@@ -110,6 +112,55 @@ impl Collector for NodeCollector {
             "Block reads that failed their hash check",
             l(&b.corrupt_reads),
         )?;
+        counter(
+            &mut e,
+            "hangar_block_quarantined",
+            "Local block copies found corrupt and moved to quarantine",
+            l(&b.blocks_quarantined),
+        )?;
+        if let Some(r) = &self.resync {
+            let r = r.stats();
+            for (name, help, v) in [
+                (
+                    "hangar_resync_checked",
+                    "Queued blocks the resync worker looked at",
+                    &r.checked,
+                ),
+                (
+                    "hangar_resync_fetched_blocks",
+                    "Blocks fetched from other nodes by the resync worker",
+                    &r.blocks_fetched,
+                ),
+                (
+                    "hangar_resync_fetched_bytes",
+                    "Bytes (as stored) fetched by the resync worker",
+                    &r.bytes_fetched,
+                ),
+                (
+                    "hangar_resync_handed_over_blocks",
+                    "Blocks handed over to their new holders",
+                    &r.blocks_handed_over,
+                ),
+                (
+                    "hangar_resync_handed_over_bytes",
+                    "Bytes (as stored) handed over to new holders",
+                    &r.bytes_handed_over,
+                ),
+                (
+                    "hangar_resync_errors",
+                    "Resync attempts that failed (retried with backoff)",
+                    &r.errors,
+                ),
+            ] {
+                counter(&mut e, name, help, l(v))?;
+            }
+            gauge(
+                &mut e,
+                "hangar_resync_in_flight",
+                "Resync transfers running now",
+                l(&r.in_flight) as i64,
+            )?;
+        }
         counter(
             &mut e,
             "hangar_s3_slowdown",

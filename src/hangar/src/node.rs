@@ -241,7 +241,11 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
         listener,
         hangar_api_s3::server::service(api),
         s3_metrics,
-        cfg.s3_max_connections,
+        hangar_api_s3::server::ConnLimits {
+            max_connections: cfg.s3_max_connections,
+            header_timeout: Duration::from_millis(cfg.s3_header_timeout_msec.max(1)),
+            idle_timeout: Duration::from_millis(cfg.s3_idle_timeout_msec.max(1)),
+        },
         shutdown_signal(),
     )
     .await

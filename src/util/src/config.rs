@@ -221,6 +221,12 @@ fn default_tombstone_gc_delay() -> u64 {
 fn default_max_connections() -> usize {
     1024
 }
+fn default_s3_header_timeout() -> u64 {
+    10_000
+}
+fn default_s3_idle_timeout() -> u64 {
+    60_000
+}
 fn default_s3_ram() -> Size {
     Size(512 << 20)
 }
@@ -316,9 +322,15 @@ pub struct Config {
     /// The scrub idles this many times the time it spent on each block.
     #[serde(default = "default_scrub_tranquility")]
     pub scrub_tranquility: u32,
-    /// Concurrent S3 connections accepted before new ones wait in the kernel backlog.
+    /// Concurrent S3 connections served; one more is answered 503 and closed.
     #[serde(default = "default_max_connections")]
     pub s3_max_connections: usize,
+    /// Longest wait for a request's head (also an idle keep-alive connection).
+    #[serde(default = "default_s3_header_timeout")]
+    pub s3_header_timeout_msec: u64,
+    /// Longest time without a byte read or written on an S3 connection.
+    #[serde(default = "default_s3_idle_timeout")]
+    pub s3_idle_timeout_msec: u64,
     /// RAM for the block buffers of S3 requests in flight; past it, requests
     /// wait up to `s3_admission_wait_msec`, then get `503 SlowDown`.
     #[serde(default = "default_s3_ram")]

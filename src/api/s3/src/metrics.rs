@@ -21,6 +21,8 @@ pub struct MethodLabel {
 pub struct S3Metrics {
     requests: Family<RequestLabels, Counter>,
     duration: Family<MethodLabel, Histogram>,
+    /// Connections past `s3_max_connections`, answered 503 and closed.
+    pub(crate) refused_connections: Counter,
 }
 
 impl Default for S3Metrics {
@@ -31,6 +33,7 @@ impl Default for S3Metrics {
             duration: Family::new_with_constructor(|| {
                 Histogram::new(exponential_buckets(1e-4, 2.0, 21))
             }),
+            refused_connections: Counter::default(),
         }
     }
 }
@@ -47,6 +50,11 @@ impl S3Metrics {
             "hangar_s3_request_duration_seconds",
             "Time from request head to response head, by method",
             self.duration.clone(),
+        );
+        registry.register(
+            "hangar_s3_refused_connections",
+            "Connections past s3_max_connections, answered 503 SlowDown and closed",
+            self.refused_connections.clone(),
         );
     }
 

@@ -2,6 +2,7 @@
 //! virtual-host parsing) served by hyper over TCP.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use hyper_util::rt::TokioIo;
 use s3s::S3Result;
@@ -13,6 +14,7 @@ use tokio::sync::Semaphore;
 use crate::S3Api;
 use crate::auth::{KeyAccess, KeyAuth};
 use crate::expect_continue::{close_after, expects_continue, needs_close};
+use crate::idle_io::IdleTimeout;
 use crate::metrics::S3Metrics;
 use http_body::Body as _;
 use hyper::body::Incoming;
@@ -85,23 +87,46 @@ fn merge_content_encoding(headers: &mut http::HeaderMap) {
     }
 }
 
-/// Serves S3 on `listener` until `shutdown` resolves. At most
-/// `max_connections` connections are served at once; further ones wait in
-/// the kernel's accept backlog.
+/// The bounds a client cannot stretch.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnLimits {
+    /// Connections served at once (`s3_max_connections`); one more is
+    /// answered `503 SlowDown` at once and closed.
+    pub max_connections: usize,
+    /// Longest time to receive a request's head, counted from the first
+    /// wait for it: a slow header, and an idle keep-alive connection
+    /// (`s3_header_timeout_msec`).
+    pub header_timeout: Duration,
+    /// Longest time without a byte read or written while the connection
+    /// waits on the client: a stalled body or a client that stopped
+    /// reading (`s3_idle_timeout_msec`).
+    pub idle_timeout: Duration,
+}
+
+/// The answer to a connection past the limit.
+fn too_many() -> Vec<u8> {
+    let body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>SlowDown</Code>\
+<Message>Too many connections to this node; retry.</Message></Error>";
+    format!(
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/xml\r\n\
+Retry-After: 1\r\nx-amz-retry-after: 1000\r\nConnection: close\r\n\
+Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// Serves S3 on `listener` until `shutdown` resolves, within `limits`.
 pub async fn serve(
     listener: TcpListener,
     service: S3Service,
     metrics: Arc<S3Metrics>,
-    max_connections: usize,
+    limits: ConnLimits,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let permits = Arc::new(Semaphore::new(max_connections.max(1)));
+    let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     tokio::pin!(shutdown);
     loop {
-        let permit = tokio::select! {
-            _ = &mut shutdown => return Ok(()),
-            p = permits.clone().acquire_owned() => p.expect("semaphore never closed"),
-        };
         let (stream, peer) = tokio::select! {
             _ = &mut shutdown => return Ok(()),
             r = listener.accept() => match r {
@@ -115,14 +140,32 @@ pub async fn serve(
         };
         // Small responses must not wait for the client's delayed ACK.
         let _ = stream.set_nodelay(true);
+        let Ok(permit) = permits.clone().try_acquire_owned() else {
+            // Refused at once rather than left in the backlog, where a
+            // flood of idle connections would keep everyone waiting.
+            metrics.refused_connections.inc();
+            tokio::spawn(async move {
+                use tokio::io::AsyncWriteExt;
+                let mut stream = stream;
+                let _ = tokio::time::timeout(Duration::from_secs(1), async {
+                    stream.write_all(&too_many()).await?;
+                    stream.shutdown().await
+                })
+                .await;
+            });
+            continue;
+        };
         let service = service.clone();
         let metrics = metrics.clone();
         tokio::spawn(async move {
-            let conn = hyper::server::conn::http1::Builder::new();
+            let mut conn = hyper::server::conn::http1::Builder::new();
+            conn.timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(limits.header_timeout);
             let handler = hyper::service::service_fn(move |req| {
                 handle(service.clone(), metrics.clone(), req)
             });
-            if let Err(e) = conn.serve_connection(TokioIo::new(stream), handler).await {
+            let io = TokioIo::new(IdleTimeout::new(stream, limits.idle_timeout));
+            if let Err(e) = conn.serve_connection(io, handler).await {
                 tracing::debug!("connection from {peer}: {e}");
             }
             drop(permit);

@@ -222,7 +222,7 @@ fn default_max_connections() -> usize {
     1024
 }
 fn default_s3_header_timeout() -> u64 {
-    10_000
+    30_000
 }
 fn default_s3_idle_timeout() -> u64 {
     60_000

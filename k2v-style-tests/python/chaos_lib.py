@@ -369,7 +369,7 @@ class Cluster:
         self.net.teardown()
 
     def new_node(self, slot: int, gen: int = 1) -> ChaosNode:
-        tm = self.tmpfs_mib if slot == self.tmpfs_slot else None
+        tm = self.tmpfs_mib if slot == self.tmpfs_slot else 2048 if slot == 2 and self.tmpfs_slot else None
         return ChaosNode(self.workdir, slot, self.secret, self.ping_timeout_msec, gen, data_tmpfs_mib=tm)
 
     def start(self) -> None:
@@ -928,7 +928,9 @@ class Scenario:
 
     def run(self) -> Report:
         t_start = time.monotonic()
-        self.workdir.mkdir(parents=True, exist_ok=True)
+        if self.workdir.exists():  # a previous run's: start afresh
+            shutil.rmtree(self.workdir)
+        self.workdir.mkdir(parents=True)
         cluster = Cluster(self.workdir, self.p.ping_timeout_msec, self.tmpfs_slot, self.tmpfs_mib)
         self.cluster = cluster
         try:
@@ -1047,20 +1049,27 @@ class Partition(Scenario):
 
 class DiskFull(Scenario):
     """Node 3's data_dir is a tmpfs of 64 MiB; a filler file takes what the
-    blocks leave, then goes, repeatedly; at the end the tmpfs grows."""
+    blocks leave, then goes, repeatedly; at the end, with the load stopped,
+    node 2's data disk (a 2 GiB tmpfs) is filled too for a moment, so that a
+    PUT can reach no write quorum: what clients get then is recorded and
+    must be a 5xx naming the problem. Then both disks get their space back
+    (n3's tmpfs grows to 2 GiB)."""
 
     name = "disk-full"
     tmpfs_slot = 3
     tmpfs_mib = 64
 
     def fill(self, n: ChaosNode) -> int:
-        st = os.statvfs(n.datafs)
-        free = st.f_bavail * st.f_frsize
-        with open(n.datafs / "filler", "ab") as f:
-            try:
-                f.write(b"\0" * max(free - 4096, 0))
-            except OSError:
-                pass
+        """A filler file takes every free byte of the node's data disk;
+        returns the bytes left free."""
+        try:
+            with open(n.datafs / "filler", "ab") as f:
+                chunk = b"\0" * MiB
+                while True:
+                    f.write(chunk)
+                    f.flush()
+        except OSError:
+            pass
         st = os.statvfs(n.datafs)
         return st.f_bavail * st.f_frsize
 
@@ -1082,8 +1091,38 @@ class DiskFull(Scenario):
         self.fault(3, f"n3 data disk full ({left} bytes free) until the end of the load")
         self.window(3, t0, time.monotonic() + 1e9)
 
+    def two_full(self, cluster):
+        """n2 and n3 full: PUTs of multi-block objects through n1."""
+        n2 = cluster.nodes[2]
+        self.fill(n2)
+        self.fill(cluster.nodes[3])
+        self.fault(2, "n2 data disk full too (with n3's), for 3 PUTs through n1")
+        c = cluster.client(cluster.nodes[1])
+        got = []
+        rng = random.Random(5)
+        for i in range(3):
+            key = f"twofull/{i}"
+            self.record.new_key(key)
+            body = make_body(rng, 0.9)
+            value = hashlib.sha256(body).hexdigest()
+            t0 = time.monotonic()
+            try:
+                c.put_object(Bucket=BUCKET, Key=key, Body=body)
+                self.record.result(key, "PUT", value, "ok", 1, t0, time.monotonic())
+                got.append(("ok", ""))
+            except Exception as e:  # noqa: BLE001
+                outcome, msg = classify(e)
+                self.record.result(key, "PUT", value, outcome, 1, t0, time.monotonic(), msg)
+                got.append((outcome, msg))
+        (n2.datafs / "filler").unlink(missing_ok=True)
+        clear = [o for o, m in got if o.startswith("http 5") and ("space" in m.lower() or "disk" in m.lower()
+                                                                 or "quorum" in m.lower())]
+        self.report.check("with 2 data disks of 3 full, a PUT fails with a 5xx naming the problem",
+                          len(clear) == len(got), "; ".join(f"{o}: {m[:160]!r}" for o, m in got))
+
     def before_verify(self, cluster):
         n = cluster.nodes[3]
+        self.two_full(cluster)
         # What clients got through the full node, while it was full
         puts = {o: c for (p, o), c in self.record.ops.items() if p == "PUT"}
         fivexx = [(o, m) for (p, o), m in self.record.error_samples.items() if o.startswith("http 5")]

@@ -733,7 +733,7 @@ def get_with_retry(c, key: str, tries: int = 6):
     return None, last
 
 
-def verify(cluster: Cluster, record: Record, threads: int = 4) -> Verdict:
+def verify(cluster: Cluster, record: Record, threads: int = 6) -> Verdict:
     """Every key through every node, byte for byte (sha256 of the whole
     body); and each node's listing holds every key that must exist and no
     key that must be absent."""

@@ -36,11 +36,6 @@ def three(tmp_path_factory):
         n.stop()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "FullTable::get (src/table/src/replicated.rs:368-370, 410) answers Ok(None), 'no such row', when the row "
-    "is not in the local store and no other node is up or none answered; so a wiped or just-restarted node "
-    "tells a client its access key does not exist (403 InvalidAccessKeyId) or its bucket does not exist "
-    "(404 NoSuchBucket) instead of 503 until it hears from its peers. Seen in the chaos suite's wipe scenario."))
 def test_a_wiped_node_that_cannot_reach_its_peers_does_not_deny_a_key_that_exists(three):
     n1, n2, n3 = three
     key = key_of(n1.cli_json("key", "create", "k"), "k")
@@ -68,13 +63,6 @@ def test_a_wiped_node_that_cannot_reach_its_peers_does_not_deny_a_key_that_exist
     assert status == 503, (status, code, e.value.response["Error"].get("Message"))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A node killed during an upload cannot start again: at start, before its mesh has any peer up, "
-    "src/hangar/src/node.rs:142 runs abandon_stale_uploads, whose was_published "
-    "(src/model/src/garbage.rs:30-36) reads the object row with a quorum get "
-    "(ShardedTable::get), which fails at once with 'a quorum of 2 needs 2 live nodes, but only 1 of "
-    "the 3 target nodes are up'; the error is returned from start and the process exits 1, at every "
-    "restart. Seen in the chaos suite's kill9 scenario."))
 def test_a_node_killed_during_an_upload_starts_again(three):
     import threading
     import time

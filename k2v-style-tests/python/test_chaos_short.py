@@ -27,18 +27,7 @@ SHORT = chaos_lib.Params(
 )
 
 
-# kill9 fails whenever a node is killed during an upload: it cannot start
-# again (test_chaos_regressions.py::test_a_node_killed_during_an_upload_starts_again,
-# strict xfail, shows it every time). Whether an upload is in flight at the
-# kill is chance, so here it is a non-strict xfail until that bug is fixed;
-# script/chaos reports it as a failure.
-KILL9_BUG = pytest.mark.xfail(strict=False, reason=(
-    "a node killed during an upload cannot restart (abandon_stale_uploads does a quorum get before any "
-    "peer is up): test_chaos_regressions.py::test_a_node_killed_during_an_upload_starts_again"))
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=KILL9_BUG) if n == "kill9" else n
-                                  for n in chaos_lib.SCENARIOS])
+@pytest.mark.parametrize("name", chaos_lib.SCENARIOS)
 def test_chaos_scenario_once(name, tmp_path):
     if name == "clock-skew":
         assert os.path.exists(chaos_lib.FAKETIME_LIB), (

@@ -75,7 +75,7 @@ const COMMIT_BATCH: usize = 128;
 const IDLE_POLL: Duration = Duration::from_secs(1);
 /// When to come back to a block whose source was busy or whose new holder
 /// lacks the reference yet.
-const LATER: Duration = Duration::from_secs(5);
+const LATER: Duration = Duration::from_secs(2);
 /// How far ahead of now the limiter's virtual clock may run before the
 /// next transfer waits: the burst a rate limit allows.
 const PACE_BURST: Duration = Duration::from_millis(200);
@@ -510,8 +510,9 @@ impl Resync {
         candidates.sort();
         candidates.dedup_by_key(|c| c.3);
         let mut errors = Vec::new();
-        // Sources busy or not reachable yet (a node just started does not
-        // see its peers up for a moment): not a failure of the block.
+        // Sources busy or not reachable (a node just started does not see
+        // its peers up for a moment): not a failure of the block, which
+        // comes back after `LATER` rather than after a growing backoff.
         let mut busy = 0;
         for (down, _, _, node) in candidates {
             if down {
@@ -559,7 +560,14 @@ impl Resync {
                     busy += 1;
                     errors.push(format!("{}: busy", node.short()));
                 }
-                Err(e) => errors.push(format!("{}: {e}", node.short())),
+                // A source that answered with an error is a failure of this
+                // block there; one that could not be reached (a connection
+                // being re-made after a restart, a timeout) is not.
+                Err(e @ NetError::Remote { .. }) => errors.push(format!("{}: {e}", node.short())),
+                Err(e) => {
+                    busy += 1;
+                    errors.push(format!("{}: {e}", node.short()));
+                }
             }
         }
         let why = if errors.is_empty() {

@@ -47,8 +47,14 @@ pub enum BlockCmd {
     Info { hash: String },
 }
 
+/// Prints `v` as JSON; a closed pipe (`| head`) ends the output quietly.
 fn print(v: &Value) {
-    println!("{}", serde_json::to_string_pretty(v).expect("json"));
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stdout(),
+        "{}",
+        serde_json::to_string_pretty(v).expect("json")
+    );
 }
 
 /// Runs a repair command.

@@ -14,13 +14,13 @@ use hangar_block::{
 use hangar_db::{Db, DbOptions, open_engine};
 use hangar_model::Model;
 use hangar_model::garbage::{
-    abandon_stale_uploads, spawn_tombstone_gc_worker, spawn_version_gc_worker,
+    abandon_uploads, spawn_tombstone_gc_worker, spawn_version_gc_worker, stale_uploads,
 };
 use hangar_net::{Mesh, MeshConfig};
 use hangar_table::full_sync::spawn_full_sync_worker;
 use hangar_table::sharded_sync::spawn_sharded_sync_worker;
 use hangar_util::config::Config;
-use hangar_util::worker::WorkerRegistry;
+use hangar_util::worker::{WorkerRegistry, WorkerState};
 use prometheus_client::registry::Registry;
 
 use crate::admin_proto::SOCKET_NAME;
@@ -140,11 +140,39 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
         cfg.allow_punycode,
         Some((&cluster, replicated)),
     )?;
-    let stale = abandon_stale_uploads(&model).await?;
-    if stale > 0 {
-        tracing::info!("{stale} uploads interrupted by the last stop will be cleaned up");
-    }
     let workers = WorkerRegistry::default();
+    // The uploads the last stop interrupted are read now, before any new
+    // one starts; ending them reads their objects' rows at a quorum, which
+    // must not hold the start back while the peers are not up yet.
+    let stale = stale_uploads(&model).await?;
+    if !stale.is_empty() {
+        let (model, w) = (model.clone(), workers.register("stale-uploads"));
+        tokio::spawn(async move {
+            w.set_state(WorkerState::Busy);
+            loop {
+                match abandon_uploads(&model, &stale).await {
+                    Ok(n) => {
+                        tracing::info!(
+                            "{} uploads interrupted by the last stop: {n} queued for collection",
+                            stale.len()
+                        );
+                        w.add_processed(stale.len() as u64);
+                        w.set_progress(format!("{n} interrupted uploads collected"), None);
+                        w.set_state(WorkerState::Done);
+                        return;
+                    }
+                    Err(e) => {
+                        w.record_error(&e);
+                        w.set_progress(
+                            format!("{} interrupted uploads wait for a quorum: {e}", stale.len()),
+                            Some(stale.len() as u64),
+                        );
+                        tokio::time::sleep(Duration::from_secs(2)).await;
+                    }
+                }
+            }
+        });
+    }
     spawn_version_gc_worker(model.clone(), &workers, Duration::from_secs(60));
     spawn_tombstone_gc_worker(
         model.clone(),

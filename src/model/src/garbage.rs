@@ -48,9 +48,25 @@ async fn was_published(model: &Model, version: &VersionId, of: &UploadOf) -> Res
 /// Ends every upload left over from before this start (a restart ends all
 /// uploads in progress): one that was published before the stop keeps its
 /// version; any other is queued for collection. Returns how many were
-/// collected.
+/// collected. [`stale_uploads`] then [`abandon_uploads`].
 pub async fn abandon_stale_uploads(model: &Model) -> Result<u64> {
-    let mut n = 0;
+    let stale = stale_uploads(model).await?;
+    abandon_uploads(model, &stale).await
+}
+
+/// An upload recorded by an earlier run of this node.
+#[derive(Debug, Clone)]
+pub struct StaleUpload {
+    version: VersionId,
+    /// `None` for the empty records of older binaries: never published.
+    of: Option<UploadOf>,
+}
+
+/// The uploads recorded now (this node's own tree, no remote call): taken
+/// at start, before any new upload begins, they are the ones the last stop
+/// interrupted.
+pub async fn stale_uploads(model: &Model) -> Result<Vec<StaleUpload>> {
+    let mut out = Vec::new();
     let mut after: Option<Vec<u8>> = None;
     loop {
         let start = after.clone().map_or(Bound::Unbounded, Bound::Excluded);
@@ -58,22 +74,34 @@ pub async fn abandon_stale_uploads(model: &Model) -> Result<u64> {
             .db()
             .range_async(UPLOAD_TREE, start, Bound::Unbounded, false, BATCH)
             .await?;
-        if rows.is_empty() {
-            return Ok(n);
-        }
-        after = rows.last().map(|(k, _)| k.clone());
+        let Some((last, _)) = rows.last() else {
+            return Ok(out);
+        };
+        after = Some(last.clone());
+        out.extend(rows.into_iter().filter_map(|(k, v)| {
+            Some(StaleUpload {
+                version: VersionId::try_from(k.as_slice()).ok()?,
+                of: rmp_serde::from_slice::<UploadOf>(&v).ok(),
+            })
+        }));
+    }
+}
+
+/// Ends `stale` uploads (see [`abandon_stale_uploads`]). Whether one was
+/// published is read from its object or part row, which in a cluster needs
+/// a quorum: this fails while too few peers are up, and may be called
+/// again (it is idempotent). Returns how many were queued for collection.
+pub async fn abandon_uploads(model: &Model, stale: &[StaleUpload]) -> Result<u64> {
+    let mut n = 0;
+    for page in stale.chunks(BATCH) {
         let mut published = Vec::new();
         let mut dead = Vec::new();
-        for (k, v) in rows {
-            let Ok(version) = VersionId::try_from(k.as_slice()) else {
-                continue;
-            };
-            // Records of older binaries are empty: such an upload was never
-            // published (the record went in the publishing transaction).
-            let of = rmp_serde::from_slice::<UploadOf>(&v).ok();
-            match of {
-                Some(of) if was_published(model, &version, &of).await? => published.push(version),
-                _ => dead.push(version),
+        for u in page {
+            match &u.of {
+                Some(of) if was_published(model, &u.version, of).await? => {
+                    published.push(u.version)
+                }
+                _ => dead.push(u.version),
             }
         }
         n += dead.len() as u64;
@@ -90,6 +118,7 @@ pub async fn abandon_stale_uploads(model: &Model) -> Result<u64> {
             })
             .await?;
     }
+    Ok(n)
 }
 
 /// Collects every queued version; returns how many block rows were removed.

@@ -123,6 +123,20 @@ pub enum ReplicationError {
         #[source]
         source: Box<hangar_cluster::QuorumError>,
     },
+    /// A full table's read that found nothing here could not ask enough of
+    /// the other nodes to tell "absent" from "not here yet" (this node may
+    /// have been wiped, or be new).
+    #[error(
+        "a read of table {tree} found nothing on this node, and telling absent from not here yet needs a read quorum: {needed} of the other {others} nodes, and {answered} answered{}",
+        detail(.errors)
+    )]
+    NoReadQuorum {
+        tree: &'static str,
+        others: usize,
+        needed: usize,
+        answered: usize,
+        errors: Vec<String>,
+    },
     /// A row too large for peers to accept (`MAX_KEY_LEN`, `MAX_VALUE_LEN`).
     #[error(
         "a row of table {tree} is too large to replicate: key {key_len} bytes, value {value_len} bytes"
@@ -354,21 +368,44 @@ impl<S: Schema> FullTable<S> {
 
     /// Reads row (`partition`, `sort`): locally, or, when this node does not
     /// have it, from the other nodes (read repair stores what they had).
+    /// "Absent" is only answered once a read quorum (this node included)
+    /// said so; with too few of the others reachable the read fails
+    /// ([`ReplicationError::NoReadQuorum`], S3: 503), so a node that lost
+    /// its rows never denies a key or a bucket that exists.
     pub async fn get(&self, partition: &[u8], sort: &[u8]) -> Result<Option<S::Row>> {
         if let Some(r) = self.table.get(partition, sort).await? {
             return Ok(Some(r));
         }
         let nodes = self.nodes();
         let me = self.cluster.id();
+        let all_others = nodes.iter().filter(|n| **n != me).count();
+        if all_others == 0 {
+            return Ok(None);
+        }
         let others: Vec<NodeId> = nodes
             .iter()
             .copied()
             .filter(|n| *n != me && self.cluster.is_up(*n))
             .collect();
-        if others.is_empty() {
-            return Ok(None);
-        }
         let needed = self.read_quorum(nodes.len()).saturating_sub(1).max(1);
+        let no_quorum = |answered: usize, errors: Vec<String>| {
+            TableError::Replication(ReplicationError::NoReadQuorum {
+                tree: S::TREE,
+                others: all_others,
+                needed,
+                answered,
+                errors,
+            })
+        };
+        if others.len() < needed {
+            return Err(no_quorum(
+                0,
+                vec![format!(
+                    "{} of the other nodes are down",
+                    all_others - others.len()
+                )],
+            ));
+        }
         let key = ByteBuf::from(crate::storage_key::<S>(partition, sort));
         let mut calls: FuturesUnordered<_> = others
             .iter()
@@ -380,6 +417,7 @@ impl<S: Schema> FullTable<S> {
             })
             .collect();
         let mut answers = 0;
+        let mut errors = Vec::new();
         let mut found: Option<S::Row> = None;
         while let Some((node, r)) = calls.next().await {
             match r {
@@ -394,11 +432,17 @@ impl<S: Schema> FullTable<S> {
                     Err(e) => tracing::warn!("{}: row from {}: {e}", S::TREE, node.short()),
                 },
                 Ok(None) => answers += 1,
-                Err(e) => tracing::debug!("{}: read from {}: {e}", S::TREE, node.short()),
+                Err(e) => {
+                    tracing::debug!("{}: read from {}: {e}", S::TREE, node.short());
+                    errors.push(format!("{}: {e}", node.short()));
+                }
             }
             if answers >= needed {
                 break;
             }
+        }
+        if found.is_none() && answers < needed {
+            return Err(no_quorum(answers, errors));
         }
         if let Some(row) = &found {
             let (p, s, r) = (partition.to_vec(), sort.to_vec(), row.clone());

@@ -539,7 +539,12 @@ class Record:
             self.latencies.append((slot, t0, t1, op, outcome))
             if outcome != "ok" and (op, outcome) not in self.error_samples:
                 self.error_samples[(op, outcome)] = message[:300]
-            if op == "GET" or key is None or outcome == REFUSED:
+            # A refused write is counted as refused but still allowed to
+            # have happened: botocore reported "could not connect" for a PUT
+            # that the killed node had received and published (its restart
+            # log showed the upload and its row), so "never sent" cannot be
+            # told from the client side.
+            if op == "GET" or key is None:
                 return
             st = self.keys[key]
             st.history.append(value)
@@ -559,7 +564,7 @@ def classify(exc: Exception) -> tuple[str, str]:
         err = exc.response.get("Error", {})
         return f"http {meta.get('HTTPStatusCode')} {err.get('Code')}", err.get("Message") or ""
     if isinstance(exc, botocore.exceptions.EndpointConnectionError):
-        return REFUSED, str(exc)  # no connection: the request was never sent
+        return REFUSED, str(exc)  # no connection, as botocore tells it (see Record.result)
     return f"unknown {type(exc).__name__}", str(exc)
 
 

@@ -3,34 +3,18 @@ smallest test against real processes that fails because of it."""
 
 from __future__ import annotations
 
-import secrets
 
 import botocore.exceptions
 import pytest
 
 from hangar_testlib import bucket_name, s3_client
 from test_cluster_control import key_of
-from test_layout_cluster import converge, make_node, node_id, peer_addr, wait_for
+from test_layout_cluster import laid_out_cluster
 
 
 @pytest.fixture
 def three(tmp_path_factory):
-    secret = secrets.token_hex(32)
-    first = make_node(tmp_path_factory, "cr1", secret, [])
-    first.start()
-    nodes = [first] + [make_node(tmp_path_factory, f"cr{i}", secret, [peer_addr(first)]) for i in (2, 3)]
-    for n in nodes[1:]:
-        n.start()
-    ids = [node_id(n) for n in nodes]
-    for n, me in zip(nodes, ids):
-        want = set(ids) - {me}
-        wait_for(lambda: {p["id"] for p in n.cli_json("status")["peers"] if p["is_up"] and not p["is_self"]} == want,
-                 20, "full mesh")
-    for n, me, zone in zip(nodes, ids, ["dc1", "dc2", "dc3"]):
-        n.cli("layout", "assign", me[:12], "-z", zone, "-c", "1G")
-    wait_for(lambda: len(first.cli_json("layout", "show")["staged"]["roles"]) == 3, 10, "3 staged roles")
-    first.cli("layout", "apply", "--version", "1")
-    converge(nodes, 1)
+    nodes = laid_out_cluster(tmp_path_factory, "cr")
     yield nodes
     for n in nodes:
         n.stop()

@@ -11,18 +11,16 @@ retires. Every object is checked byte for byte through every node."""
 from __future__ import annotations
 
 import re
-import secrets
 import shutil
 import threading
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 
 from hangar_testlib import MiB, Node, bucket_name, random_bytes, s3_client, sha256
 from test_cluster_control import key_of
-from test_layout_cluster import converge, make_node, node_id, peer_addr, wait_for
+from test_layout_cluster import converge, laid_out_cluster, make_node, node_id, peer_addr, wait_for
 
 
 def block_files(n: Node) -> dict[str, int]:
@@ -60,22 +58,7 @@ def with_lines(n: Node, *lines: str) -> Node:
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
-    secret = secrets.token_hex(32)
-    first = make_node(tmp_path_factory, "rs1", secret, [])
-    first.start()
-    nodes = [first] + [make_node(tmp_path_factory, f"rs{i}", secret, [peer_addr(first)]) for i in (2, 3)]
-    for n in nodes[1:]:
-        n.start()
-    ids = [node_id(n) for n in nodes]
-    for n, me in zip(nodes, ids):
-        want = set(ids) - {me}
-        wait_for(lambda: {p["id"] for p in n.cli_json("status")["peers"] if p["is_up"] and not p["is_self"]} == want,
-                 20, f"full mesh seen by {me[:8]}")
-    for n, me, zone in zip(nodes, ids, ["dc1", "dc2", "dc3"]):
-        n.cli("layout", "assign", me[:12], "-z", zone, "-c", "1G")
-    wait_for(lambda: len(nodes[0].cli_json("layout", "show")["staged"]["roles"]) == 3, 10, "3 staged roles")
-    nodes[0].cli("layout", "apply", "--version", "1")
-    converge(nodes, 1)
+    nodes = laid_out_cluster(tmp_path_factory, "rs")
     key = key_of(nodes[0].cli_json("key", "create", "resync"), "resync")
     nodes[0].cli("key", "allow", key.id, "--create-bucket")
     bucket = bucket_name("resync")

@@ -34,6 +34,28 @@ def make_node(tmp_path_factory, name: str, secret: str, bootstrap: list[str], rf
     return n
 
 
+def laid_out_cluster(tmp_path_factory, prefix: str, secret: str | None = None) -> list[Node]:
+    """Three started nodes named `<prefix>1..3` (rf 3), a full mesh, one
+    zone each, layout version 1 applied and seen by all."""
+    secret = secret or secrets.token_hex(32)
+    first = make_node(tmp_path_factory, f"{prefix}1", secret, [])
+    first.start()
+    nodes = [first] + [make_node(tmp_path_factory, f"{prefix}{i}", secret, [peer_addr(first)]) for i in (2, 3)]
+    for n in nodes[1:]:
+        n.start()
+    ids = [node_id(n) for n in nodes]
+    for n, me in zip(nodes, ids):
+        want = set(ids) - {me}
+        wait_for(lambda: {p["id"] for p in n.cli_json("status")["peers"] if p["is_up"] and not p["is_self"]} == want,
+                 20, f"full mesh seen by {me[:8]}")
+    for n, me, zone in zip(nodes, ids, ["dc1", "dc2", "dc3"]):
+        n.cli("layout", "assign", me[:12], "-z", zone, "-c", "1G")
+    wait_for(lambda: len(first.cli_json("layout", "show")["staged"]["roles"]) == 3, 10, "3 staged roles")
+    first.cli("layout", "apply", "--version", "1")
+    converge(nodes, 1)
+    return nodes
+
+
 def peer_addr(n: Node) -> str:
     return n.cli("node", "id", "-q").stdout.strip()
 

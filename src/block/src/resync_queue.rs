@@ -81,25 +81,29 @@ fn add_len(tx: &mut Tx<'_>, delta: i64) -> std::result::Result<(), DbError> {
 /// `due_msec`: the worker may be looking at it now, before this change,
 /// and its [`tx_done`] must not take the later look away.
 pub fn tx_enqueue(tx: &mut Tx<'_>, hash: &Hash, due_msec: u64) -> std::result::Result<(), DbError> {
-    match tx.get(DUE_TREE, hash.as_bytes())? {
-        Some(v) if be_u64(&v) <= due_msec && be_u64(&v) > now_msec() => return Ok(()),
-        Some(v) => tx.delete(QUEUE_TREE, queue_key(be_u64(&v), hash)),
-        None => add_len(tx, 1)?,
+    let current = tx.get(DUE_TREE, hash.as_bytes())?.map(|v| be_u64(&v));
+    if current.is_some_and(|d| d <= due_msec && d > now_msec()) {
+        return Ok(());
     }
-    tx.put(QUEUE_TREE, queue_key(due_msec, hash), Vec::new());
-    tx.put(
-        DUE_TREE,
-        hash.as_bytes().to_vec(),
-        due_msec.to_be_bytes().to_vec(),
-    );
-    Ok(())
+    tx_place(tx, hash, current, due_msec)
 }
 
 /// Queues `hash` for `due_msec`, replacing an earlier time (a retry after a
 /// failure must wait its backoff).
 fn tx_reschedule(tx: &mut Tx<'_>, hash: &Hash, due_msec: u64) -> std::result::Result<(), DbError> {
-    match tx.get(DUE_TREE, hash.as_bytes())? {
-        Some(v) => tx.delete(QUEUE_TREE, queue_key(be_u64(&v), hash)),
+    let current = tx.get(DUE_TREE, hash.as_bytes())?.map(|v| be_u64(&v));
+    tx_place(tx, hash, current, due_msec)
+}
+
+/// Moves `hash` from its `current` due time (if queued) to `due_msec`.
+fn tx_place(
+    tx: &mut Tx<'_>,
+    hash: &Hash,
+    current: Option<u64>,
+    due_msec: u64,
+) -> std::result::Result<(), DbError> {
+    match current {
+        Some(d) => tx.delete(QUEUE_TREE, queue_key(d, hash)),
         None => add_len(tx, 1)?,
     }
     tx.put(QUEUE_TREE, queue_key(due_msec, hash), Vec::new());

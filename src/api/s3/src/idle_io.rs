@@ -49,6 +49,24 @@ impl<T> IdleTimeout<T> {
         self.timer.as_mut().poll(cx).is_ready()
     }
 
+    /// The result of a write, with the idle timer accounted for.
+    fn after_write(
+        &mut self,
+        cx: &mut Context<'_>,
+        r: Poll<std::io::Result<usize>>,
+    ) -> Poll<std::io::Result<usize>> {
+        match r {
+            Poll::Ready(r) => {
+                if matches!(r, Ok(n) if n > 0) {
+                    self.progressed();
+                }
+                Poll::Ready(r)
+            }
+            Poll::Pending if self.expired(cx) => Poll::Ready(Err(self.timed_out())),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
     fn timed_out(&self) -> std::io::Error {
         std::io::Error::new(
             std::io::ErrorKind::TimedOut,
@@ -91,21 +109,8 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for IdleTimeout<T> {
         cx: &mut Context<'_>,
         data: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        match Pin::new(&mut self.inner).poll_write(cx, data) {
-            Poll::Ready(r) => {
-                if matches!(r, Ok(n) if n > 0) {
-                    self.progressed();
-                }
-                Poll::Ready(r)
-            }
-            Poll::Pending => {
-                if self.expired(cx) {
-                    Poll::Ready(Err(self.timed_out()))
-                } else {
-                    Poll::Pending
-                }
-            }
-        }
+        let r = Pin::new(&mut self.inner).poll_write(cx, data);
+        self.after_write(cx, r)
     }
 
     fn poll_write_vectored(
@@ -113,21 +118,8 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for IdleTimeout<T> {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        match Pin::new(&mut self.inner).poll_write_vectored(cx, bufs) {
-            Poll::Ready(r) => {
-                if matches!(r, Ok(n) if n > 0) {
-                    self.progressed();
-                }
-                Poll::Ready(r)
-            }
-            Poll::Pending => {
-                if self.expired(cx) {
-                    Poll::Ready(Err(self.timed_out()))
-                } else {
-                    Poll::Pending
-                }
-            }
-        }
+        let r = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.after_write(cx, r)
     }
 
     fn is_write_vectored(&self) -> bool {

@@ -18,6 +18,7 @@ use rustls::pki_types::CertificateDer;
 use tokio::sync::Notify;
 
 use crate::error::NetError;
+use crate::handshake::Admission;
 use crate::identity::{NodeId, PeerAddr};
 use crate::mesh::MeshInner;
 use crate::peers::{ConnEntry, Peer};
@@ -49,24 +50,67 @@ fn conn_identity(conn: &quinn::Connection) -> Result<(NodeId, [u8; 32]), NetErro
     Ok((id, *blake3::hash(certs[0].as_ref()).as_bytes()))
 }
 
-/// Accepts incoming connections until the endpoint closes.
+/// Accepts incoming connections until the endpoint closes, within the bounds
+/// of [`crate::handshake`]: each handshake is admitted, retried or refused at
+/// once, and one that does not complete within the ping timeout is dropped.
 pub(crate) async fn accept_loop(mesh: Weak<MeshInner>, quic: quinn::Endpoint) {
     while let Some(incoming) = quic.accept().await {
+        let Some(m) = mesh.upgrade() else { return };
+        let remote = incoming.remote_address();
+        let slot = match m
+            .handshakes
+            .admit(remote.ip(), incoming.remote_address_validated())
+        {
+            Admission::Admit(slot) => slot,
+            Admission::Retry => {
+                // Only fails when the source has already proved its address,
+                // which admit() was told it has not.
+                let _ = incoming.retry();
+                continue;
+            }
+            Admission::Refuse(reason) => {
+                m.metrics().handshake_refused();
+                if m.handshake_log.allow() {
+                    tracing::warn!(%remote, reason, "refused incoming handshake");
+                } else {
+                    tracing::debug!(%remote, reason, "refused incoming handshake");
+                }
+                incoming.refuse();
+                continue;
+            }
+        };
+        m.metrics().set_handshakes_pending(m.handshakes.pending());
+        let deadline = m.cfg.ping_timeout;
+        drop(m);
         let mesh = mesh.clone();
         tokio::spawn(async move {
-            let remote = incoming.remote_address();
-            match incoming.await {
-                Ok(conn) => match (mesh.upgrade(), conn_identity(&conn)) {
-                    (Some(m), Ok((id, inc))) => m.install_conn(id, inc, conn, false),
-                    (_, Err(e)) => {
-                        tracing::warn!(%remote, error = %e, "refused incoming connection");
-                        conn.close(0u32.into(), b"bad identity");
+            // Dropping the handshake's future on timeout closes its connection.
+            let outcome = tokio::time::timeout(deadline, incoming.into_future()).await;
+            drop(slot);
+            let Some(m) = mesh.upgrade() else { return };
+            m.metrics().set_handshakes_pending(m.handshakes.pending());
+            let failure = match outcome {
+                Ok(Ok(conn)) => match conn_identity(&conn) {
+                    Ok((id, inc)) => {
+                        m.install_conn(id, inc, conn, false);
+                        return;
                     }
-                    (None, _) => {}
+                    Err(e) => {
+                        conn.close(0u32.into(), b"bad identity");
+                        e.to_string()
+                    }
                 },
-                Err(e) => {
-                    tracing::warn!(%remote, error = %e, "refused incoming connection (TLS/QUIC handshake failed)");
+                Ok(Err(e)) => format!("TLS/QUIC handshake failed: {e}"),
+                Err(_) => {
+                    m.metrics().handshake_timed_out();
+                    format!("handshake not completed within {deadline:?}")
                 }
+            };
+            m.metrics().handshake_failed();
+            if m.handshake_log.allow() {
+                tracing::warn!(%remote, error = %failure, "refused incoming connection");
+            } else {
+                tracing::debug!(%remote, error = %failure, "refused incoming connection");
             }
         });
     }

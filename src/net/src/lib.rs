@@ -27,6 +27,7 @@ mod endpoint;
 mod error;
 mod exchange;
 mod frame;
+mod handshake;
 mod identity;
 mod mesh;
 mod metrics;

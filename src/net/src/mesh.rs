@@ -14,6 +14,7 @@ use crate::config::{Congestion, MeshConfig};
 use crate::endpoint::{DEFAULT_QUEUE_CAPACITY, Endpoint, EndpointEntry, Message};
 use crate::error::NetError;
 use crate::exchange::{PEERS_PATH, PeerListMsg, PeersHandler};
+use crate::handshake::{HandshakeLimits, LogThrottle, MAX_PENDING};
 use crate::identity::{NodeId, NodeKey, PeerAddr};
 use crate::metrics::NetMetrics;
 use crate::peers::{PeerStatus, PeerTable, load_peer_list, save_peer_list};
@@ -43,6 +44,10 @@ pub(crate) struct MeshInner {
     pub(crate) peers: Mutex<PeerTable>,
     endpoints: RwLock<HashMap<String, EndpointEntry>>,
     metrics: NetMetrics,
+    /// Incoming handshakes in progress, bounded.
+    pub(crate) handshakes: Arc<HandshakeLimits>,
+    /// Rate of warnings about refused handshakes.
+    pub(crate) handshake_log: LogThrottle,
     /// Wakes the dial loop when a peer needs a connection.
     pub(crate) dial_wakeup: Arc<Notify>,
     persist_lock: Mutex<()>,
@@ -116,6 +121,12 @@ impl Mesh {
             .map_err(|e| NetError::Tls(e.to_string()))?;
         let mut server = quinn::ServerConfig::with_crypto(Arc::new(crypto));
         server.transport_config(transport.clone());
+        // What quinn holds for handshakes the accept loop has not decided on yet:
+        // it decides at once, so a little room is enough, and a flood of first
+        // packets cannot make the endpoint buffer its default 100 MiB.
+        server.max_incoming(MAX_PENDING * 4);
+        server.incoming_buffer_size(64 * 1024);
+        server.incoming_buffer_size_total(8 << 20);
         let reset_key =
             ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &key.derive(RESET_KEY_CONTEXT));
         let socket = std::net::UdpSocket::bind(cfg.bind_addr)?;
@@ -155,6 +166,8 @@ impl Mesh {
             peers: Mutex::new(table),
             endpoints: RwLock::new(HashMap::new()),
             metrics: NetMetrics::default(),
+            handshakes: Arc::new(HandshakeLimits::default()),
+            handshake_log: LogThrottle::default(),
             dial_wakeup: Arc::new(Notify::new()),
             persist_lock: Mutex::new(()),
             tasks: Mutex::new(Vec::new()),

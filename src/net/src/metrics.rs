@@ -55,6 +55,10 @@ pub struct NetMetrics {
     bytes_received: Family<PeerLabels, Counter>,
     peer_up: Family<PeerLabels, Gauge>,
     peer_rtt: Family<PeerLabels, Gauge<f64, AtomicU64>>,
+    handshakes_pending: Gauge,
+    handshakes_refused: Counter,
+    handshakes_timed_out: Counter,
+    handshakes_failed: Counter,
 }
 
 impl Default for NetMetrics {
@@ -69,6 +73,10 @@ impl Default for NetMetrics {
             bytes_received: Family::default(),
             peer_up: Family::default(),
             peer_rtt: Family::default(),
+            handshakes_pending: Gauge::default(),
+            handshakes_refused: Counter::default(),
+            handshakes_timed_out: Counter::default(),
+            handshakes_failed: Counter::default(),
         }
     }
 }
@@ -125,6 +133,26 @@ impl NetMetrics {
             "peer_rtt_seconds",
             "average ping round-trip time",
             self.peer_rtt.clone(),
+        );
+        r.register(
+            "handshakes_pending",
+            "incoming handshakes in progress",
+            self.handshakes_pending.clone(),
+        );
+        r.register(
+            "handshakes_refused",
+            "incoming handshakes refused at once (too many in progress, in all or from one address)",
+            self.handshakes_refused.clone(),
+        );
+        r.register(
+            "handshakes_timed_out",
+            "incoming handshakes dropped for not completing within the ping timeout",
+            self.handshakes_timed_out.clone(),
+        );
+        r.register(
+            "handshakes_failed",
+            "incoming connections refused after their handshake began (timed out, TLS error, bad identity)",
+            self.handshakes_failed.clone(),
         );
     }
 
@@ -195,5 +223,21 @@ impl NetMetrics {
         self.peer_rtt
             .get_or_create(&peer_labels(peer))
             .set(rtt.as_secs_f64());
+    }
+
+    pub(crate) fn set_handshakes_pending(&self, pending: usize) {
+        self.handshakes_pending.set(pending as i64);
+    }
+
+    pub(crate) fn handshake_refused(&self) {
+        self.handshakes_refused.inc();
+    }
+
+    pub(crate) fn handshake_timed_out(&self) {
+        self.handshakes_timed_out.inc();
+    }
+
+    pub(crate) fn handshake_failed(&self) {
+        self.handshakes_failed.inc();
     }
 }

@@ -1,6 +1,7 @@
 """Admission control: when the RAM budget for data in flight is spent, a new
 upload waits briefly, then gets 503 SlowDown with retry hints; nothing it
-sent is stored, and the upload holding the budget completes intact."""
+sent is stored, and the upload holding the budget completes intact. When the
+queue of waiters is full too, the refusal comes at once."""
 
 from __future__ import annotations
 
@@ -24,6 +25,20 @@ def tight_node(tmp_path_factory):
     n.stop()
 
 
+@pytest.fixture(scope="module")
+def no_queue_node(tmp_path_factory):
+    n = Node(tmp_path_factory.mktemp("noqueue"))
+    # One streaming upload at a time, no room to wait, and a long wait that a
+    # refusal must not sit through.
+    text = n.config.read_text()
+    n.config.write_text(
+        's3_ram_buffer_max = "5MiB"\ns3_ram_queue_max = "0"\ns3_admission_wait_msec = 5000\n' + text
+    )
+    n.start()
+    yield n
+    n.stop()
+
+
 def _start_slow_put(node: Node, key, bucket: str, obj: str, data: bytes, first: int) -> socket.socket:
     host = f"127.0.0.1:{node.s3_port}"
     path = f"/{bucket}/{obj}"
@@ -34,11 +49,19 @@ def _start_slow_put(node: Node, key, bucket: str, obj: str, data: bytes, first: 
     return sock
 
 
+def _finish_slow_put(sock: socket.socket, data: bytes, sent: int) -> None:
+    sock.sendall(data[sent:])
+    sock.settimeout(30)
+    status_line = sock.recv(4096).split(b"\r\n", 1)[0]
+    assert b" 200 " in status_line, status_line
+
+
 def test_spent_budget_answers_slow_down_and_loses_nothing(tight_node):
     key = tight_node.create_key("tight", create_bucket=True)
     s3 = s3_client(tight_node, key)  # no retries: the SlowDown must be seen
     s3.create_bucket(Bucket="tight")
-    slow_data = random_bytes(3 << 20, 1)
+    # Five blocks long: its share is the whole budget.
+    slow_data = random_bytes(5 << 20, 1)
     sock = _start_slow_put(tight_node, key, "tight", "slow", slow_data, 64 << 10)
     try:
         # Wait until the slow upload holds the budget (it is past the inline size).
@@ -54,10 +77,7 @@ def test_spent_budget_answers_slow_down_and_loses_nothing(tight_node):
         assert 0.25 <= waited < 10
         # Small objects need no buffers and still go through.
         s3.put_object(Bucket="tight", Key="small", Body=b"tiny")
-        sock.sendall(slow_data[64 << 10 :])
-        sock.settimeout(30)
-        status_line = sock.recv(4096).split(b"\r\n", 1)[0]
-        assert b" 200 " in status_line, status_line
+        _finish_slow_put(sock, slow_data, 64 << 10)
     finally:
         sock.close()
     assert s3.get_object(Bucket="tight", Key="slow")["Body"].read() == slow_data
@@ -67,3 +87,27 @@ def test_spent_budget_answers_slow_down_and_loses_nothing(tight_node):
     body = random_bytes(2 << 20, 2)
     s3.put_object(Bucket="tight", Key="rejected", Body=body)
     assert s3.get_object(Bucket="tight", Key="rejected")["Body"].read() == body
+
+
+def test_full_queue_refuses_at_once(no_queue_node):
+    key = no_queue_node.create_key("noqueue", create_bucket=True)
+    s3 = s3_client(no_queue_node, key)
+    s3.create_bucket(Bucket="noqueue")
+    slow_data = random_bytes(5 << 20, 3)
+    sock = _start_slow_put(no_queue_node, key, "noqueue", "slow", slow_data, 64 << 10)
+    try:
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        with pytest.raises(ClientError) as e:
+            s3.put_object(Bucket="noqueue", Key="refused", Body=random_bytes(2 << 20, 4))
+        waited = time.monotonic() - t0
+        assert http_status(e.value) == 503 and error_code(e.value) == "SlowDown"
+        assert e.value.response["ResponseMetadata"]["HTTPHeaders"].get("retry-after") == "1"
+        # Not the 5 s wait: refused as soon as the request asked for its share.
+        assert waited < 2, waited
+        _finish_slow_put(sock, slow_data, 64 << 10)
+    finally:
+        sock.close()
+    assert s3.get_object(Bucket="noqueue", Key="slow")["Body"].read() == slow_data
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket="noqueue")["Contents"]]
+    assert keys == ["slow"]

@@ -253,6 +253,7 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
             block_size: cfg.block_size.as_usize(),
             inline_threshold: cfg.inline_threshold.as_usize(),
             ram_buffer_max: cfg.s3_ram_buffer_max.0,
+            ram_queue_max: cfg.s3_ram_queue_max.unwrap_or(cfg.s3_ram_buffer_max).0,
             admission_wait: Duration::from_millis(cfg.s3_admission_wait_msec),
         },
     );

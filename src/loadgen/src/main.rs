@@ -2,13 +2,16 @@
 //!
 //! `put`, `get` and `mixed` run `--concurrent` workers against one bucket for
 //! `--duration`, then report MiB/s, obj/s, latency percentiles and errors per
-//! operation; every GET body is checked against the seed its key carries. `summary`
-//! prints one table (with ratios) from several `--json` reports.
+//! operation; every GET body is checked against the seed its key carries. `overload`
+//! runs far more clients than the server can serve and reports, per second, what it
+//! accepted and refused, then reads every acknowledged PUT back. `summary` prints one
+//! table (with ratios) from several `--json` reports.
 
 mod client;
 mod cpu;
 mod error;
 mod ops;
+mod overload;
 mod payload;
 mod pool;
 mod report;
@@ -47,6 +50,11 @@ enum Command {
     Get(BenchArgs),
     /// Upload --objects objects, then run warp's mix: 45% GET, 15% PUT, 30% STAT, 10% DELETE.
     Mixed(BenchArgs),
+    /// Upload --objects objects, then run PUTs of new objects and GETs of those with no
+    /// retries, reporting per second what was accepted and what refused (`503
+    /// SlowDown`); then read every acknowledged PUT back. Meant for far more
+    /// --concurrent clients than the server can serve.
+    Overload(OverloadArgs),
     /// Print one table, with ratios between runs, from reports written with --json.
     Summary {
         /// JSON report files.
@@ -101,6 +109,15 @@ struct BenchArgs {
     server_pid: Option<u32>,
 }
 
+#[derive(Debug, Clone, Args)]
+struct OverloadArgs {
+    #[command(flatten)]
+    bench: BenchArgs,
+    /// Share of operations that are GETs, in percent (the rest are PUTs).
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u8).range(0..=100))]
+    get_percent: u8,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
     Put,
@@ -118,7 +135,8 @@ impl Mode {
     }
 }
 
-fn plan(args: &BenchArgs, mode: Mode) -> Result<run::Plan, LoadgenError> {
+/// The run `args` ask for; `prepares` says whether it uploads `--objects` first.
+fn plan(args: &BenchArgs, prepares: bool) -> Result<run::Plan, LoadgenError> {
     let obj_size = args.obj_size.as_u64();
     if obj_size > MAX_OBJ_SIZE {
         return Err(LoadgenError::InvalidOption {
@@ -139,10 +157,10 @@ fn plan(args: &BenchArgs, mode: Mode) -> Result<run::Plan, LoadgenError> {
             reason: "must be positive".into(),
         });
     }
-    if mode != Mode::Put && args.objects == 0 {
+    if prepares && args.objects == 0 {
         return Err(LoadgenError::InvalidOption {
             option: "objects",
-            reason: "get and mixed need at least 1 object".into(),
+            reason: "get, mixed and overload with GETs need at least 1 object".into(),
         });
     }
     let now = SystemTime::now()
@@ -155,7 +173,7 @@ fn plan(args: &BenchArgs, mode: Mode) -> Result<run::Plan, LoadgenError> {
         obj_size,
         concurrent: args.concurrent,
         duration,
-        objects: if mode == Mode::Put { 0 } else { args.objects },
+        objects: if prepares { args.objects } else { 0 },
         prefix: format!("hangar-loadgen-{nonce:016x}"),
         nonce,
         body_kind: if args.streaming {
@@ -166,8 +184,11 @@ fn plan(args: &BenchArgs, mode: Mode) -> Result<run::Plan, LoadgenError> {
     })
 }
 
-async fn bench(args: BenchArgs, mode: Mode) -> Result<Report, LoadgenError> {
-    let plan = plan(&args, mode)?;
+/// The client, the bucket and the prepared objects of a run.
+async fn setup(
+    args: &BenchArgs,
+    plan: &run::Plan,
+) -> Result<(aws_sdk_s3::Client, Vec<payload::ObjectSpec>), LoadgenError> {
     let client = client::build(&client::Target {
         endpoint: args.endpoint.clone(),
         access_key: args.access_key.clone(),
@@ -181,10 +202,16 @@ async fn bench(args: BenchArgs, mode: Mode) -> Result<Report, LoadgenError> {
             plan.objects,
             format_size(plan.obj_size)
         );
-        run::prepare(&client, &plan).await?
+        run::prepare(&client, plan).await?
     } else {
         Vec::new()
     };
+    Ok((client, prepared))
+}
+
+async fn bench(args: BenchArgs, mode: Mode) -> Result<Report, LoadgenError> {
+    let plan = plan(&args, mode != Mode::Put)?;
+    let (client, prepared) = setup(&args, &plan).await?;
     tracing::info!(
         "{} {} x{} for {}",
         mode.name(),
@@ -231,6 +258,34 @@ async fn bench(args: BenchArgs, mode: Mode) -> Result<Report, LoadgenError> {
     })
 }
 
+async fn overload(args: OverloadArgs) -> Result<overload::OverloadReport, LoadgenError> {
+    let plan = plan(&args.bench, args.get_percent > 0)?;
+    let (client, prepared) = setup(&args.bench, &plan).await?;
+    tracing::info!(
+        "overload {} x{} ({}% GET) for {}",
+        format_size(plan.obj_size),
+        plan.concurrent,
+        args.get_percent,
+        args.bench.duration
+    );
+    let (report, left) = overload::run(
+        &client,
+        &args.bench.endpoint,
+        &plan,
+        prepared,
+        args.get_percent,
+    )
+    .await;
+    if !args.bench.no_cleanup {
+        tracing::info!("deleting {} objects", left.len());
+        let failed = run::cleanup(&client, &plan.bucket, &left).await;
+        if failed > 0 {
+            tracing::warn!("cleanup: {failed} objects left behind");
+        }
+    }
+    Ok(report)
+}
+
 fn summary(files: &[PathBuf]) -> Result<String, LoadgenError> {
     let reports = files
         .iter()
@@ -244,6 +299,39 @@ fn summary(files: &[PathBuf]) -> Result<String, LoadgenError> {
         })
         .collect::<Result<Vec<Report>, LoadgenError>>()?;
     Ok(report::summary_table(&reports))
+}
+
+/// Prints a run's report (JSON or table) and gives the exit code: failure when
+/// the run could not report or `judge` finds it failed, so that scripts notice.
+fn finish<R: serde::Serialize>(
+    outcome: Result<R, LoadgenError>,
+    json: bool,
+    judge: impl FnOnce(&R) -> (String, bool),
+) -> ExitCode {
+    let report = match outcome {
+        Ok(report) => report,
+        Err(e) => {
+            eprintln!("hangar-loadgen: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let (table, passed) = judge(&report);
+    if json {
+        match serde_json::to_string_pretty(&report) {
+            Ok(text) => println!("{text}"),
+            Err(e) => {
+                eprintln!("hangar-loadgen: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        print!("{table}");
+    }
+    if passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }
 
 #[tokio::main]
@@ -260,6 +348,10 @@ async fn main() -> ExitCode {
         Command::Put(args) => (args, Mode::Put),
         Command::Get(args) => (args, Mode::Get),
         Command::Mixed(args) => (args, Mode::Mixed),
+        Command::Overload(args) => {
+            let json = args.bench.json;
+            return finish(overload(args).await, json, |r| (r.to_table(), r.intact()));
+        }
         Command::Summary { files } => {
             return match summary(&files) {
                 Ok(table) => {
@@ -274,29 +366,7 @@ async fn main() -> ExitCode {
         }
     };
     let json = args.json;
-    match bench(args, mode).await {
-        Ok(report) => {
-            if json {
-                match serde_json::to_string_pretty(&report) {
-                    Ok(text) => println!("{text}"),
-                    Err(e) => {
-                        eprintln!("hangar-loadgen: {e}");
-                        return ExitCode::FAILURE;
-                    }
-                }
-            } else {
-                print!("{}", report.to_table());
-            }
-            // Failed operations make the run fail, so that scripts notice them.
-            if report.errors > 0 || report.cleanup_failed > 0 {
-                ExitCode::FAILURE
-            } else {
-                ExitCode::SUCCESS
-            }
-        }
-        Err(e) => {
-            eprintln!("hangar-loadgen: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    finish(bench(args, mode).await, json, |r| {
+        (r.to_table(), r.errors == 0 && r.cleanup_failed == 0)
+    })
 }

@@ -1,16 +1,81 @@
-//! The single measured S3 operations. Each returns the object bytes it moved, or a
-//! message describing the failure (with the service's error code when there is one).
+//! The single measured S3 operations. Each returns the object bytes it moved, or an
+//! [`OpFailure`] that says what went wrong (with the service's error code when there
+//! is one) and whether the server refused the request as overloaded.
 
+use std::fmt;
 use std::time::{Duration, Instant};
 
 use aws_sdk_s3::Client;
-use aws_sdk_s3::error::DisplayErrorContext;
+use aws_sdk_s3::config::http::HttpResponse;
+use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::primitives::ByteStream;
 
 use crate::payload::ObjectSpec;
 
-/// The outcome of one timed operation: its latency, and bytes moved or an error.
-pub type Timed = (Duration, Result<u64, String>);
+/// The outcome of one timed operation: its latency, and bytes moved or a failure.
+pub type Timed = (Duration, Result<u64, OpFailure>);
+
+/// What kind of failure an operation met.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    /// `503 SlowDown`: the server refused the request as overloaded; `retry_hint` says
+    /// whether it told when to retry (`Retry-After` or `x-amz-retry-after`).
+    SlowDown {
+        /// A retry hint header came with the refusal.
+        retry_hint: bool,
+    },
+    /// A GET whose body was not the object's content.
+    Mismatch,
+    /// Anything else: another error code, a transport error, a timeout.
+    Other,
+}
+
+/// A failed operation: its kind and a message naming the key and the cause.
+#[derive(Debug, Clone)]
+pub struct OpFailure {
+    /// What kind of failure.
+    pub kind: FailureKind,
+    /// The operation, key and cause, for reports.
+    pub message: String,
+}
+
+impl fmt::Display for OpFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl OpFailure {
+    fn other(message: String) -> Self {
+        OpFailure {
+            kind: FailureKind::Other,
+            message,
+        }
+    }
+
+    /// Classifies an SDK error of operation `what`.
+    fn from_sdk<E>(what: String, err: &SdkError<E, HttpResponse>) -> Self
+    where
+        E: ProvideErrorMetadata + std::error::Error + 'static,
+    {
+        let response = err.raw_response();
+        let slow_down =
+            err.code() == Some("SlowDown") || response.is_some_and(|r| r.status().as_u16() == 503);
+        let kind = if slow_down {
+            let retry_hint = response.is_some_and(|r| {
+                r.headers().get("retry-after").is_some()
+                    || r.headers().get("x-amz-retry-after").is_some()
+            });
+            FailureKind::SlowDown { retry_hint }
+        } else {
+            FailureKind::Other
+        };
+        OpFailure {
+            kind,
+            message: format!("{what}: {}", DisplayErrorContext(err)),
+        }
+    }
+}
 
 /// How PUT bodies are handed to the SDK, which decides from that how to send them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,7 +107,7 @@ pub async fn put(client: &Client, bucket: &str, spec: &ObjectSpec, kind: BodyKin
         latency,
         result
             .map(|_| spec.size)
-            .map_err(|e| format!("PUT {}: {}", spec.key, DisplayErrorContext(&e))),
+            .map_err(|e| OpFailure::from_sdk(format!("PUT {}", spec.key), &e)),
     )
 }
 
@@ -59,8 +124,8 @@ pub async fn get(client: &Client, bucket: &str, spec: &ObjectSpec) -> Timed {
     {
         Ok(output) => output.body.collect().await.map(|data| data.into_bytes()),
         Err(e) => {
-            let message = format!("GET {}: {}", spec.key, DisplayErrorContext(&e));
-            return (start.elapsed(), Err(message));
+            let failure = OpFailure::from_sdk(format!("GET {}", spec.key), &e);
+            return (start.elapsed(), Err(failure));
         }
     };
     let latency = start.elapsed();
@@ -68,12 +133,15 @@ pub async fn get(client: &Client, bucket: &str, spec: &ObjectSpec) -> Timed {
         Ok(body) => spec
             .verify(&body)
             .map(|()| spec.size)
-            .map_err(|e| format!("GET content mismatch: {e}")),
-        Err(e) => Err(format!(
+            .map_err(|e| OpFailure {
+                kind: FailureKind::Mismatch,
+                message: format!("GET content mismatch: {e}"),
+            }),
+        Err(e) => Err(OpFailure::other(format!(
             "GET {} body: {}",
             spec.key,
             DisplayErrorContext(&e)
-        )),
+        ))),
     };
     (latency, result)
 }
@@ -90,13 +158,16 @@ pub async fn stat(client: &Client, bucket: &str, spec: &ObjectSpec) -> Timed {
     let latency = start.elapsed();
     let result = match result {
         Ok(head) if head.content_length() == Some(spec.size as i64) => Ok(0),
-        Ok(head) => Err(format!(
-            "STAT {}: content-length {:?}, expected {}",
-            spec.key,
-            head.content_length(),
-            spec.size
-        )),
-        Err(e) => Err(format!("STAT {}: {}", spec.key, DisplayErrorContext(&e))),
+        Ok(head) => Err(OpFailure {
+            kind: FailureKind::Mismatch,
+            message: format!(
+                "STAT {}: content-length {:?}, expected {}",
+                spec.key,
+                head.content_length(),
+                spec.size
+            ),
+        }),
+        Err(e) => Err(OpFailure::from_sdk(format!("STAT {}", spec.key), &e)),
     };
     (latency, result)
 }
@@ -115,6 +186,6 @@ pub async fn delete(client: &Client, bucket: &str, spec: &ObjectSpec) -> Timed {
         latency,
         result
             .map(|_| 0)
-            .map_err(|e| format!("DELETE {}: {}", spec.key, DisplayErrorContext(&e))),
+            .map_err(|e| OpFailure::from_sdk(format!("DELETE {}", spec.key), &e)),
     )
 }

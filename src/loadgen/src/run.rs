@@ -20,6 +20,9 @@ use crate::stats::{OpKind, Recorder};
 
 /// Keys per DeleteObjects request during cleanup (S3's maximum).
 const DELETE_BATCH: usize = 1000;
+/// Most uploads in flight while preparing objects: the prepare phase is not measured,
+/// and an overload run's hundreds of clients would only get it refused.
+const PREPARE_WORKERS: usize = 32;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -63,14 +66,15 @@ fn record(recorder: &mut Recorder, op: OpKind, (latency, result): ops::Timed) ->
             recorder.success(op, latency, bytes);
             true
         }
-        Err(message) => {
-            recorder.failure(op, message);
+        Err(failure) => {
+            recorder.failure(op, failure.message);
             false
         }
     }
 }
 
-/// Uploads `plan.objects` objects with `plan.concurrent` workers; any failure aborts,
+/// Uploads `plan.objects` objects with up to `plan.concurrent` workers (at most
+/// [`PREPARE_WORKERS`]); any failure aborts,
 /// since a measurement on a partial data set would mislead.
 pub async fn prepare(client: &Client, plan: &Plan) -> Result<Vec<ObjectSpec>, LoadgenError> {
     let mut rng = worker_rng(plan, usize::MAX);
@@ -82,7 +86,11 @@ pub async fn prepare(client: &Client, plan: &Plan) -> Result<Vec<ObjectSpec>, Lo
     let next = Arc::new(AtomicUsize::new(0));
     let body_kind = plan.body_kind;
     let mut workers = JoinSet::new();
-    for _ in 0..plan.concurrent.min(plan.objects.max(1)) {
+    for _ in 0..plan
+        .concurrent
+        .min(PREPARE_WORKERS)
+        .min(plan.objects.max(1))
+    {
         let (client, bucket, specs, next) = (
             client.clone(),
             plan.bucket.clone(),
@@ -94,7 +102,10 @@ pub async fn prepare(client: &Client, plan: &Plan) -> Result<Vec<ObjectSpec>, Lo
                 let Some(spec) = specs.get(next.fetch_add(1, Ordering::Relaxed)) else {
                     return Ok(());
                 };
-                ops::put(&client, &bucket, spec, body_kind).await.1?;
+                ops::put(&client, &bucket, spec, body_kind)
+                    .await
+                    .1
+                    .map_err(|f| f.message)?;
             }
         });
     }

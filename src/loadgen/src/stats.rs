@@ -39,6 +39,12 @@ impl OpKind {
 /// How many error messages are kept per operation kind; the rest are only counted.
 const KEPT_ERRORS: usize = 5;
 
+/// Appends `more` to `samples` up to [`KEPT_ERRORS`] in all.
+pub fn keep_samples(samples: &mut Vec<String>, more: impl IntoIterator<Item = String>) {
+    let room = KEPT_ERRORS.saturating_sub(samples.len());
+    samples.extend(more.into_iter().take(room));
+}
+
 /// What one worker (or, once merged, the whole run) observed for one operation kind.
 #[derive(Debug, Default, Clone)]
 struct OpRecord {
@@ -67,9 +73,7 @@ impl Recorder {
     pub fn failure(&mut self, op: OpKind, message: String) {
         let record = &mut self.ops[op.index()];
         record.errors += 1;
-        if record.error_samples.len() < KEPT_ERRORS {
-            record.error_samples.push(message);
-        }
+        keep_samples(&mut record.error_samples, [message]);
     }
 
     /// Adds another worker's measurements to these.
@@ -78,9 +82,7 @@ impl Recorder {
             mine.latencies_us.extend(theirs.latencies_us);
             mine.bytes += theirs.bytes;
             mine.errors += theirs.errors;
-            let room = KEPT_ERRORS.saturating_sub(mine.error_samples.len());
-            mine.error_samples
-                .extend(theirs.error_samples.into_iter().take(room));
+            keep_samples(&mut mine.error_samples, theirs.error_samples);
         }
     }
 

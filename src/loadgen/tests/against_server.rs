@@ -74,6 +74,39 @@ fn every_mode_runs_clean() {
     let ops: Vec<String> = op_counts(&mixed).into_iter().map(|(op, _)| op).collect();
     assert_eq!(ops, ["PUT", "GET", "STAT", "DELETE"]);
 
+    // Overload mode reads every acknowledged PUT back; a lightly loaded server
+    // accepts everything.
+    let storm = run(
+        &server,
+        "overload",
+        &[
+            "--obj-size",
+            "256KiB",
+            "--concurrent",
+            "8",
+            "--objects",
+            "4",
+        ],
+    );
+    assert!(storm["accepted"].as_u64().unwrap() > 0, "{storm}");
+    assert_eq!(storm["failed"], 0, "{storm}");
+    assert_eq!(storm["mismatched"], 0, "{storm}");
+    let acked = storm["acked_puts"].as_u64().unwrap();
+    assert!(acked > 0, "{storm}");
+    assert_eq!(
+        storm["verified"]["checked"].as_u64(),
+        Some(acked),
+        "{storm}"
+    );
+    assert_eq!(storm["verified"]["intact"].as_u64(), Some(acked), "{storm}");
+    let per_second: u64 = storm["seconds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["put_ok"].as_u64().unwrap() + s["get_ok"].as_u64().unwrap())
+        .sum();
+    assert_eq!(Some(per_second), storm["accepted"].as_u64(), "{storm}");
+
     // Every run deleted what it wrote.
     let listing = server.cli(&["bucket", "info", "loadgen", "--json"]);
     let info: Value = serde_json::from_str(&listing).unwrap();

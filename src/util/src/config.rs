@@ -335,6 +335,11 @@ pub struct Config {
     /// wait up to `s3_admission_wait_msec`, then get `503 SlowDown`.
     #[serde(default = "default_s3_ram")]
     pub s3_ram_buffer_max: Size,
+    /// RAM that the requests waiting for their share may ask for together
+    /// (unset: as much as `s3_ram_buffer_max`); a request that would queue
+    /// past it gets `503 SlowDown` at once instead of waiting.
+    #[serde(default)]
+    pub s3_ram_queue_max: Option<Size>,
     #[serde(default = "default_admission_wait")]
     pub s3_admission_wait_msec: u64,
     /// Verify a block's hash every time it is read from disk.

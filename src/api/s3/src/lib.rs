@@ -41,6 +41,9 @@ pub struct S3Settings {
     pub inline_threshold: usize,
     /// RAM for block buffers of requests in flight (`s3_ram_buffer_max`).
     pub ram_buffer_max: u64,
+    /// RAM the requests waiting for a share may ask for together
+    /// (`s3_ram_queue_max`); past it a request is refused at once.
+    pub ram_queue_max: u64,
     /// Longest wait for a share of that RAM before `503 SlowDown`.
     pub admission_wait: std::time::Duration,
 }
@@ -57,6 +60,7 @@ impl S3Api {
     pub fn new(model: Arc<Model>, settings: S3Settings) -> Self {
         let budget = admission::RamBudget::new(
             settings.ram_buffer_max,
+            settings.ram_queue_max,
             settings.block_size,
             settings.admission_wait,
         );

@@ -142,9 +142,10 @@ impl S3Api {
                 .or_s3()?,
         };
         let parts: Vec<_> = blocks.into_iter().map(|b| (b.hash, b.from, b.to)).collect();
-        // The blocks read ahead are this GET's share of the RAM budget,
-        // held until the body is sent or dropped.
-        let ram = self.budget.reserve(READ_AHEAD as u32 + 1).await?;
+        // The blocks read ahead (no more than the range has) are this GET's
+        // share of the RAM budget, held until the body is sent or dropped.
+        let share = parts.len().clamp(1, READ_AHEAD + 1) as u32;
+        let ram = self.budget.reserve(share).await?;
         let model = self.model.clone();
         let stream = futures::stream::iter(parts)
             .map(move |(hash, from, to)| {

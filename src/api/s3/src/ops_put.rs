@@ -268,6 +268,13 @@ impl S3Api {
             .headers
             .get("x-amz-decoded-content-length")
             .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+        // The body's length when the request declares it: with aws-chunked the
+        // Content-Length also counts the framing, so it only over-estimates.
+        let declared_len = src_decoded_length.or_else(|| {
+            src.headers
+                .get(http::header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+        });
         let BodySource {
             body,
             content_md5,
@@ -301,10 +308,23 @@ impl S3Api {
                 s.update(&chunk);
             }
             size += chunk.len() as u64;
+            if let Some(declared) = src_decoded_length
+                && size > declared
+            {
+                // Stop at once: the RAM share below was sized by the declaration.
+                return Err(s3_error!(
+                    IncompleteBody,
+                    "The body is longer than the x-amz-decoded-content-length header ({declared}) says."
+                ));
+            }
             buf.extend_from_slice(&chunk);
             if !writers.started() && buf.len() > inline_max {
-                // The block being filled plus those being stored.
-                _ram = Some(self.budget.reserve(BLOCKS_IN_FLIGHT as u32 + 1).await?);
+                // The block being filled plus those being stored; a body of
+                // known length never has more blocks than that in memory.
+                let share = declared_len
+                    .map_or(u64::MAX, |len| len.div_ceil(block_size as u64))
+                    .clamp(1, BLOCKS_IN_FLIGHT as u64 + 1);
+                _ram = Some(self.budget.reserve(share as u32).await?);
                 writers.start().await?;
             }
             while writers.started() && buf.len() >= block_size {

@@ -15,11 +15,10 @@ use crate::S3Api;
 use crate::auth::{KeyAccess, KeyAuth};
 use crate::expect_continue::{close_after, expects_continue, needs_close};
 use crate::metrics::S3Metrics;
+use hangar_util::conn_limits::ConnLimits;
 use hangar_util::idle_io::IdleTimeout;
 use http_body::Body as _;
 use hyper::body::Incoming;
-
-pub use hangar_util::conn_limits::ConnLimits;
 
 /// Virtual-host style: `<bucket>.<root_domain>` names a bucket; any other
 /// host is path style. (s3s's `SingleDomain` would take any other valid

@@ -10,6 +10,7 @@ the header timeout."""
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 
@@ -117,6 +118,70 @@ def test_a_body_that_stops_half_way_is_cut_off(small):
 def test_a_connection_that_sends_nothing_is_closed(small):
     n, _ = small
     s = socket.create_connection(("127.0.0.1", n.s3_port), timeout=10)
+    took = closed_within(s, 8)
+    s.close()
+    assert took is not None and 1.5 < took < 6, took
+
+
+# ---------------------------------------------------------------- admin endpoint
+
+
+@pytest.fixture(scope="module")
+def small_admin(tmp_path_factory):
+    n = Node(tmp_path_factory.mktemp("slow-admin"))
+    n.config.write_text(
+        "admin_max_connections = 20\nadmin_header_timeout_msec = 2000\nadmin_idle_timeout_msec = 2000\n"
+        + n.config.read_text() + 'admin_token = "slow-admin-token"\n'
+    )
+    n.start()
+    yield n
+    n.stop()
+
+
+def health_status(port: int) -> int:
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+    data = b""
+    while chunk := s.recv(65536):
+        data += chunk
+    s.close()
+    return int(data.split(b" ", 2)[1])
+
+
+def test_the_admin_endpoint_refuses_a_slowloris_flood_and_recovers(small_admin):
+    port = small_admin.admin_port
+    assert health_status(port) == 200
+    flood = [half_open(port) for _ in range(20)]
+    time.sleep(0.2)
+    extra = socket.create_connection(("127.0.0.1", port), timeout=5)
+    t0 = time.monotonic()
+    head = extra.recv(4096)
+    took = time.monotonic() - t0
+    assert head.startswith(b"HTTP/1.1 503") and b"Retry-After: 1" in head, head
+    assert took < 1.0, took
+    extra.close()
+    waits = [closed_within(s, 6) for s in flood]
+    assert all(w is not None for w in waits), waits
+    assert max(waits) < 5, max(waits)
+    for s in flood:
+        s.close()
+    assert health_status(port) == 200
+
+
+def test_an_admin_body_that_stops_half_way_is_cut_off(small_admin):
+    port = small_admin.admin_port
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(b"POST /v2/CreateKey HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer slow-admin-token\r\n"
+              b"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"name\": \"")
+    took = closed_within(s, 8)
+    s.close()
+    assert took is not None and 1.5 < took < 6, took
+    keys = json.loads(small_admin.cli("key", "list", "--json").stdout)
+    assert keys == [], keys
+
+
+def test_an_admin_connection_that_sends_nothing_is_closed(small_admin):
+    s = socket.create_connection(("127.0.0.1", small_admin.admin_port), timeout=10)
     took = closed_within(s, 8)
     s.close()
     assert took is not None and 1.5 < took < 6, took

@@ -1,24 +1,23 @@
-//! The node side of the local admin socket (see [`crate::admin_proto`]).
+//! The node's admin operations: [`AdminState`] runs each
+//! [`Request`] on the node's model, cluster and workers, for both the
+//! local socket and the admin HTTP API (`hangar_api_admin`), so the CLI
+//! and the API answer the same.
 
-use std::path::Path;
 use std::sync::Arc;
 
+use hangar_api_admin::ops::{AdminOps, Health};
+use hangar_api_admin::proto::{AdminError, ErrorCode, Request};
 use hangar_model::key::KeyRow;
-use hangar_model::{Model, PermissionChange};
+use hangar_model::{Model, ModelError, PermissionChange};
 use hangar_net::{Mesh, PeerAddr};
+use hangar_table::TableError;
 use hangar_util::worker::WorkerRegistry;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::UnixListener;
 
-use crate::admin_proto::{Request, Response};
 use crate::block_admin;
 use crate::layout_admin::{self, AssignArgs};
-use hangar_block::{BlockManager, Resync, Scrub};
+use hangar_block::{BlockError, BlockManager, Resync, Scrub};
 use hangar_cluster::Cluster;
-
-/// Largest request line accepted.
-const MAX_REQUEST: usize = 64 * 1024;
 
 /// JSON view of a key, as `hangar key info --json` prints it.
 pub fn key_json(k: &KeyRow) -> Value {
@@ -33,7 +32,35 @@ pub fn key_json(k: &KeyRow) -> Value {
     })
 }
 
-/// What the admin socket serves.
+/// The one place where model errors become admin errors.
+fn model_error(e: ModelError) -> AdminError {
+    let code = match &e {
+        ModelError::NoSuchBucket(_) | ModelError::NoSuchKey(_) | ModelError::NoSuchUpload => {
+            ErrorCode::NotFound
+        }
+        ModelError::BucketAlreadyExists(_)
+        | ModelError::KeyAlreadyExists(_)
+        | ModelError::BucketNotEmpty(_)
+        | ModelError::PreconditionFailed
+        | ModelError::SourceChanged => ErrorCode::Conflict,
+        ModelError::InvalidBucketName { .. } | ModelError::Invalid(_) => ErrorCode::BadRequest,
+        ModelError::Table(TableError::Replication(_) | TableError::Net(_))
+        | ModelError::Block(
+            BlockError::Quorum { .. }
+            | BlockError::Unavailable { .. }
+            | BlockError::Overloaded { .. },
+        ) => ErrorCode::Unavailable,
+        ModelError::Table(_)
+        | ModelError::Db(_)
+        | ModelError::Corrupt(_)
+        | ModelError::Block(_) => {
+            return AdminError::internal(e);
+        }
+    };
+    AdminError::new(code, e.to_string())
+}
+
+/// What the admin operations run on.
 #[derive(Clone)]
 pub struct AdminState {
     pub model: Arc<Model>,
@@ -45,9 +72,19 @@ pub struct AdminState {
     pub scrub: Arc<Scrub>,
 }
 
-async fn handle(st: &AdminState, req: Request) -> Result<Value, String> {
+impl AdminOps for AdminState {
+    async fn call(&self, req: Request) -> Result<Value, AdminError> {
+        handle(self, req).await
+    }
+
+    async fn health(&self) -> Health {
+        crate::node_health::check(&self.cluster, &self.mesh)
+    }
+}
+
+async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
     let model = st.model.as_ref();
-    let e = |e: hangar_model::ModelError| e.to_string();
+    let e = model_error;
     Ok(match req {
         Request::KeyCreate { name } => key_json(&model.create_key(&name).await.map_err(e)?),
         Request::KeyImport { id, secret, name } => {
@@ -95,7 +132,7 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, String> {
                 .get_bucket(&name)
                 .await
                 .map_err(e)?
-                .ok_or_else(|| format!("bucket {name} does not exist"))?;
+                .ok_or_else(|| AdminError::not_found(format!("bucket {name} does not exist")))?;
             let (objects, bytes) = model.bucket_usage(&b).await.map_err(e)?;
             let keys: Vec<Value> = model
                 .list_keys()
@@ -128,6 +165,11 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, String> {
             owner,
             allow,
         } => {
+            if !(read || write || owner) {
+                return Err(AdminError::bad(
+                    "give at least one of read, write, owner (--read, --write, --owner)",
+                ));
+            }
             let k = model.find_key(&key).await.map_err(e)?;
             let flag = |set: bool| set.then_some(allow);
             let change = PermissionChange {
@@ -153,9 +195,7 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, String> {
                 })
                 .collect(),
         ),
-        Request::WorkerList => {
-            serde_json::to_value(st.workers.list()).map_err(|e| e.to_string())?
-        }
+        Request::WorkerList => serde_json::to_value(st.workers.list()).map_err(AdminError::internal)?,
         Request::WorkerInfo { name } => {
             block_admin::worker_info(&st.workers, &st.resync, &st.scrub, &name).await?
         }
@@ -175,14 +215,19 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, String> {
         Request::Status => {
             layout_admin::status(st.cluster.layout(), &st.mesh, st.cluster.consistency_mode()).await
         }
+        Request::ClusterHealth => {
+            let h = st.cluster.layout().snapshot().await;
+            let up = st.mesh.up_nodes().into_iter().collect();
+            layout_admin::health(&h, &up, st.cluster.consistency_mode())
+        }
         Request::NodeConnect { peer } => {
-            let addr: PeerAddr = peer
-                .parse()
-                .map_err(|e| format!("{peer:?} is not <node id>@<host:port>: {e}"))?;
+            let addr: PeerAddr = peer.parse().map_err(|e| {
+                AdminError::bad(format!("{peer:?} is not <node id>@<host:port>: {e}"))
+            })?;
             st.mesh
                 .connect(&addr)
                 .await
-                .map_err(|e| format!("cannot connect to {peer}: {e}"))?;
+                .map_err(|e| AdminError::unavailable(format!("cannot connect to {peer}: {e}")))?;
             json!({"connected": addr.to_string()})
         }
         Request::LayoutAssign {
@@ -226,45 +271,4 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, String> {
             .await?
         }
     })
-}
-
-/// Serves the admin socket at `path` forever.
-pub async fn serve(path: &Path, state: AdminState) -> std::io::Result<tokio::task::JoinHandle<()>> {
-    // A socket left by a previous run (kill -9) would make bind fail.
-    let _ = std::fs::remove_file(path);
-    let listener = UnixListener::bind(path)?;
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
-    }
-    Ok(tokio::spawn(async move {
-        loop {
-            let (stream, _) = match listener.accept().await {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::warn!("admin socket accept: {e}");
-                    continue;
-                }
-            };
-            let st = state.clone();
-            tokio::spawn(async move {
-                let (r, mut w) = stream.into_split();
-                let mut line = String::new();
-                let mut reader = BufReader::new(r).take(MAX_REQUEST as u64);
-                if reader.read_line(&mut line).await.is_err() {
-                    return;
-                }
-                let resp = match serde_json::from_str::<Request>(&line) {
-                    Ok(req) => match handle(&st, req).await {
-                        Ok(v) => Response::Ok(v),
-                        Err(m) => Response::Error(m),
-                    },
-                    Err(e) => Response::Error(format!("malformed admin request: {e}")),
-                };
-                let mut out = serde_json::to_vec(&resp).expect("responses encode");
-                out.push(b'\n');
-                let _ = w.write_all(&out).await;
-            });
-        }
-    }))
 }

@@ -5,6 +5,7 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
+use hangar_api_admin::proto::{AdminError, ErrorCode};
 use hangar_block::{BlockManager, BlockRefTable, Resync, Scrub, ScrubCommand, resync_queue};
 use hangar_cluster::Cluster;
 use hangar_model::Model;
@@ -18,8 +19,9 @@ const INFO_REFS: usize = 100;
 /// Most errors `block list-errors` lists.
 const LIST_ERRORS: usize = 1000;
 
-fn parse_hash(s: &str) -> Result<Hash, String> {
-    Hash::from_hex(s.trim()).ok_or_else(|| format!("`{s}` is not a block hash (64 hex digits)"))
+fn parse_hash(s: &str) -> Result<Hash, AdminError> {
+    Hash::from_hex(s.trim())
+        .ok_or_else(|| AdminError::bad(format!("`{s}` is not a block hash (64 hex digits)")))
 }
 
 /// `worker info NAME`: the worker's status, plus the settings it reads.
@@ -28,13 +30,17 @@ pub async fn worker_info(
     resync: &Resync,
     scrub: &Scrub,
     name: &str,
-) -> Result<Value, String> {
+) -> Result<Value, AdminError> {
     let w = workers
         .list()
         .into_iter()
         .find(|w| w.name == name)
-        .ok_or_else(|| format!("no worker {name} (`hangar worker list` names them)"))?;
-    let mut v = serde_json::to_value(&w).map_err(|e| e.to_string())?;
+        .ok_or_else(|| {
+            AdminError::not_found(format!(
+                "no worker {name} (`hangar worker list` names them)"
+            ))
+        })?;
+    let mut v = serde_json::to_value(&w).map_err(AdminError::internal)?;
     if name == "block-resync" {
         let s = resync.stats();
         let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
@@ -56,29 +62,35 @@ pub async fn worker_info(
         });
     }
     if name == "block-scrub" {
-        let st = scrub.state().await.map_err(|e| e.to_string())?;
-        v["scrub"] = serde_json::to_value(&st).map_err(|e| e.to_string())?;
+        let st = scrub.state().await.map_err(AdminError::internal)?;
+        v["scrub"] = serde_json::to_value(&st).map_err(AdminError::internal)?;
         v["settings"] = json!({"scrub-tranquility": scrub.tranquility().to_string()});
     }
     Ok(v)
 }
 
 /// `repair scrub start|pause|resume|cancel`.
-pub async fn scrub(scrub: &Scrub, command: &str) -> Result<Value, String> {
+pub async fn scrub(scrub: &Scrub, command: &str) -> Result<Value, AdminError> {
     let cmd = match command {
         "start" => ScrubCommand::Start,
         "pause" => ScrubCommand::Pause,
         "resume" => ScrubCommand::Resume,
         "cancel" => ScrubCommand::Cancel,
         other => {
-            return Err(format!(
+            return Err(AdminError::bad(format!(
                 "no scrub command {other}: start, pause, resume or cancel"
-            ));
+            )));
         }
     };
-    let st = scrub.command(cmd).await?;
+    // A store that cannot be read is the node's failure; past that, a
+    // refused command contradicts the scrub's state.
+    scrub.state().await.map_err(AdminError::internal)?;
+    let st = scrub
+        .command(cmd)
+        .await
+        .map_err(|m| AdminError::new(ErrorCode::Conflict, m))?;
     tracing::info!("scrub {command}: now {:?}", st.status);
-    serde_json::to_value(&st).map_err(|e| e.to_string())
+    serde_json::to_value(&st).map_err(AdminError::internal)
 }
 
 /// `worker set SETTING VALUE`.
@@ -87,29 +99,35 @@ pub fn worker_set(
     scrub: &Scrub,
     setting: &str,
     value: &str,
-) -> Result<Value, String> {
+) -> Result<Value, AdminError> {
     if setting == "scrub-tranquility" {
         let t: u32 = value
             .trim()
             .parse()
-            .map_err(|_| format!("{setting}: `{value}` is not a whole number"))?;
+            .map_err(|_| AdminError::bad(format!("{setting}: `{value}` is not a whole number")))?;
         scrub.set_tranquility(t);
         return Ok(json!({"setting": setting, "value": t.to_string()}));
     }
-    let now = resync.settings().set(setting, value)?;
+    let now = resync
+        .settings()
+        .set(setting, value)
+        .map_err(AdminError::bad)?;
     resync.wake();
     tracing::info!("worker setting {setting} = {now}");
     Ok(json!({"setting": setting, "value": now}))
 }
 
 /// `repair blocks`.
-pub async fn repair_blocks(resync: &Resync) -> Result<Value, String> {
-    let n = resync.queue_everything().await.map_err(|e| e.to_string())?;
+pub async fn repair_blocks(resync: &Resync) -> Result<Value, AdminError> {
+    let n = resync
+        .queue_everything()
+        .await
+        .map_err(AdminError::internal)?;
     Ok(json!({"queued": n}))
 }
 
 /// `repair tables`: one anti-entropy pass of the sharded tables.
-pub async fn repair_tables(cluster: &Cluster, model: &Model) -> Result<Value, String> {
+pub async fn repair_tables(cluster: &Cluster, model: &Model) -> Result<Value, AdminError> {
     let r = hangar_table::sharded_sync::sync_pass(cluster, &model.sharded_tables()).await;
     Ok(json!({
         "partitions_differed": r.partitions_differed,
@@ -121,18 +139,18 @@ pub async fn repair_tables(cluster: &Cluster, model: &Model) -> Result<Value, St
 }
 
 /// `repair clear-resync-queue`.
-pub async fn clear_resync_queue(blocks: &BlockManager) -> Result<Value, String> {
+pub async fn clear_resync_queue(blocks: &BlockManager) -> Result<Value, AdminError> {
     let n = resync_queue::clear(blocks.metadata())
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(AdminError::internal)?;
     Ok(json!({"cleared": n}))
 }
 
 /// `block list-errors`.
-pub async fn list_errors(blocks: &BlockManager) -> Result<Value, String> {
+pub async fn list_errors(blocks: &BlockManager) -> Result<Value, AdminError> {
     let rows = resync_queue::errors(blocks.metadata(), None, LIST_ERRORS)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(AdminError::internal)?;
     Ok(Value::Array(
         rows.into_iter()
             .map(|(h, r)| {
@@ -154,11 +172,11 @@ pub async fn retry_now(
     blocks: &BlockManager,
     resync: &Resync,
     hash: Option<String>,
-) -> Result<Value, String> {
+) -> Result<Value, AdminError> {
     let hash = hash.as_deref().map(parse_hash).transpose()?;
     let n = resync_queue::retry_now(blocks.metadata(), hash)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(AdminError::internal)?;
     resync.wake();
     Ok(json!({"retried": n}))
 }
@@ -168,9 +186,9 @@ pub async fn info(
     blocks: &Arc<BlockManager>,
     cluster: &Cluster,
     hash: &str,
-) -> Result<Value, String> {
+) -> Result<Value, AdminError> {
     let h = parse_hash(hash)?;
-    let e = |e: hangar_block::BlockError| e.to_string();
+    let e = AdminError::internal;
     let refcount = blocks.refcount(h).await.map_err(e)?;
     let file = match blocks.read_encoded(h).await {
         Ok(enc) => json!({
@@ -190,7 +208,7 @@ pub async fn info(
             INFO_REFS,
         )
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(AdminError::internal)?;
     let nodes = cluster.storage_nodes_of(&h);
     let error = resync_queue::error_of(blocks.metadata(), h)
         .await

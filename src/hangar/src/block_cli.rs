@@ -2,13 +2,12 @@
 //! blocks of a running node (answered by `block_admin` over the admin
 //! socket).
 
-use std::path::Path;
-
 use clap::Subcommand;
 use serde_json::Value;
 
-use crate::admin_proto::Request;
 use crate::cli::{call, s};
+use hangar_api_admin::client::AdminClient;
+use hangar_api_admin::proto::Request;
 
 #[derive(Subcommand, Debug)]
 pub enum RepairCmd {
@@ -58,13 +57,13 @@ fn print(v: &Value) {
 }
 
 /// Runs a repair command.
-pub async fn repair(metadata_dir: &Path, cmd: RepairCmd, json: bool) -> Result<(), String> {
+pub async fn repair(client: &AdminClient, cmd: RepairCmd, json: bool) -> Result<(), String> {
     let (req, what) = match cmd {
         RepairCmd::Blocks => (Request::RepairBlocks, "queued"),
         RepairCmd::Tables => (Request::RepairTables, ""),
         RepairCmd::ClearResyncQueue => (Request::ClearResyncQueue, "cleared"),
         RepairCmd::Scrub { command } => {
-            let v = call(metadata_dir, &Request::Scrub { command }).await?;
+            let v = call(client, &Request::Scrub { command }).await?;
             if json {
                 print(&v);
             } else {
@@ -78,7 +77,7 @@ pub async fn repair(metadata_dir: &Path, cmd: RepairCmd, json: bool) -> Result<(
             return Ok(());
         }
     };
-    let v = call(metadata_dir, &req).await?;
+    let v = call(client, &req).await?;
     if json || what.is_empty() {
         print(&v);
     } else {
@@ -88,10 +87,10 @@ pub async fn repair(metadata_dir: &Path, cmd: RepairCmd, json: bool) -> Result<(
 }
 
 /// Runs a block command.
-pub async fn block(metadata_dir: &Path, cmd: BlockCmd, json: bool) -> Result<(), String> {
+pub async fn block(client: &AdminClient, cmd: BlockCmd, json: bool) -> Result<(), String> {
     match cmd {
         BlockCmd::ListErrors => {
-            let v = call(metadata_dir, &Request::BlockListErrors).await?;
+            let v = call(client, &Request::BlockListErrors).await?;
             if json {
                 print(&v);
                 return Ok(());
@@ -113,14 +112,14 @@ pub async fn block(metadata_dir: &Path, cmd: BlockCmd, json: bool) -> Result<(),
             }
         }
         BlockCmd::RetryNow { hash, all: _ } => {
-            let v = call(metadata_dir, &Request::BlockRetryNow { hash }).await?;
+            let v = call(client, &Request::BlockRetryNow { hash }).await?;
             if json {
                 print(&v);
             } else {
                 println!("{} blocks will be tried again now.", s(&v, "retried"));
             }
         }
-        BlockCmd::Info { hash } => print(&call(metadata_dir, &Request::BlockInfo { hash }).await?),
+        BlockCmd::Info { hash } => print(&call(client, &Request::BlockInfo { hash }).await?),
     }
     Ok(())
 }

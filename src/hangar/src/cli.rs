@@ -1,14 +1,10 @@
 //! The operator commands that talk to a running node: `hangar key …`,
 //! `hangar bucket …`, `hangar worker list`.
 
-use std::path::Path;
-
 use clap::{Args, Subcommand};
+use hangar_api_admin::client::AdminClient;
+use hangar_api_admin::proto::Request;
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::UnixStream;
-
-use crate::admin_proto::{Request, Response, SOCKET_NAME};
 
 #[derive(Subcommand, Debug)]
 pub enum KeyCmd {
@@ -135,31 +131,9 @@ pub enum TableCmd {
     Status,
 }
 
-/// Sends one request to the node whose metadata_dir is `metadata_dir`.
-pub async fn call(metadata_dir: &Path, req: &Request) -> Result<Value, String> {
-    let path = metadata_dir.join(SOCKET_NAME);
-    let stream = UnixStream::connect(&path).await.map_err(|e| {
-        format!(
-            "cannot reach the node through {}: {e} (is `hangar server` running with this config?)",
-            path.display()
-        )
-    })?;
-    let (r, mut w) = stream.into_split();
-    let mut line = serde_json::to_vec(req).expect("requests encode");
-    line.push(b'\n');
-    w.write_all(&line)
-        .await
-        .map_err(|e| format!("admin socket: {e}"))?;
-    let mut answer = String::new();
-    BufReader::new(r)
-        .read_line(&mut answer)
-        .await
-        .map_err(|e| format!("admin socket: {e}"))?;
-    match serde_json::from_str::<Response>(&answer) {
-        Ok(Response::Ok(v)) => Ok(v),
-        Ok(Response::Error(m)) => Err(m),
-        Err(e) => Err(format!("unreadable answer from the node: {e}")),
-    }
+/// Sends one request to the node, through its socket or its admin API.
+pub async fn call(client: &AdminClient, req: &Request) -> Result<Value, String> {
+    client.call(req).await.map_err(|e| e.to_string())
 }
 
 /// A JSON field as display text (`""` for null).
@@ -195,7 +169,7 @@ fn perm_string(p: &Value) -> String {
 }
 
 /// Runs a key command.
-pub async fn key(metadata_dir: &Path, cmd: KeyCmd, json: bool) -> Result<(), String> {
+pub async fn key(client: &AdminClient, cmd: KeyCmd, json: bool) -> Result<(), String> {
     let (req, show_secret) = match cmd {
         KeyCmd::Create { name } => (Request::KeyCreate { name }, true),
         KeyCmd::Import { id, secret, name } => (Request::KeyImport { id, secret, name }, true),
@@ -217,7 +191,7 @@ pub async fn key(metadata_dir: &Path, cmd: KeyCmd, json: bool) -> Result<(), Str
     };
     let list = matches!(req, Request::KeyList);
     let deleted = matches!(req, Request::KeyDelete { .. });
-    let mut v = call(metadata_dir, &req).await?;
+    let mut v = call(client, &req).await?;
     if !show_secret && let Some(o) = v.as_object_mut() {
         o.remove("secret_access_key");
     }
@@ -237,11 +211,8 @@ pub async fn key(metadata_dir: &Path, cmd: KeyCmd, json: bool) -> Result<(), Str
 }
 
 /// Runs a bucket command.
-pub async fn bucket(metadata_dir: &Path, cmd: BucketCmd, json: bool) -> Result<(), String> {
+pub async fn bucket(client: &AdminClient, cmd: BucketCmd, json: bool) -> Result<(), String> {
     let perm = |bucket: String, p: PermFlags, allow: bool| -> Result<Request, String> {
-        if !(p.read || p.write || p.owner) {
-            return Err("give at least one of --read, --write, --owner".into());
-        }
         Ok(Request::BucketPermission {
             bucket,
             key: p.key,
@@ -264,7 +235,7 @@ pub async fn bucket(metadata_dir: &Path, cmd: BucketCmd, json: bool) -> Result<(
         BucketCmd::Allow { bucket, perm: p } => perm(bucket, p, true)?,
         BucketCmd::Deny { bucket, perm: p } => perm(bucket, p, false)?,
     };
-    let v = call(metadata_dir, &req).await?;
+    let v = call(client, &req).await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&v).expect("json"));
         return Ok(());
@@ -298,9 +269,9 @@ pub async fn bucket(metadata_dir: &Path, cmd: BucketCmd, json: bool) -> Result<(
 }
 
 /// Runs a table command.
-pub async fn table(metadata_dir: &Path, cmd: TableCmd, json: bool) -> Result<(), String> {
+pub async fn table(client: &AdminClient, cmd: TableCmd, json: bool) -> Result<(), String> {
     let TableCmd::Status = cmd;
-    let v = call(metadata_dir, &Request::TableStatus).await?;
+    let v = call(client, &Request::TableStatus).await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&v).expect("json"));
         return Ok(());
@@ -318,16 +289,16 @@ pub async fn table(metadata_dir: &Path, cmd: TableCmd, json: bool) -> Result<(),
 }
 
 /// Runs a worker command.
-pub async fn worker(metadata_dir: &Path, cmd: WorkerCmd, json: bool) -> Result<(), String> {
+pub async fn worker(client: &AdminClient, cmd: WorkerCmd, json: bool) -> Result<(), String> {
     match cmd {
         WorkerCmd::List => {}
         WorkerCmd::Info { name } => {
-            let v = call(metadata_dir, &Request::WorkerInfo { name }).await?;
+            let v = call(client, &Request::WorkerInfo { name }).await?;
             println!("{}", serde_json::to_string_pretty(&v).expect("json"));
             return Ok(());
         }
         WorkerCmd::Set { setting, value } => {
-            let v = call(metadata_dir, &Request::WorkerSet { setting, value }).await?;
+            let v = call(client, &Request::WorkerSet { setting, value }).await?;
             if json {
                 println!("{v}");
             } else {
@@ -336,7 +307,7 @@ pub async fn worker(metadata_dir: &Path, cmd: WorkerCmd, json: bool) -> Result<(
             return Ok(());
         }
     }
-    let v = call(metadata_dir, &Request::WorkerList).await?;
+    let v = call(client, &Request::WorkerList).await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&v).expect("json"));
         return Ok(());
@@ -361,19 +332,22 @@ pub async fn worker(metadata_dir: &Path, cmd: WorkerCmd, json: bool) -> Result<(
 
 /// Runs a node command.
 pub async fn node(
-    cfg: &hangar_util::config::Config,
+    client: &AdminClient,
+    cfg: Option<&hangar_util::config::Config>,
     cmd: NodeCmd,
     json: bool,
 ) -> Result<(), String> {
     match cmd {
         NodeCmd::Id { quiet } => {
-            // The id lives in metadata_dir, so it is known even while the node is stopped.
-            let addr = match call(&cfg.metadata_dir, &Request::NodeId).await {
-                Ok(v) => s(&v, "node"),
-                Err(_) => hangar_net::MeshConfig::from_config(cfg)
+            // The id lives in metadata_dir, so it is known even while the
+            // node is stopped (when the CLI has the node's config).
+            let addr = match (call(client, &Request::NodeId).await, cfg) {
+                (Ok(v), _) => s(&v, "node"),
+                (Err(_), Some(cfg)) => hangar_net::MeshConfig::from_config(cfg)
                     .and_then(|m| m.node_peer_addr())
                     .map_err(|e| e.to_string())?
                     .to_string(),
+                (Err(e), None) => return Err(e),
             };
             if json {
                 println!("{}", serde_json::json!({ "node": addr }));
@@ -387,7 +361,7 @@ pub async fn node(
             }
         }
         NodeCmd::Connect { peer } => {
-            let v = call(&cfg.metadata_dir, &Request::NodeConnect { peer }).await?;
+            let v = call(client, &Request::NodeConnect { peer }).await?;
             if json {
                 println!("{v}");
             } else {
@@ -399,8 +373,8 @@ pub async fn node(
 }
 
 /// Runs `hangar status`.
-pub async fn status(metadata_dir: &Path, json: bool) -> Result<(), String> {
-    let v = call(metadata_dir, &Request::Status).await?;
+pub async fn status(client: &AdminClient, json: bool) -> Result<(), String> {
+    let v = call(client, &Request::Status).await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&v).expect("json"));
         return Ok(());

@@ -3,36 +3,41 @@
 //! container health checks and service managers that have no HTTP client
 //! (a `FROM scratch` image has no curl).
 //!
-//! The address is `[admin] api_bind_addr` from the config; an unspecified
-//! bind address (`0.0.0.0`, `[::]`) is reached on the loopback address of
-//! its family. The request is plain HTTP/1.1 over one TCP connection with
-//! `Connection: close`, so nothing more than tokio is needed.
+//! The address is `--admin-url`, else `[admin] api_bind_addr` from the
+//! config; an unspecified bind address (`0.0.0.0`, `[::]`) is reached on
+//! the loopback address of its family.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
+use hangar_api_admin::client::HttpTarget;
 use hangar_util::config::Config;
+use http::{Method, StatusCode};
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 /// The whole exchange (connect, request, answer) must fit in this.
 pub const TIMEOUT: Duration = Duration::from_secs(4);
-/// Longest answer read; `/health` answers with about a hundred bytes.
-const MAX_ANSWER: u64 = 64 * 1024;
 
-/// Runs `hangar health` with the node's config: prints the one-line
-/// status and returns `Ok` when the node answered `200` with status `ok`.
-pub async fn run(cfg: &Config, json: bool) -> Result<(), String> {
-    let Some(bind) = cfg.admin.api_bind_addr.as_deref() else {
-        return Err("no [admin] api_bind_addr in the config: /health is served there".into());
-    };
-    let addr = dial_addr(bind);
-    let body = check(&addr, TIMEOUT).await?;
+/// Where `hangar health` asks: `--admin-url`, else the config's
+/// `[admin] api_bind_addr`.
+pub fn target(admin_url: Option<&str>, cfg: Option<&Config>) -> Result<HttpTarget, String> {
+    if let Some(url) = admin_url {
+        return HttpTarget::new(url, None);
+    }
+    let bind = cfg
+        .and_then(|c| c.admin.api_bind_addr.as_deref())
+        .ok_or("no [admin] api_bind_addr in the config: /health is served there")?;
+    HttpTarget::new(&format!("http://{}", dial_addr(bind)), None)
+}
+
+/// Runs `hangar health`: prints the one-line status and returns `Ok` when
+/// the node answered `200`.
+pub async fn run(target: &HttpTarget, json: bool) -> Result<(), String> {
+    let body = check(target, TIMEOUT).await?;
     if json {
         println!("{body}");
     } else {
-        println!("{}", summary(&addr, &body));
+        println!("{}", summary(&target.url(), &body));
     }
     Ok(())
 }
@@ -51,71 +56,48 @@ pub fn dial_addr(bind: &str) -> String {
     }
 }
 
-/// `GET /health` on `addr`: the JSON body when the answer is `200` with
-/// `"status": "ok"`, else why not, in one line.
-pub async fn check(addr: &str, timeout: Duration) -> Result<Value, String> {
-    let answer = tokio::time::timeout(timeout, exchange(addr))
-        .await
-        .map_err(|_| format!("http://{addr}/health: no answer within {timeout:?}"))??;
-    let (head, body) = answer
-        .split_once("\r\n\r\n")
-        .ok_or_else(|| format!("http://{addr}/health: truncated answer"))?;
-    let status_line = head.lines().next().unwrap_or_default();
-    let code = status_line.split_whitespace().nth(1).unwrap_or_default();
-    if code != "200" {
-        return Err(format!(
-            "http://{addr}/health answered {}",
-            status_line
-                .split_once(' ')
-                .map_or(status_line, |(_, rest)| rest)
-        ));
+/// `GET /health`: the JSON body when the answer is `200`, else why not,
+/// in one line.
+pub async fn check(target: &HttpTarget, timeout: Duration) -> Result<Value, String> {
+    let url = format!("{}/health", target.url());
+    let (status, body) = target.send(Method::GET, "/health", None, timeout).await?;
+    let v: Result<Value, _> = serde_json::from_slice(&body);
+    if status != StatusCode::OK {
+        let reason = v
+            .as_ref()
+            .ok()
+            .and_then(|v| v["reason"].as_str())
+            .map(|r| format!(": {r}"))
+            .unwrap_or_default();
+        return Err(format!("{url} answered {status}{reason}"));
     }
-    let v: Value = serde_json::from_str(body.trim())
-        .map_err(|e| format!("http://{addr}/health: not JSON ({e})"))?;
-    match v["status"].as_str() {
-        Some("ok") => Ok(v),
-        other => Err(format!(
-            "http://{addr}/health: status {}",
-            other.unwrap_or("missing")
-        )),
-    }
+    v.map_err(|e| format!("{url}: not JSON ({e})"))
 }
 
-async fn exchange(addr: &str) -> Result<String, String> {
-    let mut conn = TcpStream::connect(addr).await.map_err(|e| {
-        format!("cannot connect to http://{addr}/health: {e} (is the node running?)")
-    })?;
-    let req = format!(
-        "GET /health HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: hangar-health\r\nConnection: close\r\n\r\n"
-    );
-    conn.write_all(req.as_bytes())
-        .await
-        .map_err(|e| format!("http://{addr}/health: {e}"))?;
-    let mut answer = Vec::new();
-    conn.take(MAX_ANSWER)
-        .read_to_end(&mut answer)
-        .await
-        .map_err(|e| format!("http://{addr}/health: {e}"))?;
-    Ok(String::from_utf8_lossy(&answer).into_owned())
-}
-
-fn summary(addr: &str, v: &Value) -> String {
+fn summary(url: &str, v: &Value) -> String {
     format!(
-        "ok: node {} (admin http://{addr}), {} of {} known peers up",
+        "ok: node {} (admin {url}), {} of {} known peers up; {}: {}",
         v["node"].as_str().unwrap_or("?"),
         v["peers_up"],
         v["known_peers"],
+        v["status"].as_str().unwrap_or("?"),
+        v["reason"].as_str().unwrap_or(""),
     )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpListener;
+
+    fn t(addr: &str) -> HttpTarget {
+        HttpTarget::new(&format!("http://{addr}"), None).unwrap()
+    }
 
     /// A server that answers one connection with `answer` (after reading
     /// the request head) and closes it, or never answers when `answer` is
-    /// `None`. The client reads until the close, as `Connection: close` asks.
+    /// `None`. The answers have no length, so the client reads until the close.
     async fn serve_once(answer: Option<&'static str>) -> String {
         let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = l.local_addr().unwrap().to_string();
@@ -141,13 +123,16 @@ mod tests {
     async fn healthy_node() {
         let addr = serve_once(Some(
             "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n\
-             {\"status\":\"ok\",\"node\":\"ab12@10.0.0.1:3901\",\"known_peers\":2,\"peers_up\":1}",
+             {\"status\":\"degraded\",\"reason\":\"1 of 256 partitions miss a replica\",\"node\":\"ab12@10.0.0.1:3901\",\"known_peers\":2,\"peers_up\":1}",
         ))
         .await;
-        let v = check(&addr, TIMEOUT).await.unwrap();
+        let v = check(&t(&addr), TIMEOUT).await.unwrap();
         assert_eq!(
-            summary(&addr, &v),
-            format!("ok: node ab12@10.0.0.1:3901 (admin http://{addr}), 1 of 2 known peers up")
+            summary(&t(&addr).url(), &v),
+            format!(
+                "ok: node ab12@10.0.0.1:3901 (admin http://{addr}), 1 of 2 known peers up; \
+                 degraded: 1 of 256 partitions miss a replica"
+            )
         );
     }
 
@@ -157,17 +142,25 @@ mod tests {
             "HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\n\r\n",
         ))
         .await;
-        let e = check(&addr, TIMEOUT).await.unwrap_err();
+        let e = check(&t(&addr), TIMEOUT).await.unwrap_err();
         assert!(e.ends_with("answered 503 Service Unavailable"), "{e}");
+        let body = r#"{"status":"unavailable","reason":"no quorum"}"#;
+        let answer = format!(
+            "HTTP/1.1 503 Service Unavailable\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let addr = serve_once(Some(Box::leak(answer.into_boxed_str()))).await;
+        let e = check(&t(&addr), TIMEOUT).await.unwrap_err();
+        assert!(
+            e.ends_with("answered 503 Service Unavailable: no quorum"),
+            "{e}"
+        );
     }
 
     #[tokio::test]
-    async fn status_other_than_ok_is_unhealthy() {
-        let addr = serve_once(Some("HTTP/1.1 200 OK\r\n\r\n{\"status\":\"failing\"}")).await;
-        let e = check(&addr, TIMEOUT).await.unwrap_err();
-        assert!(e.ends_with("status failing"), "{e}");
+    async fn a_body_that_is_not_json_is_an_error() {
         let addr = serve_once(Some("HTTP/1.1 200 OK\r\n\r\nfine")).await;
-        let e = check(&addr, TIMEOUT).await.unwrap_err();
+        let e = check(&t(&addr), TIMEOUT).await.unwrap_err();
         assert!(e.contains("not JSON"), "{e}");
     }
 
@@ -176,14 +169,16 @@ mod tests {
         let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = l.local_addr().unwrap().to_string();
         drop(l);
-        let e = check(&addr, TIMEOUT).await.unwrap_err();
-        assert!(e.starts_with("cannot connect to"), "{e}");
+        let e = check(&t(&addr), TIMEOUT).await.unwrap_err();
+        assert!(e.contains("/health: cannot connect"), "{e}");
     }
 
     #[tokio::test]
     async fn silent_server_times_out() {
         let addr = serve_once(None).await;
-        let e = check(&addr, Duration::from_millis(200)).await.unwrap_err();
+        let e = check(&t(&addr), Duration::from_millis(200))
+            .await
+            .unwrap_err();
         assert!(e.contains("no answer within"), "{e}");
     }
 

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use hangar_api_admin::proto::AdminError;
 use hangar_layout::{
     AssignmentReport, LayoutHistory, LayoutParameters, NodeId, NodeRole, PARTITION_COUNT, Quorums,
     ZoneRedundancy, resolve_node_prefix,
@@ -33,8 +34,28 @@ fn known_nodes(mesh: &Mesh, h: &LayoutHistory) -> BTreeSet<NodeId> {
     known
 }
 
-fn err(e: impl std::fmt::Display) -> String {
-    e.to_string()
+fn err(e: impl std::fmt::Display) -> AdminError {
+    AdminError::bad(e.to_string())
+}
+
+/// Runs an operator change on the layout: what the change refuses is the
+/// operator's error (400), a failure to persist it the node's (500).
+async fn change<R>(
+    layout: &ClusterLayout,
+    what: &str,
+    f: impl FnOnce(&mut LayoutHistory) -> Result<R, AdminError>,
+) -> Result<(R, usize), AdminError> {
+    let mut refused = None;
+    let r = layout
+        .update(what, |h| {
+            f(h).map_err(|e| {
+                let m = e.message.clone();
+                refused = Some(e);
+                m
+            })
+        })
+        .await;
+    r.map_err(|m| refused.take().unwrap_or_else(|| AdminError::internal(m)))
 }
 
 fn pushed_note(v: &mut Value, pushed: usize) {
@@ -42,20 +63,28 @@ fn pushed_note(v: &mut Value, pushed: usize) {
 }
 
 /// `layout assign`.
-pub async fn assign(layout: &ClusterLayout, mesh: &Mesh, a: AssignArgs) -> Result<Value, String> {
+pub async fn assign(
+    layout: &ClusterLayout,
+    mesh: &Mesh,
+    a: AssignArgs,
+) -> Result<Value, AdminError> {
     if a.gateway && a.capacity.is_some() {
-        return Err("-g (gateway) and -c (capacity) exclude each other".into());
+        return Err(AdminError::bad(
+            "-g (gateway) and -c (capacity) exclude each other",
+        ));
     }
     let me = layout.me();
     let peers = layout.peers();
-    let (staged, pushed) = layout
-        .update("layout assign", |h| {
+    let (staged, pushed) = change(layout, "layout assign", |h| {
             let known = known_nodes(mesh, h);
             let mut staged = Vec::new();
             for prefix in &a.nodes {
                 let node = resolve_node_prefix(prefix, known.iter().copied()).map_err(err)?;
                 if let Some(why) = peers.get(&node).and_then(|p| p.refused.as_ref()) {
-                    return Err(format!("node {} cannot get a role: {why}", node.short()));
+                    return Err(AdminError::bad(format!(
+                        "node {} cannot get a role: {why}",
+                        node.short()
+                    )));
                 }
                 let old = h.staged_roles().get(&node).cloned();
                 let zone = a
@@ -63,7 +92,10 @@ pub async fn assign(layout: &ClusterLayout, mesh: &Mesh, a: AssignArgs) -> Resul
                     .clone()
                     .or_else(|| old.as_ref().map(|r| r.zone.clone()))
                     .ok_or_else(|| {
-                        format!("node {} has no role yet: give its zone with -z", node.short())
+                        AdminError::bad(format!(
+                            "node {} has no role yet: give its zone with -z",
+                            node.short()
+                        ))
                     })?;
                 let capacity = if a.gateway {
                     None
@@ -71,10 +103,10 @@ pub async fn assign(layout: &ClusterLayout, mesh: &Mesh, a: AssignArgs) -> Resul
                     Some(c)
                 } else {
                     old.as_ref().map(|r| r.capacity).ok_or_else(|| {
-                        format!(
+                        AdminError::bad(format!(
                             "node {} has no role yet: give its capacity with -c (e.g. -c 1T), or make it a gateway with -g",
                             node.short()
-                        )
+                        ))
                     })?
                 };
                 let tags = if a.tags.is_empty() {
@@ -103,75 +135,73 @@ pub async fn assign(layout: &ClusterLayout, mesh: &Mesh, a: AssignArgs) -> Resul
 /// one, so when nothing was ever applied or staged this node takes a
 /// storage role in zone `dc1` with its data disk's size (at least 1 GB) and
 /// applies version 1. Returns whether it did.
-pub async fn assign_self_if_empty(layout: &ClusterLayout) -> Result<bool, String> {
+pub async fn assign_self_if_empty(layout: &ClusterLayout) -> Result<bool, AdminError> {
     let me = layout.me();
     let disk = layout.local_info().data_disk.map_or(0, |d| d.total);
     let capacity = disk.max(1_000_000_000);
-    let (done, _) = layout
-        .update("single-node setup", |h| {
-            if h.current().version != 0 || !h.staging.is_empty() {
-                return Ok(false);
-            }
-            h.stage_role(me, now_msec(), me, NodeRole::storage("dc1", capacity))
-                .map_err(err)?;
-            h.apply(1, me, now_msec()).map_err(err)?;
-            Ok(true)
-        })
-        .await?;
+    let (done, _) = change(layout, "single-node setup", |h| {
+        if h.current().version != 0 || !h.staging.is_empty() {
+            return Ok(false);
+        }
+        h.stage_role(me, now_msec(), me, NodeRole::storage("dc1", capacity))
+            .map_err(err)?;
+        h.apply(1, me, now_msec()).map_err(err)?;
+        Ok(true)
+    })
+    .await?;
     Ok(done)
 }
 
 /// `layout remove`.
-pub async fn remove(layout: &ClusterLayout, mesh: &Mesh, prefix: &str) -> Result<Value, String> {
+pub async fn remove(
+    layout: &ClusterLayout,
+    mesh: &Mesh,
+    prefix: &str,
+) -> Result<Value, AdminError> {
     let me = layout.me();
-    let (node, pushed) = layout
-        .update("layout remove", |h| {
-            let node = resolve_node_prefix(prefix, known_nodes(mesh, h)).map_err(err)?;
-            h.stage_removal(me, now_msec(), node).map_err(err)?;
-            Ok(node)
-        })
-        .await?;
+    let (node, pushed) = change(layout, "layout remove", |h| {
+        let node = resolve_node_prefix(prefix, known_nodes(mesh, h)).map_err(err)?;
+        h.stage_removal(me, now_msec(), node).map_err(err)?;
+        Ok(node)
+    })
+    .await?;
     let mut v = json!({ "removed": node });
     pushed_note(&mut v, pushed);
     Ok(v)
 }
 
 /// `layout config -r`.
-pub async fn config(layout: &ClusterLayout, zone_redundancy: &str) -> Result<Value, String> {
+pub async fn config(layout: &ClusterLayout, zone_redundancy: &str) -> Result<Value, AdminError> {
     let zr: ZoneRedundancy = zone_redundancy.parse().map_err(err)?;
     let me = layout.me();
     let params = LayoutParameters {
         zone_redundancy: zr,
     };
-    let ((), pushed) = layout
-        .update("layout config", |h| {
-            h.stage_parameters(me, now_msec(), params).map_err(err)
-        })
-        .await?;
+    let ((), pushed) = change(layout, "layout config", |h| {
+        h.stage_parameters(me, now_msec(), params).map_err(err)
+    })
+    .await?;
     let mut v = json!({ "zone_redundancy": zr });
     pushed_note(&mut v, pushed);
     Ok(v)
 }
 
 /// `layout apply --version N`.
-pub async fn apply(layout: &ClusterLayout, version: u64) -> Result<Value, String> {
+pub async fn apply(layout: &ClusterLayout, version: u64) -> Result<Value, AdminError> {
     let me = layout.me();
-    let (report, pushed) = layout
-        .update("layout apply", |h| {
-            h.apply(version, me, now_msec()).map_err(err)
-        })
-        .await?;
+    let (report, pushed) = change(layout, "layout apply", |h| {
+        h.apply(version, me, now_msec()).map_err(err)
+    })
+    .await?;
     let mut v = json!({ "version": version, "report": report });
     pushed_note(&mut v, pushed);
     Ok(v)
 }
 
 /// `layout revert`.
-pub async fn revert(layout: &ClusterLayout) -> Result<Value, String> {
+pub async fn revert(layout: &ClusterLayout) -> Result<Value, AdminError> {
     let me = layout.me();
-    let (had, pushed) = layout
-        .update("layout revert", |h| Ok(h.revert(me, now_msec())))
-        .await?;
+    let (had, pushed) = change(layout, "layout revert", |h| Ok(h.revert(me, now_msec()))).await?;
     let mut v = json!({ "reverted": had });
     pushed_note(&mut v, pushed);
     Ok(v)
@@ -185,24 +215,25 @@ pub async fn skip_dead_nodes(
     mesh: &Mesh,
     version: u64,
     allow_missing_data: bool,
-) -> Result<Value, String> {
+) -> Result<Value, AdminError> {
     let up: BTreeSet<NodeId> = mesh.up_nodes().into_iter().collect();
-    let ((dead, changed), pushed) = layout
-        .update("layout skip-dead-nodes", |h| {
-            let dead: Vec<NodeId> = h
-                .all_nodes()
-                .into_iter()
-                .filter(|n| !up.contains(n))
-                .collect();
-            if dead.is_empty() {
-                return Err("every node of the layout is up: there is no dead node to skip".into());
-            }
-            let changed = h
-                .skip_dead_nodes(version, &dead, allow_missing_data)
-                .map_err(err)?;
-            Ok((dead, changed))
-        })
-        .await?;
+    let ((dead, changed), pushed) = change(layout, "layout skip-dead-nodes", |h| {
+        let dead: Vec<NodeId> = h
+            .all_nodes()
+            .into_iter()
+            .filter(|n| !up.contains(n))
+            .collect();
+        if dead.is_empty() {
+            return Err(AdminError::bad(
+                "every node of the layout is up: there is no dead node to skip",
+            ));
+        }
+        let changed = h
+            .skip_dead_nodes(version, &dead, allow_missing_data)
+            .map_err(err)?;
+        Ok((dead, changed))
+    })
+    .await?;
     let mut v = json!({ "nodes": dead, "changed": changed });
     pushed_note(&mut v, pushed);
     Ok(v)

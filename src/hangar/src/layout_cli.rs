@@ -2,14 +2,13 @@
 //! commands and flags), sent to the local node over the admin socket and
 //! printed as tables or, with `--json`, as the node's JSON.
 
-use std::path::Path;
-
 use clap::Subcommand;
 use hangar_util::size::Size;
 use serde_json::Value;
 
-use crate::admin_proto::Request;
 use crate::cli::{call, s};
+use hangar_api_admin::client::AdminClient;
+use hangar_api_admin::proto::Request;
 
 #[derive(Subcommand, Debug)]
 pub enum LayoutCmd {
@@ -125,7 +124,7 @@ fn role_text(r: &Value) -> String {
 }
 
 /// Runs a layout command.
-pub async fn run(metadata_dir: &Path, cmd: LayoutCmd, json: bool) -> Result<(), String> {
+pub async fn run(client: &AdminClient, cmd: LayoutCmd, json: bool) -> Result<(), String> {
     let req = match cmd {
         LayoutCmd::Assign {
             nodes,
@@ -154,7 +153,7 @@ pub async fn run(metadata_dir: &Path, cmd: LayoutCmd, json: bool) -> Result<(), 
             allow_missing_data,
         },
     };
-    let v = call(metadata_dir, &req).await?;
+    let v = call(client, &req).await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&v).expect("json"));
         return Ok(());

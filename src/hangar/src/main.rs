@@ -1,6 +1,5 @@
 //! `hangar`: the node (`hangar server`) and the operator CLI.
 
-mod admin_proto;
 mod admin_server;
 mod block_admin;
 mod block_cli;
@@ -10,12 +9,15 @@ mod layout_admin;
 mod layout_cli;
 mod layout_progress;
 mod node;
+mod node_health;
 mod single_node;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use hangar_api_admin::client::{AdminClient, HttpTarget};
+use hangar_api_admin::proto::SOCKET_NAME;
 use hangar_util::config::Config;
 
 #[derive(Parser, Debug)]
@@ -37,6 +39,18 @@ struct Cli {
     /// Print machine-readable JSON instead of tables.
     #[arg(long, global = true)]
     json: bool,
+    /// Send the command to this admin API (`http://host:3903`) instead of
+    /// the local node's socket; the config file is then optional.
+    #[arg(long, global = true, env = "HANGAR_ADMIN_URL")]
+    admin_url: Option<String>,
+    /// Bearer token for --admin-url (default: the config's admin_token).
+    #[arg(
+        long,
+        global = true,
+        env = "HANGAR_ADMIN_TOKEN",
+        hide_env_values = true
+    )]
+    admin_token: Option<String>,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -130,22 +144,48 @@ fn main() -> ExitCode {
             Cmd::SingleNode { dir, port } => {
                 single_node::run(dir, port).await.map_err(|e| e.to_string())
             }
-            cmd => {
+            Cmd::Server => {
                 let cfg = Config::load(&cli.config).map_err(|e| e.to_string())?;
-                let meta = cfg.metadata_dir.clone();
+                node::run(cfg).await.map_err(|e| e.to_string())
+            }
+            cmd => {
+                // Over --admin-url the config only lends its admin token.
+                let cfg = match &cli.admin_url {
+                    Some(_) => Config::load(&cli.config).ok(),
+                    None => Some(Config::load(&cli.config).map_err(|e| e.to_string())?),
+                };
+                if let Cmd::Health = cmd {
+                    let t = health::target(cli.admin_url.as_deref(), cfg.as_ref())?;
+                    return health::run(&t, cli.json).await;
+                }
+                let client = match (&cli.admin_url, &cfg) {
+                    (Some(url), _) => {
+                        let token = match cli.admin_token {
+                            Some(t) => Some(t),
+                            None => cfg
+                                .as_ref()
+                                .map(Config::admin_token)
+                                .transpose()
+                                .map_err(|e| e.to_string())?
+                                .flatten(),
+                        };
+                        AdminClient::Http(HttpTarget::new(url, token)?)
+                    }
+                    (None, Some(cfg)) => AdminClient::Socket(cfg.metadata_dir.join(SOCKET_NAME)),
+                    (None, None) => unreachable!("the config is loaded without --admin-url"),
+                };
+                let c = &client;
                 match cmd {
-                    Cmd::Server => node::run(cfg.clone()).await.map_err(|e| e.to_string()),
-                    Cmd::Key(c) => cli::key(&meta, c, cli.json).await,
-                    Cmd::Bucket(c) => cli::bucket(&meta, c, cli.json).await,
-                    Cmd::Worker(c) => cli::worker(&meta, c, cli.json).await,
-                    Cmd::Table(c) => cli::table(&meta, c, cli.json).await,
-                    Cmd::Repair(c) => block_cli::repair(&meta, c, cli.json).await,
-                    Cmd::Block(c) => block_cli::block(&meta, c, cli.json).await,
-                    Cmd::Node(c) => cli::node(&cfg, c, cli.json).await,
-                    Cmd::Status => cli::status(&meta, cli.json).await,
-                    Cmd::Layout(c) => layout_cli::run(&meta, c, cli.json).await,
-                    Cmd::Health => health::run(&cfg, cli.json).await,
-                    Cmd::SingleNode { .. } | Cmd::ConvertDb { .. } => {
+                    Cmd::Key(k) => cli::key(c, k, cli.json).await,
+                    Cmd::Bucket(b) => cli::bucket(c, b, cli.json).await,
+                    Cmd::Worker(w) => cli::worker(c, w, cli.json).await,
+                    Cmd::Table(t) => cli::table(c, t, cli.json).await,
+                    Cmd::Repair(r) => block_cli::repair(c, r, cli.json).await,
+                    Cmd::Block(b) => block_cli::block(c, b, cli.json).await,
+                    Cmd::Node(n) => cli::node(c, cfg.as_ref(), n, cli.json).await,
+                    Cmd::Status => cli::status(c, cli.json).await,
+                    Cmd::Layout(l) => layout_cli::run(c, l, cli.json).await,
+                    Cmd::Health | Cmd::Server | Cmd::SingleNode { .. } | Cmd::ConvertDb { .. } => {
                         unreachable!("handled above")
                     }
                 }

@@ -4,6 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use hangar_api_admin::auth::Tokens;
+use hangar_api_admin::proto::SOCKET_NAME;
 use hangar_api_admin::{AdminEndpoint, NodeCollector};
 use hangar_api_s3::metrics::S3Metrics;
 use hangar_api_s3::{S3Api, S3Settings};
@@ -20,11 +22,11 @@ use hangar_net::{Mesh, MeshConfig};
 use hangar_table::full_sync::spawn_full_sync_worker;
 use hangar_table::sharded_sync::spawn_sharded_sync_worker;
 use hangar_util::config::Config;
+use hangar_util::conn_limits::ConnLimits;
 use hangar_util::worker::{WorkerRegistry, WorkerState};
 use prometheus_client::registry::Registry;
 
-use crate::admin_proto::SOCKET_NAME;
-use crate::admin_server;
+use crate::admin_server::AdminState;
 use hangar_cluster::{Cluster, ClusterError, LayoutFileError, layout_file};
 
 /// Errors that stop a node from starting.
@@ -220,7 +222,7 @@ pub async fn run(cfg: Config) -> Result<(), NodeError> {
 /// every endpoint is listening.
 pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(), NodeError> {
     let sock = cfg.metadata_dir.join(SOCKET_NAME);
-    let state = admin_server::AdminState {
+    let state = Arc::new(AdminState {
         model: node.model.clone(),
         workers: node.workers.clone(),
         mesh: node.mesh.clone(),
@@ -228,8 +230,8 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
         blocks: node.blocks.clone(),
         resync: node.resync.clone(),
         scrub: node.scrub.clone(),
-    };
-    admin_server::serve(&sock, state)
+    });
+    hangar_api_admin::socket::serve(&sock, state.clone())
         .await
         .map_err(io(format!("cannot listen on {}", sock.display())))?;
 
@@ -264,13 +266,13 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
         cfg.data_dir.writable()
     );
     let s3_metrics = Arc::new(S3Metrics::default());
-    start_admin(&cfg, &node, &api, &s3_metrics).await?;
+    start_admin(&cfg, &node, &api, &s3_metrics, state).await?;
     on_ready();
     hangar_api_s3::server::serve(
         listener,
         hangar_api_s3::server::service(api),
         s3_metrics,
-        hangar_api_s3::server::ConnLimits {
+        ConnLimits {
             max_connections: cfg.s3_max_connections,
             header_timeout: Duration::from_millis(cfg.s3_header_timeout_msec.max(1)),
             idle_timeout: Duration::from_millis(cfg.s3_idle_timeout_msec.max(1)),
@@ -294,12 +296,14 @@ async fn flush(node: &Node) -> Result<(), NodeError> {
     Ok(())
 }
 
-/// Starts `/metrics` and `/health` on `[admin] api_bind_addr`, if set.
+/// Starts the admin HTTP API, `/metrics` and `/health` on `[admin]
+/// api_bind_addr`, if set.
 async fn start_admin(
     cfg: &Config,
     node: &Node,
     api: &S3Api,
     s3_metrics: &S3Metrics,
+    ops: Arc<AdminState>,
 ) -> Result<(), NodeError> {
     let Some(addr) = cfg.admin.api_bind_addr.clone() else {
         return Ok(());
@@ -314,18 +318,36 @@ async fn start_admin(
         workers: node.workers.clone(),
         resync: Some(node.resync.clone()),
     }));
+    let (admin, read) = (cfg.admin_token()?, cfg.admin_read_token()?);
+    let tokens = Tokens::new(
+        admin.as_deref(),
+        read.as_deref(),
+        cfg.metrics_token()?.as_deref(),
+    );
     let ep = Arc::new(AdminEndpoint {
         registry,
-        metrics_token: cfg.metrics_token()?,
-        mesh: node.mesh.clone(),
+        tokens,
+        ops,
     });
     let listener = tokio::net::TcpListener::bind(&addr)
         .await
         .map_err(io(format!("cannot listen on [admin] api_bind_addr {addr}")))?;
-    tracing::info!("admin endpoint (/metrics, /health) on http://{addr}");
+    let api_state = match (&admin, &read) {
+        (None, None) => "off: no admin_token",
+        (Some(_), None) => "on",
+        (None, Some(_)) => "read-only: admin_read_token only",
+        (Some(_), Some(_)) => "on, with a read-only token",
+    };
+    tracing::info!("admin endpoint on http://{addr}: /metrics, /health, admin API {api_state}");
+    let limits = ConnLimits {
+        max_connections: cfg.admin_max_connections,
+        header_timeout: Duration::from_millis(cfg.admin_header_timeout_msec.max(1)),
+        idle_timeout: Duration::from_millis(cfg.admin_idle_timeout_msec.max(1)),
+    };
     tokio::spawn(hangar_api_admin::serve(
         listener,
         ep,
+        limits,
         std::future::pending(),
     ));
     Ok(())

@@ -47,7 +47,7 @@ pub async fn run(dir: PathBuf, port: u16) -> Result<(), NodeError> {
     let node = node::open(&cfg).await?;
     if crate::layout_admin::assign_self_if_empty(node.cluster.layout())
         .await
-        .map_err(NodeError::Setup)?
+        .map_err(|e| NodeError::Setup(e.to_string()))?
     {
         tracing::info!("this node now holds every partition (layout version 1, zone dc1)");
     }

@@ -163,16 +163,37 @@ pub struct K2vConfig {
     pub api_bind_addr: Option<String>,
 }
 
-/// `[admin]`.
-#[derive(Debug, Clone, Deserialize, Serialize, Default)]
+/// `[admin]`. Its `Debug` never shows a token.
+#[derive(Clone, Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct AdminConfig {
     pub api_bind_addr: Option<String>,
+    /// Bearer token of the admin API (every operation).
     pub admin_token: Option<String>,
     pub admin_token_file: Option<PathBuf>,
+    /// Hangar's own: a bearer token for the admin API's read-only
+    /// operations (`GET`), for dashboards and monitoring.
+    pub admin_read_token: Option<String>,
+    pub admin_read_token_file: Option<PathBuf>,
     pub metrics_token: Option<String>,
     pub metrics_token_file: Option<PathBuf>,
     pub trace_sink: Option<String>,
+}
+
+impl std::fmt::Debug for AdminConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let set = |t: &Option<String>| t.as_ref().map(|_| "(set)");
+        f.debug_struct("AdminConfig")
+            .field("api_bind_addr", &self.api_bind_addr)
+            .field("admin_token", &set(&self.admin_token))
+            .field("admin_token_file", &self.admin_token_file)
+            .field("admin_read_token", &set(&self.admin_read_token))
+            .field("admin_read_token_file", &self.admin_read_token_file)
+            .field("metrics_token", &set(&self.metrics_token))
+            .field("metrics_token_file", &self.metrics_token_file)
+            .field("trace_sink", &self.trace_sink)
+            .finish()
+    }
 }
 
 fn default_true() -> bool {
@@ -226,6 +247,15 @@ fn default_s3_header_timeout() -> u64 {
 }
 fn default_s3_idle_timeout() -> u64 {
     60_000
+}
+fn default_admin_max_connections() -> usize {
+    64
+}
+fn default_admin_header_timeout() -> u64 {
+    10_000
+}
+fn default_admin_idle_timeout() -> u64 {
+    30_000
 }
 fn default_s3_ram() -> Size {
     Size(512 << 20)
@@ -331,6 +361,17 @@ pub struct Config {
     /// Longest time without a byte read or written on an S3 connection.
     #[serde(default = "default_s3_idle_timeout")]
     pub s3_idle_timeout_msec: u64,
+    /// Concurrent connections to the admin endpoint; one more is answered
+    /// 503 and closed.
+    #[serde(default = "default_admin_max_connections")]
+    pub admin_max_connections: usize,
+    /// Longest wait for an admin request's head (also an idle keep-alive
+    /// connection).
+    #[serde(default = "default_admin_header_timeout")]
+    pub admin_header_timeout_msec: u64,
+    /// Longest time without a byte read or written on an admin connection.
+    #[serde(default = "default_admin_idle_timeout")]
+    pub admin_idle_timeout_msec: u64,
     /// RAM for the block buffers of S3 requests in flight; past it, requests
     /// wait up to `s3_admission_wait_msec`, then get `503 SlowDown`.
     #[serde(default = "default_s3_ram")]
@@ -404,11 +445,28 @@ impl Config {
         if let Some(v) = env("RPC_SECRET_FILE") {
             self.rpc_secret_file = Some(v.into());
         }
-        if let Some(v) = env("ADMIN_TOKEN") {
-            self.admin.admin_token = Some(v);
-        }
-        if let Some(v) = env("METRICS_TOKEN") {
-            self.admin.metrics_token = Some(v);
+        // A token given in the environment replaces the file's, whichever
+        // form (inline or `_file`) either uses; both forms in the
+        // environment are refused by the validation, as in the file.
+        let a = &mut self.admin;
+        for (name, inline, file) in [
+            ("ADMIN_TOKEN", &mut a.admin_token, &mut a.admin_token_file),
+            (
+                "ADMIN_READ_TOKEN",
+                &mut a.admin_read_token,
+                &mut a.admin_read_token_file,
+            ),
+            (
+                "METRICS_TOKEN",
+                &mut a.metrics_token,
+                &mut a.metrics_token_file,
+            ),
+        ] {
+            let (v, f) = (env(name), env(&format!("{name}_FILE")));
+            if v.is_some() || f.is_some() {
+                *inline = v;
+                *file = f.map(PathBuf::from);
+            }
         }
         if env("ALLOW_WORLD_READABLE_SECRETS").is_some_and(|v| v == "true" || v == "1") {
             self.allow_world_readable_secrets = true;
@@ -444,6 +502,32 @@ impl Config {
         }
         if self.s3_api.s3_region.is_empty() {
             return bad("[s3_api] s3_region must not be empty".into());
+        }
+        for (key, inline, file) in [
+            (
+                "admin_token",
+                &self.admin.admin_token,
+                &self.admin.admin_token_file,
+            ),
+            (
+                "admin_read_token",
+                &self.admin.admin_read_token,
+                &self.admin.admin_read_token_file,
+            ),
+            (
+                "metrics_token",
+                &self.admin.metrics_token,
+                &self.admin.metrics_token_file,
+            ),
+        ] {
+            if inline.is_some() && file.is_some() {
+                return bad(format!(
+                    "[admin] {key} and {key}_file are both set; keep one"
+                ));
+            }
+            if inline.as_deref().is_some_and(|t| t.trim().is_empty()) {
+                return bad(format!("[admin] {key} is empty"));
+            }
         }
         if self.rpc_timeout_msec == 0 || self.rpc_ping_timeout_msec == 0 {
             return bad("rpc_timeout_msec and rpc_ping_timeout_msec must be positive".into());
@@ -526,6 +610,17 @@ impl Config {
         )
     }
 
+    /// The read-only admin bearer token, from `admin_read_token` or
+    /// `admin_read_token_file`.
+    pub fn admin_read_token(&self) -> Result<Option<String>, ConfigError> {
+        read_token(
+            &self.admin.admin_read_token,
+            &self.admin.admin_read_token_file,
+            "admin_read_token",
+            self.allow_world_readable_secrets,
+        )
+    }
+
     /// The metrics bearer token, from `metrics_token` or `metrics_token_file`.
     pub fn metrics_token(&self) -> Result<Option<String>, ConfigError> {
         read_token(
@@ -558,13 +653,20 @@ fn read_token(
         (Some(_), Some(_)) => Err(ConfigError::Invalid(format!(
             "[admin] {key} and {key}_file are both set; keep one"
         ))),
-        (Some(t), None) => Ok(Some(t.clone())),
+        (Some(t), None) => Ok(Some(t.trim().to_owned())),
         (None, Some(p)) => {
             check_secret_file_mode(p, allow_world_readable)?;
             let t = std::fs::read_to_string(p).map_err(|e| {
                 ConfigError::Invalid(format!("[admin] {key}_file {}: {e}", p.display()))
             })?;
-            Ok(Some(t.trim().to_owned()))
+            let t = t.trim();
+            if t.is_empty() {
+                return Err(ConfigError::Invalid(format!(
+                    "[admin] {key}_file {} is empty",
+                    p.display()
+                )));
+            }
+            Ok(Some(t.to_owned()))
         }
         (None, None) => Ok(None),
     }
@@ -709,6 +811,73 @@ api_bind_addr = "127.0.0.1:3900"
         .unwrap();
         assert_eq!(c.rpc_public_addr.as_deref(), Some("garage:3901"));
         assert_eq!(c.metrics_token().unwrap().as_deref(), Some("t"));
+    }
+
+    #[test]
+    fn admin_tokens_from_files_and_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("admin.token");
+        std::fs::write(&file, "from-file\n").unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        let text = format!(
+            "{BASE}[admin]\nadmin_token_file = \"{}\"\nmetrics_token = \"m\"\n",
+            file.display()
+        );
+        let c = Config::parse_with_env(&text, env_of(&[])).unwrap();
+        assert_eq!(c.admin_token().unwrap().as_deref(), Some("from-file"));
+        assert_eq!(c.admin_read_token().unwrap(), None);
+        // The environment's token replaces the file's, whatever its form.
+        let c = Config::parse_with_env(&text, env_of(&[("HANGAR_ADMIN_TOKEN", "env")])).unwrap();
+        assert_eq!(c.admin_token().unwrap().as_deref(), Some("env"));
+        let f = file.display().to_string();
+        let c = Config::parse_with_env(
+            BASE,
+            env_of(&[
+                ("GARAGE_ADMIN_TOKEN_FILE", f.as_str()),
+                ("HANGAR_ADMIN_READ_TOKEN", "r"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.admin_token().unwrap().as_deref(), Some("from-file"));
+        assert_eq!(c.admin_read_token().unwrap().as_deref(), Some("r"));
+        // Both forms at once, or an empty token, are refused.
+        let both = Config::parse_with_env(
+            BASE,
+            env_of(&[
+                ("HANGAR_ADMIN_TOKEN", "a"),
+                ("HANGAR_ADMIN_TOKEN_FILE", f.as_str()),
+            ]),
+        );
+        assert!(both.unwrap_err().to_string().contains("both set"));
+        let empty = Config::parse_with_env(
+            &format!("{BASE}[admin]\nadmin_token = \" \"\n"),
+            env_of(&[]),
+        );
+        assert!(empty.unwrap_err().to_string().contains("empty"));
+        // The Debug form shows no token.
+        let c = Config::parse_with_env(&text, env_of(&[("HANGAR_ADMIN_TOKEN", "sekrit")])).unwrap();
+        assert!(!format!("{c:?}").contains("sekrit"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn world_readable_token_file_is_refused_unless_allowed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("admin.token");
+        std::fs::write(&file, "t").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let text = format!("{BASE}[admin]\nadmin_token_file = \"{}\"\n", file.display());
+        let c = Config::parse_with_env(&text, env_of(&[])).unwrap();
+        let e = c.admin_token().unwrap_err().to_string();
+        assert!(e.contains("readable by group or others"), "{e}");
+        let allowed = format!("allow_world_readable_secrets = true\n{text}");
+        let c = Config::parse_with_env(&allowed, env_of(&[])).unwrap();
+        assert_eq!(c.admin_token().unwrap().as_deref(), Some("t"));
     }
 
     #[test]

@@ -1,11 +1,15 @@
 //! Hangar's shared ground: the configuration file, the block hash type, size
-//! parsing and the registry through which background workers report progress.
+//! parsing, the registry through which background workers report progress,
+//! and the connection bounds the HTTP endpoints share (`conn_limits`,
+//! `idle_io`).
 //!
 //! Every other crate may depend on this one; it depends on none of them.
 
 pub mod config;
+pub mod conn_limits;
 mod fixed_bytes;
 pub mod hash;
+pub mod idle_io;
 pub mod node_id;
 pub mod serde_id16;
 pub mod size;

@@ -1,13 +1,25 @@
-//! Hangar's admin HTTP endpoint (`[admin] api_bind_addr`):
-//! - `GET /metrics`: Prometheus text format; bearer `metrics_token` when set;
-//! - `GET /health`: `200` with the node's id and how many peers are up.
+//! Hangar's admin surface: the typed operations an operator asks a node
+//! (`proto`), the two transports that carry them — the local Unix socket
+//! (`socket`) and the admin HTTP API on `[admin] api_bind_addr`
+//! (`http_api`, `routes`, served by `server` within connection bounds) —
+//! and the CLI's client for both (`client`). The binary supplies the code
+//! that runs the operations (`ops::AdminOps`), once for both transports.
 //!
-//! The admin API proper (Garage's `/v1/...` routes, bearer `admin_token`)
-//! is not built yet: those routes answer `501`. The operator CLI uses the
-//! node's local admin socket instead.
+//! The HTTP endpoint also serves `GET /metrics` (Prometheus text format;
+//! bearer `metrics_token` when set) and `GET /health` (`200` when this node
+//! can serve reads and writes at its consistency mode, `503` otherwise).
+//! doc/admin-api.yaml is the OpenAPI description of every route.
 
+pub mod auth;
+pub mod client;
 mod collector;
-mod server;
+pub mod http_api;
+pub mod ops;
+pub mod proto;
+pub mod routes;
+pub mod server;
+pub mod socket;
 
 pub use collector::NodeCollector;
-pub use server::{AdminEndpoint, serve};
+pub use http_api::AdminEndpoint;
+pub use server::serve;

@@ -1,118 +1,80 @@
-//! The admin HTTP server.
+//! The admin endpoint's accept loop: the router of `http_api` served by
+//! hyper within [`ConnLimits`], like the S3 endpoint, so that slow or idle
+//! clients cannot take it from the operators and Prometheus.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use bytes::Bytes;
-use http::{Method, Request, Response, StatusCode};
-use http_body_util::Full;
-use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
-use prometheus_client::registry::Registry;
-use subtle::ConstantTimeEq;
+use hangar_util::conn_limits::ConnLimits;
+use hangar_util::idle_io::IdleTimeout;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 
-/// What the admin endpoint serves.
-pub struct AdminEndpoint {
-    pub registry: Registry,
-    /// Bearer token required for `/metrics`; `None`: public.
-    pub metrics_token: Option<String>,
-    pub mesh: hangar_net::Mesh,
+use crate::http_api::{AdminEndpoint, router};
+use crate::ops::AdminOps;
+
+/// The answer to a connection past the limit.
+fn too_many() -> Vec<u8> {
+    let body =
+        r#"{"code":"Unavailable","message":"too many connections to the admin endpoint; retry"}"#;
+    format!(
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n\
+Retry-After: 1\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
 }
 
-fn reply(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
-    Response::builder()
-        .status(status)
-        .header(http::header::CONTENT_TYPE, content_type)
-        .body(Full::new(body.into()))
-        .expect("static response parts are valid")
-}
-
-fn bearer_ok(req: &Request<Incoming>, token: &str) -> bool {
-    req.headers()
-        .get(http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        // Constant time: the token is a secret.
-        .is_some_and(|t| bool::from(t.trim().as_bytes().ct_eq(token.as_bytes())))
-}
-
-fn route(ep: &AdminEndpoint, req: &Request<Incoming>) -> Response<Full<Bytes>> {
-    if req.method() != Method::GET {
-        return reply(StatusCode::METHOD_NOT_ALLOWED, "text/plain", "GET only\n");
-    }
-    match req.uri().path() {
-        "/metrics" => {
-            if let Some(t) = &ep.metrics_token
-                && !bearer_ok(req, t)
-            {
-                return reply(
-                    StatusCode::UNAUTHORIZED,
-                    "text/plain",
-                    "metrics_token required\n",
-                );
-            }
-            let mut out = String::new();
-            match prometheus_client::encoding::text::encode(&mut out, &ep.registry) {
-                Ok(()) => reply(
-                    StatusCode::OK,
-                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                    out,
-                ),
-                Err(e) => reply(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "text/plain",
-                    e.to_string(),
-                ),
-            }
-        }
-        "/health" => {
-            let peers = ep.mesh.peer_status();
-            let up = peers.iter().filter(|p| p.is_up && !p.is_self).count();
-            let body = serde_json::json!({
-                "status": "ok",
-                "node": ep.mesh.peer_addr().to_string(),
-                "known_peers": peers.len().saturating_sub(1),
-                "peers_up": up,
-            });
-            reply(StatusCode::OK, "application/json", body.to_string())
-        }
-        p if p.starts_with("/v") => reply(
-            StatusCode::NOT_IMPLEMENTED,
-            "application/json",
-            r#"{"code":"NotImplemented","message":"the admin API is not built yet; use the hangar CLI"}"#,
-        ),
-        _ => reply(StatusCode::NOT_FOUND, "text/plain", "not found\n"),
-    }
-}
-
-/// Serves the admin endpoint on `listener` until `shutdown` resolves.
-pub async fn serve(
+/// Serves the admin endpoint on `listener` within `limits` until
+/// `shutdown` resolves.
+pub async fn serve<H: AdminOps>(
     listener: TcpListener,
-    ep: Arc<AdminEndpoint>,
+    ep: Arc<AdminEndpoint<H>>,
+    limits: ConnLimits,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
+    let app = router(ep);
+    let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     tokio::pin!(shutdown);
     loop {
-        let (stream, _) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             _ = &mut shutdown => return,
             r = listener.accept() => match r {
                 Ok(c) => c,
                 Err(e) => {
                     tracing::warn!("admin accept: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }
             },
         };
         let _ = stream.set_nodelay(true);
-        let ep = ep.clone();
-        tokio::spawn(async move {
-            let svc = hyper::service::service_fn(move |req| {
-                let resp = route(&ep, &req);
-                async move { Ok::<_, std::convert::Infallible>(resp) }
-            });
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), svc)
+        let Ok(permit) = permits.clone().try_acquire_owned() else {
+            // Refused at once rather than left in the backlog, where a
+            // flood of idle connections would keep everyone waiting.
+            tokio::spawn(async move {
+                let mut stream = stream;
+                let _ = tokio::time::timeout(Duration::from_secs(1), async {
+                    stream.write_all(&too_many()).await?;
+                    stream.shutdown().await
+                })
                 .await;
+            });
+            continue;
+        };
+        let svc = TowerToHyperService::new(app.clone());
+        tokio::spawn(async move {
+            let mut conn = hyper::server::conn::http1::Builder::new();
+            conn.timer(TokioTimer::new())
+                .header_read_timeout(limits.header_timeout);
+            let io = TokioIo::new(IdleTimeout::new(stream, limits.idle_timeout));
+            if let Err(e) = conn.serve_connection(io, svc).await {
+                tracing::debug!("admin connection from {peer}: {e}");
+            }
+            drop(permit);
         });
     }
 }

@@ -15,7 +15,6 @@ mod checksum;
 mod conditions;
 pub mod error;
 mod expect_continue;
-mod idle_io;
 pub mod metrics;
 mod ops_bucket;
 mod ops_copy;

@@ -14,8 +14,9 @@ use tokio::sync::Semaphore;
 use crate::S3Api;
 use crate::auth::{KeyAccess, KeyAuth};
 use crate::expect_continue::{close_after, expects_continue, needs_close};
-use crate::idle_io::IdleTimeout;
 use crate::metrics::S3Metrics;
+use hangar_util::conn_limits::ConnLimits;
+use hangar_util::idle_io::IdleTimeout;
 use http_body::Body as _;
 use hyper::body::Incoming;
 
@@ -85,22 +86,6 @@ fn merge_content_encoding(headers: &mut http::HeaderMap) {
     {
         headers.insert(http::header::CONTENT_ENCODING, v);
     }
-}
-
-/// The bounds a client cannot stretch.
-#[derive(Debug, Clone, Copy)]
-pub struct ConnLimits {
-    /// Connections served at once (`s3_max_connections`); one more is
-    /// answered `503 SlowDown` at once and closed.
-    pub max_connections: usize,
-    /// Longest time to receive a request's head, counted from the first
-    /// wait for it: a slow header, and an idle keep-alive connection
-    /// (`s3_header_timeout_msec`).
-    pub header_timeout: Duration,
-    /// Longest time without a byte read or written while the connection
-    /// waits on the client: a stalled body or a client that stopped
-    /// reading (`s3_idle_timeout_msec`).
-    pub idle_timeout: Duration,
 }
 
 /// The answer to a connection past the limit.

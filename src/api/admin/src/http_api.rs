@@ -1,0 +1,180 @@
+//! The admin HTTP API (axum): one route per operation (`routes::ROUTES`),
+//! each checked against the bearer tokens before anything else, decoded
+//! into the same [`Request`] the local socket carries and run by the same
+//! [`AdminOps`]; plus `GET /metrics` and `GET /health`.
+//!
+//! A missing token is answered `401`, a wrong one or one of too narrow a
+//! scope `403`, with an empty body either way. An operation's failure is
+//! its [`AdminError`] as JSON, with the status of its code.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, QueryRejection};
+use axum::extract::{DefaultBodyLimit, Query, State};
+use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use prometheus_client::registry::Registry;
+
+use crate::auth::{Access, Tokens};
+use crate::ops::AdminOps;
+use crate::proto::{AdminError, Request};
+use crate::routes::{ROUTES, Route, Verb};
+
+/// Largest request body accepted (the socket's request line bound too).
+pub const MAX_BODY: usize = 64 * 1024;
+
+/// What the admin endpoint serves.
+pub struct AdminEndpoint<H> {
+    /// Rendered at `/metrics`.
+    pub registry: Registry,
+    pub tokens: Tokens,
+    pub ops: Arc<H>,
+}
+
+type Ep<H> = State<Arc<AdminEndpoint<H>>>;
+
+fn json(status: StatusCode, v: &impl serde::Serialize) -> Response {
+    let body = serde_json::to_vec(v).expect("answers encode");
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+fn error(e: &AdminError) -> Response {
+    json(e.code.http_status(), e)
+}
+
+/// The answer to a request that `access` does not let through, if any.
+fn refusal(access: Access) -> Option<Response> {
+    match access {
+        Access::Allowed => None,
+        Access::Missing => Some(
+            (
+                StatusCode::UNAUTHORIZED,
+                [(header::WWW_AUTHENTICATE, "Bearer")],
+            )
+                .into_response(),
+        ),
+        Access::Refused => Some(StatusCode::FORBIDDEN.into_response()),
+        Access::Disabled => Some(json(
+            StatusCode::FORBIDDEN,
+            &serde_json::json!({
+                "code": "Disabled",
+                "message": "the admin API is off: set [admin] admin_token (or admin_token_file) on this node",
+            }),
+        )),
+    }
+}
+
+async fn run<H: AdminOps>(ep: &AdminEndpoint<H>, req: Result<Request, AdminError>) -> Response {
+    match req {
+        Ok(req) => match ep.ops.call(req).await {
+            Ok(v) => json(StatusCode::OK, &v),
+            Err(e) => error(&e),
+        },
+        Err(e) => error(&e),
+    }
+}
+
+async fn op_get<H: AdminOps>(
+    ep: Arc<AdminEndpoint<H>>,
+    route: &'static Route,
+    headers: HeaderMap,
+    query: Result<Query<Vec<(String, String)>>, QueryRejection>,
+) -> Response {
+    if let Some(r) = refusal(ep.tokens.check_op(&headers, Verb::Get)) {
+        return r;
+    }
+    let req = query
+        .map_err(|e| AdminError::bad(format!("{}: {e}", route.path)))
+        .and_then(|Query(pairs)| route.decode_query(pairs));
+    run(&ep, req).await
+}
+
+async fn op_post<H: AdminOps>(
+    ep: Arc<AdminEndpoint<H>>,
+    route: &'static Route,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    if let Some(r) = refusal(ep.tokens.check_op(&headers, Verb::Post)) {
+        return r;
+    }
+    let body = match body {
+        Ok(b) => b,
+        Err(e) => {
+            let status = e.status();
+            let mut r = error(&AdminError::bad(format!(
+                "{}: {}",
+                route.path,
+                e.body_text()
+            )));
+            *r.status_mut() = status;
+            return r;
+        }
+    };
+    run(&ep, route.decode_body(&body)).await
+}
+
+async fn metrics<H: AdminOps>(State(ep): Ep<H>, headers: HeaderMap) -> Response {
+    if let Some(r) = refusal(ep.tokens.check_metrics(&headers)) {
+        return r;
+    }
+    let mut out = String::new();
+    match prometheus_client::encoding::text::encode(&mut out, &ep.registry) {
+        Ok(()) => (
+            StatusCode::OK,
+            [(
+                header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )],
+            out,
+        )
+            .into_response(),
+        Err(e) => error(&AdminError::internal(format!("encoding the metrics: {e}"))),
+    }
+}
+
+async fn health<H: AdminOps>(State(ep): Ep<H>) -> Response {
+    let h = ep.ops.health().await;
+    let status = if h.ok {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    json(status, &h.body)
+}
+
+async fn not_found(method: Method, uri: Uri) -> Response {
+    error(&AdminError::not_found(format!(
+        "no route {method} {}: doc/admin-api.yaml lists the admin API's routes",
+        uri.path()
+    )))
+}
+
+/// The admin endpoint's router.
+pub fn router<H: AdminOps>(ep: Arc<AdminEndpoint<H>>) -> Router {
+    let mut r: Router<Arc<AdminEndpoint<H>>> = Router::new();
+    for route in ROUTES {
+        let method = match route.verb {
+            Verb::Get => axum::routing::get(
+                move |State(ep): Ep<H>,
+                      headers: HeaderMap,
+                      q: Result<Query<Vec<(String, String)>>, QueryRejection>| {
+                    op_get(ep, route, headers, q)
+                },
+            ),
+            Verb::Post => axum::routing::post(
+                move |State(ep): Ep<H>, headers: HeaderMap, body: Result<Bytes, BytesRejection>| {
+                    op_post(ep, route, headers, body)
+                },
+            ),
+        };
+        r = r.route(route.path, method);
+    }
+    r.route("/metrics", axum::routing::get(metrics::<H>))
+        .route("/health", axum::routing::get(health::<H>))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .with_state(ep)
+}

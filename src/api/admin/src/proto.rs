@@ -1,0 +1,209 @@
+//! The admin operations: one typed [`Request`] per thing an operator can
+//! ask a node, the same whichever transport carries it (the local Unix
+//! socket, `socket`, or the HTTP API, `http_api`), and the error an
+//! operation answers with.
+//!
+//! On the socket, one connection carries one request: a JSON [`Request`]
+//! on one line, then one JSON [`Response`] line. Over HTTP, each request is
+//! a route (`routes`); its fields are the query string (`GET`) or the JSON
+//! body (`POST`).
+
+use serde::{Deserialize, Serialize};
+
+/// File name of the admin socket inside `metadata_dir`.
+pub const SOCKET_NAME: &str = "admin.sock";
+
+/// An operator request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Request {
+    KeyCreate {
+        #[serde(default)]
+        name: String,
+    },
+    KeyImport {
+        id: String,
+        secret: String,
+        #[serde(default)]
+        name: String,
+    },
+    KeyList,
+    KeyInfo {
+        key: String,
+    },
+    KeyDelete {
+        key: String,
+    },
+    KeySetCreateBucket {
+        key: String,
+        allow: bool,
+    },
+    BucketCreate {
+        name: String,
+    },
+    BucketList,
+    BucketInfo {
+        name: String,
+    },
+    BucketDelete {
+        name: String,
+    },
+    BucketPermission {
+        bucket: String,
+        key: String,
+        #[serde(default)]
+        read: bool,
+        #[serde(default)]
+        write: bool,
+        #[serde(default)]
+        owner: bool,
+        /// true: grant the flags set; false: revoke them.
+        allow: bool,
+    },
+    WorkerList,
+    /// One worker's status and the settings it reads.
+    WorkerInfo {
+        name: String,
+    },
+    /// Changes a worker setting at runtime (`resync-chunks-in-flight`…).
+    WorkerSet {
+        setting: String,
+        value: String,
+    },
+    /// Queue every block this node counts or stores for the resync worker.
+    RepairBlocks,
+    /// `start`, `pause`, `resume` or `cancel` the scrub.
+    Scrub {
+        command: String,
+    },
+    /// One anti-entropy pass of every sharded table, now.
+    RepairTables,
+    /// Empty the resync queue and its error list.
+    ClearResyncQueue,
+    /// Blocks whose last resync attempt failed.
+    BlockListErrors,
+    /// Make failed blocks (one, or all) due now.
+    BlockRetryNow {
+        #[serde(default)]
+        hash: Option<String>,
+    },
+    /// What this node knows of one block.
+    BlockInfo {
+        hash: String,
+    },
+    /// The rows and Merkle digest of each replicated table on this node.
+    TableStatus,
+    /// This node's `<id>@<address>`.
+    NodeId,
+    /// Every known node and its state.
+    Status,
+    /// Whether each partition has its quorums of live nodes.
+    ClusterHealth,
+    /// Connect to a peer given as `<id>@<host:port>`.
+    NodeConnect {
+        peer: String,
+    },
+    /// `layout assign`: fields left `None`/empty keep the staged role's.
+    LayoutAssign {
+        nodes: Vec<String>,
+        #[serde(default)]
+        zone: Option<String>,
+        #[serde(default)]
+        capacity: Option<u64>,
+        #[serde(default)]
+        gateway: bool,
+        #[serde(default)]
+        tags: Vec<String>,
+    },
+    LayoutRemove {
+        node: String,
+    },
+    LayoutConfig {
+        zone_redundancy: String,
+    },
+    LayoutShow,
+    LayoutApply {
+        version: u64,
+    },
+    LayoutRevert,
+    LayoutHistory,
+    LayoutSkipDeadNodes {
+        version: u64,
+        #[serde(default)]
+        allow_missing_data: bool,
+    },
+}
+
+/// The node's answer on the socket: a JSON value, or an error.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Response {
+    Ok(serde_json::Value),
+    Error(AdminError),
+}
+
+/// What kind of failure an operation met; over HTTP, its status code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ErrorCode {
+    /// The request is malformed or names something impossible (400).
+    BadRequest,
+    /// The key, bucket, worker… it names does not exist (404).
+    NotFound,
+    /// It contradicts what exists: a bucket that exists, one not empty (409).
+    Conflict,
+    /// Too few nodes are reachable now; retry later (503).
+    Unavailable,
+    /// The node failed (500); its log says more.
+    Internal,
+}
+
+impl ErrorCode {
+    /// The HTTP status an error of this kind is answered with.
+    pub fn http_status(self) -> http::StatusCode {
+        use http::StatusCode as S;
+        match self {
+            ErrorCode::BadRequest => S::BAD_REQUEST,
+            ErrorCode::NotFound => S::NOT_FOUND,
+            ErrorCode::Conflict => S::CONFLICT,
+            ErrorCode::Unavailable => S::SERVICE_UNAVAILABLE,
+            ErrorCode::Internal => S::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+/// An operation's failure: its kind and a message for the operator that
+/// says what to do next.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("{message}")]
+pub struct AdminError {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl AdminError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        AdminError {
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn bad(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::BadRequest, message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::NotFound, message)
+    }
+
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Unavailable, message)
+    }
+
+    /// A failure of the node itself: logged here, since the operator only
+    /// sees the message.
+    pub fn internal(e: impl std::fmt::Display) -> Self {
+        tracing::error!("admin operation failed: {e}");
+        Self::new(ErrorCode::Internal, e.to_string())
+    }
+}

@@ -51,13 +51,12 @@ fn route(ep: &AdminEndpoint, req: &Request<Incoming>) -> Response<Full<Bytes>> {
                     "metrics_token required\n",
                 );
             }
-            let mut out = String::new();
-            match prometheus_client::encoding::text::encode(&mut out, &ep.registry) {
-                Ok(()) => reply(
-                    StatusCode::OK,
-                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                    out,
-                ),
+            let accept = req
+                .headers()
+                .get(http::header::ACCEPT)
+                .and_then(|v| v.to_str().ok());
+            match crate::exposition::render(&ep.registry, accept) {
+                Ok((content_type, out)) => reply(StatusCode::OK, content_type, out),
                 Err(e) => reply(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     "text/plain",

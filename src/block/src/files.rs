@@ -7,10 +7,12 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use hangar_util::Hash;
 
+use crate::tally::StoreTally;
 use crate::{BlockError, Result};
 
 /// How a block was found or written.
@@ -18,6 +20,9 @@ use crate::{BlockError, Result};
 pub struct StoredBlock {
     /// Bytes the block occupies on disk.
     pub stored_len: u64,
+    /// Bytes of the block's plain content, when this call wrote it (0 for
+    /// a block found already there).
+    pub plain_len: u64,
     /// Whether the file is zstd-compressed.
     pub compressed: bool,
     /// Whether this call wrote the file (false: it was already there).
@@ -78,6 +83,7 @@ pub struct BlockFiles {
     compression_level: Option<i32>,
     fsync: bool,
     verify_on_read: bool,
+    tally: Arc<StoreTally>,
 }
 
 impl BlockFiles {
@@ -98,7 +104,13 @@ impl BlockFiles {
             compression_level,
             fsync,
             verify_on_read,
+            tally: Arc::default(),
         })
+    }
+
+    /// How many block files are stored and their bytes (for metrics).
+    pub fn tally(&self) -> &StoreTally {
+        &self.tally
     }
 
     fn dir_of(&self, hash: &Hash) -> PathBuf {
@@ -171,8 +183,8 @@ impl BlockFiles {
             return Ok(found);
         }
         match self.compress(data) {
-            Some(c) => self.write_stored(hash, &c, true),
-            None => self.write_stored(hash, data, false),
+            Some(c) => self.write_stored(hash, &c, true, data.len() as u64),
+            None => self.write_stored(hash, data, false, data.len() as u64),
         }
     }
 
@@ -184,6 +196,7 @@ impl BlockFiles {
             .find_map(|(p, compressed)| {
                 std::fs::metadata(p).ok().map(|m| StoredBlock {
                     stored_len: m.len(),
+                    plain_len: 0,
                     compressed,
                     written: false,
                 })
@@ -198,12 +211,18 @@ impl BlockFiles {
         if let Some(found) = self.stored_form(hash) {
             return Ok(found);
         }
-        self.write_stored(hash, &enc.data, enc.compressed)
+        self.write_stored(hash, &enc.data, enc.compressed, enc.plain_len)
     }
 
     /// Writes `bytes` as the `.zst` (`compressed`) or plain file of `hash`:
     /// temporary name, then rename.
-    fn write_stored(&self, hash: &Hash, bytes: &[u8], compressed: bool) -> Result<StoredBlock> {
+    fn write_stored(
+        &self,
+        hash: &Hash,
+        bytes: &[u8],
+        compressed: bool,
+        plain_len: u64,
+    ) -> Result<StoredBlock> {
         let (raw, zst) = self.paths(hash);
         let path = if compressed { &zst } else { &raw };
         let dir = path.parent().expect("block path has a parent");
@@ -219,7 +238,14 @@ impl BlockFiles {
             if self.fsync {
                 f.sync_all()?;
             }
-            std::fs::rename(&tmp, path)?;
+            self.tally.change(hash, || {
+                // A file already there (the other form, or a copy written
+                // meanwhile) is replaced or kept, not added.
+                let new = !raw.exists() && !zst.exists();
+                let r = std::fs::rename(&tmp, path);
+                let added = i64::from(new && r.is_ok());
+                (r, added, added * bytes.len() as i64)
+            })?;
             if self.fsync {
                 std::fs::File::open(dir)?.sync_all()?;
             }
@@ -231,6 +257,7 @@ impl BlockFiles {
         }
         Ok(StoredBlock {
             stored_len: bytes.len() as u64,
+            plain_len,
             compressed,
             written: true,
         })
@@ -306,7 +333,14 @@ impl BlockFiles {
     pub fn delete(&self, hash: &Hash) -> Result<()> {
         let (raw, zst) = self.paths(hash);
         for p in [&raw, &zst] {
-            match std::fs::remove_file(p) {
+            let r = self.tally.change(hash, || {
+                let len = std::fs::metadata(p).map_or(0, |m| m.len() as i64);
+                match std::fs::remove_file(p) {
+                    Ok(()) => (Ok(()), -1, -len),
+                    Err(e) => (Err(e), 0, 0),
+                }
+            });
+            match r {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(BlockError::io(p, e)),
@@ -337,7 +371,15 @@ impl BlockFiles {
                 .expect("block files have names")
                 .to_string_lossy();
             let to = qdir.join(format!("{name}.{stamp}"));
-            std::fs::rename(p, &to).map_err(|e| BlockError::io(p, e))?;
+            self.tally
+                .change(hash, || {
+                    let len = std::fs::metadata(p).map_or(0, |m| m.len() as i64);
+                    match std::fs::rename(p, &to) {
+                        Ok(()) => (Ok(()), -1, -len),
+                        Err(e) => (Err(e), 0, 0),
+                    }
+                })
+                .map_err(|e| BlockError::io(p, e))?;
             moved.push(to);
         }
         Ok(moved)

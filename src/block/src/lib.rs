@@ -27,16 +27,19 @@ pub mod resync_queue;
 pub mod rpc;
 mod scan;
 pub mod scrub;
+mod tally;
 
 pub use error::BlockError;
 pub use files::{BlockFiles, EncodedBlock, StoredBlock};
 pub use gc::{collect_due, spawn_gc_worker};
 pub use manager::{BlockManager, BlockStats};
+pub use refcount::GC_TREE as BLOCK_GC_TREE;
 pub use refcount::{BlockRef, BlockRefTable, RC_TREE, RcRow, add_ref, remove_ref};
 pub use replicated::{ReplicatedBlocks, ReplicatedConfig};
 pub use resync::{Resync, ResyncSettings};
 pub use scan::{scan_orphans, spawn_orphan_scan};
-pub use scrub::{Scrub, ScrubCommand};
+pub use scrub::{Scrub, ScrubCommand, ScrubState, ScrubStatus};
+pub use tally::{StoreTally, Stored};
 
 /// Result alias of this crate.
 pub type Result<T> = std::result::Result<T, BlockError>;

@@ -187,6 +187,9 @@ impl BlockManager {
             self.stats
                 .bytes_written_stored
                 .fetch_add(stored.stored_len, Ordering::Relaxed);
+            self.stats
+                .bytes_written_plain
+                .fetch_add(stored.plain_len, Ordering::Relaxed);
         } else {
             self.stats
                 .blocks_deduplicated
@@ -262,6 +265,9 @@ impl BlockManager {
             self.stats
                 .bytes_written_stored
                 .fetch_add(stored.stored_len, Ordering::Relaxed);
+            self.stats
+                .bytes_written_plain
+                .fetch_add(stored.plain_len, Ordering::Relaxed);
         }
         Ok(stored.written)
     }

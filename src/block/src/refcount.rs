@@ -35,7 +35,8 @@ use crate::resync_queue;
 
 /// Tree of reference counts.
 pub const RC_TREE: &str = "block_rc";
-pub(crate) const GC_TREE: &str = "block_gc";
+/// Blocks whose count fell to zero, waiting for the GC (its queue).
+pub const GC_TREE: &str = "block_gc";
 /// The tree of references before [`BlockRefTable`].
 const LEGACY_REF_TREE: &str = "block_ref";
 

@@ -41,8 +41,9 @@ pub(crate) fn list_block_files(dirs: &[std::path::PathBuf]) -> Vec<Hash> {
 /// Gives every block file without a count row a zero count and a GC visit.
 /// Returns (files seen, orphans found).
 pub async fn scan_orphans(mgr: &BlockManager) -> Result<(u64, u64)> {
-    let dirs = mgr.files().dirs().to_vec();
-    let hashes = tokio::task::spawn_blocking(move || list_block_files(&dirs))
+    let files = mgr.files().clone();
+    // The one walk that also counts what is stored (crate::tally).
+    let hashes = tokio::task::spawn_blocking(move || files.tally().walk(files.dirs()))
         .await
         .map_err(|e| BlockError::Task(e.to_string()))?;
     let mut orphans = 0;

@@ -70,6 +70,17 @@ pub struct ScrubState {
     pub bytes: u64,
 }
 
+impl ScrubState {
+    /// How much of the hash space the pass under way has covered, from 0
+    /// to 1 (0 when no pass is running or paused).
+    pub fn progress(&self) -> f64 {
+        match (self.status, self.cursor.as_deref()) {
+            (ScrubStatus::Idle, _) | (_, None) => 0.0,
+            (_, Some(c)) => position(c) / 100.0,
+        }
+    }
+}
+
 impl Default for ScrubState {
     fn default() -> Self {
         ScrubState {

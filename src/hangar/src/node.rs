@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use hangar_api_admin::auth::Tokens;
 use hangar_api_admin::proto::SOCKET_NAME;
-use hangar_api_admin::{AdminEndpoint, NodeCollector};
+use hangar_api_admin::{AdminEndpoint, ClusterCollector, NodeCollector, sampler};
 use hangar_api_s3::metrics::S3Metrics;
 use hangar_api_s3::{S3Api, S3Settings};
 use hangar_block::{
@@ -70,6 +70,8 @@ pub struct Node {
     pub cluster: Cluster,
     pub resync: Arc<Resync>,
     pub scrub: Arc<Scrub>,
+    /// What the sharded tables' anti-entropy established (for metrics).
+    pub tables_synced: hangar_table::sharded_sync::ShardedSyncStatus,
 }
 
 /// Opens the stores and starts the background workers.
@@ -199,7 +201,12 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
     tokio::spawn(resync.clone().run(workers.register("block-resync")));
     let scrub = Scrub::new(blocks.clone(), cfg.scrub_tranquility, !cfg.disable_scrub);
     tokio::spawn(scrub.clone().run(workers.register("block-scrub")));
-    crate::layout_progress::spawn(cluster.clone(), tables_synced, resync.clone(), &workers);
+    crate::layout_progress::spawn(
+        cluster.clone(),
+        tables_synced.clone(),
+        resync.clone(),
+        &workers,
+    );
     Ok(Node {
         db,
         blocks,
@@ -209,6 +216,7 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
         cluster,
         resync,
         scrub,
+        tables_synced,
     })
 }
 
@@ -302,21 +310,39 @@ async fn start_admin(
     cfg: &Config,
     node: &Node,
     api: &S3Api,
-    s3_metrics: &S3Metrics,
+    s3_metrics: &Arc<S3Metrics>,
     ops: Arc<AdminState>,
 ) -> Result<(), NodeError> {
     let Some(addr) = cfg.admin.api_bind_addr.clone() else {
         return Ok(());
     };
     let mut registry = Registry::default();
-    s3_metrics.register(&mut registry);
+    s3_metrics.register(&mut registry, api.budget().clone());
     node.mesh.metrics().register(&mut registry);
+    let samples = sampler::spawn_sampler(sampler::Sources {
+        db: node.db.clone(),
+        cluster: node.cluster.clone(),
+        scrub: node.scrub.clone(),
+        sharded: node.model.sharded_tables(),
+        full: node.model.full_tables(),
+        gc_queues: vec![
+            ("version", hangar_model::garbage::VERSION_GC_TREE),
+            ("block", hangar_block::BLOCK_GC_TREE),
+            ("tombstone", hangar_table::tombstones::TOMBSTONE_GC_TREE),
+        ],
+    });
     registry.register_collector(Box::new(NodeCollector {
         db: node.db.clone(),
         blocks: node.blocks.clone(),
-        budget: api.budget().clone(),
+        block_ram_buffer_max: cfg.block_ram_buffer_max.0,
         workers: node.workers.clone(),
-        resync: Some(node.resync.clone()),
+        resync: node.resync.clone(),
+        samples: samples.clone(),
+    }));
+    registry.register_collector(Box::new(ClusterCollector {
+        cluster: node.cluster.clone(),
+        sync: node.tables_synced.clone(),
+        samples,
     }));
     let (admin, read) = (cfg.admin_token()?, cfg.admin_read_token()?);
     let tokens = Tokens::new(

@@ -14,7 +14,7 @@
 //!   validated is sent a stateless Retry first, so spoofed source addresses
 //!   (which would escape the per-address bound) cost the node nothing.
 //!
-//! Refusals are counted (`rpc_handshakes_refused_total`) and logged at most once
+//! Refusals are counted (`hangar_rpc_handshakes_refused_total`) and logged at most once
 //! a second, so a flood cannot fill the log either.
 
 use std::collections::HashMap;

@@ -1,5 +1,10 @@
 //! The mesh's metrics, kept with `prometheus-client` so that the admin API
-//! can register them in its registry and serve them on `/metrics`.
+//! can register them in its registry and serve them on `/metrics`
+//! (doc/metrics.md lists them).
+//!
+//! Label values are bounded: `endpoint` is the path of an endpoint this
+//! node registered (a path a peer sends that names none is counted as
+//! `unknown`), `peer` a node's short id (peers are the cluster's nodes).
 
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
@@ -27,6 +32,11 @@ struct ErrorLabels {
     kind: String,
 }
 
+/// The `endpoint` label of calls a peer made on a path no endpoint of
+/// this node has: such paths are the peer's to choose, so they are not
+/// labels.
+pub(crate) const UNKNOWN_ENDPOINT: &str = "unknown";
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct PeerLabels {
     peer: String,
@@ -51,8 +61,8 @@ pub struct NetMetrics {
     timeouts: Family<CallLabels, Counter>,
     latency: Family<CallLabels, Histogram, fn() -> Histogram>,
     rejected: Family<EndpointLabels, Counter>,
-    bytes_sent: Family<PeerLabels, Counter>,
-    bytes_received: Family<PeerLabels, Counter>,
+    bytes_sent: Family<CallLabels, Counter>,
+    bytes_received: Family<CallLabels, Counter>,
     peer_up: Family<PeerLabels, Gauge>,
     peer_rtt: Family<PeerLabels, Gauge<f64, AtomicU64>>,
     handshakes_pending: Gauge,
@@ -81,47 +91,55 @@ impl Default for NetMetrics {
     }
 }
 
+fn call_labels(endpoint: &str, peer: &NodeId) -> CallLabels {
+    CallLabels {
+        endpoint: endpoint.to_string(),
+        peer: peer.short(),
+    }
+}
+
 pub(crate) fn peer_labels(peer: &NodeId) -> PeerLabels {
     PeerLabels { peer: peer.short() }
 }
 
 impl NetMetrics {
-    /// Adds every metric of the mesh to `registry` (names prefixed `rpc_`).
+    /// Adds every metric of the mesh to `registry` (names prefixed
+    /// `hangar_rpc_`).
     pub fn register(&self, registry: &mut Registry) {
-        let r = registry.sub_registry_with_prefix("rpc");
+        let r = registry.sub_registry_with_prefix("hangar_rpc");
         r.register(
             "calls",
-            "RPC calls made, per endpoint and peer",
+            "RPC calls this node made, per endpoint and peer",
             self.calls.clone(),
         );
         r.register(
             "errors",
-            "RPC calls that failed, per endpoint, peer and error kind",
+            "RPC calls this node made that failed, per endpoint, peer and error kind",
             self.errors.clone(),
         );
         r.register(
             "timeouts",
-            "RPC calls that hit their deadline",
+            "RPC calls this node made that hit their deadline, per endpoint and peer",
             self.timeouts.clone(),
         );
         r.register(
             "call_duration_seconds",
-            "RPC call latency, per endpoint and peer",
+            "Latency of the RPC calls this node made, per endpoint and peer",
             self.latency.clone(),
         );
         r.register(
             "rejected_overloaded",
-            "incoming calls refused because the handler queue was full",
+            "Incoming RPC calls refused because the endpoint's handler queue was full",
             self.rejected.clone(),
         );
         r.register(
             "sent_bytes",
-            "message and body bytes sent, per peer",
+            "Message and body bytes sent to the peer, per endpoint (calls made and answers given)",
             self.bytes_sent.clone(),
         );
         r.register(
             "received_bytes",
-            "message and body bytes received, per peer",
+            "Message and body bytes received from the peer, per endpoint (answers to calls made and calls served)",
             self.bytes_received.clone(),
         );
         r.register(
@@ -131,7 +149,7 @@ impl NetMetrics {
         );
         r.register(
             "peer_rtt_seconds",
-            "average ping round-trip time",
+            "Average ping round-trip time to the peer",
             self.peer_rtt.clone(),
         );
         r.register(
@@ -173,10 +191,7 @@ impl NetMetrics {
         elapsed: Duration,
         error: Option<&NetError>,
     ) {
-        let labels = CallLabels {
-            endpoint: endpoint.to_string(),
-            peer: peer.short(),
-        };
+        let labels = call_labels(endpoint, peer);
         self.calls.get_or_create(&labels).inc();
         self.latency
             .get_or_create(&labels)
@@ -203,13 +218,18 @@ impl NetMetrics {
             .inc();
     }
 
-    pub(crate) fn sent(&self, peer: &NodeId) -> Counter {
-        self.bytes_sent.get_or_create(&peer_labels(peer)).clone()
+    /// The counter of bytes sent to `peer` on `endpoint` (a registered
+    /// path, or [`UNKNOWN_ENDPOINT`]).
+    pub(crate) fn sent(&self, endpoint: &str, peer: &NodeId) -> Counter {
+        self.bytes_sent
+            .get_or_create(&call_labels(endpoint, peer))
+            .clone()
     }
 
-    pub(crate) fn received(&self, peer: &NodeId) -> Counter {
+    /// The counter of bytes received from `peer` on `endpoint`.
+    pub(crate) fn received(&self, endpoint: &str, peer: &NodeId) -> Counter {
         self.bytes_received
-            .get_or_create(&peer_labels(peer))
+            .get_or_create(&call_labels(endpoint, peer))
             .clone()
     }
 

@@ -34,8 +34,8 @@ impl MeshInner {
             .await
             .map_err(|_| timed_out())??;
         let _ = send.set_priority(priority.quic());
-        let sent = self.metrics().sent(&to);
-        let received = self.metrics().received(&to);
+        let sent = self.metrics().sent(path, &to);
+        let received = self.metrics().received(path, &to);
         let header = RequestHeader {
             path: path.to_string(),
             timeout_ms: deadline
@@ -139,7 +139,13 @@ impl MeshInner {
         let msg = tokio::time::timeout(timeout, frame::read_frame(&mut recv, MAX_MESSAGE_LEN))
             .await
             .map_err(|_| NetError::Protocol("request message not sent in time".into()))??;
-        let received = self.metrics().received(&from);
+        // The path is the peer's to choose: only a registered one is a label.
+        let entry = self.serve_entry(&head.path);
+        let label = match entry {
+            Some(_) => head.path.as_str(),
+            None => crate::metrics::UNKNOWN_ENDPOINT,
+        };
+        let received = self.metrics().received(label, &from);
         received.inc_by(msg.len() as u64);
 
         // With a body, the receive side becomes the handler's body stream;
@@ -147,7 +153,7 @@ impl MeshInner {
         let body = head
             .has_body
             .then(|| recv_body(recv, timeout, received, head.path.clone()));
-        let result = match self.serve_entry(&head.path) {
+        let result = match entry {
             None => Err(ServeError {
                 status: frame::STATUS_NO_SUCH_ENDPOINT,
                 message: format!("no endpoint {}", head.path),
@@ -163,7 +169,7 @@ impl MeshInner {
                 }
             }
         };
-        let sent = self.metrics().sent(&from);
+        let sent = self.metrics().sent(label, &from);
         let gate = self.gate_for(from);
         let _urgent = (priority != Priority::Background).then(|| gate.urgent());
         match result {

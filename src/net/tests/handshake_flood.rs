@@ -103,11 +103,11 @@ async fn half_open_handshakes_are_bounded_and_real_peers_still_connect() {
     // Every attacker's first packet has arrived once the node has either
     // admitted, retried or refused it.
     wait_for(Duration::from_secs(5), || {
-        metric(&a, "rpc_handshakes_refused_total") >= (FROM_ONE_HOST - 16) as f64
+        metric(&a, "hangar_rpc_handshakes_refused_total") >= (FROM_ONE_HOST - 16) as f64
     })
     .await
     .expect("the handshakes past 16 from one host were not refused");
-    let pending = metric(&a, "rpc_handshakes_pending");
+    let pending = metric(&a, "hangar_rpc_handshakes_pending");
     assert!(
         pending <= 128.0,
         "unvalidated sources hold {pending} handshakes, more than half the 256 slots"
@@ -132,14 +132,14 @@ async fn half_open_handshakes_are_bounded_and_real_peers_still_connect() {
 
     // The stalled handshakes end at the ping timeout (1 s in tests).
     let drained = wait_for(Duration::from_secs(5), || {
-        metric(&a, "rpc_handshakes_pending") == 0.0
+        metric(&a, "hangar_rpc_handshakes_pending") == 0.0
     })
     .await;
     assert!(
         drained.is_some(),
         "{} handshakes still pending",
-        metric(&a, "rpc_handshakes_pending")
+        metric(&a, "hangar_rpc_handshakes_pending")
     );
-    assert!(metric(&a, "rpc_handshakes_timed_out_total") >= 16.0);
+    assert!(metric(&a, "hangar_rpc_handshakes_timed_out_total") >= 16.0);
     assert!(is_up(&b, a.id()), "the real peer lost its connection");
 }

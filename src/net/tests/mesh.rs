@@ -79,15 +79,18 @@ async fn full_mesh_forms_from_one_bootstrap_peer() {
     }
     let text = nodes[1].metrics().encode_text();
     let want = format!(
-        "rpc_calls_total{{endpoint=\"test/echo\",peer=\"{}\"}} 1",
+        "hangar_rpc_calls_total{{endpoint=\"test/echo\",peer=\"{}\"}} 1",
         ids[3].short()
     );
     assert!(text.contains(&want), "no {want} in:\n{text}");
-    assert!(text.contains(&format!("rpc_peer_up{{peer=\"{}\"}} 1", ids[0].short())));
-    assert!(text.contains("rpc_peer_rtt_seconds"));
+    assert!(text.contains(&format!(
+        "hangar_rpc_peer_up{{peer=\"{}\"}} 1",
+        ids[0].short()
+    )));
+    assert!(text.contains("hangar_rpc_peer_rtt_seconds"));
     assert!(nodes[1].is_up(ids[2]) && nodes[1].rtt(ids[2]).is_some());
     assert_eq!(nodes[1].up_nodes().len(), 4);
-    assert!(text.contains("rpc_call_duration_seconds_bucket"));
+    assert!(text.contains("hangar_rpc_call_duration_seconds_bucket"));
     // `hangar node id` without a running node gives the same id.
     let cfg = test_config(dirs[2].path(), SECRET, "127.0.0.1:3901".parse().unwrap());
     assert_eq!(cfg.node_peer_addr().unwrap().id, ids[2]);

@@ -83,7 +83,7 @@ async fn full_handler_queue_answers_overloaded_quickly() {
     assert!(
         b.metrics()
             .encode_text()
-            .contains("rpc_rejected_overloaded_total")
+            .contains("hangar_rpc_rejected_overloaded_total")
     );
     release.notify_waiters();
     for (i, h) in first.into_iter().enumerate() {

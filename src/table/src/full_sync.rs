@@ -41,6 +41,9 @@ pub struct SyncReport {
 #[async_trait]
 pub trait Syncable: Send + Sync {
     fn tree(&self) -> &'static str;
+    /// How many rows this node stores (a count over the table: full tables
+    /// hold keys and buckets, which are few).
+    async fn rows(&self) -> Result<u64, TableError>;
     /// Compares this node's table with `peer`'s and repairs both.
     async fn sync_with(&self, peer: NodeId) -> Result<SyncReport, TableError>;
 }
@@ -49,6 +52,22 @@ pub trait Syncable: Send + Sync {
 impl<S: Schema> Syncable for FullTable<S> {
     fn tree(&self) -> &'static str {
         S::TREE
+    }
+
+    async fn rows(&self) -> Result<u64, TableError> {
+        let db = self.local().db();
+        let (mut n, mut after) = (0u64, None::<Vec<u8>>);
+        loop {
+            let start = after.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
+            let page = db
+                .range_async(S::TREE, start, std::ops::Bound::Unbounded, false, 1024)
+                .await?;
+            n += page.len() as u64;
+            if page.len() < 1024 {
+                return Ok(n);
+            }
+            after = page.last().map(|(k, _)| k.clone());
+        }
     }
 
     async fn sync_with(&self, peer: NodeId) -> Result<SyncReport, TableError> {

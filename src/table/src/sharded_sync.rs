@@ -43,6 +43,7 @@ use hangar_cluster::Cluster;
 use hangar_layout::Partition;
 use hangar_net::CallOpts;
 use hangar_util::NodeId;
+use hangar_util::time::now_msec;
 use hangar_util::worker::{WorkerRegistry, WorkerState};
 use serde_bytes::ByteBuf;
 use tokio::sync::watch;
@@ -81,6 +82,9 @@ pub struct PeerSync {
 #[async_trait]
 pub trait ShardedSyncable: Send + Sync {
     fn tree(&self) -> &'static str;
+    /// How many rows (tombstones included) this node stores, from the
+    /// Merkle roots of every partition: 256 reads, whatever the size.
+    async fn rows(&self) -> Result<u64, TableError>;
     /// Compares `partitions` of this node's table with `peer`'s and repairs
     /// both sides.
     async fn sync_with(
@@ -94,6 +98,12 @@ pub trait ShardedSyncable: Send + Sync {
 impl<S: Schema> ShardedSyncable for ShardedTable<S> {
     fn tree(&self) -> &'static str {
         S::TREE
+    }
+
+    async fn rows(&self) -> Result<u64, TableError> {
+        let all = (0..=Partition::MAX).collect();
+        let roots = merkle::roots(self.local().db(), self.index_tree(), all).await?;
+        Ok(roots.iter().map(|r| r.count).sum())
     }
 
     async fn sync_with(
@@ -445,7 +455,19 @@ pub struct PassReport {
     pub partitions_differed: usize,
     pub rows_pulled: u64,
     pub rows_pushed: u64,
+    /// The same counts per table.
+    pub per_table: BTreeMap<&'static str, TableSyncCounts>,
+    /// When the pass started (ms since the epoch).
+    pub started_msec: u64,
     pub errors: Vec<String>,
+}
+
+/// What sync passes moved for one table.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct TableSyncCounts {
+    pub partitions_differed: u64,
+    pub rows_pulled: u64,
+    pub rows_pushed: u64,
 }
 
 impl PassReport {
@@ -464,6 +486,7 @@ pub async fn sync_pass(cluster: &Cluster, tables: &[Arc<dyn ShardedSyncable>]) -
     let mut report = PassReport {
         version,
         sync_may_start: h.sync_may_start(version),
+        started_msec: now_msec(),
         ..Default::default()
     };
     let in_current: BTreeSet<Partition> = h.current().partitions_of_node(me).into_iter().collect();
@@ -496,6 +519,10 @@ pub async fn sync_pass(cluster: &Cluster, tables: &[Arc<dyn ShardedSyncable>]) -
                     report.partitions_differed += r.differed;
                     report.rows_pulled += r.rows_pulled;
                     report.rows_pushed += r.rows_pushed;
+                    let c = report.per_table.entry(t.tree()).or_default();
+                    c.partitions_differed += r.differed as u64;
+                    c.rows_pulled += r.rows_pulled;
+                    c.rows_pushed += r.rows_pushed;
                     unequal.extend(r.unequal_after);
                 }
                 Err(e) => {
@@ -538,6 +565,12 @@ pub async fn sync_pass(cluster: &Cluster, tables: &[Arc<dyn ShardedSyncable>]) -
 pub struct ShardedSyncStatus {
     synced: Arc<watch::Sender<u64>>,
     passes: Arc<AtomicU64>,
+    /// When the status was made (the worker started), ms since the epoch.
+    since_msec: u64,
+    /// When the last complete pass started (0: none yet).
+    last_complete_msec: Arc<AtomicU64>,
+    /// Per table, what every pass moved.
+    totals: Arc<std::sync::Mutex<BTreeMap<&'static str, TableSyncCounts>>>,
 }
 
 impl Default for ShardedSyncStatus {
@@ -545,6 +578,9 @@ impl Default for ShardedSyncStatus {
         ShardedSyncStatus {
             synced: Arc::new(watch::channel(0).0),
             passes: Arc::new(AtomicU64::new(0)),
+            since_msec: now_msec(),
+            last_complete_msec: Arc::new(AtomicU64::new(0)),
+            totals: Arc::default(),
         }
     }
 }
@@ -567,8 +603,35 @@ impl ShardedSyncStatus {
         self.passes.load(Ordering::SeqCst)
     }
 
+    /// How far behind this node's sharded tables may be, in ms: the time
+    /// since the start of the last pass that found them complete (holding
+    /// every write acknowledged before it started), or since the worker
+    /// started when no pass was complete yet.
+    pub fn lag_msec(&self, now_msec: u64) -> u64 {
+        let last = self.last_complete_msec.load(Ordering::Relaxed);
+        now_msec.saturating_sub(if last == 0 { self.since_msec } else { last })
+    }
+
+    /// Per table, what the passes since start moved.
+    pub fn totals(&self) -> BTreeMap<&'static str, TableSyncCounts> {
+        self.totals.lock().expect("sync totals lock").clone()
+    }
+
     /// Takes a pass's report into account.
     pub fn record(&self, r: &PassReport) {
+        if r.complete {
+            self.last_complete_msec
+                .fetch_max(r.started_msec, Ordering::Relaxed);
+        }
+        {
+            let mut t = self.totals.lock().expect("sync totals lock");
+            for (tree, c) in &r.per_table {
+                let e = t.entry(tree).or_default();
+                e.partitions_differed += c.partitions_differed;
+                e.rows_pulled += c.rows_pulled;
+                e.rows_pushed += c.rows_pushed;
+            }
+        }
         if let Some(v) = r.synced() {
             self.synced.send_if_modified(|s| {
                 let newer = v > *s;

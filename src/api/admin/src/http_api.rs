@@ -120,17 +120,11 @@ async fn metrics<H: AdminOps>(State(ep): Ep<H>, headers: HeaderMap) -> Response 
     if let Some(r) = refusal(ep.tokens.check_metrics(&headers)) {
         return r;
     }
-    let mut out = String::new();
-    match prometheus_client::encoding::text::encode(&mut out, &ep.registry) {
-        Ok(()) => (
-            StatusCode::OK,
-            [(
-                header::CONTENT_TYPE,
-                "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            )],
-            out,
-        )
-            .into_response(),
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    match crate::exposition::render(&ep.registry, accept) {
+        Ok((content_type, out)) => {
+            (StatusCode::OK, [(header::CONTENT_TYPE, content_type)], out).into_response()
+        }
         Err(e) => error(&AdminError::internal(format!("encoding the metrics: {e}"))),
     }
 }

@@ -5,21 +5,27 @@
 //! and the CLI's client for both (`client`). The binary supplies the code
 //! that runs the operations (`ops::AdminOps`), once for both transports.
 //!
-//! The HTTP endpoint also serves `GET /metrics` (Prometheus text format;
-//! bearer `metrics_token` when set) and `GET /health` (`200` when this node
-//! can serve reads and writes at its consistency mode, `503` otherwise).
+//! The HTTP endpoint also serves `GET /metrics` (doc/metrics.md; OpenMetrics
+//! or Prometheus text per the `Accept` header, [`exposition`]; bearer
+//! `metrics_token` when set) and `GET /health` (`200` when this node can
+//! serve reads and writes at its consistency mode, `503` otherwise).
 //! doc/admin-api.yaml is the OpenAPI description of every route.
 
 pub mod auth;
 pub mod client;
+mod cluster_collector;
 mod collector;
+pub mod exposition;
+mod families;
 pub mod http_api;
 pub mod ops;
 pub mod proto;
 pub mod routes;
+pub mod sampler;
 pub mod server;
 pub mod socket;
 
+pub use cluster_collector::ClusterCollector;
 pub use collector::NodeCollector;
 pub use http_api::AdminEndpoint;
 pub use server::serve;

@@ -22,11 +22,12 @@ use s3s::{S3Error, S3ErrorCode};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// A budget of block buffers shared by all requests of a node.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct RamBudget {
     blocks: Arc<Semaphore>,
     capacity: u32,
     queue_capacity: u64,
+    block_size: u64,
     wait: Duration,
     /// Blocks asked for by the requests waiting now.
     queued: Arc<AtomicU64>,
@@ -56,6 +57,7 @@ impl RamBudget {
             blocks: Arc::new(Semaphore::new(capacity as usize)),
             capacity,
             queue_capacity: queue_bytes / block,
+            block_size: block_size.max(1) as u64,
             wait,
             queued: Arc::new(AtomicU64::new(0)),
             rejected: Arc::new(AtomicU64::new(0)),
@@ -104,6 +106,17 @@ impl RamBudget {
     /// Block buffers free right now.
     pub fn available(&self) -> usize {
         self.blocks.available_permits()
+    }
+
+    /// The whole budget in bytes (whole blocks).
+    pub fn capacity_bytes(&self) -> u64 {
+        u64::from(self.capacity) * self.block_size
+    }
+
+    /// Bytes of the budget held by requests now.
+    pub fn in_use_bytes(&self) -> u64 {
+        let free = (self.available() as u64).min(u64::from(self.capacity));
+        (u64::from(self.capacity) - free) * self.block_size
     }
 }
 

@@ -13,6 +13,7 @@ use s3s::auth::{S3Auth, SecretKey};
 use s3s::{S3Result, s3_error};
 
 use crate::error::OrS3;
+use crate::metrics::RequestOp;
 
 /// Looks secrets up in the key table.
 pub struct KeyAuth(pub Arc<Model>);
@@ -152,6 +153,11 @@ impl KeyAccess {
 #[async_trait::async_trait]
 impl S3Access for KeyAccess {
     async fn check(&self, cx: &mut S3AccessContext<'_>) -> S3Result<()> {
+        // s3s resolved the operation; the metrics count the request under it.
+        let op = cx.s3_op().name().to_owned();
+        if let Some(slot) = cx.extensions_mut().get::<RequestOp>() {
+            slot.set(&op);
+        }
         self.check_signature_scope(cx)?;
         let key = self.key(cx).await?;
         let need = need_of(cx.s3_op().name());

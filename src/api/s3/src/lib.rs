@@ -13,6 +13,7 @@ pub mod admission;
 pub mod auth;
 mod checksum;
 mod conditions;
+mod counted_body;
 pub mod error;
 mod expect_continue;
 pub mod metrics;

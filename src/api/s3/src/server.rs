@@ -13,12 +13,14 @@ use tokio::sync::Semaphore;
 
 use crate::S3Api;
 use crate::auth::{KeyAccess, KeyAuth};
+use crate::counted_body::{Counted, Tally};
 use crate::expect_continue::{close_after, expects_continue, needs_close};
-use crate::metrics::S3Metrics;
+use crate::metrics::{Answered, RequestOp, S3Metrics};
 use hangar_util::conn_limits::ConnLimits;
 use hangar_util::idle_io::IdleTimeout;
 use http_body::Body as _;
 use hyper::body::Incoming;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Virtual-host style: `<bucket>.<root_domain>` names a bucket; any other
 /// host is path style. (s3s's `SingleDomain` would take any other valid
@@ -58,17 +60,39 @@ async fn handle(
     req: http::Request<Incoming>,
 ) -> Result<http::Response<s3s::Body>, s3s::HttpError> {
     let start = std::time::Instant::now();
-    let method = req.method().clone();
+    let head = req.method() == http::Method::HEAD;
     let expect = expects_continue(&req);
     let empty = req.body().is_end_stream();
-    let mut req = req.map(s3s::Body::from);
+    let op = RequestOp::default();
+    let received = Arc::new(AtomicU64::new(0));
+    let mut req =
+        req.map(|b| s3s::Body::http_body(Counted::new(b, Tally::Request(received.clone()))));
+    req.extensions_mut().insert(op.clone());
     merge_content_encoding(req.headers_mut());
     let mut resp = service.call(req).await?;
     if expect && needs_close(empty, resp.status()) {
         close_after(&mut resp);
     }
-    metrics.record(&method, resp.status(), start.elapsed().as_secs_f64());
-    Ok(resp)
+    let in_memory = resp.body().bytes();
+    metrics.record(Answered {
+        op: &op,
+        status: resp.status(),
+        body: in_memory.as_deref(),
+        secs: start.elapsed().as_secs_f64(),
+        received: received.load(Ordering::Relaxed),
+    });
+    let sent = metrics.sent_counter(&op);
+    Ok(match in_memory {
+        // Counted now; left as it is, so hyper still sees its length. The
+        // answer to a HEAD has no body on the wire.
+        Some(b) => {
+            if !head {
+                sent.inc_by(b.len() as u64);
+            }
+            resp
+        }
+        None => resp.map(|b| s3s::Body::http_body_unsync(Counted::new(b, Tally::Counter(sent)))),
+    })
 }
 
 /// Joins repeated `Content-Encoding` lines into one, as HTTP allows and as
@@ -142,6 +166,8 @@ pub async fn serve(
         };
         let service = service.clone();
         let metrics = metrics.clone();
+        let open = metrics.connections.clone();
+        open.inc();
         tokio::spawn(async move {
             let mut conn = hyper::server::conn::http1::Builder::new();
             conn.timer(hyper_util::rt::TokioTimer::new())
@@ -153,6 +179,7 @@ pub async fn serve(
             if let Err(e) = conn.serve_connection(io, handler).await {
                 tracing::debug!("connection from {peer}: {e}");
             }
+            open.dec();
             drop(permit);
         });
     }

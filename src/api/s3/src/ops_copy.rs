@@ -136,6 +136,7 @@ impl S3Api {
             user_meta,
             checksum: src.checksum.clone(),
             data,
+            tags: Default::default(),
         };
         let row = match self.model.publish(&dst_b, &input.key, row).await {
             Ok(row) => row,

@@ -105,6 +105,7 @@ impl S3Api {
             headers: system_headers(&req.headers),
             user_meta: input.metadata.unwrap_or_default().into_iter().collect(),
             checksum_algorithm: algorithm,
+            tags: Default::default(),
         };
         self.model.create_multipart(&b, row).await.or_s3()?;
         Ok(S3Response::new(CreateMultipartUploadOutput {

@@ -408,6 +408,7 @@ impl S3Api {
             user_meta: input.metadata.unwrap_or_default().into_iter().collect(),
             checksum: stored.checksum,
             data: stored.data,
+            tags: Default::default(),
         };
         let row = match self.model.publish_if(&bucket, &input.key, row, cond).await {
             Ok(row) => row,

@@ -24,8 +24,10 @@ mod ops_get;
 mod ops_list;
 mod ops_multipart;
 mod ops_put;
+mod ops_tagging;
 mod s3_impl;
 pub mod server;
+mod tagging;
 mod time;
 
 use std::sync::Arc;

@@ -37,6 +37,12 @@ impl S3Host for RootDomain {
     }
 }
 
+/// A status an operation answers with instead of the one s3s's serializer
+/// gives its output (s3s ignores `S3Response::status` but carries the
+/// response's extensions): PutBucketTagging is `204` in S3, `200` in s3s.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StatusOverride(pub http::StatusCode);
+
 /// Builds the s3s service for `api`.
 pub fn service(api: S3Api) -> S3Service {
     let model = api.model.clone();
@@ -63,6 +69,9 @@ async fn handle(
     let mut req = req.map(s3s::Body::from);
     merge_content_encoding(req.headers_mut());
     let mut resp = service.call(req).await?;
+    if let Some(StatusOverride(status)) = resp.extensions_mut().remove() {
+        *resp.status_mut() = status;
+    }
     if expect && needs_close(empty, resp.status()) {
         close_after(&mut resp);
     }

@@ -190,4 +190,25 @@ impl S3 for S3Api {
     ) -> S3Result<S3Response<DeleteBucketTaggingOutput>> {
         self.do_delete_bucket_tagging(req).await
     }
+
+    async fn put_bucket_cors(
+        &self,
+        req: S3Request<PutBucketCorsInput>,
+    ) -> S3Result<S3Response<PutBucketCorsOutput>> {
+        self.do_put_bucket_cors(req).await
+    }
+
+    async fn get_bucket_cors(
+        &self,
+        req: S3Request<GetBucketCorsInput>,
+    ) -> S3Result<S3Response<GetBucketCorsOutput>> {
+        self.do_get_bucket_cors(req).await
+    }
+
+    async fn delete_bucket_cors(
+        &self,
+        req: S3Request<DeleteBucketCorsInput>,
+    ) -> S3Result<S3Response<DeleteBucketCorsOutput>> {
+        self.do_delete_bucket_cors(req).await
+    }
 }

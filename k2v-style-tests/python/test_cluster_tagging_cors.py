@@ -48,6 +48,12 @@ def test_object_tags_set_through_one_node_are_seen_through_the_others(three):
     for c in clients:
         assert tags_of(c, b, "o") == {}
         assert "TagCount" not in c.get_object(Bucket=b, Key="o")
+    # Conditional PUTs go through the coordinator of the bucket's partition
+    # (for two of the three writers another node): the tags go with the row.
+    for i, writer in enumerate(clients):
+        writer.put_object(Bucket=b, Key=f"cond{i}", Body=b"c", IfNoneMatch="*", Tagging=f"cond={i}")
+        for reader in clients:
+            assert tags_of(reader, b, f"cond{i}") == {"cond": str(i)}
     # Multipart and copy through different nodes.
     up = clients[2].create_multipart_upload(Bucket=b, Key="mp", Tagging="mp=1")
     part = clients[0].upload_part(Bucket=b, Key="mp", UploadId=up["UploadId"], PartNumber=1, Body=b"p" * 2000)

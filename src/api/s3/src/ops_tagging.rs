@@ -66,9 +66,14 @@ impl S3Api {
     ) -> S3Result<S3Response<GetObjectTaggingOutput>> {
         let input = &req.input;
         // The bucket first: a missing bucket is NoSuchBucket, as in S3.
-        self.bucket(&input.bucket).await?;
+        let b = self.bucket(&input.bucket).await?;
         let version_id = tagging::check_version_id(input.version_id.as_deref())?;
-        let obj = self.object_for_read(&input.bucket, &input.key).await?;
+        let obj = self
+            .model
+            .get_object(&b, &input.key)
+            .await
+            .or_s3()?
+            .ok_or_else(no_such_key)?;
         Ok(S3Response::new(GetObjectTaggingOutput {
             tag_set: tagging::to_xml(obj.tag_set()),
             version_id,

@@ -1,14 +1,19 @@
-//! Buckets, by name.
+//! Buckets, by name, with their configuration: tags and CORS rules.
 
-use hangar_table::{Crdt, Schema, max_by_content};
+use hangar_table::{Crdt, Lww, NEWEST_ROW_FORMAT, ROW_FORMAT, Schema};
 use serde::{Deserialize, Serialize};
 
 use crate::ModelError;
+use crate::object::TagSet;
 
-/// One bucket. The row is one last-writer-wins register: the derived order
-/// (last change, then deleted over live, then the content) is the merge
-/// order, so a delete and a re-creation at the same millisecond resolve the
-/// same way everywhere. A deleted bucket keeps its row as a tombstone.
+/// One bucket. The bucket itself (`updated_msec` … `created_msec`) is one
+/// last-writer-wins register: the greater of (last change, then deleted
+/// over live, then the content) wins, so a delete and a re-creation at the
+/// same millisecond resolve the same way everywhere. Its configuration
+/// registers (`tags`, `cors`) belong to that bucket: merged register by
+/// register when both rows are the same bucket, dropped with the row that
+/// loses otherwise (a re-created bucket starts without configuration). A
+/// deleted bucket keeps its row as a tombstone.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct BucketRow {
     pub updated_msec: u64,
@@ -18,15 +23,70 @@ pub struct BucketRow {
     pub id: String,
     pub name: String,
     pub created_msec: u64,
+    /// Put/DeleteBucketTagging (row format 3; absent when never set).
+    #[serde(default, skip_serializing_if = "Lww::is_unset")]
+    pub tags: Lww<TagSet>,
+    /// Put/DeleteBucketCors: the rules in the order given, empty when
+    /// there is no configuration (row format 3; absent when never set).
+    #[serde(default, skip_serializing_if = "Lww::is_unset")]
+    pub cors: Lww<Vec<CorsRule>>,
+}
+
+/// One rule of a bucket's CORS configuration, as S3's `CORSRule` (checked
+/// by the S3 layer before it is stored).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct CorsRule {
+    pub id: Option<String>,
+    pub allowed_origins: Vec<String>,
+    pub allowed_methods: Vec<String>,
+    pub allowed_headers: Vec<String>,
+    pub expose_headers: Vec<String>,
+    pub max_age_seconds: Option<i32>,
 }
 
 impl Crdt for BucketRow {
     fn merge(&mut self, other: &Self) {
-        max_by_content(self, other);
+        match self.bucket().cmp(&other.bucket()) {
+            std::cmp::Ordering::Less => *self = other.clone(),
+            std::cmp::Ordering::Greater => {}
+            std::cmp::Ordering::Equal => {
+                self.tags.merge(&other.tags);
+                self.cors.merge(&other.cors);
+            }
+        }
     }
 }
 
 impl BucketRow {
+    /// A live bucket without configuration.
+    pub fn new(name: &str, id: String, created_msec: u64, updated_msec: u64) -> BucketRow {
+        BucketRow {
+            updated_msec,
+            deleted: false,
+            id,
+            name: name.to_owned(),
+            created_msec,
+            tags: Lww::default(),
+            cors: Lww::default(),
+        }
+    }
+
+    /// The bucket register, in merge order.
+    fn bucket(&self) -> (u64, bool, &str, &str, u64) {
+        (
+            self.updated_msec,
+            self.deleted,
+            &self.id,
+            &self.name,
+            self.created_msec,
+        )
+    }
+
+    /// The CORS rules; empty when the bucket has no CORS configuration.
+    pub fn cors_rules(&self) -> &[CorsRule] {
+        &self.cors.value
+    }
+
     /// The partition key of this bucket's objects.
     pub fn id_bytes(&self) -> [u8; 32] {
         let mut b = [0u8; 32];
@@ -42,6 +102,14 @@ impl Schema for BucketTable {
     const TREE: &'static str = "bucket";
     const PARTITION_LEN: usize = 0;
     type Row = BucketRow;
+
+    fn format_of(row: &BucketRow) -> u8 {
+        if row.tags.is_unset() && row.cors.is_unset() {
+            ROW_FORMAT
+        } else {
+            NEWEST_ROW_FORMAT
+        }
+    }
 }
 
 /// Checks S3's bucket naming rules.

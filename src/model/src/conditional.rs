@@ -52,8 +52,9 @@ pub struct PublishIf {
 /// The coordinator's answer.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum PublishIfReply {
-    /// The row as written (with its timestamp).
-    Published(ObjectRow),
+    /// The row as written (with its timestamp); boxed, the other variant
+    /// being empty (the same bytes on the wire).
+    Published(Box<ObjectRow>),
     /// The condition does not hold on the current object.
     PreconditionFailed,
 }
@@ -111,7 +112,7 @@ impl Conditional {
             .await
             .map_err(hangar_table::TableError::from)?;
         match reply {
-            PublishIfReply::Published(row) => Ok(row),
+            PublishIfReply::Published(row) => Ok(*row),
             PublishIfReply::PreconditionFailed => Err(ModelError::PreconditionFailed),
         }
     }
@@ -174,6 +175,6 @@ impl Handler<PublishIf, PublishIfReply> for Coordinator {
             .insert(&m.bucket, m.key.as_bytes(), row.clone())
             .await
             .map_err(HandlerError::new)?;
-        Ok(Response::new(PublishIfReply::Published(row)))
+        Ok(Response::new(PublishIfReply::Published(Box::new(row))))
     }
 }

@@ -6,15 +6,20 @@
 //!   either its bytes (small objects, stored inline) or a block count;
 //! - [`version`]: a version's block list, one row per block so that a large
 //!   object costs O(n) rows and never rewrites a growing list;
-//! - [`garbage`]: uploads in progress and the collector of dead versions.
+//! - [`garbage`]: uploads in progress and the collector of dead versions;
+//! - configuration registers (tags of buckets and objects, CORS rules of
+//!   buckets), changed by `Model::set_*`.
 //!
 //! [`Model`] ties them to one node's metadata store and block manager.
 
 pub mod bucket;
 mod condition;
 pub mod conditional;
+mod configuration;
 mod control;
 mod error;
+#[cfg(test)]
+mod format3_tests;
 #[cfg(test)]
 mod format_tests;
 pub mod garbage;

@@ -262,6 +262,11 @@ impl Model {
         &self.blocks
     }
 
+    /// Fails at once when a bucket change could not reach its quorum.
+    pub(crate) fn buckets_writable(&self) -> Result<()> {
+        self.buckets.check_writable()
+    }
+
     pub(crate) fn object_rows(&self) -> &Rows<ObjectTable> {
         &self.objects
     }
@@ -413,7 +418,7 @@ impl Model {
             .await
     }
 
-    async fn replicate_bucket(&self, row: &BucketRow) -> Result<()> {
+    pub(crate) async fn replicate_bucket(&self, row: &BucketRow) -> Result<()> {
         let name = row.name.as_bytes().to_vec();
         self.buckets
             .replicate(vec![(Vec::new(), name, row.clone())])
@@ -502,13 +507,12 @@ impl Model {
                 if old.as_ref().is_some_and(|b| !b.deleted) {
                     return Err(ModelError::BucketAlreadyExists(name));
                 }
-                let row = BucketRow {
-                    name: name.clone(),
-                    id: hex::encode(rand::random::<[u8; 32]>()),
-                    created_msec: now,
-                    updated_msec: old.map_or(now, |o| now.max(o.updated_msec + 1)),
-                    deleted: false,
-                };
+                let row = BucketRow::new(
+                    &name,
+                    hex::encode(rand::random::<[u8; 32]>()),
+                    now,
+                    old.map_or(now, |o| now.max(o.updated_msec + 1)),
+                );
                 let row = Table::<BucketTable>::tx_insert(tx, b"", name.as_bytes(), &row)?;
                 let key = match owner {
                     Some(id) => {

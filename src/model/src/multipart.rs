@@ -13,11 +13,11 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use hangar_table::{Crdt, Schema, max_by_content};
+use hangar_table::{Crdt, Lww, NEWEST_ROW_FORMAT, ROW_FORMAT, Schema, max_by_content};
 use serde::{Deserialize, Serialize};
 
 use crate::bucket::BucketRow;
-use crate::object::{ObjectData, ObjectRow, StoredChecksum};
+use crate::object::{ObjectData, ObjectRow, StoredChecksum, TagSet};
 use crate::queues::{UploadOf, end_upload_record, queue_version_gc};
 use crate::{Model, ModelError, Result, VersionId};
 
@@ -36,6 +36,10 @@ pub struct MpuRow {
     pub user_meta: BTreeMap<String, String>,
     /// Checksum algorithm the client announced at creation.
     pub checksum_algorithm: Option<String>,
+    /// `x-amz-tagging` of CreateMultipartUpload: the completed object's
+    /// tags (row format 3; absent when empty).
+    #[serde(default, skip_serializing_if = "TagSet::is_empty")]
+    pub tags: TagSet,
 }
 
 impl Crdt for MpuRow {
@@ -55,6 +59,14 @@ impl Schema for MpuTable {
 
     fn is_tombstone(row: &MpuRow) -> bool {
         row.deleted
+    }
+
+    fn format_of(row: &MpuRow) -> u8 {
+        if row.tags.is_empty() {
+            ROW_FORMAT
+        } else {
+            NEWEST_ROW_FORMAT
+        }
     }
 }
 
@@ -386,6 +398,7 @@ impl Model {
             user_meta: mpu.user_meta.clone(),
             checksum,
             data: ObjectData::Blocks { count: next },
+            tags: Lww::new(0, mpu.tags.clone()),
         };
         // Still in progress? (Another completion or an abort may have won.)
         if self

@@ -4,12 +4,13 @@
 //! when its row is written, after all its blocks are stored and referenced.
 //! A deleted object is a tombstone row ([`ObjectData::Deleted`]), newer than
 //! the row it deletes, so that a replica that missed the delete cannot bring
-//! the object back.
+//! the object back. An object's tags are a register of its version: they
+//! change without a new version (S3's PutObjectTagging keeps LastModified).
 
 use std::collections::BTreeMap;
 
 use hangar_db::{DbError, Tx};
-use hangar_table::{Crdt, Schema, max_by_content};
+use hangar_table::{Crdt, Lww, NEWEST_ROW_FORMAT, ROW_FORMAT, Schema};
 use serde::{Deserialize, Serialize};
 
 use crate::VersionId;
@@ -35,8 +36,15 @@ pub struct StoredChecksum {
     pub value: String,
 }
 
-/// The metadata and data location of one object version. The derived order
-/// (timestamp first, then version id, then the rest) is the merge order.
+/// Tags of an object or a bucket: key → value (keys are unique in S3).
+pub type TagSet = BTreeMap<String, String>;
+
+/// The metadata and data location of one object version. The version
+/// (every field but `tags`) is one register: the greater of (timestamp,
+/// version id, then the rest) wins. `tags` is the version's own register,
+/// merged when both rows are the same version and dropped with the row that
+/// loses otherwise (tags set on a version replaced meanwhile do not move to
+/// the new one).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ObjectRow {
     /// Publication time, ms since the epoch; S3's LastModified. Taken in the
@@ -53,13 +61,21 @@ pub struct ObjectRow {
     pub user_meta: BTreeMap<String, String>,
     pub checksum: Option<StoredChecksum>,
     pub data: ObjectData,
+    /// The version's tags (`x-amz-tagging`, PutObjectTagging): row format
+    /// 3; absent when never set. Given at upload they have timestamp 0.
+    #[serde(default, skip_serializing_if = "Lww::is_unset")]
+    pub tags: Lww<TagSet>,
 }
 
 impl Crdt for ObjectRow {
     fn merge(&mut self, other: &Self) {
         // Newest publication wins; the version id, then the content, break
-        // ties identically everywhere.
-        max_by_content(self, other);
+        // ties identically everywhere. The same version: newest tags win.
+        match self.version_register().cmp(&other.version_register()) {
+            std::cmp::Ordering::Less => *self = other.clone(),
+            std::cmp::Ordering::Greater => {}
+            std::cmp::Ordering::Equal => self.tags.merge(&other.tags),
+        }
     }
 }
 
@@ -76,7 +92,39 @@ impl ObjectRow {
             user_meta: BTreeMap::new(),
             checksum: None,
             data: ObjectData::Deleted,
+            tags: Lww::default(),
         }
+    }
+
+    /// Every field but the tags, in merge order.
+    #[allow(clippy::type_complexity)]
+    fn version_register(
+        &self,
+    ) -> (
+        u64,
+        &VersionId,
+        u64,
+        &str,
+        &BTreeMap<String, String>,
+        &BTreeMap<String, String>,
+        &Option<StoredChecksum>,
+        &ObjectData,
+    ) {
+        (
+            self.timestamp_msec,
+            &self.version,
+            self.size,
+            &self.etag,
+            &self.headers,
+            &self.user_meta,
+            &self.checksum,
+            &self.data,
+        )
+    }
+
+    /// The version's tags.
+    pub fn tag_set(&self) -> &TagSet {
+        &self.tags.value
     }
 
     pub fn is_deleted(&self) -> bool {
@@ -100,6 +148,14 @@ impl Schema for ObjectTable {
 
     fn is_tombstone(row: &ObjectRow) -> bool {
         row.is_deleted()
+    }
+
+    fn format_of(row: &ObjectRow) -> u8 {
+        if row.tags.is_unset() {
+            ROW_FORMAT
+        } else {
+            NEWEST_ROW_FORMAT
+        }
     }
 
     /// Every version that is not the one the merge keeps — the one replaced,

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use hangar_model::bucket::BucketRow;
+use hangar_model::bucket::{BucketRow, CorsRule};
 use hangar_model::key::{KeyRow, Permission};
 use hangar_model::multipart::{MpuRow, PartRow};
 use hangar_model::object::{ObjectData, ObjectRow, StoredChecksum};
@@ -69,16 +69,45 @@ fn key_row() -> impl Strategy<Value = KeyRow> {
         })
 }
 
+/// A few tag sets (the empty one is what a delete of the tags stores).
+fn tag_set() -> impl Strategy<Value = BTreeMap<String, String>> {
+    proptest::collection::btree_map(small_string(), small_string(), 0..3)
+}
+
+fn cors_rules() -> impl Strategy<Value = Vec<CorsRule>> {
+    proptest::collection::vec(
+        (small_string(), proptest::option::of(0i32..2)).prop_map(|(origin, max_age)| CorsRule {
+            id: None,
+            allowed_origins: vec![origin],
+            allowed_methods: vec!["GET".into()],
+            allowed_headers: Vec::new(),
+            expose_headers: Vec::new(),
+            max_age_seconds: max_age,
+        }),
+        0..2,
+    )
+}
+
+/// Bucket rows of a few buckets (two ids, few timestamps: the same bucket
+/// is common), each with random tag and CORS registers, as concurrent
+/// Put/DeleteBucketTagging and Put/DeleteBucketCors through different
+/// nodes leave them.
 fn bucket_row() -> impl Strategy<Value = BucketRow> {
-    (ts(), any::<bool>(), small_string(), 0u64..3).prop_map(|(updated, deleted, id, created)| {
-        BucketRow {
-            updated_msec: updated,
-            deleted,
-            id,
-            name: "bucket".into(),
-            created_msec: created,
-        }
-    })
+    (
+        ts(),
+        any::<bool>(),
+        prop_oneof![Just("a".to_owned()), Just("b".to_owned())],
+        0u64..2,
+        lww(tag_set()),
+        lww(cors_rules()),
+    )
+        .prop_map(|(updated, deleted, id, created, tags, cors)| {
+            let mut b = BucketRow::new("bucket", id, created, updated);
+            b.deleted = deleted;
+            b.tags = tags;
+            b.cors = cors;
+            b
+        })
 }
 
 fn version_id() -> impl Strategy<Value = [u8; 16]> {
@@ -101,8 +130,9 @@ fn object_row() -> impl Strategy<Value = ObjectRow> {
         small_string(),
         proptest::option::of(small_string()),
         object_data(),
+        lww(tag_set()),
     )
-        .prop_map(|(timestamp_msec, version, size, etag, sum, data)| {
+        .prop_map(|(timestamp_msec, version, size, etag, sum, data, tags)| {
             let mut headers = BTreeMap::new();
             headers.insert("content-type".to_owned(), etag.clone());
             ObjectRow {
@@ -117,8 +147,37 @@ fn object_row() -> impl Strategy<Value = ObjectRow> {
                     value,
                 }),
                 data,
+                tags,
             }
         })
+}
+
+/// Rows of a few versions only (each version's content fixed by its id, as
+/// publication makes it), each with a random tag register: what concurrent
+/// PutObjectTagging / DeleteObjectTagging of the same versions and PUTs of
+/// new ones leave on replicas.
+fn tagged_object_row() -> impl Strategy<Value = ObjectRow> {
+    (0u8..3, any::<bool>(), lww(tag_set())).prop_map(|(v, deleted, tags)| {
+        let mut row = if deleted {
+            ObjectRow::tombstone([v + 10; 16], u64::from(v) + 1)
+        } else {
+            ObjectRow {
+                timestamp_msec: u64::from(v),
+                version: [v; 16],
+                size: 1,
+                etag: format!("e{v}"),
+                headers: BTreeMap::new(),
+                user_meta: BTreeMap::new(),
+                checksum: None,
+                data: ObjectData::Inline(vec![v]),
+                tags: Lww::default(),
+            }
+        };
+        if !row.is_deleted() {
+            row.tags = tags;
+        }
+        row
+    })
 }
 
 fn block_entry() -> impl Strategy<Value = BlockEntry> {
@@ -131,15 +190,18 @@ fn block_entry() -> impl Strategy<Value = BlockEntry> {
 }
 
 fn mpu_row() -> impl Strategy<Value = MpuRow> {
-    (any::<bool>(), small_string(), 0u64..2).prop_map(|(deleted, key, initiated)| MpuRow {
-        deleted,
-        upload_id: [7; 16],
-        key,
-        initiated_msec: initiated,
-        headers: BTreeMap::new(),
-        user_meta: BTreeMap::new(),
-        checksum_algorithm: None,
-    })
+    (any::<bool>(), small_string(), 0u64..2, tag_set()).prop_map(
+        |(deleted, key, initiated, tags)| MpuRow {
+            deleted,
+            upload_id: [7; 16],
+            key,
+            initiated_msec: initiated,
+            headers: BTreeMap::new(),
+            user_meta: BTreeMap::new(),
+            checksum_algorithm: None,
+            tags,
+        },
+    )
 }
 
 fn part_row() -> impl Strategy<Value = PartRow> {
@@ -186,6 +248,11 @@ crdt_laws!(
     object_rows_obey_the_laws,
     object_rows_converge,
     object_row()
+);
+crdt_laws!(
+    tagged_object_rows_obey_the_laws,
+    tagged_object_rows_converge,
+    tagged_object_row()
 );
 crdt_laws!(
     block_entries_obey_the_laws,
@@ -240,6 +307,7 @@ fn an_object_tombstone_newer_than_the_object_wins_on_every_replica() {
         user_meta: BTreeMap::new(),
         checksum: None,
         data: ObjectData::Inline(vec![1]),
+        tags: Default::default(),
     };
     let tomb = ObjectRow::tombstone([2; 16], 11);
     let (mut a, mut b) = (live.clone(), tomb.clone());
@@ -247,4 +315,90 @@ fn an_object_tombstone_newer_than_the_object_wins_on_every_replica() {
     b.merge(&live);
     assert!(a.is_deleted() && b.is_deleted());
     assert_eq!(a, b);
+}
+
+fn tags(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+#[test]
+fn a_tag_change_and_a_cors_change_of_one_bucket_through_two_nodes_both_survive() {
+    let base = BucketRow::new("photos", "ab".repeat(32), 1, 1);
+    let (mut on_a, mut on_b) = (base.clone(), base);
+    on_a.tags.update(5, tags(&[("team", "web")]));
+    on_b.cors.update(
+        5,
+        vec![CorsRule {
+            id: Some("r".into()),
+            allowed_origins: vec!["*".into()],
+            allowed_methods: vec!["GET".into()],
+            allowed_headers: Vec::new(),
+            expose_headers: Vec::new(),
+            max_age_seconds: None,
+        }],
+    );
+    let mut ab = on_a.clone();
+    ab.merge(&on_b);
+    let mut ba = on_b.clone();
+    ba.merge(&on_a);
+    assert_eq!(ab, ba);
+    assert_eq!(ab.tags.value, tags(&[("team", "web")]));
+    assert_eq!(ab.cors_rules().len(), 1);
+}
+
+#[test]
+fn a_recreated_bucket_does_not_inherit_the_old_configuration() {
+    let mut old = BucketRow::new("photos", "aa".repeat(32), 1, 1);
+    old.tags.update(50, tags(&[("k", "v")]));
+    let new = BucketRow::new("photos", "bb".repeat(32), 3, 3);
+    let mut m = old.clone();
+    m.merge(&new);
+    assert_eq!(m, new);
+    let mut m = new.clone();
+    m.merge(&old);
+    assert_eq!(m, new);
+}
+
+#[test]
+fn tags_of_a_replaced_version_do_not_move_to_the_new_one() {
+    let v1 = ObjectRow {
+        timestamp_msec: 10,
+        version: [1; 16],
+        size: 1,
+        etag: "e".into(),
+        headers: BTreeMap::new(),
+        user_meta: BTreeMap::new(),
+        checksum: None,
+        data: ObjectData::Inline(vec![1]),
+        tags: Lww::default(),
+    };
+    let mut tagged = v1.clone();
+    tagged.tags.update(100, tags(&[("a", "1")]));
+    let v2 = ObjectRow {
+        timestamp_msec: 11,
+        version: [2; 16],
+        tags: Lww::new(0, tags(&[("b", "2")])),
+        ..v1.clone()
+    };
+    for order in [
+        [&v1, &tagged, &v2],
+        [&v2, &tagged, &v1],
+        [&tagged, &v2, &v1],
+    ] {
+        let mut r = order[0].clone();
+        r.merge(order[1]);
+        r.merge(order[2]);
+        assert_eq!(r, v2);
+    }
+    // The same version: the later change of its tags wins, a removal too.
+    let mut removed = tagged.clone();
+    removed.tags.update(90, BTreeMap::new());
+    let mut r = tagged.clone();
+    r.merge(&v1);
+    assert_eq!(r.tag_set(), &tags(&[("a", "1")]));
+    r.merge(&removed);
+    assert!(r.tag_set().is_empty());
 }

@@ -60,6 +60,7 @@ async fn upload(n: &Node, blocks: u32, fill: u8, timestamp_msec: u64) -> ObjectR
         user_meta: Default::default(),
         checksum: None,
         data: ObjectData::Blocks { count: blocks },
+        tags: Default::default(),
     }
 }
 

@@ -47,6 +47,24 @@ pub struct Lww<T> {
     pub value: T,
 }
 
+impl<T: Default> Default for Lww<T> {
+    /// A register never set: timestamp 0, the default value.
+    fn default() -> Self {
+        Lww {
+            ts: 0,
+            value: T::default(),
+        }
+    }
+}
+
+impl<T: Default + PartialEq> Lww<T> {
+    /// Whether the register was never set (for `skip_serializing_if`: a
+    /// row whose register was never set encodes as if it had none).
+    pub fn is_unset(&self) -> bool {
+        self.ts == 0 && self.value == T::default()
+    }
+}
+
 impl<T> Lww<T> {
     pub fn new(ts: u64, value: T) -> Lww<T> {
         Lww { ts, value }

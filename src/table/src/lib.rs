@@ -34,7 +34,8 @@ use serde::de::DeserializeOwned;
 
 pub use crdt::{Crdt, Lww, LwwMap, max_by_content};
 
-/// The first byte of every row written now.
+/// The first byte of a row written now, unless the row needs a newer
+/// format ([`Schema::format_of`]).
 ///
 /// Format 2: hashes and ids are MessagePack `bin` (format 1 wrote them as
 /// arrays of integers); block entries carry their byte offset; key rows are
@@ -46,6 +47,14 @@ pub use crdt::{Crdt, Lww, LwwMap, max_by_content};
 /// its data, and a row of format 1 is rewritten as format 2 the next time
 /// it is merged.
 pub const ROW_FORMAT: u8 = 2;
+
+/// The newest format: format 2 plus fields that a format-2 reader would
+/// drop without noticing (MessagePack maps ignore unknown names), so a row
+/// that carries them says so and such a reader refuses it instead of
+/// losing them on its next merge. Written only for the rows that carry one
+/// ([`Schema::format_of`]): every other row stays format 2, byte for byte,
+/// and a node of the previous binary keeps reading it.
+pub const NEWEST_ROW_FORMAT: u8 = 3;
 
 /// The previous format, still read.
 pub const LEGACY_ROW_FORMAT: u8 = 1;
@@ -102,6 +111,15 @@ pub trait Schema: Send + Sync + 'static {
     fn decode_old(format: u8, body: &[u8]) -> std::result::Result<Self::Row, String> {
         let _ = format;
         rmp_serde::from_slice(body).map_err(|e| e.to_string())
+    }
+
+    /// The format byte `row` is written with: [`ROW_FORMAT`], or
+    /// [`NEWEST_ROW_FORMAT`] when it carries a field of that format (the
+    /// fields of format 3 are skipped when empty, so the bytes after the
+    /// format byte are the same either way for a row without them).
+    fn format_of(row: &Self::Row) -> u8 {
+        let _ = row;
+        ROW_FORMAT
     }
 
     /// Whether `row` is a tombstone to remove physically after the
@@ -187,7 +205,9 @@ pub fn storage_key<S: Schema>(partition: &[u8], sort: &[u8]) -> Vec<u8> {
 }
 
 pub(crate) fn encode<S: Schema>(row: &S::Row) -> Vec<u8> {
-    let mut v = vec![ROW_FORMAT];
+    let format = S::format_of(row);
+    debug_assert!((ROW_FORMAT..=NEWEST_ROW_FORMAT).contains(&format));
+    let mut v = vec![format];
     rmp_serde::encode::write_named(&mut v, row).expect("table rows encode");
     v
 }
@@ -198,7 +218,10 @@ pub(crate) fn decode<S: Schema>(v: &[u8]) -> Result<S::Row> {
         message,
     };
     match v.split_first() {
-        Some((&ROW_FORMAT, body)) => rmp_serde::from_slice(body).map_err(|e| err(e.to_string())),
+        // Format 3 is format 2 with more (defaulted) fields: one decoder.
+        Some((&(ROW_FORMAT | NEWEST_ROW_FORMAT), body)) => {
+            rmp_serde::from_slice(body).map_err(|e| err(e.to_string()))
+        }
         Some((&LEGACY_ROW_FORMAT, body)) => S::decode_old(LEGACY_ROW_FORMAT, body).map_err(err),
         Some((f, _)) => Err(err(format!("unknown row format {f}"))),
         None => Err(err("empty row".into())),
@@ -470,7 +493,7 @@ mod tests {
         let mut legacy = vec![LEGACY_ROW_FORMAT];
         rmp_serde::encode::write_named(&mut legacy, &MaxRow { v: 7 }).unwrap();
         let mut unknown = legacy.clone();
-        unknown[0] = 3;
+        unknown[0] = NEWEST_ROW_FORMAT + 1;
         db.write(move |tx| {
             tx.put("t", storage_key::<T>(b"p1", b"old"), legacy);
             tx.put("t", storage_key::<T>(b"p1", b"bad"), unknown);

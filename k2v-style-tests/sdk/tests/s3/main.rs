@@ -14,6 +14,7 @@ mod objects;
 mod permissions;
 mod presigned;
 mod ranges;
+mod tagging_cors;
 mod vhost;
 
 use std::fmt::Debug;

@@ -56,7 +56,8 @@ fn need_of(op: &str) -> Need {
         | "GetObjectAttributes"
         | "ListMultipartUploads"
         | "ListParts"
-        | "ListObjectVersions" => Need::Read,
+        | "ListObjectVersions"
+        | "GetObjectTagging" => Need::Read,
         "PutObject"
         | "CopyObject"
         | "DeleteObject"
@@ -65,7 +66,9 @@ fn need_of(op: &str) -> Need {
         | "UploadPart"
         | "UploadPartCopy"
         | "CompleteMultipartUpload"
-        | "AbortMultipartUpload" => Need::Write,
+        | "AbortMultipartUpload"
+        | "PutObjectTagging"
+        | "DeleteObjectTagging" => Need::Write,
         // Bucket configuration and everything else is the owner's business.
         _ => Need::Owner,
     }

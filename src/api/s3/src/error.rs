@@ -69,6 +69,23 @@ pub fn block_error(e: BlockError) -> S3Error {
     }
 }
 
+/// S3's `400 BadRequest`, a code s3s does not name (tag counts, CORS
+/// preflights without an Origin).
+pub fn bad_request(message: &'static str) -> S3Error {
+    let code = S3ErrorCode::from_bytes(b"BadRequest").expect("any code parses");
+    let mut e = S3Error::with_message(code, message);
+    e.set_status_code(http::StatusCode::BAD_REQUEST);
+    e
+}
+
+/// S3's `MalformedXML`, for a body that parsed but misses what S3 requires.
+pub fn malformed_xml() -> S3Error {
+    s3_error!(
+        MalformedXML,
+        "The XML you provided was not well-formed or did not validate against our published schema"
+    )
+}
+
 /// An internal error: logged, and reported without detail beyond its text.
 pub fn internal(e: impl std::fmt::Display) -> S3Error {
     tracing::error!("internal error: {e}");

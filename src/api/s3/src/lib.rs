@@ -5,27 +5,33 @@
 //! DTOs generated from the AWS model. This crate maps each operation onto
 //! [`hangar_model`]: [`auth`] answers "whose secret is this" and "may this
 //! key do that", the `ops_*` modules implement the operations, [`error`]
-//! maps every internal error to its S3 code in one place, and [`server`]
-//! accepts connections. Operations not listed in `doc/s3-compatibility.md`
+//! maps every internal error to its S3 code in one place, [`cors`] answers
+//! preflights and adds CORS headers around s3s, and [`server`] accepts
+//! connections. Operations not listed in `doc/s3-compatibility.md`
 //! answer `501 NotImplemented` (s3s's default for an unimplemented method).
 
 pub mod admission;
 pub mod auth;
 mod checksum;
 mod conditions;
+pub mod cors;
+mod cors_rules;
 mod counted_body;
 pub mod error;
 mod expect_continue;
 pub mod metrics;
 mod ops_bucket;
 mod ops_copy;
+mod ops_cors;
 mod ops_delete;
 mod ops_get;
 mod ops_list;
 mod ops_multipart;
 mod ops_put;
+mod ops_tagging;
 mod s3_impl;
 pub mod server;
+mod tagging;
 mod time;
 
 use std::sync::Arc;

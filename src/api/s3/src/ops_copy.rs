@@ -1,11 +1,13 @@
-//! CopyObject: metadata COPY or REPLACE, copy-source preconditions. Data is
-//! never copied: the new version references the source's blocks (or
-//! carries its inline bytes).
+//! CopyObject: metadata and tagging COPY or REPLACE, copy-source
+//! preconditions. Data is never copied: the new version references the
+//! source's blocks (or carries its inline bytes).
 
 use hangar_model::garbage::UploadOf;
 use hangar_model::object::{ObjectData, ObjectRow};
+use hangar_table::Lww;
 use s3s::dto::{
     CopyObjectInput, CopyObjectOutput, CopyObjectResult, CopySource, MetadataDirective,
+    TaggingDirective,
 };
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 
@@ -107,6 +109,18 @@ impl S3Api {
             (src.headers.clone(), src.user_meta.clone())
         };
 
+        // x-amz-tagging-directive: the source's tags (COPY, the default)
+        // or the request's x-amz-tagging (REPLACE).
+        let tags = match input.tagging_directive.as_ref().map(|d| d.as_str()) {
+            None | Some(TaggingDirective::COPY) => src.tag_set().clone(),
+            Some(TaggingDirective::REPLACE) => {
+                crate::tagging::from_optional_header(input.tagging.as_deref())?
+            }
+            Some(_) => {
+                return Err(s3_error!(InvalidArgument, "Unknown tagging directive."));
+            }
+        };
+
         let version = hangar_model::new_version_id();
         let data = match &src.data {
             ObjectData::Inline(b) => ObjectData::Inline(b.clone()),
@@ -136,6 +150,7 @@ impl S3Api {
             user_meta,
             checksum: src.checksum.clone(),
             data,
+            tags: Lww::new(0, tags),
         };
         let row = match self.model.publish(&dst_b, &input.key, row).await {
             Ok(row) => row,

@@ -79,6 +79,14 @@ fn describe(
         .checksum
         .clone()
         .filter(|_| wants_checksum && range.is_none());
+    // S3 sends the count only when the object has tags, on GET and on HEAD
+    // (whose output type lacks the field, hence a header here).
+    if !obj.tag_set().is_empty() {
+        headers.insert(
+            "x-amz-tagging-count",
+            HeaderValue::from(obj.tag_set().len()),
+        );
+    }
     Described {
         content_length,
         content_range,

@@ -92,6 +92,7 @@ impl S3Api {
         let input = req.input;
         let b = self.bucket(&input.bucket).await?;
         check_key_length(&input.key)?;
+        let tags = crate::tagging::from_optional_header(input.tagging.as_deref())?;
         let upload_id = hangar_model::new_version_id();
         let algorithm = input
             .checksum_algorithm
@@ -105,6 +106,7 @@ impl S3Api {
             headers: system_headers(&req.headers),
             user_meta: input.metadata.unwrap_or_default().into_iter().collect(),
             checksum_algorithm: algorithm,
+            tags,
         };
         self.model.create_multipart(&b, row).await.or_s3()?;
         Ok(S3Response::new(CreateMultipartUploadOutput {

@@ -16,6 +16,7 @@ use hangar_model::bucket::BucketRow;
 use hangar_model::garbage::UploadOf;
 use hangar_model::object::{ObjectData, ObjectRow, StoredChecksum};
 use hangar_model::{Model, ModelError, VersionId};
+use hangar_table::Lww;
 use http::HeaderMap;
 use s3s::crypto::{Checksum as _, Md5};
 use s3s::dto::{ETagCondition, PutObjectInput, PutObjectOutput, StreamingBlob};
@@ -389,6 +390,8 @@ impl S3Api {
         } = req;
         let bucket = self.bucket(&input.bucket).await?;
         check_key_length(&input.key)?;
+        // Checked before the body is read.
+        let tags = crate::tagging::from_optional_header(input.tagging.as_deref())?;
         let cond = WriteCondition {
             if_none_match_any: match &input.if_none_match {
                 None => false,
@@ -428,6 +431,7 @@ impl S3Api {
             user_meta: input.metadata.unwrap_or_default().into_iter().collect(),
             checksum: stored.checksum,
             data: stored.data,
+            tags: Lww::new(0, tags),
         };
         let row = match self.model.publish_if(&bucket, &input.key, row, cond).await {
             Ok(row) => row,

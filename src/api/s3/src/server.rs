@@ -1,5 +1,5 @@
 //! The S3 endpoint: the s3s service (with Hangar's auth, access control and
-//! virtual-host parsing) served by hyper over TCP.
+//! virtual-host parsing) and CORS around it, served by hyper over TCP.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +13,7 @@ use tokio::sync::Semaphore;
 
 use crate::S3Api;
 use crate::auth::{KeyAccess, KeyAuth};
+use crate::cors::Cors;
 use crate::counted_body::{Counted, Tally};
 use crate::expect_continue::{close_after, expects_continue, needs_close};
 use crate::metrics::{Answered, RequestOp, S3Metrics};
@@ -40,27 +41,61 @@ impl S3Host for RootDomain {
     }
 }
 
-/// Builds the s3s service for `api`.
-pub fn service(api: S3Api) -> S3Service {
+/// A status an operation answers with instead of the one s3s's serializer
+/// gives its output (s3s ignores `S3Response::status` but carries the
+/// response's extensions): PutBucketTagging is `204` in S3, `200` in s3s.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StatusOverride(pub http::StatusCode);
+
+/// What the S3 endpoint serves: the s3s service, and CORS around it.
+#[derive(Clone)]
+pub struct Endpoint {
+    s3: S3Service,
+    cors: Arc<Cors>,
+}
+
+/// Builds the S3 endpoint of `api`: the s3s service (with Hangar's auth,
+/// access control and host parsing) and its CORS handling.
+pub fn service(api: S3Api) -> Endpoint {
     let model = api.model.clone();
     let root_domain = api.settings.root_domain.clone();
     let region = api.settings.region.clone();
+    let cors = Arc::new(Cors::new(model.clone(), root_domain.clone()));
     let mut b = S3ServiceBuilder::new(api);
     b.set_auth(KeyAuth(model.clone()));
     b.set_access(KeyAccess { model, region });
     if let Some(d) = root_domain {
         b.set_host(RootDomain(d.trim_start_matches('.').to_owned()));
     }
-    b.build()
+    Endpoint {
+        s3: b.build(),
+        cors,
+    }
 }
 
 async fn handle(
-    service: S3Service,
+    endpoint: Endpoint,
     metrics: Arc<S3Metrics>,
     req: http::Request<Incoming>,
 ) -> Result<http::Response<s3s::Body>, s3s::HttpError> {
     let start = std::time::Instant::now();
     let head = req.method() == http::Method::HEAD;
+    if crate::cors::is_preflight(&req) {
+        // No authentication: a browser sends no credentials with it.
+        let resp = endpoint.cors.preflight(&req).await;
+        let op = RequestOp::default();
+        op.set("PreflightCors");
+        let in_memory = resp.body().bytes();
+        metrics.record(Answered {
+            op: &op,
+            status: resp.status(),
+            body: in_memory.as_deref(),
+            secs: start.elapsed().as_secs_f64(),
+            received: 0,
+        });
+        return Ok(resp);
+    }
+    let cors = endpoint.cors.actual(&req);
     let expect = expects_continue(&req);
     let empty = req.body().is_end_stream();
     let op = RequestOp::default();
@@ -69,7 +104,13 @@ async fn handle(
         req.map(|b| s3s::Body::http_body(Counted::new(b, Tally::Request(received.clone()))));
     req.extensions_mut().insert(op.clone());
     merge_content_encoding(req.headers_mut());
-    let mut resp = service.call(req).await?;
+    let mut resp = endpoint.s3.call(req).await?;
+    if let Some(StatusOverride(status)) = resp.extensions_mut().remove() {
+        *resp.status_mut() = status;
+    }
+    if let Some(c) = &cors {
+        endpoint.cors.decorate(c, &mut resp).await;
+    }
     if expect && needs_close(empty, resp.status()) {
         close_after(&mut resp);
     }
@@ -128,7 +169,7 @@ Content-Length: {}\r\n\r\n{body}",
 /// Serves S3 on `listener` until `shutdown` resolves, within `limits`.
 pub async fn serve(
     listener: TcpListener,
-    service: S3Service,
+    service: Endpoint,
     metrics: Arc<S3Metrics>,
     limits: ConnLimits,
     shutdown: impl std::future::Future<Output = ()>,

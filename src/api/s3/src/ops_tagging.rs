@@ -1,0 +1,137 @@
+//! Put/Get/DeleteObjectTagging and Put/Get/DeleteBucketTagging. The tags
+//! are registers of the object version's and the bucket's rows
+//! (`hangar_model::Model::set_object_tags`, `set_bucket_tags`): a change
+//! made through one node is seen through every other.
+
+use s3s::dto::{
+    DeleteBucketTaggingInput, DeleteBucketTaggingOutput, DeleteObjectTaggingInput,
+    DeleteObjectTaggingOutput, GetBucketTaggingInput, GetBucketTaggingOutput,
+    GetObjectTaggingInput, GetObjectTaggingOutput, PutBucketTaggingInput, PutBucketTaggingOutput,
+    PutObjectTaggingInput, PutObjectTaggingOutput,
+};
+use s3s::{S3Request, S3Response, S3Result, s3_error};
+
+use hangar_model::object::TagSet;
+
+use crate::S3Api;
+use crate::error::OrS3;
+use crate::tagging::{self, TagsOf};
+
+fn no_such_key() -> s3s::S3Error {
+    s3_error!(NoSuchKey, "The specified key does not exist.")
+}
+
+/// `204 No Content`, as S3 answers these calls.
+fn no_content<T>(output: T) -> S3Response<T> {
+    let mut resp = S3Response::new(output);
+    resp.extensions
+        .insert(crate::server::StatusOverride(http::StatusCode::NO_CONTENT));
+    resp
+}
+
+impl S3Api {
+    /// Replaces the tags of object `key`; the version id to echo.
+    async fn replace_object_tags(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+        tags: TagSet,
+    ) -> S3Result<Option<String>> {
+        let b = self.bucket(bucket).await?;
+        let version = tagging::check_version_id(version_id)?;
+        self.model
+            .set_object_tags(&b, key, tags)
+            .await
+            .or_s3()?
+            .ok_or_else(no_such_key)?;
+        Ok(version)
+    }
+
+    pub(crate) async fn do_put_object_tagging(
+        &self,
+        req: S3Request<PutObjectTaggingInput>,
+    ) -> S3Result<S3Response<PutObjectTaggingOutput>> {
+        let input = req.input;
+        let tags = tagging::from_xml(input.tagging, TagsOf::Object)?;
+        let version_id = self
+            .replace_object_tags(&input.bucket, &input.key, input.version_id.as_deref(), tags)
+            .await?;
+        Ok(S3Response::new(PutObjectTaggingOutput { version_id }))
+    }
+
+    pub(crate) async fn do_get_object_tagging(
+        &self,
+        req: S3Request<GetObjectTaggingInput>,
+    ) -> S3Result<S3Response<GetObjectTaggingOutput>> {
+        let input = &req.input;
+        // The bucket first: a missing bucket is NoSuchBucket, as in S3.
+        let b = self.bucket(&input.bucket).await?;
+        let version_id = tagging::check_version_id(input.version_id.as_deref())?;
+        let obj = self
+            .model
+            .get_object(&b, &input.key)
+            .await
+            .or_s3()?
+            .ok_or_else(no_such_key)?;
+        Ok(S3Response::new(GetObjectTaggingOutput {
+            tag_set: tagging::to_xml(obj.tag_set()),
+            version_id,
+        }))
+    }
+
+    pub(crate) async fn do_delete_object_tagging(
+        &self,
+        req: S3Request<DeleteObjectTaggingInput>,
+    ) -> S3Result<S3Response<DeleteObjectTaggingOutput>> {
+        let input = &req.input;
+        let version_id = self
+            .replace_object_tags(
+                &input.bucket,
+                &input.key,
+                input.version_id.as_deref(),
+                TagSet::new(),
+            )
+            .await?;
+        Ok(no_content(DeleteObjectTaggingOutput { version_id }))
+    }
+
+    pub(crate) async fn do_put_bucket_tagging(
+        &self,
+        req: S3Request<PutBucketTaggingInput>,
+    ) -> S3Result<S3Response<PutBucketTaggingOutput>> {
+        let input = req.input;
+        self.bucket(&input.bucket).await?;
+        let tags = tagging::from_xml(input.tagging, TagsOf::Bucket)?;
+        self.model
+            .set_bucket_tags(&input.bucket, tags)
+            .await
+            .or_s3()?;
+        Ok(no_content(PutBucketTaggingOutput {}))
+    }
+
+    pub(crate) async fn do_get_bucket_tagging(
+        &self,
+        req: S3Request<GetBucketTaggingInput>,
+    ) -> S3Result<S3Response<GetBucketTaggingOutput>> {
+        let b = self.bucket(&req.input.bucket).await?;
+        if b.tags.value.is_empty() {
+            return Err(s3_error!(NoSuchTagSet, "The TagSet does not exist"));
+        }
+        Ok(S3Response::new(GetBucketTaggingOutput {
+            tag_set: tagging::to_xml(&b.tags.value),
+        }))
+    }
+
+    pub(crate) async fn do_delete_bucket_tagging(
+        &self,
+        req: S3Request<DeleteBucketTaggingInput>,
+    ) -> S3Result<S3Response<DeleteBucketTaggingOutput>> {
+        self.bucket(&req.input.bucket).await?;
+        self.model
+            .set_bucket_tags(&req.input.bucket, TagSet::new())
+            .await
+            .or_s3()?;
+        Ok(no_content(DeleteBucketTaggingOutput {}))
+    }
+}

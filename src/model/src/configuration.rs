@@ -1,0 +1,85 @@
+//! Changes of the configuration registers of buckets and objects: tags and
+//! CORS rules. Each is a register of its row (bucket.rs, object.rs): a
+//! change is stamped past the register's timestamp and merged, so it
+//! replicates like any other row and never changes the bucket or the
+//! object version itself.
+
+use hangar_table::Table;
+use hangar_util::time::now_msec;
+
+use crate::bucket::{BucketRow, BucketTable, CorsRule};
+use crate::object::{ObjectRow, TagSet};
+use crate::{Model, ModelError, Result};
+
+impl Model {
+    /// Applies `f` to the live bucket `name` (with the time of the change,
+    /// read in the transaction), stores and replicates the result.
+    async fn update_bucket(
+        &self,
+        name: &str,
+        f: impl FnOnce(&mut BucketRow, u64) + Send + 'static,
+    ) -> Result<BucketRow> {
+        self.buckets_writable()?;
+        // A bucket known to another node only is fetched first.
+        let seen = self
+            .get_bucket(name)
+            .await?
+            .ok_or_else(|| ModelError::NoSuchBucket(name.to_owned()))?;
+        let name = name.to_owned();
+        let row: BucketRow = self
+            .db()
+            .write(move |tx| {
+                // The same bucket as the one checked: not one re-created since.
+                let mut b = Table::<BucketTable>::tx_get(tx, b"", name.as_bytes())?
+                    .filter(|b| !b.deleted && b.id == seen.id)
+                    .ok_or_else(|| ModelError::NoSuchBucket(name.clone()))?;
+                f(&mut b, now_msec());
+                Ok::<_, ModelError>(Table::<BucketTable>::tx_insert(
+                    tx,
+                    b"",
+                    name.as_bytes(),
+                    &b,
+                )?)
+            })
+            .await?;
+        self.replicate_bucket(&row).await?;
+        Ok(row)
+    }
+
+    /// Replaces the tags of bucket `name` (an empty set removes them).
+    pub async fn set_bucket_tags(&self, name: &str, tags: TagSet) -> Result<BucketRow> {
+        self.update_bucket(name, move |b, now| b.tags.update(now, tags))
+            .await
+    }
+
+    /// Replaces the CORS rules of bucket `name` (none: no configuration).
+    pub async fn set_bucket_cors(&self, name: &str, rules: Vec<CorsRule>) -> Result<BucketRow> {
+        self.update_bucket(name, move |b, now| b.cors.update(now, rules))
+            .await
+    }
+
+    /// Replaces the tags of the current version of `key`; `None` if there
+    /// is no such object. A version published meanwhile keeps its own tags:
+    /// the merge drops these with the version they were set on.
+    pub async fn set_object_tags(
+        &self,
+        bucket: &BucketRow,
+        key: &str,
+        tags: TagSet,
+    ) -> Result<Option<ObjectRow>> {
+        let part = bucket.id_bytes();
+        let Some(mut row) = self
+            .object_rows()
+            .get(&part, key.as_bytes())
+            .await?
+            .filter(|o| !o.is_deleted())
+        else {
+            return Ok(None);
+        };
+        row.tags.update(now_msec(), tags);
+        self.object_rows()
+            .insert(&part, key.as_bytes(), row.clone())
+            .await?;
+        Ok(Some(row))
+    }
+}

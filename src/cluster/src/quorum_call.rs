@@ -67,6 +67,16 @@ pub enum QuorumError {
     NoLayout,
 }
 
+impl QuorumError {
+    /// True when a target refused the call as overloaded: the quorum failed
+    /// because the cluster is busy, so the client should back off and retry
+    /// rather than treat the cluster as broken.
+    pub fn overloaded(&self) -> bool {
+        matches!(self, QuorumError::Failed { errors, .. }
+            if errors.iter().any(|(_, e)| matches!(e, NetError::Overloaded(_))))
+    }
+}
+
 fn in_version(v: &Option<u64>) -> String {
     v.map(|v| format!(" in layout version {v}"))
         .unwrap_or_default()

@@ -122,10 +122,14 @@ impl RamBudget {
 
 /// S3's `503 SlowDown`, with the retry hints.
 pub fn slow_down() -> S3Error {
-    let mut e = S3Error::with_message(
-        S3ErrorCode::SlowDown,
+    slow_down_because(
         "Please reduce your request rate: the node's buffers for data in flight are full.",
-    );
+    )
+}
+
+/// S3's `503 SlowDown` with the retry hints and `message`.
+pub fn slow_down_because(message: &str) -> S3Error {
+    let mut e = S3Error::with_message(S3ErrorCode::SlowDown, message.to_owned());
     let mut h = http::HeaderMap::new();
     h.insert(
         http::header::RETRY_AFTER,

@@ -50,13 +50,21 @@ pub fn model_error(e: ModelError) -> S3Error {
     }
 }
 
-/// Maps a block store error: overload is `503 SlowDown` (retry later),
-/// too few nodes `503 ServiceUnavailable`, anything else a 500.
+/// Maps a block store error: overload, here or at a replica, is `503
+/// SlowDown` (retry later), too few nodes `503 ServiceUnavailable`, anything
+/// else a 500.
 pub fn block_error(e: BlockError) -> S3Error {
     match e {
         BlockError::Overloaded { .. } => {
             tracing::warn!("block store: {e}");
             crate::admission::slow_down()
+        }
+        // A replica refused as overloaded: the cluster is busy, not broken,
+        // so the client gets the same answer (and retry hints) as for this
+        // node's own overload.
+        BlockError::Quorum { ref source, .. } if source.overloaded() => {
+            tracing::warn!("block store: {e}");
+            crate::admission::slow_down_because(&e.to_string())
         }
         BlockError::Quorum { .. } | BlockError::Unavailable { .. } => {
             tracing::warn!("block store: {e}");
@@ -100,5 +108,53 @@ pub trait OrS3<T> {
 impl<T> OrS3<T> for Result<T, ModelError> {
     fn or_s3(self) -> s3s::S3Result<T> {
         self.map_err(model_error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hangar_cluster::QuorumError;
+    use hangar_net::{NetError, NodeId};
+    use hangar_util::Hash;
+
+    fn quorum_failed(errors: Vec<NetError>) -> BlockError {
+        BlockError::Quorum {
+            hash: Hash::of(b"x"),
+            source: QuorumError::Failed {
+                needed: 2,
+                ok: 1,
+                down: 0,
+                targets: 3,
+                version: Some(1),
+                errors: errors
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, e)| (NodeId([i as u8; 32]), e))
+                    .collect(),
+            },
+        }
+    }
+
+    #[test]
+    fn a_quorum_lost_to_a_busy_replica_is_slow_down_with_retry_hints() {
+        let e = block_error(quorum_failed(vec![
+            NetError::Overloaded("hangar/block/put".into()),
+            NetError::NotConnected(NodeId([9; 32])),
+        ]));
+        assert_eq!(*e.code(), S3ErrorCode::SlowDown);
+        let h = e.headers().expect("retry hints");
+        assert_eq!(h.get(http::header::RETRY_AFTER).unwrap(), "1");
+        assert_eq!(h.get("x-amz-retry-after").unwrap(), "1000");
+        assert!(e.message().unwrap().contains("overloaded"), "{e:?}");
+    }
+
+    #[test]
+    fn a_quorum_lost_to_unreachable_replicas_is_service_unavailable() {
+        let e = block_error(quorum_failed(vec![
+            NetError::NotConnected(NodeId([1; 32])),
+            NetError::NotConnected(NodeId([2; 32])),
+        ]));
+        assert_eq!(*e.code(), S3ErrorCode::ServiceUnavailable);
     }
 }

@@ -11,6 +11,7 @@
 
 pub mod admission;
 pub mod auth;
+pub mod body_limits;
 mod checksum;
 mod conditions;
 pub mod error;

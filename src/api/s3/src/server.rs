@@ -45,6 +45,7 @@ pub fn service(api: S3Api) -> S3Service {
     let mut b = S3ServiceBuilder::new(api);
     b.set_auth(KeyAuth(model.clone()));
     b.set_access(KeyAccess { model, region });
+    b.set_config(crate::body_limits::s3s_config());
     if let Some(d) = root_domain {
         b.set_host(RootDomain(d.trim_start_matches('.').to_owned()));
     }

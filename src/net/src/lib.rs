@@ -35,6 +35,7 @@ mod ping;
 mod priority;
 mod rpc;
 mod tls;
+pub mod wire;
 
 pub use body::{Body, MAX_CHUNK_LEN};
 pub use config::{Congestion, FlowControl, MeshConfig};

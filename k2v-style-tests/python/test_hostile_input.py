@@ -356,3 +356,19 @@ def test_server_still_serves_after_everything(hostile):
     s3.delete_object(Bucket="hostile", Key="after")
     assert_intact(s3, upload_id)
     assert hashlib.md5(KNOWN).hexdigest() in s3.head_object(Bucket="hostile", Key="known")["ETag"]
+
+
+def test_wrong_payload_hash_on_xml_bodies(guarded):
+    """Found by the s3_request fuzz target: s3s answered 500 for these."""
+    n, key, upload_id, etag = guarded
+    wrong = hashlib.sha256(b"not the body").hexdigest()
+    for method, bucket, obj, query, body in [
+        ("PUT", "hostile-new", None, [], b""),
+        ("PUT", "hostile-new", None, [], b"<CreateBucketConfiguration/>"),
+        ("POST", "hostile", None, [("delete", "")], delete_xml(["known"])),
+        ("POST", "hostile", "mpu", [("uploadId", upload_id)], complete_xml([(1, etag)])),
+    ]:
+        r = signed_request(n, key, method, bucket, obj, query=query, body=body, payload_hash=wrong)
+        assert (r.status, r.code) == (400, "XAmzContentSHA256Mismatch"), (method, bucket, r.body[:300])
+    r = signed_request(n, key, "HEAD", "hostile-new")
+    assert r.status == 404

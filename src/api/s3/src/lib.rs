@@ -25,6 +25,7 @@ mod ops_get;
 mod ops_list;
 mod ops_multipart;
 mod ops_put;
+mod payload_hash;
 mod s3_impl;
 pub mod server;
 mod time;

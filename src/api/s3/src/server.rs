@@ -61,14 +61,26 @@ async fn handle(
     let method = req.method().clone();
     let expect = expects_continue(&req);
     let empty = req.body().is_end_stream();
-    let mut req = req.map(s3s::Body::from);
-    merge_content_encoding(req.headers_mut());
-    let mut resp = service.call(req).await?;
+    let mut resp = call(&service, req.map(s3s::Body::from)).await?;
     if expect && needs_close(empty, resp.status()) {
         close_after(&mut resp);
     }
     metrics.record(&method, resp.status(), start.elapsed().as_secs_f64());
     Ok(resp)
+}
+
+/// Answers one request as the endpoint does, after hyper has parsed it:
+/// Hangar's request fix-ups, then the s3s service, then Hangar's answer
+/// corrections. (Public for the fuzz targets, which send requests without
+/// a socket.)
+pub async fn call(
+    service: &S3Service,
+    mut req: http::Request<s3s::Body>,
+) -> Result<http::Response<s3s::Body>, s3s::HttpError> {
+    merge_content_encoding(req.headers_mut());
+    let (req, mismatch) = crate::payload_hash::watch(req);
+    let resp = service.call(req).await?;
+    Ok(crate::payload_hash::correct(resp, mismatch.as_ref()))
 }
 
 /// Joins repeated `Content-Encoding` lines into one, as HTTP allows and as

@@ -1,12 +1,15 @@
-//! S3 requests through the whole S3 service of an in-process node
-//! (`hangar_fuzz::s3_node`): routing, header and query-string parsing,
+//! S3 requests through the whole S3 endpoint of an in-process node
+//! (`hangar_fuzz::s3_node`, `hangar_api_s3::server::call`: what the endpoint
+//! does once hyper has parsed a request): routing, header and query-string parsing,
 //! SigV4 (header and presigned forms, parsed and checked by s3s), aws-chunked
 //! bodies (signed and unsigned-with-trailer), XML bodies, and Hangar's
 //! operations with their own header handling (checksums, conditions,
 //! ranges, metadata, copy sources, part numbers, listings).
 //!
 //! The fuzzer chooses a request; the harness signs it with the node's key
-//! (or not, or badly) so that it gets past authentication.
+//! (or not, or badly) so that it gets past authentication. Besides a panic,
+//! a `500 InternalError` is a finding: a request alone never makes a
+//! healthy node fail.
 
 #![no_main]
 
@@ -350,9 +353,17 @@ fuzz_target!(|input: Input| {
         return;
     };
     node.rt.block_on(async {
-        if let Ok(resp) = node.service.call(req).await {
+        if let Ok(resp) = hangar_api_s3::server::call(&node.service, req).await {
+            // A request alone, on a healthy node, is never an internal
+            // error: what is wrong with it is the client's to hear.
+            let status = resp.status();
             // Read the whole response, as a client would.
-            let _ = http_body_util::BodyExt::collect(resp.into_body()).await;
+            let body = http_body_util::BodyExt::collect(resp.into_body()).await;
+            assert!(
+                status != http::StatusCode::INTERNAL_SERVER_ERROR,
+                "500 for this request: {:?}",
+                body.map(|b| b.to_bytes())
+            );
         }
     });
 });

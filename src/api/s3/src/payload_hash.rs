@@ -151,3 +151,62 @@ pub(crate) fn correct(
     );
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(body: &'static [u8], announced: &[u8]) -> http::Request<s3s::Body> {
+        http::Request::builder()
+            .header("content-length", body.len().to_string())
+            .header(
+                "x-amz-content-sha256",
+                hex::encode(Sha256::checksum(announced)),
+            )
+            .body(s3s::Body::from(Bytes::from_static(body)))
+            .unwrap()
+    }
+
+    fn internal_error() -> http::Response<s3s::Body> {
+        let mut r = http::Response::new(s3s::Body::empty());
+        *r.status_mut() = http::StatusCode::INTERNAL_SERVER_ERROR;
+        r
+    }
+
+    /// Reads the body as far as its announced length, as s3s does.
+    async fn drain(req: http::Request<s3s::Body>) {
+        let mut body = req.into_body();
+        let got = body.store_all_limited(1 << 20).await.unwrap();
+        assert!(!got.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_body_that_is_not_its_hash_turns_the_500_into_the_mismatch() {
+        let (req, mismatch) = watch(request(b"<Delete/>", b"something else"));
+        drain(req).await;
+        let resp = correct(internal_error(), mismatch.as_ref());
+        assert_eq!(resp.status(), http::StatusCode::BAD_REQUEST);
+        let body = resp.into_body().store_all_limited(4096).await.unwrap();
+        assert!(String::from_utf8_lossy(&body).contains("XAmzContentSHA256Mismatch"));
+
+        let (_, empty) = watch(request(b"", b"not empty"));
+        let resp = correct(internal_error(), empty.as_ref());
+        assert_eq!(resp.status(), http::StatusCode::BAD_REQUEST);
+    }
+
+    #[tokio::test]
+    async fn other_500s_stay_as_they_are() {
+        let (req, mismatch) = watch(request(b"<Delete/>", b"<Delete/>"));
+        drain(req).await;
+        let resp = correct(internal_error(), mismatch.as_ref());
+        assert_eq!(resp.status(), http::StatusCode::INTERNAL_SERVER_ERROR);
+
+        let unsigned = http::Request::builder()
+            .header("content-length", "9")
+            .header("x-amz-content-sha256", "UNSIGNED-PAYLOAD")
+            .body(s3s::Body::from(Bytes::from_static(b"<Delete/>")))
+            .unwrap();
+        let (_, none) = watch(unsigned);
+        assert!(none.is_none());
+    }
+}

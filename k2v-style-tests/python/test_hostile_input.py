@@ -28,9 +28,10 @@ from hangar_testlib import (
 )
 
 KNOWN = random_bytes(300 * 1024, seed=10)
-# Growth of the node's RSS an attack may cause, in MiB (a 20 MiB XML body is
-# held while it is parsed; the allocator keeps some of that).
-RSS_BOUND_MIB = 150
+# Growth of the node's RSS an attack may cause, in MiB: an XML body of up to
+# 20 MiB is held while it is parsed, and the allocator keeps some of that
+# (measured: 26 MiB at most, for the 18 MiB CompleteMultipartUpload).
+RSS_BOUND_MIB = 80
 
 
 @pytest.fixture(scope="module")
@@ -349,15 +350,6 @@ def test_6gib_content_length_without_body(guarded, target):
     assert took < 2, f"answered after {took:.1f} s"
 
 
-def test_server_still_serves_after_everything(hostile):
-    n, key, s3, upload_id, _ = hostile
-    s3.put_object(Bucket="hostile", Key="after", Body=b"fine")
-    assert s3.get_object(Bucket="hostile", Key="after")["Body"].read() == b"fine"
-    s3.delete_object(Bucket="hostile", Key="after")
-    assert_intact(s3, upload_id)
-    assert hashlib.md5(KNOWN).hexdigest() in s3.head_object(Bucket="hostile", Key="known")["ETag"]
-
-
 def test_wrong_payload_hash_on_xml_bodies(guarded):
     """Found by the s3_request fuzz target: s3s answered 500 for these."""
     n, key, upload_id, etag = guarded
@@ -372,3 +364,12 @@ def test_wrong_payload_hash_on_xml_bodies(guarded):
         assert (r.status, r.code) == (400, "XAmzContentSHA256Mismatch"), (method, bucket, r.body[:300])
     r = signed_request(n, key, "HEAD", "hostile-new")
     assert r.status == 404
+
+
+def test_server_still_serves_after_everything(hostile):
+    n, key, s3, upload_id, _ = hostile
+    s3.put_object(Bucket="hostile", Key="after", Body=b"fine")
+    assert s3.get_object(Bucket="hostile", Key="after")["Body"].read() == b"fine"
+    s3.delete_object(Bucket="hostile", Key="after")
+    assert_intact(s3, upload_id)
+    assert hashlib.md5(KNOWN).hexdigest() in s3.head_object(Bucket="hostile", Key="known")["ETag"]

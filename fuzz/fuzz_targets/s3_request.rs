@@ -253,6 +253,7 @@ fn build(input: Input) -> Option<http::Request<s3s::Body>> {
                 && http::HeaderValue::from_str(v).is_ok()
                 && !k.eq_ignore_ascii_case("host")
                 && !k.eq_ignore_ascii_case("authorization")
+                && !k.eq_ignore_ascii_case("content-length")
         })
         .collect();
     headers.push(("host".into(), host));
@@ -319,6 +320,11 @@ fn build(input: Input) -> Option<http::Request<s3s::Body>> {
             );
             query.push(("X-Amz-Signature".to_owned(), sig));
         }
+    }
+    // The length hyper hands the service: the body's own (a client cannot
+    // send another over HTTP/1.1).
+    if !body.is_empty() || matches!(method, "PUT" | "POST") {
+        headers.push(("content-length".into(), body.len().to_string()));
     }
     let qs = query
         .iter()

@@ -87,15 +87,12 @@ impl Body for Hashing {
     }
 }
 
-/// The announced SHA-256 of a body s3s may read whole, and its length.
-fn announced(headers: &http::HeaderMap) -> Option<([u8; 32], u64)> {
-    let len: u64 = headers
-        .get(http::header::CONTENT_LENGTH)?
-        .to_str()
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
+/// The announced SHA-256 of a body s3s may read whole, and its length
+/// (known from `Content-Length`: s3s refuses a hashed body of unknown
+/// length itself).
+fn announced(req: &http::Request<s3s::Body>) -> Option<([u8; 32], u64)> {
+    let headers = req.headers();
+    let len = req.body().size_hint().exact()?;
     if len > MAX_BUFFERED_BODY {
         return None;
     }
@@ -107,7 +104,7 @@ fn announced(headers: &http::HeaderMap) -> Option<([u8; 32], u64)> {
 
 /// Hashes the request's body if it announces a hash worth checking.
 pub(crate) fn watch(req: http::Request<s3s::Body>) -> (http::Request<s3s::Body>, Option<Mismatch>) {
-    let Some((announced, len)) = announced(req.headers()) else {
+    let Some((announced, len)) = announced(&req) else {
         return (req, None);
     };
     let mismatch = Mismatch::default();

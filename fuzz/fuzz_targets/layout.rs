@@ -23,9 +23,9 @@ fuzz_target!(|data: &[u8]| {
     let _ = h.storage_nodes();
     let _ = (h.min_ack(), h.synced_version(), h.min_sync_ack());
     for p in [0u8, 1, 127, 255] {
-        let _ = h.read_nodes_of_partition(p.into());
-        let _ = h.versioned_write_sets_of_partition(p.into());
-        let _ = h.write_nodes_of_partition(p.into());
+        let _ = h.read_nodes_of_partition(p);
+        let _ = h.versioned_write_sets_of_partition(p);
+        let _ = h.write_nodes_of_partition(p);
     }
     let _ = h.read_nodes(&Hash::of(data));
 

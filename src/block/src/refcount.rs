@@ -126,7 +126,8 @@ pub struct RcRow {
 }
 
 impl RcRow {
-    pub(crate) fn decode(v: &[u8]) -> Result<RcRow, DbError> {
+    /// Decodes a stored count row (public for the fuzz targets).
+    pub fn decode(v: &[u8]) -> Result<RcRow, DbError> {
         rmp_serde::from_slice(v).map_err(|e| DbError::Engine {
             engine: "block_rc row",
             message: e.to_string(),

@@ -647,8 +647,12 @@ impl LayoutHistory {
                 return bad("layout versions are not consecutive");
             }
         }
-        if self.versions[0].version < self.retired_below {
-            return bad("a retired layout version is still listed");
+        // A node's history always starts at its bound (new: 0 and 0; prune
+        // and merge keep the versions from the bound on), and merges rely
+        // on it: a history starting above its bound would leave a gap in
+        // the versions of the node that merges it.
+        if self.versions[0].version != self.retired_below {
+            return bad("the oldest layout version is not the retirement bound");
         }
         for v in &self.versions {
             if v.replication_factor != self.replication_factor {

@@ -512,3 +512,45 @@ fn an_unassigned_layout_has_no_write_sets() {
     assert!(h.write_nodes_of_partition(partition_of(&key)).is_empty());
     assert!(h.write_nodes(&key).is_empty());
 }
+
+/// A history whose oldest kept version is above its retirement bound (a
+/// crafted push from a peer, or a damaged file) used to pass `check`:
+/// merged into a node's own history it left a gap in the versions, which
+/// the node wrote to its layout file and then refused at its next start
+/// ("layout versions are not consecutive"). Every history a node makes
+/// starts at its bound, so a decoder refuses any other.
+#[test]
+fn a_history_starts_at_its_retirement_bound() {
+    let mut h = base();
+    h.stage_role(node(1), 2000, node(5), NodeRole::storage("b", TB))
+        .unwrap();
+    h.apply(2, node(1), 2001).unwrap();
+    // Every node moves to version 2, syncs, and stops reading version 1.
+    for i in 1..=5 {
+        h.ack_version(node(i), 2);
+    }
+    for i in 1..=5 {
+        h.mark_synced(node(i), 2);
+    }
+    for i in 1..=5 {
+        h.ack_sync(node(i), 2);
+    }
+    assert!(h.prune());
+    assert_eq!(h.versions[0].version, 2);
+    assert_eq!(h.retired_below, 2);
+    LayoutHistory::decode(&h.encode()).expect("what a node makes is valid");
+
+    let mut crafted = h.clone();
+    crafted.retired_below = 0;
+    assert!(
+        LayoutHistory::decode(&crafted.encode()).is_err(),
+        "a history whose first version is not its bound"
+    );
+    // What a fresh node made of it when it was let through: versions 0
+    // and 2, a history its own file could not hold.
+    let mut fresh = LayoutHistory::new(3);
+    fresh.merge(&crafted).unwrap();
+    let numbers: Vec<u64> = fresh.versions.iter().map(|v| v.version).collect();
+    assert_eq!(numbers, [0, 2]);
+    assert!(LayoutHistory::decode(&fresh.encode()).is_err());
+}

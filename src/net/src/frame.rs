@@ -7,17 +7,18 @@
 //! that many bytes of MessagePack (rmp-serde, structs as arrays).
 
 use bytes::Bytes;
-use quinn::{RecvStream, SendStream};
+use quinn::SendStream;
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
+use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::error::NetError;
 
 /// First byte of every request and response stream.
-pub(crate) const WIRE_VERSION: u8 = 1;
+pub const WIRE_VERSION: u8 = 1;
 /// Largest accepted header frame.
-pub(crate) const MAX_HEADER_LEN: usize = 64 * 1024;
+pub const MAX_HEADER_LEN: usize = 64 * 1024;
 /// Largest accepted message frame. Bulk data goes in the streamed body.
-pub(crate) const MAX_MESSAGE_LEN: usize = 16 * 1024 * 1024;
+pub const MAX_MESSAGE_LEN: usize = 16 * 1024 * 1024;
 
 /// Response status: the call succeeded, a message frame follows.
 pub(crate) const STATUS_OK: u8 = 0;
@@ -38,7 +39,7 @@ pub(crate) const CODE_CANCELLED: u32 = 1;
 
 /// What the caller asks for; sent before the message.
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct RequestHeader {
+pub struct RequestHeader {
     /// Endpoint path, e.g. `hangar/ping`.
     pub path: String,
     /// Time left before the caller's deadline, in milliseconds, when sent.
@@ -51,7 +52,7 @@ pub(crate) struct RequestHeader {
 
 /// How the callee answers; sent before the response message.
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct ResponseHeader {
+pub struct ResponseHeader {
     /// One of the `STATUS_*` constants.
     pub status: u8,
     /// Whether body frames follow the message (only with `STATUS_OK`).
@@ -70,19 +71,57 @@ pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, NetError> {
     Ok(rmp_serde::from_slice(bytes)?)
 }
 
+/// How much of a frame is allocated before its bytes arrive: a frame grows
+/// as it is read, so a length prefix alone (a forged or truncated frame)
+/// never makes the reader allocate that length.
+const FRAME_READ_STEP: usize = 64 * 1024;
+
 /// Reads one length-prefixed frame, refusing frames longer than `max`.
-pub(crate) async fn read_frame(recv: &mut RecvStream, max: usize) -> Result<Vec<u8>, NetError> {
+///
+/// The buffer grows with the bytes received, [`FRAME_READ_STEP`] at a
+/// time, not with the length the sender claims.
+pub(crate) async fn read_frame<R: AsyncRead + Unpin>(
+    recv: &mut R,
+    max: usize,
+) -> Result<Vec<u8>, NetError> {
     let mut len = [0u8; 4];
-    recv.read_exact(&mut len).await?;
+    recv.read_exact(&mut len).await.map_err(read_error)?;
     let len = u32::from_be_bytes(len) as usize;
     if len > max {
         return Err(NetError::Protocol(format!(
             "frame of {len} bytes over the limit of {max}"
         )));
     }
-    let mut buf = vec![0u8; len];
-    recv.read_exact(&mut buf).await?;
+    let mut buf = Vec::with_capacity(len.min(FRAME_READ_STEP));
+    while buf.len() < len {
+        let want = (len - buf.len()).min(FRAME_READ_STEP);
+        buf.reserve(want);
+        let n = (&mut *recv)
+            .take(want as u64)
+            .read_buf(&mut buf)
+            .await
+            .map_err(read_error)?;
+        if n == 0 {
+            return Err(NetError::UnexpectedEnd);
+        }
+    }
     Ok(buf)
+}
+
+/// The error of a failed stream read: the end of the stream is
+/// [`NetError::UnexpectedEnd`] and a QUIC read error keeps its own variant,
+/// as quinn's own `read_exact` reports them.
+fn read_error(e: std::io::Error) -> NetError {
+    if e.kind() == std::io::ErrorKind::UnexpectedEof {
+        return NetError::UnexpectedEnd;
+    }
+    if e.get_ref()
+        .is_some_and(|inner| inner.is::<quinn::ReadError>())
+    {
+        let inner = e.into_inner().expect("checked above");
+        return NetError::Read(*inner.downcast().expect("checked above"));
+    }
+    NetError::Io(e)
 }
 
 /// Writes the version byte, the header frame and the message frame of a
@@ -131,9 +170,11 @@ async fn write_head(
 }
 
 /// Reads the version byte and the header frame of a request or response.
-pub(crate) async fn read_head<H: DeserializeOwned>(recv: &mut RecvStream) -> Result<H, NetError> {
+pub(crate) async fn read_head<H: DeserializeOwned, R: AsyncRead + Unpin>(
+    recv: &mut R,
+) -> Result<H, NetError> {
     let mut version = [0u8; 1];
-    recv.read_exact(&mut version).await?;
+    recv.read_exact(&mut version).await.map_err(read_error)?;
     if version[0] != WIRE_VERSION {
         return Err(NetError::Protocol(format!(
             "wire version {} (this node speaks {WIRE_VERSION})",

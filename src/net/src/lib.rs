@@ -36,6 +36,7 @@ mod ping;
 mod priority;
 mod rpc;
 mod tls;
+pub mod wire;
 
 pub use body::{Body, MAX_CHUNK_LEN};
 pub use config::{Congestion, FlowControl, MeshConfig};

@@ -236,6 +236,18 @@ impl Mesh {
         self.inner.connect(peer).await
     }
 
+    /// Opens a bare call stream on the live connection to `to`, for tests
+    /// that write the wire format by hand (`hangar_net::wire`), such as a
+    /// peer sending forged frames. Calls go through [`Mesh::endpoint`].
+    #[doc(hidden)]
+    pub async fn open_raw_stream(
+        &self,
+        to: NodeId,
+    ) -> Result<(quinn::SendStream, quinn::RecvStream), NetError> {
+        let (conn, _) = self.inner.conn_to(to)?;
+        Ok(conn.open_bi().await?)
+    }
+
     /// Every known node, this one included, with its health.
     pub fn peer_status(&self) -> Vec<PeerStatus> {
         self.inner.peer_status()

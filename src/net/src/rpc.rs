@@ -136,7 +136,10 @@ impl MeshInner {
         let priority = Priority::from_wire(head.priority);
         let _ = send.set_priority(priority.quic());
         let timeout = Duration::from_millis(head.timeout_ms);
-        let msg = tokio::time::timeout(timeout, frame::read_frame(&mut recv, MAX_MESSAGE_LEN))
+        // The message follows the header at once: a peer's deadline is no
+        // reason to hold the stream open longer than any call may take.
+        let msg_wait = timeout.min(self.cfg.rpc_timeout);
+        let msg = tokio::time::timeout(msg_wait, frame::read_frame(&mut recv, MAX_MESSAGE_LEN))
             .await
             .map_err(|_| NetError::Protocol("request message not sent in time".into()))??;
         // The path is the peer's to choose: only a registered one is a label.

@@ -212,7 +212,10 @@ pub(crate) fn encode<S: Schema>(row: &S::Row) -> Vec<u8> {
     v
 }
 
-pub(crate) fn decode<S: Schema>(v: &[u8]) -> Result<S::Row> {
+/// Decodes a stored row value (the format byte, then the row), as every
+/// read of a table and every row received from a peer is decoded. Public
+/// for the fuzz targets (`fuzz/`).
+pub fn decode<S: Schema>(v: &[u8]) -> Result<S::Row> {
     let err = |message: String| TableError::Decode {
         tree: S::TREE,
         message,

@@ -2,7 +2,8 @@
 //!
 //! [`KeyAuth`] gives s3s the secret of an access key so it can check the
 //! signature; [`KeyAccess`] then decides from the key's permissions whether
-//! the operation is allowed, before the request body is read.
+//! the operation is allowed, before the request body is read (and refuses
+//! a body too large to be read whole, `body_limits`).
 
 use std::sync::Arc;
 
@@ -162,6 +163,7 @@ impl S3Access for KeyAccess {
             slot.set(&op);
         }
         self.check_signature_scope(cx)?;
+        crate::body_limits::check(cx.s3_op().name(), cx.headers())?;
         let key = self.key(cx).await?;
         let need = need_of(cx.s3_op().name());
         let bucket = cx.s3_path().get_bucket_name().map(str::to_owned);

@@ -12,6 +12,7 @@
 
 pub mod admission;
 pub mod auth;
+pub mod body_limits;
 mod checksum;
 mod conditions;
 pub mod cors;
@@ -29,6 +30,7 @@ mod ops_list;
 mod ops_multipart;
 mod ops_put;
 mod ops_tagging;
+mod payload_hash;
 mod s3_impl;
 pub mod server;
 mod tagging;

@@ -239,10 +239,20 @@ impl S3Api {
         let (b, mpu) = self
             .upload(&input.bucket, &input.key, &input.upload_id)
             .await?;
-        let listed: Vec<CompletedPart> = input
+        let parts = input
             .multipart_upload
             .and_then(|m| m.parts)
-            .unwrap_or_default()
+            .unwrap_or_default();
+        // An upload has at most one part per number: a longer list cannot
+        // be valid, and is refused before any part is looked up.
+        if parts.len() > MAX_PART_NUMBER as usize {
+            return Err(s3_error!(
+                MalformedXML,
+                "The XML you provided was not well-formed or did not validate against our published schema: {} parts listed, at most {MAX_PART_NUMBER}",
+                parts.len()
+            ));
+        }
+        let listed: Vec<CompletedPart> = parts
             .into_iter()
             .map(|p| CompletedPart {
                 part_number: p.part_number.unwrap_or(0).max(0) as u32,

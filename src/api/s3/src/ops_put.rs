@@ -160,6 +160,24 @@ pub(crate) fn check_key_length(key: &str) -> S3Result<()> {
     Ok(())
 }
 
+/// Largest object (PutObject) or part (UploadPart) one request may carry,
+/// as in S3: 5 GiB.
+pub(crate) const MAX_BODY_LEN: u64 = 5 * 1024 * 1024 * 1024;
+
+fn entity_too_large(len: u64) -> S3Error {
+    s3_error!(
+        EntityTooLarge,
+        "Your proposed upload exceeds the maximum allowed size: {len} bytes, at most {MAX_BODY_LEN}"
+    )
+}
+
+/// The body length a request announces: `x-amz-decoded-content-length`
+/// for an aws-chunked body, else `Content-Length`.
+fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    let number = |name: &str| headers.get(name)?.to_str().ok()?.trim().parse::<u64>().ok();
+    number("x-amz-decoded-content-length").or_else(|| number("content-length"))
+}
+
 /// An incoming body and the request headers that describe it.
 pub(crate) struct BodySource<'a> {
     pub body: Option<StreamingBlob>,
@@ -244,6 +262,13 @@ impl S3Api {
         version: VersionId,
         src: BodySource<'_>,
     ) -> S3Result<StoredBody> {
+        // Refused before a byte of the body is read (and before any
+        // `100 Continue`): a client announcing 6 GiB is answered at once.
+        if let Some(len) = declared_length(src.headers)
+            && len > MAX_BODY_LEN
+        {
+            return Err(entity_too_large(len));
+        }
         let requested = checksum::requested(src.headers)?;
         if let Some(m) = src.content_md5 {
             let valid = base64::engine::general_purpose::STANDARD
@@ -317,6 +342,10 @@ impl S3Api {
                     IncompleteBody,
                     "The body is longer than the x-amz-decoded-content-length header ({declared}) says."
                 ));
+            }
+            if size > MAX_BODY_LEN {
+                // A body without a length (chunked transfer) stops here.
+                return Err(entity_too_large(size));
             }
             buf.extend_from_slice(&chunk);
             if !writers.started() && buf.len() > inline_max {

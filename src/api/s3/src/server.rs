@@ -64,6 +64,7 @@ pub fn service(api: S3Api) -> Endpoint {
     let mut b = S3ServiceBuilder::new(api);
     b.set_auth(KeyAuth(model.clone()));
     b.set_access(KeyAccess { model, region });
+    b.set_config(crate::body_limits::s3s_config());
     if let Some(d) = root_domain {
         b.set_host(RootDomain(d.trim_start_matches('.').to_owned()));
     }
@@ -103,11 +104,7 @@ async fn handle(
     let mut req =
         req.map(|b| s3s::Body::http_body(Counted::new(b, Tally::Request(received.clone()))));
     req.extensions_mut().insert(op.clone());
-    merge_content_encoding(req.headers_mut());
-    let mut resp = endpoint.s3.call(req).await?;
-    if let Some(StatusOverride(status)) = resp.extensions_mut().remove() {
-        *resp.status_mut() = status;
-    }
+    let mut resp = call(&endpoint, req).await?;
     if let Some(c) = &cors {
         endpoint.cors.decorate(c, &mut resp).await;
     }
@@ -134,6 +131,23 @@ async fn handle(
         }
         None => resp.map(|b| s3s::Body::http_body_unsync(Counted::new(b, Tally::Counter(sent)))),
     })
+}
+
+/// Answers one request as the endpoint does, after hyper has parsed it:
+/// Hangar's request fix-ups, then the s3s service, then Hangar's answer
+/// corrections. (Public for the fuzz targets, which send requests without
+/// a socket.)
+pub async fn call(
+    endpoint: &Endpoint,
+    mut req: http::Request<s3s::Body>,
+) -> Result<http::Response<s3s::Body>, s3s::HttpError> {
+    merge_content_encoding(req.headers_mut());
+    let (req, mismatch) = crate::payload_hash::watch(req);
+    let mut resp = endpoint.s3.call(req).await?;
+    if let Some(StatusOverride(status)) = resp.extensions_mut().remove() {
+        *resp.status_mut() = status;
+    }
+    Ok(crate::payload_hash::correct(resp, mismatch.as_ref()))
 }
 
 /// Joins repeated `Content-Encoding` lines into one, as HTTP allows and as

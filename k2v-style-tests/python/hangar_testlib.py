@@ -39,11 +39,27 @@ MiB = 1024 * 1024
 # ---------------------------------------------------------------- node
 
 
+_GIVEN_PORTS: set[int] = set()
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port on 127.0.0.1 that was free a moment ago, for TCP and UDP, and
+    never handed out before by this process: the kernel may give a port just
+    released to the next caller, and two nodes of one test sharing a port
+    make the second one exit while the first answers on it."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port in _GIVEN_PORTS:
+            continue
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+                u.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        _GIVEN_PORTS.add(port)
+        return port
 
 
 def wait_port(port: int, proc: subprocess.Popen | None, timeout: float, log: Path | None = None) -> None:
@@ -143,6 +159,21 @@ api_bind_addr = "127.0.0.1:{self.admin_port}"
         )
         logf.close()
         wait_port(self.s3_port, self.proc, timeout, self.log)
+        # The port could be another process's: the node is up once its own
+        # admin socket answers while it still runs.
+        sock_path = self.meta / "admin.sock"
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"hangar exited with {self.proc.returncode} after starting:\n{tail(self.log)}")
+            try:
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as u:
+                    u.connect(str(sock_path))
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"hangar's admin socket did not answer within {timeout}s:\n{tail(self.log)}")
+                time.sleep(0.05)
 
     def stop(self, timeout: float = 20) -> int | None:
         """SIGTERM, then SIGKILL if it does not stop in time. Returns the exit code."""

@@ -17,3 +17,73 @@ pub struct ConnLimits {
     /// reading (`idle_io::IdleTimeout`).
     pub idle_timeout: Duration,
 }
+
+/// The gate in front of an HTTP endpoint's connections: it accepts them,
+/// serves at most `max_connections` at once, and answers one more with the
+/// endpoint's `refusal` (a whole HTTP response, e.g. `503 SlowDown`) at
+/// once, then closes it, rather than leaving it in the backlog, where a
+/// flood of idle connections would keep everyone waiting.
+pub struct ConnGate {
+    permits: std::sync::Arc<tokio::sync::Semaphore>,
+    refusal: std::sync::Arc<[u8]>,
+}
+
+/// An admitted connection and its place among those served; the place is
+/// given back when the permit is dropped.
+pub type Admitted = (
+    tokio::net::TcpStream,
+    std::net::SocketAddr,
+    tokio::sync::OwnedSemaphorePermit,
+);
+
+impl ConnGate {
+    /// A gate for `limits.max_connections` (at least 1) that answers
+    /// `refusal` past it.
+    pub fn new(limits: &ConnLimits, refusal: Vec<u8>) -> Self {
+        ConnGate {
+            permits: std::sync::Arc::new(tokio::sync::Semaphore::new(
+                limits.max_connections.max(1),
+            )),
+            refusal: refusal.into(),
+        }
+    }
+
+    /// The next connection on `listener` that may be served: accept errors
+    /// (e.g. out of file descriptors) are logged and retried after a pause,
+    /// connections past the limit are refused in the background and
+    /// `on_refused` is called for each.
+    pub async fn next(
+        &self,
+        listener: &tokio::net::TcpListener,
+        on_refused: impl Fn(),
+    ) -> Admitted {
+        loop {
+            let (stream, peer) = match listener.accept().await {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            // Small responses must not wait for the client's delayed ACK.
+            let _ = stream.set_nodelay(true);
+            match self.permits.clone().try_acquire_owned() {
+                Ok(permit) => return (stream, peer, permit),
+                Err(_) => {
+                    on_refused();
+                    let refusal = self.refusal.clone();
+                    tokio::spawn(async move {
+                        use tokio::io::AsyncWriteExt;
+                        let mut stream = stream;
+                        let _ = tokio::time::timeout(Duration::from_secs(1), async {
+                            stream.write_all(&refusal).await?;
+                            stream.shutdown().await
+                        })
+                        .await;
+                    });
+                }
+            }
+        }
+    }
+}

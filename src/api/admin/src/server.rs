@@ -3,15 +3,12 @@
 //! clients cannot take it from the operators and Prometheus.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use hangar_util::conn_limits::ConnLimits;
+use hangar_util::conn_limits::{ConnGate, ConnLimits};
 use hangar_util::idle_io::IdleTimeout;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
-use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
 
 use crate::http_api::{AdminEndpoint, router};
 use crate::ops::AdminOps;
@@ -37,33 +34,12 @@ pub async fn serve<H: AdminOps>(
     shutdown: impl std::future::Future<Output = ()>,
 ) {
     let app = router(ep);
-    let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let gate = ConnGate::new(&limits, too_many());
     tokio::pin!(shutdown);
     loop {
-        let (stream, peer) = tokio::select! {
+        let (stream, peer, permit) = tokio::select! {
             _ = &mut shutdown => return,
-            r = listener.accept() => match r {
-                Ok(c) => c,
-                Err(e) => {
-                    tracing::warn!("admin accept: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-        };
-        let _ = stream.set_nodelay(true);
-        let Ok(permit) = permits.clone().try_acquire_owned() else {
-            // Refused at once rather than left in the backlog, where a
-            // flood of idle connections would keep everyone waiting.
-            tokio::spawn(async move {
-                let mut stream = stream;
-                let _ = tokio::time::timeout(Duration::from_secs(1), async {
-                    stream.write_all(&too_many()).await?;
-                    stream.shutdown().await
-                })
-                .await;
-            });
-            continue;
+            c = gate.next(&listener, || {}) => c,
         };
         let svc = TowerToHyperService::new(app.clone());
         tokio::spawn(async move {

@@ -2,14 +2,12 @@
 //! virtual-host parsing) and CORS around it, served by hyper over TCP.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use hyper_util::rt::TokioIo;
 use s3s::S3Result;
 use s3s::host::{S3Host, VirtualHost};
 use s3s::service::{S3Service, S3ServiceBuilder};
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
 
 use crate::S3Api;
 use crate::auth::{KeyAccess, KeyAuth};
@@ -17,7 +15,7 @@ use crate::cors::Cors;
 use crate::counted_body::{Counted, Tally};
 use crate::expect_continue::{close_after, expects_continue, needs_close};
 use crate::metrics::{Answered, RequestOp, S3Metrics};
-use hangar_util::conn_limits::ConnLimits;
+use hangar_util::conn_limits::{ConnGate, ConnLimits};
 use hangar_util::idle_io::IdleTimeout;
 use http_body::Body as _;
 use hyper::body::Incoming;
@@ -188,36 +186,14 @@ pub async fn serve(
     limits: ConnLimits,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let gate = ConnGate::new(&limits, too_many());
     tokio::pin!(shutdown);
     loop {
-        let (stream, peer) = tokio::select! {
+        let (stream, peer, permit) = tokio::select! {
             _ = &mut shutdown => return Ok(()),
-            r = listener.accept() => match r {
-                Ok(c) => c,
-                Err(e) => {
-                    tracing::warn!("accept failed: {e}");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-        };
-        // Small responses must not wait for the client's delayed ACK.
-        let _ = stream.set_nodelay(true);
-        let Ok(permit) = permits.clone().try_acquire_owned() else {
-            // Refused at once rather than left in the backlog, where a
-            // flood of idle connections would keep everyone waiting.
-            metrics.refused_connections.inc();
-            tokio::spawn(async move {
-                use tokio::io::AsyncWriteExt;
-                let mut stream = stream;
-                let _ = tokio::time::timeout(Duration::from_secs(1), async {
-                    stream.write_all(&too_many()).await?;
-                    stream.shutdown().await
-                })
-                .await;
-            });
-            continue;
+            c = gate.next(&listener, || {
+                metrics.refused_connections.inc();
+            }) => c,
         };
         let service = service.clone();
         let metrics = metrics.clone();

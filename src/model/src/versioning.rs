@@ -182,7 +182,7 @@ mod tests {
     #[test]
     fn versions_sort_newest_first_between_their_key_and_the_next() {
         let key = b"k";
-        let mut sorts = vec![
+        let mut sorts = [
             b"k".to_vec(),
             b"k\x01".to_vec(),
             b"j\xff".to_vec(),

@@ -31,6 +31,7 @@ mod ops_list;
 mod ops_multipart;
 mod ops_put;
 mod ops_tagging;
+mod ops_versioning;
 mod payload_hash;
 mod s3_impl;
 pub mod server;

@@ -156,8 +156,16 @@ impl Drop for BlockWriters {
 /// Longest object key S3 accepts, in bytes.
 const MAX_KEY_LEN: usize = 1024;
 
-/// Refuses keys S3 would refuse as too long (for every write of a key).
+/// Refuses keys S3 would refuse as too long (for every write of a key),
+/// and keys with U+0000, which XML 1.0 (every listing) cannot carry and
+/// which separates a key from its versions in the object table.
 pub(crate) fn check_key_length(key: &str) -> S3Result<()> {
+    if key.contains('\0') {
+        return Err(s3_error!(
+            InvalidArgument,
+            "Object keys may not contain the character U+0000"
+        ));
+    }
     if key.len() > MAX_KEY_LEN {
         return Err(s3_error!(
             KeyTooLongError,
@@ -482,6 +490,7 @@ impl S3Api {
         let mut out = PutObjectOutput {
             e_tag: Some(etag(&row)),
             size: Some(row.size as i64),
+            version_id: crate::ops_versioning::published_id(&bucket, &row),
             ..Default::default()
         };
         checksum::fill_checksum!(row.checksum.as_ref(), out);

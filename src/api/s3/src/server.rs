@@ -145,6 +145,18 @@ pub async fn call(
     if let Some(StatusOverride(status)) = resp.extensions_mut().remove() {
         *resp.status_mut() = status;
     }
+    if let Some(crate::ops_versioning::XmlBody(body)) = resp.extensions_mut().remove() {
+        let h = resp.headers_mut();
+        h.insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("application/xml"),
+        );
+        h.insert(
+            http::header::CONTENT_LENGTH,
+            http::HeaderValue::from(body.len()),
+        );
+        *resp.body_mut() = s3s::Body::from(body);
+    }
     Ok(crate::payload_hash::correct(resp, mismatch.as_ref()))
 }
 

@@ -238,6 +238,10 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
         blocks: node.blocks.clone(),
         resync: node.resync.clone(),
         scrub: node.scrub.clone(),
+        presign: crate::presign_admin::PresignSettings::new(
+            &cfg.s3_api.s3_region,
+            cfg.s3_api.api_bind_addr.as_deref(),
+        ),
     });
     hangar_api_admin::socket::serve(&sock, state.clone())
         .await
@@ -354,6 +358,7 @@ async fn start_admin(
         registry,
         tokens,
         ops,
+        s3: Some(hangar_api_s3::server::service(api.clone())),
     });
     let listener = tokio::net::TcpListener::bind(&addr)
         .await

@@ -31,6 +31,7 @@ mod ops_multipart;
 mod ops_put;
 mod ops_tagging;
 mod payload_hash;
+pub mod presign;
 mod s3_impl;
 pub mod server;
 mod tagging;

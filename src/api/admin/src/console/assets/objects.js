@@ -78,10 +78,15 @@ function linkPanel(ctx) {
   const copy = h("button", { type: "button", class: "secondary", onclick: async () => {
     await guarded(err, async () => { await navigator.clipboard.writeText(out.value); say("Link copied."); return true; });
   } }, "Copy link");
+  let current = null;
+  const again = h("button", { type: "button", class: "secondary", onclick: (ev) => guarded(err, () => panel.show(current), ev.currentTarget) },
+    "New link with these settings");
   const panel = h("section", { "aria-labelledby": "link-title", hidden: true },
-    h("h2", { id: "link-title" }, "Presigned link"), h("p", { id: "link-for", class: "mono" }),
-    h("div", { class: "row-actions" }, expiry, endpoint), out, copy, err);
+    h("h2", { id: "link-title" }, "Presigned link"),
+    h("p", {}, "Anyone with this link can download ", h("span", { id: "link-for", class: "mono" }), " until it expires, without a token."),
+    h("div", { class: "row-actions" }, expiry, endpoint, again), out, copy, err);
   panel.show = async (key) => {
+    current = key;
     panel.hidden = false;
     panel.querySelector("#link-for").textContent = key;
     const ep = panel.querySelector("#link-endpoint").value.trim();

@@ -43,6 +43,14 @@ function nodeState(p) {
   return p.is_up ? badge("up") : badge("down");
 }
 
+/** How long ago a peer was last heard from (`last_seen_msec` is a Unix time). */
+function seen(p) {
+  if (p.is_self) return "now";
+  if (p.last_seen_msec === null || p.last_seen_msec === undefined) return "never";
+  const s = Math.max(0, Math.round((Date.now() - p.last_seen_msec) / 1000));
+  return s < 120 ? `${s} s ago` : s < 7200 ? `${Math.round(s / 60)} min ago` : when(p.last_seen_msec);
+}
+
 function disk(d) {
   return d ? `${bytes(d.avail)} free of ${bytes(d.total)}` : "—";
 }
@@ -73,8 +81,8 @@ const cluster = {
           p.capacity === null || p.capacity === undefined ? "—" : bytes(p.capacity),
           String(p.partitions),
           disk(p.data_disk),
-          p.is_self ? "now" : p.last_seen_msec === null ? "never" : `${Math.round(p.last_seen_msec / 1000)} s ago`,
-        ]), "no nodes known"));
+          seen(p),
+        ]), "no nodes known", st.peers.map((p) => (p.is_up ? "" : "down-row"))));
   },
 };
 
@@ -237,14 +245,50 @@ function progressCell(w) {
 const workers = {
   title: "Workers",
   refresh: 3000,
-  async render() {
+  async render(name) {
+    if (name) return workerDetail(name);
     const list = await api("ListWorkers");
     return h("div", {}, h("h1", {}, "Workers"),
-      h("p", { class: "muted" }, "The background workers of the node that answers (this one)."),
+      h("p", { class: "muted" }, "The background workers of the node that serves this console; each node's console shows its own."),
       table("Workers", ["Name", "State", "#Processed", "#Errors", "#Queue", "Progress", "Last error", "Updated"], list.map((w) => [
-        w.name, badge(w.state, w.state === "busy" ? "staged" : "healthy"), String(w.processed), String(w.errors),
+        h("a", { href: `#workers/${encodeURIComponent(w.name)}` }, w.name), badge(w.state, w.state === "busy" ? "staged" : "healthy"),
+        String(w.processed), String(w.errors),
         w.queue_length === null ? "—" : String(w.queue_length), progressCell(w), w.last_error ?? "—", when(w.updated_msec)])));
   },
 };
+
+async function workerDetail(name) {
+  const w = await api("GetWorkerInfo", { name });
+  const settings = Object.entries(w.settings ?? {});
+  const parts = [h("h1", {}, `Worker ${w.name}`), h("p", {}, h("a", { href: "#workers" }, "All workers")),
+    h("dl", { class: "facts" },
+      h("dt", {}, "State"), h("dd", {}, badge(w.state, w.state === "busy" ? "staged" : "healthy")),
+      h("dt", {}, "Progress"), h("dd", {}, progressCell(w)),
+      h("dt", {}, "Processed"), h("dd", {}, String(w.processed)),
+      h("dt", {}, "Errors"), h("dd", {}, String(w.errors)),
+      h("dt", {}, "Queue"), h("dd", {}, w.queue_length === null ? "—" : String(w.queue_length)),
+      h("dt", {}, "Last error"), h("dd", {}, w.last_error ?? "—"),
+      h("dt", {}, "Updated"), h("dd", {}, when(w.updated_msec)))];
+  if (w.stats) parts.push(table("Counters", ["Counter", "#Value"], Object.entries(w.stats).map(([k, v]) => [k, String(v)])));
+  if (w.scrub) {
+    const sc = w.scrub;
+    parts.push(h("h2", {}, "Scrub"),
+      h("dl", { class: "facts" },
+        h("dt", {}, "Status"), h("dd", {}, sc.status),
+        h("dt", {}, "This pass"), h("dd", {}, `${sc.checked} blocks (${bytes(sc.bytes)}) checked, ${sc.corrupt} corrupt`),
+        h("dt", {}, "Started"), h("dd", {}, when(sc.pass_started_msec)),
+        h("dt", {}, "Last pass done"), h("dd", {}, when(sc.last_pass_done_msec))),
+      h("div", { class: "row-actions" }, ["start", "pause", "resume", "cancel"].map((c) =>
+        action(c[0].toUpperCase() + c.slice(1), () => api("ScrubCommand", { command: c }, { post: true }), { label: `Scrub: ${c}` }))));
+  }
+  if (settings.length) {
+    parts.push(table("Settings", ["Setting", "Value"], settings),
+      form("Change a setting", [
+        field("Setting", { name: "setting", options: settings.map(([k]) => k) }),
+        field("Value", { name: "value", required: true }),
+      ], "Set", (v) => api("SetWorkerVariable", { setting: v.setting, value: v.value }, { post: true })));
+  }
+  return h("div", {}, parts);
+}
 
 export const pages = { cluster, layout, buckets, keys, workers };

@@ -83,14 +83,14 @@ export function field(label, attrs = {}) {
 }
 
 /** A table: `columns` are header texts (a leading "#" marks a number column). */
-export function table(caption, columns, rows, empty = "None.") {
+export function table(caption, columns, rows, empty = "None.", rowClasses = []) {
   if (!rows.length) return h("p", { class: "muted" }, `${caption}: ${empty}`);
   const num = columns.map((c) => c.startsWith("#"));
   return h("table", {},
     h("caption", {}, caption),
     h("thead", {}, h("tr", {}, columns.map((c, i) =>
       h("th", { scope: "col", class: num[i] ? "num" : undefined }, num[i] ? c.slice(1) : c)))),
-    h("tbody", {}, rows.map((r) => h("tr", {}, r.map((cell, i) =>
+    h("tbody", {}, rows.map((r, j) => h("tr", { class: rowClasses[j] || undefined }, r.map((cell, i) =>
       h(i === 0 ? "th" : "td", { scope: i === 0 ? "row" : undefined, class: num[i] ? "num" : undefined }, cell))))));
 }
 

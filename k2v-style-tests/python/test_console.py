@@ -345,3 +345,17 @@ def test_console_end_to_end(cluster, browser, tmp_path):
     d.find_element(By.ID, "logout").click()
     wait.until(EC.visibility_of_element_located((By.ID, "login-form")))
     assert d.execute_script("return sessionStorage.getItem('hangar-console-token')") is None
+
+    # The read-only token looks but cannot change: a refused change is said
+    # in its form, and the console stays logged in.
+    login(READ_TOKEN)
+    wait.until(lambda _: d.find_element(By.CSS_SELECTOR, "#view h1").text == "Cluster")
+    go("#buckets", "Buckets")
+    d.find_element(By.ID, "new-bucket").send_keys("console-read-only")
+    d.find_element(By.XPATH, "//button[text()='Create bucket']").click()
+    wait.until(lambda _: "refused" in d.find_element(By.CSS_SELECTOR, "form[aria-label='Create a bucket'] .error").text)
+    go(f"#objects/{bucket}", "Objects")
+    wait.until(lambda _: "refused" in d.find_element(By.ID, "view").text)
+    assert not d.find_element(By.ID, "nav").get_attribute("hidden")
+    assert "console-read-only" not in [b["name"] for b in ok(ns[0], "GET", "/v2/ListBuckets")]
+    shot("read-only")

@@ -149,11 +149,22 @@ mod tests {
     }
 
     #[test]
-    fn every_script_the_shell_loads_is_served() {
+    fn every_file_the_shell_loads_is_served() {
+        let served = |name: &str| ASSETS.iter().any(|(n, _, _)| *n == name);
         let (_, _, html) = ASSETS[0];
-        for part in html.split("src=\"").skip(1) {
+        for part in html
+            .split("src=\"")
+            .skip(1)
+            .chain(html.split("stylesheet\" href=\"").skip(1))
+        {
             let name = part.split('"').next().unwrap();
-            assert!(ASSETS.iter().any(|(n, _, _)| *n == name), "{name}");
+            assert!(served(name), "index.html loads {name}");
+        }
+        for (file, _, body) in ASSETS.iter().filter(|(n, _, _)| n.ends_with(".js")) {
+            for part in body.split(" from \"./").skip(1) {
+                let name = part.split('"').next().unwrap();
+                assert!(served(name), "{file} imports {name}");
+            }
         }
     }
 }

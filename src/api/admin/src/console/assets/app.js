@@ -45,7 +45,7 @@ async function show() {
       if (mine !== shown) return;
       view.replaceChildren(content);
     } catch (e) {
-      if (e.status === 401 || e.status === 403 && e.code === "Refused") return showLogin(e.message);
+      if (e.loggedOut) return showLogin(e.message);
       if (mine === shown) view.replaceChildren(h("h1", {}, page.title), h("p", { class: "error", role: "alert" }, e.message));
     }
   };

@@ -201,6 +201,12 @@ export const objectsPage = {
       return h("div", {}, head, h("p", {}, "No key may read this bucket; the browser acts as one of the cluster's keys. ",
         h("a", { href: `#buckets/${encodeURIComponent(bucket)}` }, "Give a key read (and write) permission"), " first."));
     }
-    return h("div", {}, head, await browser({ bucket, key, prefix: rest.join("/") }));
+    try {
+      return h("div", {}, head, await browser({ bucket, key, prefix: rest.join("/") }));
+    } catch (e) {
+      if (e.code !== "Refused") throw e;
+      return h("div", {}, head, h("p", { class: "error", role: "alert" },
+        `${e.message} The object browser needs the full admin_token: its S3 requests are presigned by a POST route.`));
+    }
   },
 };

@@ -11,12 +11,17 @@ export const session = {
   },
 };
 
-/** An admin API call failed: `status` is the HTTP status, `code` the API's. */
+/**
+ * An admin API call failed: `status` is the HTTP status, `code` the API's;
+ * `loggedOut` when the token itself is no good (not merely too narrow for
+ * a change), so the console asks for another.
+ */
 export class ApiError extends Error {
-  constructor(status, code, message) {
+  constructor(status, code, message, loggedOut = false) {
     super(message);
     this.status = status;
     this.code = code;
+    this.loggedOut = loggedOut;
   }
 }
 
@@ -39,7 +44,8 @@ export async function api(op, fields = {}, { post = false } = {}) {
   }
   const resp = await fetch(url, init);
   if (resp.status === 401 || (resp.status === 403 && !resp.headers.get("content-type"))) {
-    throw new ApiError(resp.status, "Refused", refusal(resp.status));
+    // A read-only token is refused the POST routes only.
+    throw new ApiError(resp.status, "Refused", refusal(resp.status), resp.status === 401 || !post);
   }
   const body = await resp.json().catch(() => null);
   if (!resp.ok) {

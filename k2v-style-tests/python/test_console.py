@@ -159,6 +159,7 @@ def browser(tmp_path):
 def test_console_end_to_end(cluster, browser, tmp_path):
     from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.ui import Select, WebDriverWait
 
@@ -175,7 +176,15 @@ def test_console_end_to_end(cluster, browser, tmp_path):
         wait.until(lambda _: d.find_element(by, sel).click() or True)
 
     def shot(name: str) -> None:
+        """Keeps a screenshot, and checks the page's controls are named."""
         d.save_screenshot(str(shots / f"{next(step):02d}-{name}.png"))
+        unnamed = d.execute_script("""
+            return [...document.querySelectorAll('input, select, button, a')]
+              .filter((e) => e.offsetParent !== null)
+              .filter((e) => !(e.labels && e.labels.length) && !e.getAttribute('aria-label')
+                             && !e.textContent.trim())
+              .map((e) => e.outerHTML);""")
+        assert not unnamed, (name, unnamed)
 
     def text_of(css: str) -> str:
         return wait.until(EC.visibility_of_element_located((By.CSS_SELECTOR, css))).text
@@ -186,11 +195,14 @@ def test_console_end_to_end(cluster, browser, tmp_path):
                          "location.hash = arguments[0]", hash_)
         wait.until(lambda _: d.find_element(By.CSS_SELECTOR, "#view h1:not([data-old])").text.startswith(title))
 
-    def login(token: str) -> None:
+    def login(token: str, by_keyboard: bool = False) -> None:
         box = wait.until(EC.element_to_be_clickable((By.ID, "token")))
         box.clear()
         box.send_keys(token)
-        d.find_element(By.ID, "login").click()
+        if by_keyboard:
+            box.send_keys(Keys.ENTER)
+        else:
+            d.find_element(By.ID, "login").click()
 
     t0 = time.monotonic()
     d.get(console_url(ns[0]))
@@ -205,8 +217,10 @@ def test_console_end_to_end(cluster, browser, tmp_path):
     assert d.execute_script("return sessionStorage.getItem('hangar-console-token')") is None
     shot("wrong-token")
 
-    login(ADMIN_TOKEN)
+    # The right one, from the keyboard; the page's heading takes the focus.
+    login(ADMIN_TOKEN, by_keyboard=True)
     wait.until(lambda _: d.find_element(By.CSS_SELECTOR, "#view h1").text == "Cluster")
+    assert d.switch_to.active_element.text == "Cluster"
     wait.until(lambda _: d.find_element(By.ID, "nodes-up").text == "3 of 3")
     assert "staged changes" in d.find_element(By.ID, "view").text
     shot("cluster")

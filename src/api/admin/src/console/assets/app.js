@@ -24,6 +24,12 @@ function showLogin(message = "") {
   document.getElementById("token").focus();
 }
 
+function focusHeading() {
+  const h1 = view.querySelector("h1");
+  h1?.setAttribute("tabindex", "-1");
+  h1?.focus();
+}
+
 async function show() {
   if (!session.token) return showLogin();
   const [name, ...rest] = (location.hash.slice(1) || "cluster").split("/");
@@ -43,7 +49,10 @@ async function show() {
       const content = await page.render(arg);
       // A page the user has left while it loaded is not drawn.
       if (mine !== shown) return;
+      const focused = view.contains(document.activeElement);
       view.replaceChildren(content);
+      // A redraw keeps the reader where a page change puts it.
+      if (focused) focusHeading();
     } catch (e) {
       if (e.loggedOut) return showLogin(e.message);
       if (mine === shown) view.replaceChildren(h("h1", {}, page.title), h("p", { class: "error", role: "alert" }, e.message));
@@ -52,11 +61,11 @@ async function show() {
   await render();
   if (mine !== shown) return;
   document.title = `${page.title} — Hangar console`;
-  view.querySelector("h1")?.setAttribute("tabindex", "-1");
-  view.querySelector("h1")?.focus();
+  focusHeading();
   if (page.refresh) {
     timer = setInterval(() => {
-      // Do not redraw under a user who is typing into a form.
+      if (!document.getElementById("auto-refresh").checked) return;
+      // Do not redraw under a user who is using a control of the page.
       if (!view.contains(document.activeElement) || document.activeElement.tagName === "H1") render();
     }, page.refresh);
   }

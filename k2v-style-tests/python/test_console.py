@@ -13,6 +13,7 @@ but the static shell answers without the token."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import secrets
@@ -170,7 +171,7 @@ def test_console_end_to_end(cluster, browser, tmp_path):
     # Pages that follow live state are redrawn every few seconds, so an
     # element found may be gone by the time it is read: look again.
     redrawn = [NoSuchElementException, StaleElementReferenceException]
-    wait = WebDriverWait(d, 20, ignored_exceptions=redrawn)
+    wait = WebDriverWait(d, 20, poll_frequency=0.02, ignored_exceptions=redrawn)
 
     def click(by, sel) -> None:
         wait.until(lambda _: d.find_element(by, sel).click() or True)
@@ -191,9 +192,11 @@ def test_console_end_to_end(cluster, browser, tmp_path):
 
     def go(hash_: str, title: str) -> None:
         """Navigates and waits for the page drawn anew (not the one before)."""
+        t = time.monotonic()
         d.execute_script("document.querySelector('#view h1')?.setAttribute('data-old', '');"
                          "location.hash = arguments[0]", hash_)
         wait.until(lambda _: d.find_element(By.CSS_SELECTOR, "#view h1:not([data-old])").text.startswith(title))
+        print(f"{hash_} drawn in {time.monotonic() - t:.3f} s")
 
     def login(token: str, by_keyboard: bool = False) -> None:
         box = wait.until(EC.element_to_be_clickable((By.ID, "token")))
@@ -319,6 +322,36 @@ def test_console_end_to_end(cluster, browser, tmp_path):
     assert "X-Amz-Expires=900" in url and key["secret_access_key"] not in url
     assert urllib.request.urlopen(url, timeout=10).read() == data
     shot("presigned-link")
+
+    # An uploaded page never runs as the console: the proxy serves it
+    # sandboxed, and the console saves it as bytes.
+    evil = b"<!doctype html><script>window.opener && (window.opener.pwned = 1); document.title = 'pwned'</script>"
+    page = tmp_path / "upload" / "evil.html"
+    page.write_bytes(evil)
+    d.find_element(By.ID, "upload-files").send_keys(str(page))
+    d.find_element(By.ID, "upload").click()
+    click(By.CSS_SELECTOR, "button[aria-label='Download docs/evil.html']")
+    saved = browser.downloads / "evil.html"
+    wait_for(lambda: saved.exists() and not list(browser.downloads.glob("*.crdownload")), 20, "the page's download")
+    assert saved.read_bytes() == evil
+    assert d.title.endswith("Hangar console") and d.current_url.startswith(console_url(ns[0]))
+    pre = ok(ns[0], "POST", "/v2/PresignObject",
+             {"bucket": bucket, "key": key["access_key_id"], "action": "get", "object": "docs/evil.html"})
+    path = "/console/s3" + pre["path_and_query"]
+    conn = http.client.HTTPConnection("127.0.0.1", ns[0].admin_port, timeout=10)
+    conn.request("GET", path, headers={"Authorization": f"Bearer {ADMIN_TOKEN}", "X-Hangar-S3-Host": pre["host"]})
+    r = conn.getresponse()
+    assert r.status == 200 and r.read() == evil
+    assert r.getheader("Content-Security-Policy").startswith("sandbox") and r.getheader("X-Content-Type-Options") == "nosniff"
+    conn.close()
+    # Opened directly in the browser, without the bearer header: refused.
+    d.execute_script("window.open(arguments[0])", f"http://127.0.0.1:{ns[0].admin_port}{path}")
+    d.switch_to.window(d.window_handles[-1])
+    wait.until(lambda _: d.find_element(By.TAG_NAME, "body").text != "")
+    assert "pwned" not in d.title and "evil" not in d.find_element(By.TAG_NAME, "body").text
+    d.close()
+    d.switch_to.window(d.window_handles[0])
+    assert d.execute_script("return window.pwned") is None
 
     # Delete the top-level copy.
     go(f"#objects/{bucket}", "Objects")

@@ -353,6 +353,16 @@ def test_console_end_to_end(cluster, browser, tmp_path):
     d.switch_to.window(d.window_handles[0])
     assert d.execute_script("return window.pwned") is None
 
+    # The console's S3 requests count in the node's S3 metrics like any:
+    # three uploads, and at least their bytes received.
+    def metric(name: str, op: str) -> float:
+        text = call(ns[0], "GET", "/metrics")[2].decode()
+        want = f'{name}{{op="{op}"}} '
+        return sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith(want))
+    assert metric("hangar_s3_requests_total", "PutObject") == 3
+    assert metric("hangar_s3_received_bytes_total", "PutObject") >= 2 * len(data) + len(evil)
+    assert metric("hangar_s3_requests_total", "ListObjectsV2") >= 4
+
     # Delete the top-level copy.
     go(f"#objects/{bucket}", "Objects")
     d.find_element(By.CSS_SELECTOR, "button[aria-label='Delete random blob.bin']").click()

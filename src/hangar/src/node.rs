@@ -358,7 +358,10 @@ async fn start_admin(
         registry,
         tokens,
         ops,
-        s3: Some(hangar_api_s3::server::service(api.clone())),
+        s3: Some(hangar_api_admin::console::NodeS3 {
+            endpoint: hangar_api_s3::server::service(api.clone()),
+            metrics: s3_metrics.clone(),
+        }),
     });
     let listener = tokio::net::TcpListener::bind(&addr)
         .await

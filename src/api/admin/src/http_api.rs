@@ -34,7 +34,7 @@ pub struct AdminEndpoint<H> {
     pub ops: Arc<H>,
     /// This node's S3 endpoint, which the web console's object browser
     /// calls in-process (`console`); `None` when the node serves no S3.
-    pub s3: Option<hangar_api_s3::server::Endpoint>,
+    pub s3: Option<crate::console::NodeS3>,
 }
 
 type Ep<H> = State<Arc<AdminEndpoint<H>>>;

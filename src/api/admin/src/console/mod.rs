@@ -20,6 +20,13 @@ use axum::response::{IntoResponse, Response};
 use crate::http_api::AdminEndpoint;
 use crate::ops::AdminOps;
 
+/// This node's S3 endpoint as the console's proxy calls it: in-process,
+/// counted in the S3 endpoint's own metrics.
+pub struct NodeS3 {
+    pub endpoint: hangar_api_s3::server::Endpoint,
+    pub metrics: Arc<hangar_api_s3::metrics::S3Metrics>,
+}
+
 /// The console's files: name under `/console/`, content type, content.
 const ASSETS: &[(&str, &str, &str)] = &[
     (

@@ -1,7 +1,7 @@
 //! The object browser's way to S3: `ANY /console/s3/<path>?<query>` is the
 //! S3 request `<path>?<query>` with `Host: <X-Hangar-S3-Host>`, answered
-//! in-process by this node's S3 endpoint — the same code, signature check
-//! and permission check as on the S3 port. The console gets each URL
+//! in-process by this node's S3 endpoint — the same code, signature check,
+//! permission check and metrics as on the S3 port. The console gets each URL
 //! presigned from `/v2/PresignObject`, so this route adds no authority of
 //! its own: it only makes the browser's S3 calls same-origin, so that the
 //! S3 endpoint needs no CORS rule for the console and need not even be
@@ -72,8 +72,8 @@ pub async fn s3<H: AdminOps>(State(ep): State<Arc<AdminEndpoint<H>>>, req: Reque
         parts.headers.remove(name);
     }
     parts.headers.insert(header::HOST, host);
-    let req = http::Request::from_parts(parts, s3s::Body::http_body_unsync(body));
-    let resp = match hangar_api_s3::server::call(s3, req).await {
+    let req = http::Request::from_parts(parts, body);
+    let resp = match hangar_api_s3::server::call_counted(&s3.endpoint, &s3.metrics, req).await {
         Ok(resp) => resp.map(Body::new),
         Err(e) => {
             tracing::debug!("console S3 request failed: {e:?}");

@@ -25,7 +25,7 @@ use crate::proto::AdminError;
 use crate::routes::Verb;
 
 /// The header that names the `Host` the URL was signed for.
-pub const S3_HOST: &str = "x-hangar-s3-host";
+const S3_HOST: &str = "x-hangar-s3-host";
 const PREFIX: &str = "/console/s3";
 /// The CSP of everything the proxy answers: nothing in it may run.
 const SANDBOX: &str = "sandbox; default-src 'none'; frame-ancestors 'none'";
@@ -77,9 +77,10 @@ pub async fn s3<H: AdminOps>(State(ep): State<Arc<AdminEndpoint<H>>>, req: Reque
         Ok(resp) => resp.map(Body::new),
         Err(e) => {
             tracing::debug!("console S3 request failed: {e:?}");
-            return refuse(&AdminError::new(
-                crate::proto::ErrorCode::BadRequest,
-                "the S3 request failed before an answer",
+            // s3s answers S3 errors as S3 does; this is a request it could
+            // not answer at all, as hyper would drop the connection.
+            return refuse(&AdminError::bad(
+                "the S3 code could not answer this request",
             ));
         }
     };

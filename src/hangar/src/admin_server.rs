@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 
 use crate::block_admin;
 use crate::layout_admin::{self, AssignArgs};
+use crate::presign_admin::{self, PresignArgs, PresignSettings};
 use hangar_block::{BlockError, BlockManager, Resync, Scrub};
 use hangar_cluster::Cluster;
 
@@ -70,6 +71,7 @@ pub struct AdminState {
     pub blocks: Arc<BlockManager>,
     pub resync: Arc<Resync>,
     pub scrub: Arc<Scrub>,
+    pub presign: PresignSettings,
 }
 
 impl AdminOps for AdminState {
@@ -269,6 +271,32 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
                 allow_missing_data,
             )
             .await?
+        }
+        Request::PresignObject {
+            bucket,
+            key,
+            action,
+            object,
+            prefix,
+            delimiter,
+            continuation_token,
+            download,
+            expires_secs,
+            endpoint,
+        } => {
+            let args = PresignArgs {
+                bucket,
+                key,
+                action,
+                object,
+                prefix,
+                delimiter,
+                continuation_token,
+                download,
+                expires_secs,
+                endpoint,
+            };
+            presign_admin::presign_object(model, &st.presign, args, e).await?
         }
     })
 }

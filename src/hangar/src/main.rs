@@ -10,6 +10,7 @@ mod layout_cli;
 mod layout_progress;
 mod node;
 mod node_health;
+mod presign_admin;
 mod single_node;
 
 use std::path::PathBuf;

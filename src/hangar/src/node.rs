@@ -238,6 +238,10 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
         blocks: node.blocks.clone(),
         resync: node.resync.clone(),
         scrub: node.scrub.clone(),
+        presign: crate::presign_admin::PresignSettings::new(
+            &cfg.s3_api.s3_region,
+            cfg.s3_api.api_bind_addr.as_deref(),
+        ),
     });
     hangar_api_admin::socket::serve(&sock, state.clone())
         .await
@@ -356,6 +360,10 @@ async fn start_admin(
         registry,
         tokens,
         ops,
+        s3: Some(hangar_api_admin::console::NodeS3 {
+            endpoint: hangar_api_s3::server::service(api.clone()),
+            metrics: s3_metrics.clone(),
+        }),
     });
     let listener = tokio::net::TcpListener::bind(&addr)
         .await

@@ -33,6 +33,7 @@ mod ops_put;
 mod ops_tagging;
 mod ops_versioning;
 mod payload_hash;
+pub mod presign;
 mod s3_impl;
 pub mod server;
 mod tagging;

@@ -40,12 +40,14 @@ fn model_error(e: ModelError) -> AdminError {
             ErrorCode::NotFound
         }
         ModelError::BucketAlreadyExists(_)
+        | ModelError::BucketAlreadyOwnedByYou(_)
         | ModelError::KeyAlreadyExists(_)
         | ModelError::BucketNotEmpty(_)
         | ModelError::PreconditionFailed
         | ModelError::SourceChanged => ErrorCode::Conflict,
         ModelError::InvalidBucketName { .. } | ModelError::Invalid(_) => ErrorCode::BadRequest,
         ModelError::Table(TableError::Replication(_) | TableError::Net(_))
+        | ModelError::BucketCoordinator { .. }
         | ModelError::Block(
             BlockError::Quorum { .. }
             | BlockError::Unavailable { .. }

@@ -16,6 +16,7 @@
 //! [`Model`] ties them to one node's metadata store and block manager.
 
 pub mod bucket;
+pub mod bucket_create;
 mod condition;
 pub mod conditional;
 mod configuration;

@@ -15,6 +15,24 @@ pub fn model_error(e: ModelError) -> S3Error {
             BucketAlreadyExists,
             "The requested bucket name is not available: {b}"
         ),
+        ModelError::BucketAlreadyOwnedByYou(b) => s3_error!(
+            BucketAlreadyOwnedByYou,
+            "Your previous request to create the named bucket succeeded and you already own it: {b}"
+        ),
+        e @ ModelError::BucketCoordinator { .. } => {
+            tracing::warn!("{e}");
+            if matches!(
+                e,
+                ModelError::BucketCoordinator {
+                    overloaded: true,
+                    ..
+                }
+            ) {
+                crate::admission::slow_down_because(&e.to_string())
+            } else {
+                service_unavailable(&e.to_string())
+            }
+        }
         ModelError::BucketNotEmpty(b) => s3_error!(
             BucketNotEmpty,
             "The bucket you tried to delete is not empty: {b}"
@@ -75,6 +93,21 @@ pub fn block_error(e: BlockError) -> S3Error {
             S3Error::with_message(S3ErrorCode::InternalError, e.to_string())
         }
     }
+}
+
+/// S3's `503 ServiceUnavailable` with the same retry hints as `SlowDown`
+/// (`Retry-After: 1`, `x-amz-retry-after: 1000`): the cluster may answer
+/// in a moment (a node coming back, the failure detector catching up).
+pub fn service_unavailable(message: &str) -> S3Error {
+    let mut e = S3Error::with_message(S3ErrorCode::ServiceUnavailable, message.to_owned());
+    let mut h = http::HeaderMap::new();
+    h.insert(
+        http::header::RETRY_AFTER,
+        http::HeaderValue::from_static("1"),
+    );
+    h.insert("x-amz-retry-after", http::HeaderValue::from_static("1000"));
+    e.set_headers(h);
+    e
 }
 
 /// S3's `400 BadRequest`, a code s3s does not name (tag counts, CORS

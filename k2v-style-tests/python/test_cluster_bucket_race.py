@@ -1,0 +1,183 @@
+"""Concurrent CreateBucket of one new name through every node of a 3-node
+cluster (replication factor 3), as the overload benchmark does when it
+starts one load generator per node: exactly one creation succeeds, the
+other requests of the same key answer `BucketAlreadyOwnedByYou`, those of
+another key `BucketAlreadyExists` (and that key gets no access); the
+bucket then works through every node, and no object PUT right after the
+race is lost (doc/replication.md, "Bucket creation")."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from botocore.exceptions import ClientError
+
+from hangar_testlib import Key, bucket_name, error_code, http_status, s3_client
+from test_layout_cluster import laid_out_cluster
+
+ROUNDS = 15
+# Requests per node in each round: 2, so 6 creates of one name at once.
+PER_NODE = 2
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    nodes = laid_out_cluster(tmp_path_factory, "race")
+    yield nodes
+    for n in nodes:
+        n.stop()
+
+
+def new_key(node, name: str) -> Key:
+    info = node.cli_json("key", "create", name)
+    node.cli("key", "allow", info["access_key_id"], "--create-bucket")
+    return Key(info["access_key_id"], info["secret_access_key"], name)
+
+
+def race(clients: list, name: str, after=None) -> list:
+    """Sends CreateBucket(name) through every client at the same moment;
+    returns, per client, "ok" or the error code. `after(i, client, result)`
+    runs in client i's thread right after its answer."""
+    results: list = [None] * len(clients)
+    barrier = threading.Barrier(len(clients))
+
+    def one(i: int):
+        c = clients[i]
+        barrier.wait()
+        try:
+            c.create_bucket(Bucket=name)
+            results[i] = "ok"
+        except ClientError as e:
+            results[i] = (http_status(e), error_code(e))
+        if after is not None:
+            after(i, c, results[i])
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(clients))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    return results
+
+
+def listed(c, bucket: str) -> set[str]:
+    out, token = set(), None
+    while True:
+        kw = {"ContinuationToken": token} if token else {}
+        r = c.list_objects_v2(Bucket=bucket, **kw)
+        out |= {o["Key"] for o in r.get("Contents", [])}
+        if not r.get("IsTruncated"):
+            return out
+        token = r["NextContinuationToken"]
+
+
+def test_racing_creates_by_one_key_give_one_bucket_that_every_node_serves(cluster):
+    key = new_key(cluster[0], "racer")
+    clients = [s3_client(n, key) for n in cluster for _ in range(PER_NODE)]
+    per_node = [s3_client(n, key) for n in cluster]
+    failures = []
+    for r in range(ROUNDS):
+        name = bucket_name(f"one-key-{r}")
+        results = race(clients, name)
+        ok = results.count("ok")
+        owned = results.count((409, "BucketAlreadyOwnedByYou"))
+        if ok != 1 or owned != len(clients) - 1:
+            failures.append((name, results))
+            continue
+        for c in per_node:
+            assert c.head_bucket(Bucket=name)["ResponseMetadata"]["HTTPStatusCode"] == 200
+        for i, c in enumerate(per_node):
+            c.put_object(Bucket=name, Key=f"through-{i}", Body=b"x")
+        for c in per_node:
+            assert listed(c, name) == {f"through-{i}" for i in range(len(per_node))}, name
+    assert not failures, f"{len(failures)} of {ROUNDS} rounds: {failures[:3]}"
+
+
+def test_racing_creates_by_two_keys_give_one_owner(cluster):
+    a, b = new_key(cluster[1], "racer-a"), new_key(cluster[2], "racer-b")
+    keys = [a, b] * (len(cluster) * PER_NODE // 2)
+    nodes = [n for n in cluster for _ in range(PER_NODE)]
+    clients = [s3_client(n, k) for n, k in zip(nodes, keys)]
+    failures = []
+    for r in range(ROUNDS):
+        name = bucket_name(f"two-keys-{r}")
+        results = race(clients, name)
+        winners = [keys[i] for i, res in enumerate(results) if res == "ok"]
+        if len(winners) != 1:
+            failures.append((name, results))
+            continue
+        owner = winners[0]
+        other = b if owner == a else a
+        for i, res in enumerate(results):
+            if res == "ok":
+                continue
+            want = "BucketAlreadyOwnedByYou" if keys[i] == owner else "BucketAlreadyExists"
+            if res != (409, want):
+                failures.append((name, results))
+                break
+        for n in cluster:
+            s3_client(n, owner).put_object(Bucket=name, Key="mine", Body=b"1")
+            loser = s3_client(n, other)
+            for call in (lambda: loser.list_objects_v2(Bucket=name),
+                         lambda: loser.put_object(Bucket=name, Key="theirs", Body=b"2"),
+                         lambda: loser.get_object(Bucket=name, Key="mine")):
+                with pytest.raises(ClientError) as e:
+                    call()
+                assert http_status(e.value) == 403, (name, e.value.response)
+    assert not failures, f"{len(failures)} of {ROUNDS} rounds: {failures[:3]}"
+
+
+def test_objects_put_right_after_racing_creates_are_all_kept(cluster):
+    """Each racer PUTs objects as soon as its create is answered (201 or
+    409 owned): every acknowledged PUT is listed and read back through
+    every node afterwards."""
+    key = new_key(cluster[0], "racer-objects")
+    clients = [s3_client(n, key) for n in cluster for _ in range(PER_NODE)]
+    per_node = [s3_client(n, key) for n in cluster]
+    acked: dict[str, dict[str, bytes]] = {}
+    lock = threading.Lock()
+    errors = []
+
+    for r in range(ROUNDS):
+        name = bucket_name(f"objects-{r}")
+        acked[name] = {}
+
+        def put_after(i, c, res, name=name):
+            if res != "ok" and res != (409, "BucketAlreadyOwnedByYou"):
+                errors.append((name, i, res))
+                return
+            for j in range(3):
+                k, body = f"c{i}-{j}", f"{name}/{i}/{j}".encode()
+                try:
+                    c.put_object(Bucket=name, Key=k, Body=body)
+                except ClientError as e:
+                    errors.append((name, k, error_code(e)))
+                    continue
+                with lock:
+                    acked[name][k] = body
+
+        race(clients, name, after=put_after)
+    lost = []
+    for name, objs in acked.items():
+        for c in per_node:
+            try:
+                seen = listed(c, name)
+            except ClientError as e:
+                lost.append((name, "list", error_code(e)))
+                continue
+            missing = set(objs) - seen
+            if missing:
+                lost.append((name, "not listed", sorted(missing)))
+            for k, body in objs.items():
+                try:
+                    got = c.get_object(Bucket=name, Key=k)["Body"].read()
+                except ClientError as e:
+                    lost.append((name, k, error_code(e)))
+                    continue
+                if got != body:
+                    lost.append((name, k, "other content"))
+    total = sum(len(o) for o in acked.values())
+    assert not lost, f"{len(lost)} losses among {total} acknowledged PUTs: {lost[:5]}"
+    assert not errors, errors[:5]
+    assert total == ROUNDS * len(clients) * 3

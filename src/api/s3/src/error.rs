@@ -224,4 +224,30 @@ mod tests {
         ]));
         assert_eq!(*e.code(), S3ErrorCode::ServiceUnavailable);
     }
+
+    fn coordinator(overloaded: bool) -> ModelError {
+        ModelError::BucketCoordinator {
+            bucket: "b".into(),
+            node: "0123456789abcdef".into(),
+            reason: "did not answer".into(),
+            overloaded,
+        }
+    }
+
+    #[test]
+    fn an_unreachable_bucket_coordinator_is_503_with_retry_hints() {
+        for (overloaded, code) in [
+            (false, S3ErrorCode::ServiceUnavailable),
+            (true, S3ErrorCode::SlowDown),
+        ] {
+            let e = model_error(coordinator(overloaded));
+            assert_eq!(*e.code(), code);
+            let h = e.headers().expect("retry hints");
+            assert_eq!(h.get(http::header::RETRY_AFTER).unwrap(), "1");
+            assert_eq!(h.get("x-amz-retry-after").unwrap(), "1000");
+            assert!(e.message().unwrap().contains("coordinator"), "{e:?}");
+        }
+        let e = model_error(ModelError::BucketAlreadyOwnedByYou("b".into()));
+        assert_eq!(*e.code(), S3ErrorCode::BucketAlreadyOwnedByYou);
+    }
 }

@@ -24,9 +24,11 @@
 //!
 //! The requester merges the rows of the answer into its own tables, so the
 //! bucket is there for its next request. With no other node (one node, no
-//! layout yet) the same steps run here. An unreachable coordinator is a
-//! [`ModelError::BucketCoordinator`] (S3: 503 with retry hints); there is
-//! no fail-over to the next node while this node still reports it up.
+//! layout yet) the same steps run here. An unreachable coordinator (the
+//! call fails, or the failure detector reports it down while it is asked)
+//! is a [`ModelError::BucketCoordinator`] (S3: 503 with retry hints);
+//! there is no fail-over to the next node while this node still reports
+//! it up.
 //!
 //! What it does not promise (a consensus round would): while nodes
 //! disagree on the layout or on who is up, two coordinators may act at
@@ -59,6 +61,9 @@ const QUEUE: usize = 256;
 /// quorum writes and their lingers take well under a second when the nodes
 /// are up.
 const CALL_TIMEOUT: Duration = Duration::from_secs(15);
+/// How often a requester looks whether the coordinator it waits for is
+/// still reported up.
+const DOWN_POLL: Duration = Duration::from_millis(100);
 
 /// A bucket creation, sent to the coordinator of its name.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -219,19 +224,36 @@ impl Model {
             name: name.to_owned(),
             owner: owner.map(str::to_owned),
         };
-        let reply = c
+        let call = c
             .endpoint
-            .call(to, msg, CallOpts::default().with_timeout(CALL_TIMEOUT))
-            .await
-            .map_err(|e| ModelError::BucketCoordinator {
-                bucket: name.to_owned(),
-                node: to.short(),
-                overloaded: matches!(e, NetError::Overloaded(_)),
-                reason: match e {
-                    NetError::Overloaded(_) => "is overloaded".to_owned(),
-                    e => format!("did not answer: {e}"),
-                },
-            })?;
+            .call(to, msg, CallOpts::default().with_timeout(CALL_TIMEOUT));
+        // A coordinator that stops answering pings fails the call then,
+        // not at the timeout: the client's retry goes to the next node.
+        let reported_down = async {
+            while c.cluster.is_up(to) {
+                tokio::time::sleep(DOWN_POLL).await;
+            }
+        };
+        let reply = tokio::select! {
+            r = call => r,
+            () = reported_down => {
+                return Err(ModelError::BucketCoordinator {
+                    bucket: name.to_owned(),
+                    node: to.short(),
+                    reason: "was reported down while it was asked".into(),
+                    overloaded: false,
+                });
+            }
+        }
+        .map_err(|e| ModelError::BucketCoordinator {
+            bucket: name.to_owned(),
+            node: to.short(),
+            overloaded: matches!(e, NetError::Overloaded(_)),
+            reason: match e {
+                NetError::Overloaded(_) => "is overloaded".to_owned(),
+                e => format!("did not answer: {e}"),
+            },
+        })?;
         if reply.decision == Decision::Unavailable {
             return Err(ModelError::BucketCoordinator {
                 bucket: name.to_owned(),

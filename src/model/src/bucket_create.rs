@@ -28,7 +28,8 @@
 //! call fails, or the failure detector reports it down while it is asked)
 //! is a [`ModelError::BucketCoordinator`] (S3: 503 with retry hints);
 //! there is no fail-over to the next node while this node still reports
-//! it up.
+//! it up. A coordinator of an older binary, without the endpoint, leaves
+//! the decision to the requester (as that binary does: not serialised).
 //!
 //! What it does not promise (a consensus round would): while nodes
 //! disagree on the layout or on who is up, two coordinators may act at
@@ -191,7 +192,10 @@ impl Model {
         }
         let (reply, rows) = match self.bucket_creation() {
             Some(c) => match c.coordinator(name)? {
-                Some(to) if to != c.cluster.id() => self.ask(c, to, name, owner).await?,
+                Some(to) if to != c.cluster.id() => match self.ask(c, to, name, owner).await? {
+                    Some(answer) => answer,
+                    None => self.decide_creation(name, owner).await?,
+                },
                 _ => self.decide_creation(name, owner).await?,
             },
             None => self.decide_creation(name, owner).await?,
@@ -212,14 +216,15 @@ impl Model {
     }
 
     /// Sends the creation to coordinator `to`, and merges the rows of its
-    /// answer here.
+    /// answer here. `None` when `to` runs a binary without the endpoint
+    /// (a cluster being upgraded): this node then decides, as such nodes do.
     async fn ask(
         &self,
         c: &BucketCreation,
         to: NodeId,
         name: &str,
         owner: Option<&str>,
-    ) -> Result<(CreateReply, Rows)> {
+    ) -> Result<Option<(CreateReply, Rows)>> {
         let msg = CreateBucket {
             name: name.to_owned(),
             owner: owner.map(str::to_owned),
@@ -235,7 +240,16 @@ impl Model {
             }
         };
         let reply = tokio::select! {
-            r = call => r,
+            r = call => match r {
+                Err(NetError::NoSuchEndpoint(_)) => {
+                    tracing::warn!(
+                        "bucket {name}: coordinator {} runs a binary without {PATH}; deciding here",
+                        to.short()
+                    );
+                    return Ok(None);
+                }
+                r => r,
+            },
             () = reported_down => {
                 return Err(ModelError::BucketCoordinator {
                     bucket: name.to_owned(),
@@ -283,7 +297,7 @@ impl Model {
                 Ok::<_, ModelError>(())
             })
             .await?;
-        Ok((reply, rows))
+        Ok(Some((reply, rows)))
     }
 
     /// The coordinator's part: under the name's lock, a quorum read, the

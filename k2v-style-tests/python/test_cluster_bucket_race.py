@@ -182,6 +182,20 @@ def test_objects_put_right_after_racing_creates_are_all_kept(cluster):
     assert not lost, f"{len(lost)} losses among {total} acknowledged PUTs: {lost[:5]}"
     assert not errors, errors[:5]
     assert total == ROUNDS * len(clients) * 3
+    # No node ever merged two buckets of one name (bucket.rs, `displaced`).
+    for n in cluster:
+        assert id_conflicts(n) == 0, n.root
+
+
+def id_conflicts(n) -> float:
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{n.admin_port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    values = [float(line.split()[-1]) for line in text.splitlines()
+              if line.startswith("hangar_bucket_id_conflicts_total")]
+    assert len(values) == 1, "hangar_bucket_id_conflicts_total is exposed"
+    return values[0]
 
 
 def coordinator_of(name: str, ids: list[str]) -> str:

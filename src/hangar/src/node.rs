@@ -269,8 +269,6 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
             ram_buffer_max: cfg.s3_ram_buffer_max.0,
             ram_queue_max: cfg.s3_ram_queue_max.unwrap_or(cfg.s3_ram_buffer_max).0,
             admission_wait: Duration::from_millis(cfg.s3_admission_wait_msec),
-            latency_target: (cfg.s3_latency_target_msec > 0)
-                .then(|| Duration::from_millis(cfg.s3_latency_target_msec)),
         },
     );
     tracing::info!(

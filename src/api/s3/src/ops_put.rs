@@ -24,7 +24,6 @@ use s3s::{S3Error, S3Request, S3Response, S3Result, TrailingHeaders, s3_error};
 use tokio::task::JoinHandle;
 
 use crate::S3Api;
-use crate::admission::RamBudget;
 use crate::checksum::{self, Requested};
 use crate::conditions::etag;
 use crate::error::OrS3;
@@ -60,8 +59,6 @@ pub struct StoredBody {
 /// for collection, so no reference is added after the collector ran.
 struct BlockWriters {
     model: Arc<Model>,
-    /// Told how long each block took to store.
-    budget: RamBudget,
     version: VersionId,
     upload_of: UploadOf,
     /// Bytes of the blocks pushed so far: the offset of the next one.
@@ -72,10 +69,9 @@ struct BlockWriters {
 }
 
 impl BlockWriters {
-    fn new(model: Arc<Model>, budget: RamBudget, version: VersionId, upload_of: UploadOf) -> Self {
+    fn new(model: Arc<Model>, version: VersionId, upload_of: UploadOf) -> Self {
         BlockWriters {
             model,
-            budget,
             version,
             upload_of,
             offset: 0,
@@ -103,13 +99,9 @@ impl BlockWriters {
             self.wait_oldest().await?;
         }
         let (model, version, offset) = (self.model.clone(), self.version, self.offset);
-        let budget = self.budget.clone();
         self.offset += block.len() as u64;
         self.tasks.push_back(tokio::spawn(async move {
-            let start = std::time::Instant::now();
-            let stored = model.store_block(version, index, offset, block).await;
-            budget.record_block_op(start.elapsed());
-            stored
+            model.store_block(version, index, offset, block).await
         }));
         Ok(())
     }
@@ -336,8 +328,7 @@ impl S3Api {
         let mut buf = BytesMut::new();
         let mut size = 0u64;
         let mut next_index = 0u32;
-        let mut writers =
-            BlockWriters::new(self.model.clone(), self.budget.clone(), version, upload_of);
+        let mut writers = BlockWriters::new(self.model.clone(), version, upload_of);
         let mut _ram = None;
         let mut body: std::pin::Pin<Box<dyn Stream<Item = _> + Send>> = match body {
             Some(b) => Box::pin(b),

@@ -111,3 +111,47 @@ def test_full_queue_refuses_at_once(no_queue_node):
     assert s3.get_object(Bucket="noqueue", Key="slow")["Body"].read() == slow_data
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket="noqueue")["Contents"]]
     assert keys == ["slow"]
+
+
+def _raw_put(node: Node, key, bucket: str, obj: str, data: bytes) -> bytes:
+    """A PUT sent as a client without `Expect: 100-continue` sends it: the
+    whole body at once, then the answer read. Returns the status line."""
+    host = f"127.0.0.1:{node.s3_port}"
+    path = f"/{bucket}/{obj}"
+    s = sign_v4("PUT", host, path, [], {"content-length": str(len(data))}, "UNSIGNED-PAYLOAD", key)
+    head = f"PUT {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in s.headers.items()) + "\r\n"
+    with socket.create_connection(("127.0.0.1", node.s3_port)) as sock:
+        sock.settimeout(30)
+        sock.sendall(head.encode() + data)
+        answer = b""
+        while b"</Error>" not in answer:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+        # Still open for the next request: the refused body was read to its end.
+        sock.sendall(f"HEAD /{bucket} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+        again = sock.recv(65536)
+    assert again.startswith(b"HTTP/1.1 "), again[:100]
+    return answer
+
+
+def test_a_refused_body_is_read_so_the_client_gets_the_slow_down(no_queue_node):
+    # A client that sends its whole body before reading (no 100-continue)
+    # must see the 503, not a connection reset in the middle of its body.
+    key = no_queue_node.create_key("refusedbody", create_bucket=True)
+    s3 = s3_client(no_queue_node, key)
+    s3.create_bucket(Bucket="refusedbody")
+    slow_data = random_bytes(5 << 20, 5)
+    sock = _start_slow_put(no_queue_node, key, "refusedbody", "slow", slow_data, 64 << 10)
+    try:
+        time.sleep(0.5)
+        for i in range(5):
+            answer = _raw_put(no_queue_node, key, "refusedbody", f"refused-{i}", random_bytes(4 << 20, 10 + i))
+            assert answer.startswith(b"HTTP/1.1 503 "), answer[:200]
+            assert b"<Code>SlowDown</Code>" in answer, answer[:400]
+        _finish_slow_put(sock, slow_data, 64 << 10)
+    finally:
+        sock.close()
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket="refusedbody")["Contents"]]
+    assert keys == ["slow"]

@@ -20,6 +20,7 @@ mod cors_rules;
 mod counted_body;
 pub mod error;
 mod expect_continue;
+mod lingering_body;
 pub mod metrics;
 mod ops_bucket;
 mod ops_copy;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 use bytes::{Bytes, BytesMut};
-use futures::{Stream, StreamExt};
+use futures::Stream;
 
 use hangar_model::WriteCondition;
 use hangar_model::bucket::BucketRow;
@@ -27,6 +27,7 @@ use crate::S3Api;
 use crate::checksum::{self, Requested};
 use crate::conditions::etag;
 use crate::error::OrS3;
+use crate::lingering_body::LingeringBody;
 
 /// Blocks of one upload being stored at once (bounds an upload's memory to
 /// about this many blocks).
@@ -330,10 +331,13 @@ impl S3Api {
         let mut next_index = 0u32;
         let mut writers = BlockWriters::new(self.model.clone(), version, upload_of);
         let mut _ram = None;
-        let mut body: std::pin::Pin<Box<dyn Stream<Item = _> + Send>> = match body {
+        let body: std::pin::Pin<Box<dyn Stream<Item = _> + Send>> = match body {
             Some(b) => Box::pin(b),
             None => Box::pin(futures::stream::empty()),
         };
+        // Refused part way, the rest of the body is read in the background
+        // so that the client gets the answer (lingering_body.rs).
+        let mut body = LingeringBody::new(body, declared_len);
 
         while let Some(chunk) = body.next().await {
             let chunk: Bytes = chunk.map_err(|e| body_error(e.as_ref()))?;

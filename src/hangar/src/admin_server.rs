@@ -16,8 +16,10 @@ use serde_json::{Value, json};
 
 use crate::block_admin;
 use crate::layout_admin::{self, AssignArgs};
+use crate::node_report::{NodeReport, ReportRequest};
 use hangar_block::{BlockError, BlockManager, Resync, Scrub};
 use hangar_cluster::Cluster;
+use hangar_net::Endpoint;
 
 /// JSON view of a key, as `hangar key info --json` prints it.
 pub fn key_json(k: &KeyRow) -> Value {
@@ -33,7 +35,7 @@ pub fn key_json(k: &KeyRow) -> Value {
 }
 
 /// The one place where model errors become admin errors.
-fn model_error(e: ModelError) -> AdminError {
+pub(crate) fn model_error(e: ModelError) -> AdminError {
     let code = match &e {
         ModelError::NoSuchBucket(_) | ModelError::NoSuchKey(_) | ModelError::NoSuchUpload => {
             ErrorCode::NotFound
@@ -57,7 +59,23 @@ fn model_error(e: ModelError) -> AdminError {
             return AdminError::internal(e);
         }
     };
-    AdminError::new(code, e.to_string())
+    AdminError::new(code, format!("{e}{}", next_step(&e)))
+}
+
+/// What the operator can do about `e`, appended to its message.
+fn next_step(e: &ModelError) -> &'static str {
+    match e {
+        ModelError::NoSuchBucket(_) => ": `hangar bucket list` lists the buckets",
+        ModelError::NoSuchKey(_) => ": `hangar key list` lists the keys",
+        ModelError::BucketAlreadyExists(_) => ": pick another name, or `hangar bucket info` it",
+        ModelError::BucketNotEmpty(_) => ": delete its objects first",
+        ModelError::KeyAlreadyExists(_) => ": `hangar key info` shows it",
+        ModelError::Table(TableError::Replication(_) | TableError::Net(_))
+        | ModelError::Block(_) => {
+            ": retry when more nodes are up (`hangar status` shows which are down)"
+        }
+        _ => "",
+    }
 }
 
 /// What the admin operations run on.
@@ -70,6 +88,8 @@ pub struct AdminState {
     pub blocks: Arc<BlockManager>,
     pub resync: Arc<Resync>,
     pub scrub: Arc<Scrub>,
+    /// Every node's report, for `status` and `stats`.
+    pub reports: Arc<Endpoint<ReportRequest, NodeReport>>,
 }
 
 impl AdminOps for AdminState {
@@ -132,7 +152,7 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
                 .get_bucket(&name)
                 .await
                 .map_err(e)?
-                .ok_or_else(|| AdminError::not_found(format!("bucket {name} does not exist")))?;
+                .ok_or_else(|| model_error(ModelError::NoSuchBucket(name.clone())))?;
             let (objects, bytes) = model.bucket_usage(&b).await.map_err(e)?;
             let keys: Vec<Value> = model
                 .list_keys()
@@ -212,9 +232,8 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
         }
         Request::BlockInfo { hash } => block_admin::info(&st.blocks, &st.cluster, &hash).await?,
         Request::NodeId => json!({"node": st.mesh.peer_addr().to_string()}),
-        Request::Status => {
-            layout_admin::status(st.cluster.layout(), &st.mesh, st.cluster.consistency_mode()).await
-        }
+        Request::Status => crate::cluster_admin::status(st).await?,
+        Request::ClusterStatistics => crate::cluster_admin::statistics(st).await?,
         Request::ClusterHealth => {
             let h = st.cluster.layout().snapshot().await;
             let up = st.mesh.up_nodes().into_iter().collect();

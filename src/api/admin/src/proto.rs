@@ -99,6 +99,9 @@ pub enum Request {
     Status,
     /// Whether each partition has its quorums of live nodes.
     ClusterHealth,
+    /// Per bucket its objects and bytes; per node its disks, table rows,
+    /// block files, resync and scrub (`hangar stats`).
+    ClusterStatistics,
     /// Connect to a peer given as `<id>@<host:port>`.
     NodeConnect {
         peer: String,

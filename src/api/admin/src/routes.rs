@@ -63,6 +63,7 @@ const fn post_with(path: &'static str, op: &'static str, field: &'static str, v:
 pub const ROUTES: &[Route] = &[
     get("/v2/GetClusterStatus", "status"),
     get("/v2/GetClusterHealth", "cluster_health"),
+    get("/v2/GetClusterStatistics", "cluster_statistics"),
     get("/v2/GetNodeId", "node_id"),
     post("/v2/ConnectClusterNode", "node_connect"),
     get("/v2/GetClusterLayout", "layout_show"),
@@ -105,6 +106,7 @@ pub fn route_for(req: &Request) -> &'static Route {
     let path = match req {
         Request::Status => "/v2/GetClusterStatus",
         Request::ClusterHealth => "/v2/GetClusterHealth",
+        Request::ClusterStatistics => "/v2/GetClusterStatistics",
         Request::NodeId => "/v2/GetNodeId",
         Request::NodeConnect { .. } => "/v2/ConnectClusterNode",
         Request::LayoutShow => "/v2/GetClusterLayout",
@@ -275,6 +277,7 @@ mod tests {
             NodeId,
             Status,
             ClusterHealth,
+            ClusterStatistics,
             NodeConnect { peer: s("p") },
             LayoutAssign {
                 nodes: vec![s("ab")],

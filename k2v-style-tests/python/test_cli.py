@@ -15,11 +15,14 @@ import select
 import shutil
 import subprocess
 import time
+import urllib.error
+import urllib.request
 
+import botocore.exceptions
 import pytest
 
 from admin_api_lib import ADMIN_TOKEN, READ_TOKEN, admin_url, with_tokens
-from hangar_testlib import HANGAR_BIN, Node, bucket_name, free_port, random_bytes, s3_client
+from hangar_testlib import HANGAR_BIN, Key, Node, bucket_name, free_port, random_bytes, s3_client
 
 # doc/cli.md, "Exit codes".
 EXIT = {"failed": 1, "usage": 2, "not_found": 3, "conflict": 4, "unavailable": 5,
@@ -320,3 +323,58 @@ def test_convert_db_shows_progress_and_answers_json(tmp_path):
     # A second conversion into the same store is refused: the node's failure, exit 1.
     res = hangar("convert-db", "--from", frm, "--to", to)
     assert res.returncode == EXIT["failed"] and "not empty" in res.stderr, res
+
+
+# ---------------------------------------------------------------- key expiry
+
+
+def test_an_expired_key_is_refused_with_invalid_access_key_id(api):
+    def s3_of(info):
+        return s3_client(api, Key(info["access_key_id"], info["secret_access_key"], info["name"]))
+
+    # Expires in 3 s: works now, refused after.
+    made = api.cli_json("key", "create", "exp-soon", "--expires-in", "3s")
+    now_ms = time.time() * 1000
+    assert abs(made["expires_msec"] - (now_ms + 3000)) < 2000 and made["expired"] is False, made
+    s3 = s3_of(made)
+    s3.list_buckets()
+    url = s3.generate_presigned_url("list_buckets", ExpiresIn=600)
+    time.sleep(max(0.0, made["expires_msec"] / 1000 - time.time()) + 0.3)
+    with pytest.raises(botocore.exceptions.ClientError) as e:
+        s3.list_buckets()
+    err = e.value.response
+    assert err["ResponseMetadata"]["HTTPStatusCode"] == 403, err
+    assert err["Error"]["Code"] == "InvalidAccessKeyId", err
+    assert "expired at" in err["Error"]["Message"] and made["access_key_id"] in err["Error"]["Message"], err
+    # A presigned URL made while it was valid is refused too.
+    with pytest.raises(urllib.error.HTTPError) as h:
+        urllib.request.urlopen(url, timeout=30)
+    assert h.value.code == 403 and b"<Code>InvalidAccessKeyId</Code>" in h.value.read()
+
+    # The CLI shows it, as a table and as JSON.
+    info = api.cli("key", "info", "exp-soon").stdout
+    assert "Expires: EXPIRED at " in info, info
+    assert api.cli_json("key", "info", "exp-soon")["expired"] is True
+    line = next(x for x in api.cli("key", "list").stdout.splitlines() if x.startswith(made["access_key_id"]))
+    assert "EXPIRED" in line, line
+
+    # Renewed: it signs again; then never expiring.
+    renewed = api.cli_json("key", "set", "exp-soon", "--expires-in", "1h")
+    assert renewed["expired"] is False and renewed["expires_msec"] > time.time() * 1000 + 3_500_000
+    s3.list_buckets()
+    assert "in 59 min" in api.cli("key", "info", "exp-soon").stdout
+    assert api.cli_json("key", "set", "exp-soon", "--never-expires")["expires_msec"] is None
+    assert "Expires: never" in api.cli("key", "info", "exp-soon").stdout
+
+    # An expiry in the past: refused at once. Bad flags: usage errors.
+    past = api.cli_json("key", "create", "exp-past", "--expires", "2020-01-01T00:00:00Z")
+    assert past["expired"] is True and past["expires"] == "2020-01-01T00:00:00Z"
+    with pytest.raises(botocore.exceptions.ClientError) as e:
+        s3_of(past).list_buckets()
+    assert e.value.response["Error"]["Code"] == "InvalidAccessKeyId"
+    for bad in (("key", "set", "exp-past"), ("key", "set", "exp-past", "--expires-in", "1d", "--never-expires"),
+                ("key", "create", "x", "--expires-in", "soon"), ("key", "create", "x", "--expires", "tomorrow")):
+        res = api.cli(*bad, check=False)
+        assert res.returncode == EXIT["usage"], (bad, res)
+    res = api.cli("key", "set", "no-such-key", "--never-expires", check=False)
+    assert res.returncode == EXIT["not_found"] and "hangar key list" in res.stderr, res

@@ -3,7 +3,8 @@ stats` through any node matching a workload (objects and bytes per bucket,
 each node's table rows and block files), `hangar status` showing each
 node's layout version, sync and resync and a stopped node as down (table
 and `--json`), `layout apply --wait` following a layout change to its end
-with plain progress lines, and exit code 5 when too few nodes are up."""
+with plain progress lines, a key expiry set through one node refused by
+the others, and exit code 5 when too few nodes are up."""
 
 from __future__ import annotations
 
@@ -114,6 +115,28 @@ def test_layout_apply_wait_follows_the_change_to_its_end(cluster):
     converge(cluster, 2)
     hist = first.cli_json("layout", "history")
     assert [x["version"] for x in hist["versions"]] == [2], hist
+
+
+def test_a_key_expiry_set_through_one_node_is_enforced_by_every_node(cluster):
+    import botocore.exceptions
+
+    from hangar_testlib import Key
+
+    first, second, third = cluster
+    info = first.cli_json("key", "create", "cl-exp")
+    key = Key(info["access_key_id"], info["secret_access_key"], "cl-exp")
+    for n in cluster:
+        wait_for(lambda: bool(s3_client(n, key).list_buckets()), 20, "the key on every node")
+    second.cli("key", "set", "cl-exp", "--expires", "2020-01-01T00:00:00Z")
+    for n in (first, third):
+        # The key table is on every node: the change is there when the command returns.
+        with pytest.raises(botocore.exceptions.ClientError) as e:
+            s3_client(n, key).list_buckets()
+        assert e.value.response["Error"]["Code"] == "InvalidAccessKeyId", e.value.response
+        assert n.cli_json("key", "info", "cl-exp")["expired"] is True
+    third.cli("key", "set", "cl-exp", "--never-expires")
+    for n in cluster:
+        s3_client(n, key).list_buckets()
 
 
 def test_a_stopped_node_shows_down_and_too_few_nodes_exit_5(cluster):

@@ -28,6 +28,9 @@ pub fn key_json(k: &KeyRow) -> Value {
         "access_key_id": k.access_key_id,
         "secret_access_key": k.secret.value,
         "allow_create_bucket": k.allow_create_bucket.value,
+        "expires_msec": k.expires_msec.value,
+        "expires": k.expires_msec.value.map(hangar_util::time::rfc3339),
+        "expired": k.is_expired(hangar_util::time::now_msec()),
         "buckets": k.granted().map(|(b, p)| json!({
             "bucket": b, "read": p.read, "write": p.write, "owner": p.owner,
         })).collect::<Vec<_>>(),
@@ -45,7 +48,9 @@ pub(crate) fn model_error(e: ModelError) -> AdminError {
         | ModelError::BucketNotEmpty(_)
         | ModelError::PreconditionFailed
         | ModelError::SourceChanged => ErrorCode::Conflict,
-        ModelError::InvalidBucketName { .. } | ModelError::Invalid(_) => ErrorCode::BadRequest,
+        ModelError::InvalidBucketName { .. }
+        | ModelError::Invalid(_)
+        | ModelError::KeyExpired { .. } => ErrorCode::BadRequest,
         ModelError::Table(TableError::Replication(_) | TableError::Net(_))
         | ModelError::Block(
             BlockError::Quorum { .. }
@@ -106,7 +111,21 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
     let model = st.model.as_ref();
     let e = model_error;
     Ok(match req {
-        Request::KeyCreate { name } => key_json(&model.create_key(&name).await.map_err(e)?),
+        Request::KeyCreate { name, expires_msec } => key_json(
+            &model
+                .create_key_expiring(&name, expires_msec)
+                .await
+                .map_err(e)?,
+        ),
+        Request::KeySetExpiry { key, expires_msec } => {
+            let k = model.find_key(&key).await.map_err(e)?;
+            key_json(
+                &model
+                    .set_key_expiry(&k.access_key_id, expires_msec)
+                    .await
+                    .map_err(e)?,
+            )
+        }
         Request::KeyImport { id, secret, name } => {
             key_json(&model.import_key(&id, &secret, &name).await.map_err(e)?)
         }
@@ -116,7 +135,11 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
                 .await
                 .map_err(e)?
                 .iter()
-                .map(|k| json!({"access_key_id": k.access_key_id, "name": k.name.value}))
+                .map(|k| {
+                    json!({"access_key_id": k.access_key_id, "name": k.name.value,
+                        "expires_msec": k.expires_msec.value,
+                        "expired": k.is_expired(hangar_util::time::now_msec())})
+                })
                 .collect(),
         ),
         Request::KeyInfo { key } => key_json(&model.find_key(&key).await.map_err(e)?),

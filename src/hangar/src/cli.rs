@@ -7,11 +7,14 @@ use hangar_api_admin::proto::Request;
 use serde_json::Value;
 
 use crate::cli_error::CliError;
+use crate::expiry::ExpiryArgs;
 
 /// `hangar key --help` examples.
 pub const KEY_EXAMPLES: &str = "\
 Examples:
   hangar key create my-app                   prints the key id and its secret
+  hangar key create ci --expires-in 30d      a key that stops working in 30 days
+  hangar key set ci --never-expires
   hangar key allow my-app --create-bucket
   hangar key info my-app --json
   hangar key delete my-app --yes";
@@ -31,6 +34,17 @@ pub enum KeyCmd {
         /// A name for the key.
         #[arg(default_value = "")]
         name: String,
+        #[command(flatten)]
+        expiry: ExpiryArgs,
+    },
+    /// Change when a key stops working.
+    Set {
+        key: String,
+        #[command(flatten)]
+        expiry: ExpiryArgs,
+        /// The key never expires.
+        #[arg(long)]
+        never_expires: bool,
     },
     /// Import an existing access key id and secret.
     Import {
@@ -226,6 +240,10 @@ fn print_key(v: &Value, show_secret: bool) {
         println!("Secret key: (redacted, use --show-secret)");
     }
     println!("Can create buckets: {}", v["allow_create_bucket"]);
+    println!(
+        "Expires: {}",
+        crate::expiry::describe(v, hangar_util::time::now_msec())
+    );
     let buckets = v["buckets"].as_array().cloned().unwrap_or_default();
     if !buckets.is_empty() {
         println!("Buckets:");
@@ -243,7 +261,22 @@ fn perm_string(p: &Value) -> String {
 /// Runs a key command.
 pub async fn key(client: &AdminClient, cmd: KeyCmd, json: bool) -> Result<(), CliError> {
     let (req, show_secret) = match cmd {
-        KeyCmd::Create { name } => (Request::KeyCreate { name }, true),
+        KeyCmd::Create { name, expiry } => (
+            Request::KeyCreate {
+                name,
+                expires_msec: expiry.at(hangar_util::time::now_msec()),
+            },
+            true,
+        ),
+        KeyCmd::Set {
+            key,
+            expiry,
+            never_expires,
+        } => {
+            let expires_msec =
+                crate::expiry::set_value(&expiry, never_expires, hangar_util::time::now_msec())?;
+            (Request::KeySetExpiry { key, expires_msec }, false)
+        }
         KeyCmd::Import { id, secret, name } => (Request::KeyImport { id, secret, name }, true),
         KeyCmd::List => (Request::KeyList, false),
         KeyCmd::Info { key, show_secret } => (Request::KeyInfo { key }, show_secret),
@@ -270,9 +303,19 @@ pub async fn key(client: &AdminClient, cmd: KeyCmd, json: bool) -> Result<(), Cl
     if json {
         print_json(&v);
     } else if list {
-        println!("{:<28} NAME", "ID");
+        println!("{:<28} {:<24} NAME", "ID", "EXPIRES");
         for k in v.as_array().cloned().unwrap_or_default() {
-            println!("{:<28} {}", s(&k, "access_key_id"), s(&k, "name"));
+            let expires = match k["expires_msec"].as_u64() {
+                None => "never".to_owned(),
+                Some(_) if k["expired"] == Value::Bool(true) => "EXPIRED".to_owned(),
+                Some(t) => hangar_util::time::rfc3339(t),
+            };
+            println!(
+                "{:<28} {:<24} {}",
+                s(&k, "access_key_id"),
+                expires,
+                s(&k, "name")
+            );
         }
     } else if deleted {
         println!("Key {} deleted.", s(&v, "deleted"));

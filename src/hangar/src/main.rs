@@ -7,6 +7,7 @@ mod cli;
 mod cli_error;
 mod cluster_admin;
 mod docs_cli;
+mod expiry;
 mod health;
 mod layout_admin;
 mod layout_cli;

@@ -20,6 +20,9 @@ pub enum Request {
     KeyCreate {
         #[serde(default)]
         name: String,
+        /// When the key stops working, ms since the epoch; absent: never.
+        #[serde(default)]
+        expires_msec: Option<u64>,
     },
     KeyImport {
         id: String,
@@ -37,6 +40,13 @@ pub enum Request {
     KeySetCreateBucket {
         key: String,
         allow: bool,
+    },
+    /// Sets when a key stops working (ms since the epoch), or with
+    /// `expires_msec` absent that it never does.
+    KeySetExpiry {
+        key: String,
+        #[serde(default)]
+        expires_msec: Option<u64>,
     },
     BucketCreate {
         name: String,

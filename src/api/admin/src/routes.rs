@@ -79,6 +79,7 @@ pub const ROUTES: &[Route] = &[
     post("/v2/CreateKey", "key_create"),
     post("/v2/ImportKey", "key_import"),
     post("/v2/SetKeyCreateBucket", "key_set_create_bucket"),
+    post("/v2/SetKeyExpiry", "key_set_expiry"),
     post("/v2/DeleteKey", "key_delete"),
     get("/v2/ListBuckets", "bucket_list"),
     get("/v2/GetBucketInfo", "bucket_info"),
@@ -122,6 +123,7 @@ pub fn route_for(req: &Request) -> &'static Route {
         Request::KeyCreate { .. } => "/v2/CreateKey",
         Request::KeyImport { .. } => "/v2/ImportKey",
         Request::KeySetCreateBucket { .. } => "/v2/SetKeyCreateBucket",
+        Request::KeySetExpiry { .. } => "/v2/SetKeyExpiry",
         Request::KeyDelete { .. } => "/v2/DeleteKey",
         Request::BucketList => "/v2/ListBuckets",
         Request::BucketInfo { .. } => "/v2/GetBucketInfo",
@@ -222,7 +224,14 @@ mod tests {
         use Request::*;
         let s = |x: &str| x.to_string();
         vec![
-            KeyCreate { name: s("k") },
+            KeyCreate {
+                name: s("k"),
+                expires_msec: None,
+            },
+            KeyCreate {
+                name: s("k"),
+                expires_msec: Some(1_800_000_000_000),
+            },
             KeyImport {
                 id: s("GK1"),
                 secret: s("ab"),
@@ -234,6 +243,14 @@ mod tests {
             KeySetCreateBucket {
                 key: s("k"),
                 allow: false,
+            },
+            KeySetExpiry {
+                key: s("k"),
+                expires_msec: Some(5),
+            },
+            KeySetExpiry {
+                key: s("k"),
+                expires_msec: None,
             },
             BucketCreate { name: s("b") },
             BucketList,

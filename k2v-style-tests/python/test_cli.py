@@ -136,7 +136,17 @@ def test_main_commands_have_examples_in_their_help():
 # ---------------------------------------------------------------- stats
 
 
-def test_stats_match_a_workload_on_one_node(api):
+def test_stats_match_a_workload_on_one_node(tmp_path):
+    # A node of its own: its block files are exactly this test's.
+    api = Node(tmp_path / "stats")
+    api.start()
+    try:
+        stats_match_a_workload(api)
+    finally:
+        api.stop()
+
+
+def stats_match_a_workload(api):
     key = api.create_key("stats", create_bucket=True)
     s3 = s3_client(api, key)
     b1, b2 = bucket_name("stats-a"), bucket_name("stats-b")
@@ -168,8 +178,8 @@ def test_stats_match_a_workload_on_one_node(api):
     objects_stored = sum(b["objects"] for b in v["buckets"])
     # The object table also holds the tombstone of the deleted object.
     assert r["tables"]["object"] == objects_stored + 1, r["tables"]
-    # Block files: exactly what this test wrote (the first to write objects
-    # on this node): one per started MiB of each object past 3072 bytes.
+    # Block files: exactly what this test wrote: one per started MiB of
+    # each object past 3072 bytes.
     blocks = sum(-(-n // (1024 * 1024)) for n in sizes if n > 3072) + 1
     block_bytes = sum(n for n in sizes if n > 3072) + 10_000
     assert (r["blocks"]["count"], r["blocks"]["bytes"]) == (blocks, block_bytes), r["blocks"]
@@ -256,7 +266,20 @@ def test_exit_codes_and_messages_say_what_to_do(api, tmp_path):
 # ---------------------------------------------------------------- progress
 
 
-def test_progress_is_plain_lines_when_piped(api):
+@pytest.fixture(scope="module")
+def with_blocks(api):
+    """The node holds block files, so `repair blocks` has something to queue."""
+    key = api.create_key("blocks", create_bucket=True)
+    s3 = s3_client(api, key)
+    b = bucket_name("blocks")
+    s3.create_bucket(Bucket=b)
+    for i in range(3):
+        s3.put_object(Bucket=b, Key=f"b{i}", Body=random_bytes(1_200_000, seed=70 + i))
+    return api
+
+
+def test_progress_is_plain_lines_when_piped(with_blocks):
+    api = with_blocks
     res = api.cli("repair", "blocks", "--wait", "--timeout", "120")
     assert re.match(r"\d+ blocks queued\.", res.stdout), res
     lines = res.stderr.strip().splitlines()
@@ -295,7 +318,8 @@ def run_in_pty(args: list[str], timeout: float = 60) -> tuple[int, bytes]:
     return os.waitstatus_to_exitcode(status), out
 
 
-def test_progress_is_a_redrawn_bar_on_a_terminal(api):
+def test_progress_is_a_redrawn_bar_on_a_terminal(with_blocks):
+    api = with_blocks
     code, out = run_in_pty(["-c", str(api.config), "repair", "blocks", "--wait"])
     assert code == 0, out
     # The line is redrawn in place (CR, erase line), with a bar and a percentage.

@@ -8,7 +8,10 @@ the others, and exit code 5 when too few nodes are up."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import time
 
 import pytest
 
@@ -137,6 +140,25 @@ def test_a_key_expiry_set_through_one_node_is_enforced_by_every_node(cluster):
     third.cli("key", "set", "cl-exp", "--never-expires")
     for n in cluster:
         s3_client(n, key).list_buckets()
+
+
+def test_a_hung_node_does_not_hang_status(cluster):
+    first, _, third = cluster
+    third_id = node_id(third)
+    os.kill(third.proc.pid, signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        v = first.cli_json("status")
+        took = time.monotonic() - t0
+        row = next(p for p in v["peers"] if p["id"] == third_id)
+        # Asked while still seen up, it times out (2 s); or it is seen down.
+        assert row["report"] is None and row["report_error"], row
+        assert took < 6, took
+        print(f"status with a SIGSTOPped node: {took:.2f} s ({row['report_error']})")
+    finally:
+        os.kill(third.proc.pid, signal.SIGCONT)
+    wait_for(lambda: next(p for p in first.cli_json("status")["peers"] if p["id"] == third_id)["report"],
+             30, "the node answering again")
 
 
 def test_a_stopped_node_shows_down_and_too_few_nodes_exit_5(cluster):

@@ -27,7 +27,7 @@ pub const PATH: &str = "hangar/admin/report";
 /// Calls a node answers at once; more are refused as overloaded.
 const QUEUE: usize = 4;
 /// How long a caller waits for each node's report.
-pub const TIMEOUT: Duration = Duration::from_secs(3);
+pub const TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Asks for a report (no fields: a node reports everything).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

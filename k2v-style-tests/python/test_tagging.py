@@ -119,10 +119,19 @@ def test_missing_objects_buckets_and_versions(s3, bucket):
     assert got["VersionId"] == "null" and got["TagSet"] == [{"Key": "a", "Value": "1"}]
     s3.put_object_tagging(Bucket=bucket, Key="v", VersionId="null", Tagging=tagset(b="2"))
     assert tags_of(s3, bucket, "v") == {"b": "2"}
+    # An id Hangar could not have given is S3's InvalidArgument; a
+    # well-formed one naming no version, NoSuchVersion.
     for call in (
         lambda: s3.get_object_tagging(Bucket=bucket, Key="v", VersionId="3HL4kqtJlcpXroDTDmjVBH40Nrjfkd"),
         lambda: s3.put_object_tagging(Bucket=bucket, Key="v", VersionId="abc", Tagging=tagset(c="3")),
         lambda: s3.delete_object_tagging(Bucket=bucket, Key="v", VersionId="abc"),
+    ):
+        fails(call, 400, "InvalidArgument", "Invalid version id specified")
+    absent = "0" * 48
+    for call in (
+        lambda: s3.get_object_tagging(Bucket=bucket, Key="v", VersionId=absent),
+        lambda: s3.put_object_tagging(Bucket=bucket, Key="v", VersionId=absent, Tagging=tagset(c="3")),
+        lambda: s3.delete_object_tagging(Bucket=bucket, Key="v", VersionId=absent),
     ):
         fails(call, 404, "NoSuchVersion", "The specified version does not exist.")
     assert tags_of(s3, bucket, "v") == {"b": "2"}

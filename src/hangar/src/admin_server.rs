@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use crate::block_admin;
 use crate::layout_admin::{self, AssignArgs};
 use crate::node_report::{NodeReport, ReportRequest};
+use crate::presign_admin::{self, PresignArgs, PresignSettings};
 use hangar_block::{BlockError, BlockManager, Resync, Scrub};
 use hangar_cluster::Cluster;
 use hangar_net::Endpoint;
@@ -95,6 +96,7 @@ pub struct AdminState {
     pub scrub: Arc<Scrub>,
     /// Every node's report, for `status` and `stats`.
     pub reports: Arc<Endpoint<ReportRequest, NodeReport>>,
+    pub presign: PresignSettings,
 }
 
 impl AdminOps for AdminState {
@@ -311,6 +313,32 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
                 allow_missing_data,
             )
             .await?
+        }
+        Request::PresignObject {
+            bucket,
+            key,
+            action,
+            object,
+            prefix,
+            delimiter,
+            continuation_token,
+            download,
+            expires_secs,
+            endpoint,
+        } => {
+            let args = PresignArgs {
+                bucket,
+                key,
+                action,
+                object,
+                prefix,
+                delimiter,
+                continuation_token,
+                download,
+                expires_secs,
+                endpoint,
+            };
+            presign_admin::presign_object(model, &st.presign, args, e).await?
         }
     })
 }

@@ -15,6 +15,7 @@ mod layout_progress;
 mod node;
 mod node_health;
 mod node_report;
+mod presign_admin;
 mod progress;
 mod single_node;
 mod stats_cli;

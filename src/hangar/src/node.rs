@@ -253,6 +253,10 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
         resync: node.resync.clone(),
         scrub: node.scrub.clone(),
         reports: node.reports.clone(),
+        presign: crate::presign_admin::PresignSettings::new(
+            &cfg.s3_api.s3_region,
+            cfg.s3_api.api_bind_addr.as_deref(),
+        ),
     });
     hangar_api_admin::socket::serve(&sock, state.clone())
         .await
@@ -280,6 +284,8 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
             ram_buffer_max: cfg.s3_ram_buffer_max.0,
             ram_queue_max: cfg.s3_ram_queue_max.unwrap_or(cfg.s3_ram_buffer_max).0,
             admission_wait: Duration::from_millis(cfg.s3_admission_wait_msec),
+            latency_target: (cfg.s3_latency_target_msec > 0)
+                .then(|| Duration::from_millis(cfg.s3_latency_target_msec)),
         },
     );
     tracing::info!(
@@ -369,6 +375,10 @@ async fn start_admin(
         registry,
         tokens,
         ops,
+        s3: Some(hangar_api_admin::console::NodeS3 {
+            endpoint: hangar_api_s3::server::service(api.clone()),
+            metrics: s3_metrics.clone(),
+        }),
     });
     let listener = tokio::net::TcpListener::bind(&addr)
         .await

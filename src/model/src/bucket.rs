@@ -1,6 +1,6 @@
 //! Buckets, by name, with their configuration: tags and CORS rules.
 
-use hangar_table::{Crdt, Lww, NEWEST_ROW_FORMAT, ROW_FORMAT, Schema};
+use hangar_table::{Crdt, Lww, NEWEST_ROW_FORMAT, ROW_FORMAT, Schema, VERSIONING_ROW_FORMAT};
 use serde::{Deserialize, Serialize};
 
 use crate::ModelError;
@@ -30,6 +30,26 @@ pub struct BucketRow {
     /// there is no configuration (row format 3; absent when never set).
     #[serde(default, skip_serializing_if = "Lww::is_unset")]
     pub cors: Lww<Vec<CorsRule>>,
+    /// PutBucketVersioning (row format 4; absent while never set, so an
+    /// unversioned bucket's row is unchanged). Once set it never returns
+    /// to [`Versioning::Off`] (S3 has no way back).
+    #[serde(default, skip_serializing_if = "Lww::is_unset")]
+    pub versioning: Lww<Versioning>,
+}
+
+/// A bucket's versioning state (S3's `VersioningConfiguration/Status`).
+/// The derived order only breaks ties of equal timestamps in the register.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+pub enum Versioning {
+    /// Never versioned: writes replace the object (its `null` version).
+    #[default]
+    Off,
+    /// Every write makes a new version with its own id.
+    Enabled,
+    /// Writes replace the `null` version; versions with ids stay.
+    Suspended,
 }
 
 /// One rule of a bucket's CORS configuration, as S3's `CORSRule` (checked
@@ -52,6 +72,7 @@ impl Crdt for BucketRow {
             std::cmp::Ordering::Equal => {
                 self.tags.merge(&other.tags);
                 self.cors.merge(&other.cors);
+                self.versioning.merge(&other.versioning);
             }
         }
     }
@@ -68,7 +89,13 @@ impl BucketRow {
             created_msec,
             tags: Lww::default(),
             cors: Lww::default(),
+            versioning: Lww::default(),
         }
+    }
+
+    /// The bucket's versioning state.
+    pub fn versioning(&self) -> Versioning {
+        self.versioning.value
     }
 
     /// The bucket register, in merge order.
@@ -104,7 +131,9 @@ impl Schema for BucketTable {
     type Row = BucketRow;
 
     fn format_of(row: &BucketRow) -> u8 {
-        if row.tags.is_unset() && row.cors.is_unset() {
+        if !row.versioning.is_unset() {
+            VERSIONING_ROW_FORMAT
+        } else if row.tags.is_unset() && row.cors.is_unset() {
             ROW_FORMAT
         } else {
             NEWEST_ROW_FORMAT

@@ -25,9 +25,11 @@ use hangar_util::{Hash, NodeId};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Mutex;
 
+use crate::bucket::Versioning;
 use crate::condition::{WriteCondition, stamped};
 use crate::object::{ObjectRow, ObjectTable};
 use crate::rows::Rows;
+use crate::versioning::VersionRef;
 use crate::{ModelError, Result};
 
 /// The endpoint's path.
@@ -47,6 +49,11 @@ pub struct PublishIf {
     pub row: ObjectRow,
     pub if_none_match_any: bool,
     pub if_match: Option<String>,
+    /// The bucket's versioning: `Off` writes the object row as before; else
+    /// the row is a new version ([`crate::versioned`]). Absent from the
+    /// calls of older binaries (`Off`).
+    #[serde(default)]
+    pub versioning: Versioning,
 }
 
 /// The coordinator's answer.
@@ -79,7 +86,7 @@ impl Conditional {
         endpoint.set_handler(
             Coordinator {
                 objects,
-                locks: Arc::new((0..STRIPES).map(|_| Mutex::new(())).collect()),
+                locks: KeyLocks::new(),
             },
             QUEUE,
         );
@@ -98,6 +105,38 @@ impl Conditional {
         row: ObjectRow,
         cond: &WriteCondition,
     ) -> Result<ObjectRow> {
+        self.call(part, key, row, cond, Versioning::Off).await
+    }
+
+    /// Like [`Conditional::publish`] in a versioned bucket: the row becomes
+    /// a new version of `key` (see [`crate::versioned`]).
+    pub(crate) async fn publish_version(
+        &self,
+        part: &[u8; 32],
+        key: &str,
+        row: ObjectRow,
+        cond: &WriteCondition,
+        mode: Versioning,
+    ) -> Result<(ObjectRow, VersionRef)> {
+        let row = self.call(part, key, row, cond, mode).await?;
+        let id = match mode {
+            Versioning::Enabled => VersionRef::Id {
+                ts: row.timestamp_msec,
+                id: row.version,
+            },
+            Versioning::Suspended | Versioning::Off => VersionRef::Null,
+        };
+        Ok((row, id))
+    }
+
+    async fn call(
+        &self,
+        part: &[u8; 32],
+        key: &str,
+        row: ObjectRow,
+        cond: &WriteCondition,
+        versioning: Versioning,
+    ) -> Result<ObjectRow> {
         let to = self.coordinator(part)?;
         let msg = PublishIf {
             bucket: part.to_vec(),
@@ -105,6 +144,7 @@ impl Conditional {
             row,
             if_none_match_any: cond.if_none_match_any,
             if_match: cond.if_match.clone(),
+            versioning,
         };
         let reply = self
             .endpoint
@@ -138,10 +178,28 @@ impl Conditional {
     }
 }
 
+/// Locks of keys, a stripe per hash of bucket and key: one conditional
+/// write of a key at a time.
+pub(crate) struct KeyLocks(Vec<Mutex<()>>);
+
+impl KeyLocks {
+    pub(crate) fn new() -> KeyLocks {
+        KeyLocks((0..STRIPES).map(|_| Mutex::new(())).collect())
+    }
+
+    /// Waits for and holds the lock of `key` of bucket `part`.
+    pub(crate) async fn lock(&self, part: &[u8], key: &str) -> tokio::sync::MutexGuard<'_, ()> {
+        let mut id = part.to_vec();
+        id.extend_from_slice(key.as_bytes());
+        let stripe = Hash::of(&id).as_bytes()[0] as usize % STRIPES;
+        self.0[stripe].lock().await
+    }
+}
+
 /// The coordinator's side: a lock per key stripe, then read, check, write.
 struct Coordinator {
     objects: Rows<ObjectTable>,
-    locks: Arc<Vec<Mutex<()>>>,
+    locks: KeyLocks,
 }
 
 #[async_trait]
@@ -154,14 +212,29 @@ impl Handler<PublishIf, PublishIfReply> for Coordinator {
         if m.bucket.len() != 32 || m.key.len() > 1024 {
             return Err(HandlerError::new("bad bucket id or key"));
         }
-        let mut id = m.bucket.clone();
-        id.extend_from_slice(m.key.as_bytes());
-        let stripe = Hash::of(&id).as_bytes()[0] as usize % STRIPES;
-        let _held = self.locks[stripe].lock().await;
+        let _held = self.locks.lock(&m.bucket, &m.key).await;
         let cond = WriteCondition {
             if_none_match_any: m.if_none_match_any,
             if_match: m.if_match,
         };
+        if m.versioning != Versioning::Off {
+            return match crate::versioned::write_version(
+                &self.objects,
+                &m.bucket,
+                &m.key,
+                m.row,
+                &cond,
+                m.versioning,
+            )
+            .await
+            {
+                Ok((row, _)) => Ok(Response::new(PublishIfReply::Published(Box::new(row)))),
+                Err(ModelError::PreconditionFailed) => {
+                    Ok(Response::new(PublishIfReply::PreconditionFailed))
+                }
+                Err(e) => Err(HandlerError::new(e)),
+            };
+        }
         let old = self
             .objects
             .get(&m.bucket, m.key.as_bytes())

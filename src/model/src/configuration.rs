@@ -58,6 +58,22 @@ impl Model {
             .await
     }
 
+    /// Sets the versioning state of bucket `name` (enabled or suspended;
+    /// a bucket never goes back to unversioned).
+    pub async fn set_bucket_versioning(
+        &self,
+        name: &str,
+        state: crate::bucket::Versioning,
+    ) -> Result<BucketRow> {
+        if state == crate::bucket::Versioning::Off {
+            return Err(ModelError::Invalid(
+                "versioning can be enabled or suspended, not removed".into(),
+            ));
+        }
+        self.update_bucket(name, move |b, now| b.versioning.update(now, state))
+            .await
+    }
+
     /// Replaces the tags of the current version of `key`; `None` if there
     /// is no such object. A version published meanwhile keeps its own tags:
     /// the merge drops these with the version they were set on.

@@ -29,11 +29,18 @@ const BATCH: usize = 256;
 /// it was to become names it.
 async fn was_published(model: &Model, version: &VersionId, of: &UploadOf) -> Result<bool> {
     Ok(match of {
-        UploadOf::Object { bucket, key } => model
-            .object_rows()
-            .get(bucket, key.as_bytes())
-            .await?
-            .is_some_and(|o| o.version == *version && !o.is_deleted()),
+        UploadOf::Object {
+            bucket,
+            key,
+            started_msec,
+        } => {
+            model
+                .object_rows()
+                .get(bucket, key.as_bytes())
+                .await?
+                .is_some_and(|o| o.version == *version && !o.is_deleted())
+                || published_as_version(model, version, bucket, key, *started_msec).await?
+        }
         UploadOf::Part {
             upload_id,
             part_number,
@@ -43,6 +50,55 @@ async fn was_published(model: &Model, version: &VersionId, of: &UploadOf) -> Res
             .await?
             .is_some_and(|p| p.version == *version && !p.deleted),
     })
+}
+
+/// Clock steps back tolerated between an upload's start and its publication.
+const CLOCK_MARGIN_MSEC: u64 = 10 * 60 * 1000;
+
+/// Whether `version` is a versioned row of `key` (a versioned bucket's
+/// upload): its row is among the versions published since the upload
+/// began, which the scan reads newest first and no further.
+async fn published_as_version(
+    model: &Model,
+    version: &VersionId,
+    bucket: &[u8],
+    key: &str,
+    started_msec: u64,
+) -> Result<bool> {
+    use crate::versioning::{split_sort_key, versions_older_than, versions_start};
+    if started_msec == 0 {
+        // Records of older binaries, which wrote object rows only.
+        return Ok(false);
+    }
+    let k = key.as_bytes();
+    let end = versions_older_than(k, started_msec.saturating_sub(CLOCK_MARGIN_MSEC))
+        .unwrap_or_else(|| crate::versioning::after_versions(k));
+    let mut from = versions_start(k);
+    let mut first = true;
+    loop {
+        let start = if first {
+            Bound::Included(from.as_slice())
+        } else {
+            Bound::Excluded(from.as_slice())
+        };
+        let rows = model
+            .object_rows()
+            .range_within(bucket, start, Bound::Excluded(&end), BATCH)
+            .await?;
+        let found = rows.iter().any(|(s, o)| {
+            split_sort_key(s).1.is_some_and(|(_, id)| id == *version) && !o.is_deleted()
+        });
+        if found {
+            return Ok(true);
+        }
+        match rows.last() {
+            Some((s, _)) if rows.len() == BATCH => {
+                from = s.clone();
+                first = false;
+            }
+            _ => return Ok(false),
+        }
+    }
 }
 
 /// Ends every upload left over from before this start (a restart ends all

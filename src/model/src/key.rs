@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use hangar_table::{Crdt, Lww, LwwMap, NEWEST_ROW_FORMAT, ROW_FORMAT, Schema};
+use hangar_table::{Crdt, KEY_EXPIRY_ROW_FORMAT, Lww, LwwMap, ROW_FORMAT, Schema};
 use serde::{Deserialize, Serialize};
 
 /// What a key may do on one bucket. No right at all is also the tombstone
@@ -44,7 +44,7 @@ pub struct KeyRow {
     pub deleted: Lww<bool>,
     /// When the key stops signing requests, ms since the epoch (`None`:
     /// never). A register, so the latest change (set, extend, clear) wins
-    /// (row format 3; absent when never set).
+    /// (row format 5; absent when never set).
     #[serde(default, skip_serializing_if = "Lww::is_unset")]
     pub expires_msec: Lww<Option<u64>>,
 }
@@ -154,7 +154,7 @@ impl Schema for KeyTable {
         if row.expires_msec.is_unset() {
             ROW_FORMAT
         } else {
-            NEWEST_ROW_FORMAT
+            KEY_EXPIRY_ROW_FORMAT
         }
     }
 

@@ -6,6 +6,9 @@
 //!   either its bytes (small objects, stored inline) or a block count;
 //! - [`version`]: a version's block list, one row per block so that a large
 //!   object costs O(n) rows and never rewrites a growing list;
+//! - [`versioning`], [`versioned`], [`version_list`]: the versions of an
+//!   object in a versioned bucket (rows of the object table), delete
+//!   markers, and their listings;
 //! - [`garbage`]: uploads in progress and the collector of dead versions;
 //! - configuration registers (tags of buckets and objects, CORS rules of
 //!   buckets), changed by `Model::set_*`.
@@ -21,6 +24,8 @@ mod error;
 #[cfg(test)]
 mod format3_tests;
 #[cfg(test)]
+mod format5_tests;
+#[cfg(test)]
 mod format_tests;
 pub mod garbage;
 pub mod key;
@@ -30,6 +35,9 @@ pub mod object;
 mod queues;
 mod rows;
 pub mod version;
+pub mod version_list;
+pub mod versioned;
+pub mod versioning;
 
 pub use condition::WriteCondition;
 pub use error::ModelError;

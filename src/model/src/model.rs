@@ -14,9 +14,9 @@ use tokio::sync::Notify;
 use futures::StreamExt;
 use hangar_block::ReplicatedBlocks;
 
-use crate::bucket::{BucketRow, BucketTable, check_bucket_name};
+use crate::bucket::{BucketRow, BucketTable, Versioning, check_bucket_name};
 use crate::condition::{WriteCondition, stamped};
-use crate::conditional::Conditional;
+use crate::conditional::{Conditional, KeyLocks};
 use crate::control::ControlTable;
 use crate::key::{KeyRow, KeyTable, Permission, new_key_id, new_secret, valid_key_id};
 use crate::multipart::{MpuTable, PartTable};
@@ -44,6 +44,9 @@ pub struct Model {
     parts: Rows<PartTable>,
     gc_wakeup: Notify,
     allow_punycode: bool,
+    /// Conditional writes of versioned buckets on a node whose rows are its
+    /// own: one per key at a time.
+    key_locks: KeyLocks,
 }
 
 /// Local tree of this node's one-time model state (markers, raw values).
@@ -105,6 +108,7 @@ impl Model {
             blocks,
             gc_wakeup: Notify::new(),
             allow_punycode,
+            key_locks: KeyLocks::new(),
         }))
     }
 
@@ -269,6 +273,14 @@ impl Model {
 
     pub(crate) fn object_rows(&self) -> &Rows<ObjectTable> {
         &self.objects
+    }
+
+    pub(crate) fn conditional(&self) -> Option<&Conditional> {
+        self.conditional.as_ref()
+    }
+
+    pub(crate) fn key_locks(&self) -> &KeyLocks {
+        &self.key_locks
     }
 
     pub(crate) fn version_rows(&self) -> &Rows<VersionTable> {
@@ -600,11 +612,7 @@ impl Model {
             .get_bucket(name)
             .await?
             .ok_or_else(|| ModelError::NoSuchBucket(name.to_owned()))?;
-        if !self
-            .list_objects(&bucket, Bound::Unbounded, 1)
-            .await?
-            .is_empty()
-        {
+        if self.holds_any_version(&bucket).await? {
             return Err(ModelError::BucketNotEmpty(name.to_owned()));
         }
         let holders: Vec<String> = self
@@ -662,13 +670,14 @@ impl Model {
 
     // ---- objects ----
 
-    /// The live object `key` of `bucket` (a tombstone reads as none).
+    /// The live object `key` of `bucket` (a tombstone reads as none): its
+    /// latest version, unless that is a delete marker.
     pub async fn get_object(&self, bucket: &BucketRow, key: &str) -> Result<Option<ObjectRow>> {
         Ok(self
-            .objects
-            .get(&bucket.id_bytes(), key.as_bytes())
+            .latest_version(bucket, key)
             .await?
-            .filter(|o| !o.is_deleted()))
+            .map(|f| f.row)
+            .filter(|o| !o.is_delete_marker()))
     }
 
     /// Up to `limit` live objects of `bucket` after `start`, in key order;
@@ -679,9 +688,22 @@ impl Model {
         start: Bound<&[u8]>,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, ObjectRow)>> {
+        if bucket.versioning() != Versioning::Off {
+            return self.list_latest(bucket, start, limit).await;
+        }
         self.objects
             .range_filtered(&bucket.id_bytes(), start, limit, |o| !o.is_deleted())
             .await
+    }
+
+    /// Whether `bucket` holds any object, version or delete marker (a
+    /// bucket must hold none to be deleted, as in S3).
+    async fn holds_any_version(&self, bucket: &BucketRow) -> Result<bool> {
+        Ok(!self
+            .objects
+            .range_filtered(&bucket.id_bytes(), Bound::Unbounded, 1, |o| !o.is_deleted())
+            .await?
+            .is_empty())
     }
 
     /// Registers an upload in progress of `of`, before its first block is
@@ -802,7 +824,9 @@ impl Model {
         let part = bucket.id_bytes();
         let version = row.version;
         let spread = self.objects.is_spread();
-        let published = if !cond.is_none()
+        let published = if bucket.versioning() != Versioning::Off {
+            self.publish_versioned(bucket, key, row, cond).await?.0
+        } else if !cond.is_none()
             && spread
             && let Some(c) = &self.conditional
         {
@@ -862,6 +886,24 @@ impl Model {
     /// A deleted object becomes a tombstone row, newer than the row it
     /// deletes.
     pub async fn delete_objects(&self, bucket: &BucketRow, keys: Vec<String>) -> Result<Vec<bool>> {
+        if bucket.versioning() != Versioning::Off {
+            // Each key gets a delete marker of its own.
+            let mut existed = Vec::with_capacity(keys.len());
+            for key in keys {
+                existed.push(self.delete_version(bucket, &key, None).await?.existed);
+            }
+            return Ok(existed);
+        }
+        self.tombstone_objects(bucket, keys).await
+    }
+
+    /// Deletes objects of a bucket never versioned: each becomes a
+    /// tombstone row, newer than the row it deletes.
+    pub(crate) async fn tombstone_objects(
+        &self,
+        bucket: &BucketRow,
+        keys: Vec<String>,
+    ) -> Result<Vec<bool>> {
         let part = bucket.id_bytes();
         let mut existed = Vec::with_capacity(keys.len());
         let mut tombs = Vec::new();

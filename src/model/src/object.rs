@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use hangar_db::{DbError, Tx};
-use hangar_table::{Crdt, Lww, NEWEST_ROW_FORMAT, ROW_FORMAT, Schema};
+use hangar_table::{Crdt, Lww, NEWEST_ROW_FORMAT, ROW_FORMAT, Schema, VERSIONING_ROW_FORMAT};
 use serde::{Deserialize, Serialize};
 
 use crate::VersionId;
@@ -25,6 +25,11 @@ pub enum ObjectData {
     Inline(#[serde(with = "serde_bytes")] Vec<u8>),
     /// Larger objects: `count` blocks, listed in the version table.
     Blocks { count: u32 },
+    /// A delete marker of a versioned bucket (row format 4): a version of
+    /// its own, listed and deleted like one, that reads as "no object".
+    /// Unlike [`ObjectData::Deleted`] it is not a tombstone: it stays until
+    /// it is deleted by its version id.
+    DeleteMarker,
 }
 
 /// A checksum the client asked for at upload, returned on request.
@@ -127,8 +132,22 @@ impl ObjectRow {
         &self.tags.value
     }
 
+    /// Whether this row is a tombstone (the version was removed).
     pub fn is_deleted(&self) -> bool {
         self.data == ObjectData::Deleted
+    }
+
+    /// Whether this row is a delete marker.
+    pub fn is_delete_marker(&self) -> bool {
+        self.data == ObjectData::DeleteMarker
+    }
+
+    /// A delete marker: a version without content.
+    pub fn delete_marker(version: VersionId, timestamp_msec: u64) -> ObjectRow {
+        ObjectRow {
+            data: ObjectData::DeleteMarker,
+            ..ObjectRow::tombstone(version, timestamp_msec)
+        }
     }
 
     /// Whether this row's version has block rows to collect when it loses.
@@ -137,7 +156,10 @@ impl ObjectRow {
     }
 }
 
-/// The object table: partition = bucket id (32 bytes), sort key = object key.
+/// The object table: partition = bucket id (32 bytes), sort key = object
+/// key (the `null` version), or object key ++ 0x00 ++ (u64::MAX − timestamp)
+/// BE ++ version id for the versions of a versioned bucket
+/// ([`crate::versioning`]).
 pub struct ObjectTable;
 
 impl Schema for ObjectTable {
@@ -151,7 +173,9 @@ impl Schema for ObjectTable {
     }
 
     fn format_of(row: &ObjectRow) -> u8 {
-        if row.tags.is_unset() {
+        if row.is_delete_marker() {
+            VERSIONING_ROW_FORMAT
+        } else if row.tags.is_unset() {
             ROW_FORMAT
         } else {
             NEWEST_ROW_FORMAT

@@ -30,6 +30,11 @@ pub enum UploadOf {
         #[serde(with = "serde_bytes")]
         bucket: Vec<u8>,
         key: String,
+        /// When the upload began (ms; 0 in the records of older binaries):
+        /// a version of a versioned bucket is published at a later
+        /// timestamp, which bounds the search for its row after a crash.
+        #[serde(default)]
+        started_msec: u64,
     },
     /// Part `part_number` of multipart upload `upload_id`.
     Part {
@@ -44,6 +49,7 @@ impl UploadOf {
         UploadOf::Object {
             bucket: bucket.to_vec(),
             key: key.to_owned(),
+            started_msec: hangar_util::time::now_msec(),
         }
     }
 

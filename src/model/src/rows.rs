@@ -126,10 +126,23 @@ impl<S: Schema> Rows<S> {
         start: Bound<&[u8]>,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, S::Row)>> {
+        self.range_within(partition, start, Bound::Unbounded, limit)
+            .await
+    }
+
+    /// Up to `limit` rows of `partition` between `start` and `end`,
+    /// tombstones included.
+    pub(crate) async fn range_within(
+        &self,
+        partition: &[u8],
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, S::Row)>> {
         let Some(t) = self.spread() else {
             return Ok(self
                 .local
-                .range(partition, start, Bound::Unbounded, false, limit)
+                .range(partition, start, end, false, limit)
                 .await?);
         };
         let mut out: Vec<(Vec<u8>, S::Row)> = Vec::new();
@@ -139,9 +152,7 @@ impl<S: Schema> Rows<S> {
                 Some((k, _)) => Bound::Excluded(k.as_slice()),
                 None => start,
             };
-            let page = t
-                .range(partition, from, Bound::Unbounded, false, want)
-                .await?;
+            let page = t.range(partition, from, end, false, want).await?;
             let short = page.len() < want;
             out.extend(page);
             if short || out.len() >= limit {

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use hangar_model::bucket::{BucketRow, CorsRule};
+use hangar_model::bucket::{BucketRow, CorsRule, Versioning};
 use hangar_model::key::{KeyRow, Permission};
 use hangar_model::multipart::{MpuRow, PartRow};
 use hangar_model::object::{ObjectData, ObjectRow, StoredChecksum};
@@ -105,12 +105,18 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
         0u64..2,
         lww(tag_set()),
         lww(cors_rules()),
+        lww(prop_oneof![
+            Just(Versioning::Off),
+            Just(Versioning::Enabled),
+            Just(Versioning::Suspended)
+        ]),
     )
-        .prop_map(|(updated, deleted, id, created, tags, cors)| {
+        .prop_map(|(updated, deleted, id, created, tags, cors, versioning)| {
             let mut b = BucketRow::new("bucket", id, created, updated);
             b.deleted = deleted;
             b.tags = tags;
             b.cors = cors;
+            b.versioning = versioning;
             b
         })
 }
@@ -122,6 +128,7 @@ fn version_id() -> impl Strategy<Value = [u8; 16]> {
 fn object_data() -> impl Strategy<Value = ObjectData> {
     prop_oneof![
         Just(ObjectData::Deleted),
+        Just(ObjectData::DeleteMarker),
         (0u8..2).prop_map(|b| ObjectData::Inline(vec![b; 3])),
         (1u32..3).prop_map(|count| ObjectData::Blocks { count }),
     ]

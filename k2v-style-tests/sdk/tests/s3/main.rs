@@ -15,6 +15,7 @@ mod permissions;
 mod presigned;
 mod ranges;
 mod tagging_cors;
+mod versioning;
 mod vhost;
 
 use std::fmt::Debug;

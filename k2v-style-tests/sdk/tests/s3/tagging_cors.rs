@@ -74,7 +74,8 @@ async fn object_and_bucket_tags_round_trip_and_are_checked() {
             .get_object_tagging()
             .bucket("tags")
             .key("o")
-            .version_id("not-a-version")
+            // Well-formed (48 hex digits) but naming no version.
+            .version_id("0".repeat(48))
             .send()
             .await,
         404,

@@ -1,7 +1,8 @@
 //! The admin HTTP API (axum): one route per operation (`routes::ROUTES`),
 //! each checked against the bearer tokens before anything else, decoded
 //! into the same [`Request`] the local socket carries and run by the same
-//! [`AdminOps`]; plus `GET /metrics` and `GET /health`.
+//! [`AdminOps`]; plus `GET /metrics`, `GET /health` and the web console
+//! under `/console/` (`console`).
 //!
 //! A missing token is answered `401`, a wrong one or one of too narrow a
 //! scope `403`, with an empty body either way. An operation's failure is
@@ -31,13 +32,25 @@ pub struct AdminEndpoint<H> {
     pub registry: Registry,
     pub tokens: Tokens,
     pub ops: Arc<H>,
+    /// This node's S3 endpoint, which the web console's object browser
+    /// calls in-process (`console`); `None` when the node serves no S3.
+    pub s3: Option<crate::console::NodeS3>,
 }
 
 type Ep<H> = State<Arc<AdminEndpoint<H>>>;
 
-fn json(status: StatusCode, v: &impl serde::Serialize) -> Response {
+pub(crate) fn json(status: StatusCode, v: &impl serde::Serialize) -> Response {
     let body = serde_json::to_vec(v).expect("answers encode");
-    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+    // Answers carry secrets (keys) and the cluster's state: never cached.
+    (
+        status,
+        [
+            (header::CONTENT_TYPE, "application/json"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        body,
+    )
+        .into_response()
 }
 
 fn error(e: &AdminError) -> Response {
@@ -45,7 +58,7 @@ fn error(e: &AdminError) -> Response {
 }
 
 /// The answer to a request that `access` does not let through, if any.
-fn refusal(access: Access) -> Option<Response> {
+pub(crate) fn refusal(access: Access) -> Option<Response> {
     match access {
         Access::Allowed => None,
         Access::Missing => Some(
@@ -166,7 +179,8 @@ pub fn router<H: AdminOps>(ep: Arc<AdminEndpoint<H>>) -> Router {
         };
         r = r.route(route.path, method);
     }
-    r.route("/metrics", axum::routing::get(metrics::<H>))
+    r.merge(crate::console::routes::<H>())
+        .route("/metrics", axum::routing::get(metrics::<H>))
         .route("/health", axum::routing::get(health::<H>))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY))

@@ -15,6 +15,7 @@ pub mod auth;
 pub mod client;
 mod cluster_collector;
 mod collector;
+pub mod console;
 pub mod exposition;
 mod families;
 pub mod http_api;

@@ -145,6 +145,35 @@ pub enum Request {
         #[serde(default)]
         allow_missing_data: bool,
     },
+    /// A presigned S3 URL for one request on a bucket, signed with one of
+    /// the cluster's keys (the web console's object browser; the secret
+    /// stays on the node). `action`: `get`, `put`, `delete` an object, or
+    /// `list` the bucket.
+    PresignObject {
+        bucket: String,
+        /// Access key id, id prefix or name.
+        key: String,
+        action: String,
+        #[serde(default)]
+        object: String,
+        /// `list`: the ListObjectsV2 parameters.
+        #[serde(default)]
+        prefix: Option<String>,
+        #[serde(default)]
+        delimiter: Option<String>,
+        #[serde(default)]
+        continuation_token: Option<String>,
+        /// `get`: answer with `Content-Disposition: attachment`.
+        #[serde(default)]
+        download: bool,
+        /// 1 to 604800; 900 when not given.
+        #[serde(default)]
+        expires_secs: Option<u64>,
+        /// `http(s)://host[:port]` the URL is for; the node's S3 address
+        /// when not given.
+        #[serde(default)]
+        endpoint: Option<String>,
+    },
 }
 
 /// The node's answer on the socket: a JSON value, or an error.

@@ -98,6 +98,7 @@ pub const ROUTES: &[Route] = &[
     get("/v2/GetBlockInfo", "block_info"),
     post("/v2/RetryBlockResync", "block_retry_now"),
     get("/v2/GetTableStatus", "table_status"),
+    post("/v2/PresignObject", "presign_object"),
 ];
 
 /// The route that carries `req`.
@@ -142,6 +143,7 @@ pub fn route_for(req: &Request) -> &'static Route {
         Request::BlockInfo { .. } => "/v2/GetBlockInfo",
         Request::BlockRetryNow { .. } => "/v2/RetryBlockResync",
         Request::TableStatus => "/v2/GetTableStatus",
+        Request::PresignObject { .. } => "/v2/PresignObject",
     };
     ROUTES
         .iter()
@@ -314,6 +316,18 @@ mod tests {
             LayoutSkipDeadNodes {
                 version: 3,
                 allow_missing_data: true,
+            },
+            PresignObject {
+                bucket: s("b"),
+                key: s("k"),
+                action: s("list"),
+                object: s(""),
+                prefix: Some(s("a/")),
+                delimiter: Some(s("/")),
+                continuation_token: None,
+                download: false,
+                expires_secs: Some(60),
+                endpoint: None,
             },
         ]
     }

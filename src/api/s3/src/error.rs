@@ -94,6 +94,40 @@ pub fn bad_request(message: &'static str) -> S3Error {
     e
 }
 
+/// A `versionId` that is not one Hangar gives (`null` or 48 hex digits).
+pub fn invalid_version_id() -> S3Error {
+    s3_error!(InvalidArgument, "Invalid version id specified")
+}
+
+/// A well-formed `versionId` naming no version of the key.
+pub fn no_such_version() -> S3Error {
+    s3_error!(NoSuchVersion, "The specified version does not exist.")
+}
+
+/// A read of a delete marker: `404 NoSuchKey` when it is the key's latest
+/// version (no version id asked), `405 MethodNotAllowed` when it was asked
+/// for by id; both with `x-amz-delete-marker: true` and the marker's id.
+pub fn delete_marker(asked_by_id: bool, version_id: Option<String>) -> S3Error {
+    let mut e = if asked_by_id {
+        s3_error!(
+            MethodNotAllowed,
+            "The specified method is not allowed against this resource."
+        )
+    } else {
+        s3_error!(NoSuchKey, "The specified key does not exist.")
+    };
+    let mut h = http::HeaderMap::new();
+    h.insert(
+        "x-amz-delete-marker",
+        http::HeaderValue::from_static("true"),
+    );
+    if let Some(v) = version_id.and_then(|v| http::HeaderValue::from_str(&v).ok()) {
+        h.insert("x-amz-version-id", v);
+    }
+    e.set_headers(h);
+    e
+}
+
 /// S3's `MalformedXML`, for a body that parsed but misses what S3 requires.
 pub fn malformed_xml() -> S3Error {
     s3_error!(

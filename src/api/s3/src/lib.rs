@@ -10,6 +10,7 @@
 //! connections. Operations not listed in `doc/s3-compatibility.md`
 //! answer `501 NotImplemented` (s3s's default for an unimplemented method).
 
+pub mod adaptive_limit;
 pub mod admission;
 pub mod auth;
 pub mod body_limits;
@@ -30,7 +31,9 @@ mod ops_list;
 mod ops_multipart;
 mod ops_put;
 mod ops_tagging;
+mod ops_versioning;
 mod payload_hash;
+pub mod presign;
 mod s3_impl;
 pub mod server;
 mod tagging;
@@ -54,6 +57,9 @@ pub struct S3Settings {
     pub ram_queue_max: u64,
     /// Longest wait for a share of that RAM before `503 SlowDown`.
     pub admission_wait: std::time::Duration,
+    /// Latency that block operations of admitted requests should keep under
+    /// (`s3_latency_target_msec`; `None`: admission is bounded by RAM only).
+    pub latency_target: Option<std::time::Duration>,
 }
 
 /// The S3 API of one node.
@@ -71,6 +77,7 @@ impl S3Api {
             settings.ram_queue_max,
             settings.block_size,
             settings.admission_wait,
+            settings.latency_target,
         );
         S3Api {
             model,

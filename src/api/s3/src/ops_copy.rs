@@ -17,6 +17,15 @@ use crate::error::OrS3;
 use crate::ops_put::check_key_length;
 use crate::ops_put::system_headers;
 use crate::time::timestamp;
+use hangar_model::versioned::FoundVersion;
+
+/// The version a copy source names, if any.
+fn version_id_of(source: &CopySource) -> Option<&str> {
+    match source {
+        CopySource::Bucket { version_id, .. } => version_id.as_deref(),
+        _ => None,
+    }
+}
 
 impl S3Api {
     /// The object a copy reads, once the caller's read permission on it
@@ -27,21 +36,17 @@ impl S3Api {
         req: &S3Request<T>,
         source: &CopySource,
         conditions: Preconditions<'_>,
-    ) -> S3Result<(String, String, ObjectRow)> {
-        let (bucket, key) = match source {
+    ) -> S3Result<(String, String, FoundVersion)> {
+        let (bucket, key, version_id) = match source {
             CopySource::Bucket {
                 bucket,
                 key,
                 version_id,
-            } => {
-                if version_id.is_some() {
-                    return Err(s3_error!(
-                        NotImplemented,
-                        "Copying a specific version is not supported (no versioning yet)"
-                    ));
-                }
-                (bucket.to_string(), key.to_string())
-            }
+            } => (
+                bucket.to_string(),
+                key.to_string(),
+                version_id.as_ref().map(|v| v.to_string()),
+            ),
             CopySource::AccessPoint { .. } | CopySource::Outpost { .. } => {
                 return Err(s3_error!(NotImplemented, "Access points are not supported"));
             }
@@ -60,9 +65,11 @@ impl S3Api {
         if self.model.get_bucket(&bucket).await.or_s3()?.is_some() && !k.permission(&bucket).read {
             return Err(s3_error!(AccessDenied, "Access Denied to the copy source"));
         }
-        let obj = self.object_for_read(&bucket, &key).await?;
-        conditions.check(&obj, true)?;
-        Ok((bucket, key, obj))
+        let found = self
+            .object_for_read(&bucket, &key, version_id.as_deref())
+            .await?;
+        conditions.check(&found.row, true)?;
+        Ok((bucket, key, found))
     }
 
     pub(crate) async fn do_copy_object(
@@ -70,7 +77,7 @@ impl S3Api {
         req: S3Request<CopyObjectInput>,
     ) -> S3Result<S3Response<CopyObjectOutput>> {
         let input = &req.input;
-        let (src_bucket, src_key, src) = self
+        let (src_bucket, src_key, found) = self
             .copy_source(
                 &req,
                 &input.copy_source,
@@ -82,6 +89,8 @@ impl S3Api {
                 },
             )
             .await?;
+        let src_version = found.id.map(|i| i.to_string());
+        let src = found.row;
         let dst_b = self.bucket(&input.bucket).await?;
         check_key_length(&input.key)?;
 
@@ -89,7 +98,9 @@ impl S3Api {
             .metadata_directive
             .as_ref()
             .is_some_and(|d| d.as_str() == MetadataDirective::REPLACE);
-        if src_bucket == input.bucket && src_key == input.key && !replace {
+        // A copy of a given version onto its key restores it: allowed.
+        let by_version = version_id_of(&input.copy_source).is_some();
+        if src_bucket == input.bucket && src_key == input.key && !replace && !by_version {
             return Err(s3_error!(
                 InvalidRequest,
                 "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes."
@@ -137,7 +148,7 @@ impl S3Api {
                     }
                 }
             }
-            ObjectData::Deleted => {
+            ObjectData::Deleted | ObjectData::DeleteMarker => {
                 return Err(s3_error!(NoSuchKey, "The specified key does not exist."));
             }
         };
@@ -166,6 +177,8 @@ impl S3Api {
         };
         Ok(S3Response::new(CopyObjectOutput {
             copy_object_result: Some(result),
+            version_id: crate::ops_versioning::published_id(&dst_b, &row),
+            copy_source_version_id: src_version,
             ..Default::default()
         }))
     }

@@ -1,13 +1,18 @@
-//! DeleteObject and DeleteObjects. A batch is applied in one metadata
-//! transaction and reports a result per key.
+//! DeleteObject and DeleteObjects. In a bucket never versioned a delete
+//! makes the object a tombstone; in a versioned one it writes a delete
+//! marker, or with a `versionId` removes that version for good
+//! (`hangar_model::Model::delete_version`).
 
+use hangar_model::versioned::Deleted;
 use s3s::dto::{
     DeleteObjectInput, DeleteObjectOutput, DeleteObjectsInput, DeleteObjectsOutput, DeletedObject,
+    Error as DeleteError,
 };
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 
 use crate::S3Api;
 use crate::error::OrS3;
+use crate::ops_versioning::parse_version_id;
 
 /// Most keys in one DeleteObjects request, as in S3.
 const MAX_KEYS: usize = 1000;
@@ -18,11 +23,17 @@ impl S3Api {
         req: S3Request<DeleteObjectInput>,
     ) -> S3Result<S3Response<DeleteObjectOutput>> {
         let bucket = self.bucket(&req.input.bucket).await?;
-        self.model
-            .delete_object(&bucket, &req.input.key)
+        let v = parse_version_id(req.input.version_id.as_deref())?;
+        let d: Deleted = self
+            .model
+            .delete_version(&bucket, &req.input.key, v)
             .await
             .or_s3()?;
-        let mut resp = S3Response::new(DeleteObjectOutput::default());
+        let mut resp = S3Response::new(DeleteObjectOutput {
+            delete_marker: d.delete_marker.then_some(true),
+            version_id: d.id.map(|i| i.to_string()),
+            ..Default::default()
+        });
         resp.status = Some(http::StatusCode::NO_CONTENT);
         Ok(resp)
     }
@@ -40,25 +51,76 @@ impl S3Api {
             ));
         }
         let quiet = req.input.delete.quiet.unwrap_or(false);
-        let keys: Vec<String> = objects.into_iter().map(|o| o.key).collect();
-        self.model
-            .delete_objects(&bucket, keys.clone())
-            .await
-            .or_s3()?;
-        // S3 reports a key that did not exist as deleted too.
-        let deleted = if quiet {
-            Vec::new()
-        } else {
-            keys.into_iter()
-                .map(|k| DeletedObject {
-                    key: Some(k),
-                    ..Default::default()
-                })
-                .collect()
-        };
+        let versioned = objects.iter().any(|o| o.version_id.is_some())
+            || bucket.versioning() != hangar_model::bucket::Versioning::Off;
+        if !versioned {
+            // One batch of tombstones.
+            let keys: Vec<String> = objects.into_iter().map(|o| o.key).collect();
+            self.model
+                .delete_objects(&bucket, keys.clone())
+                .await
+                .or_s3()?;
+            // S3 reports a key that did not exist as deleted too.
+            let deleted = if quiet {
+                Vec::new()
+            } else {
+                keys.into_iter()
+                    .map(|k| DeletedObject {
+                        key: Some(k),
+                        ..Default::default()
+                    })
+                    .collect()
+            };
+            return Ok(S3Response::new(DeleteObjectsOutput {
+                deleted: Some(deleted),
+                errors: None,
+                request_charged: None,
+            }));
+        }
+        let (mut deleted, mut errors) = (Vec::new(), Vec::new());
+        for o in objects {
+            let v = match parse_version_id(o.version_id.as_deref()) {
+                Ok(v) => v,
+                Err(_) => {
+                    errors.push(DeleteError {
+                        code: Some("NoSuchVersion".into()),
+                        key: Some(o.key),
+                        message: Some("The specified version does not exist.".into()),
+                        version_id: o.version_id,
+                    });
+                    continue;
+                }
+            };
+            let d = self
+                .model
+                .delete_version(&bucket, &o.key, v)
+                .await
+                .or_s3()?;
+            if quiet {
+                continue;
+            }
+            // S3: a delete marker written gets DeleteMarkerVersionId; a
+            // version removed by id is echoed as VersionId, with
+            // DeleteMarker when it was a marker.
+            let id = d.id.map(|i| i.to_string());
+            deleted.push(match v {
+                None => DeletedObject {
+                    key: Some(o.key),
+                    delete_marker: d.delete_marker.then_some(true),
+                    delete_marker_version_id: id.filter(|_| d.delete_marker),
+                    version_id: None,
+                },
+                Some(_) => DeletedObject {
+                    key: Some(o.key),
+                    delete_marker: d.delete_marker.then_some(true),
+                    delete_marker_version_id: id.clone().filter(|_| d.delete_marker),
+                    version_id: id,
+                },
+            });
+        }
         Ok(S3Response::new(DeleteObjectsOutput {
             deleted: Some(deleted),
-            errors: None,
+            errors: (!errors.is_empty()).then_some(errors),
             request_charged: None,
         }))
     }

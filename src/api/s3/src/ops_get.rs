@@ -17,7 +17,9 @@ use crate::S3Api;
 use crate::checksum;
 use crate::conditions::{Preconditions, etag, read_preconditions};
 use crate::error::OrS3;
+use crate::ops_versioning::parse_version_id;
 use crate::time::timestamp;
+use hangar_model::versioned::FoundVersion;
 
 /// Blocks read ahead of the one being sent.
 const READ_AHEAD: usize = 2;
@@ -96,13 +98,27 @@ fn describe(
 }
 
 impl S3Api {
-    pub(crate) async fn object_for_read(&self, bucket: &str, key: &str) -> S3Result<ObjectRow> {
+    /// Version `version_id` of `key` (its latest without one), which must
+    /// be an object: a missing version or a delete marker is S3's error
+    /// (with `x-amz-delete-marker` for a marker).
+    pub(crate) async fn object_for_read(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+    ) -> S3Result<FoundVersion> {
         let b = self.bucket(bucket).await?;
-        self.model
-            .get_object(&b, key)
-            .await
-            .or_s3()?
-            .ok_or_else(|| s3_error!(NoSuchKey, "The specified key does not exist."))
+        let v = parse_version_id(version_id)?;
+        let found = self.model.find_version(&b, key, v).await.or_s3()?;
+        match found {
+            None if v.is_some() => Err(crate::error::no_such_version()),
+            None => Err(s3_error!(NoSuchKey, "The specified key does not exist.")),
+            Some(f) if f.row.is_delete_marker() => Err(crate::error::delete_marker(
+                v.is_some(),
+                f.id.map(|i| i.to_string()),
+            )),
+            Some(f) => Ok(f),
+        }
     }
 
     /// What GET and HEAD share: the object, its preconditions, and the
@@ -112,10 +128,12 @@ impl S3Api {
         bucket: &str,
         key: &str,
         conditions: Preconditions<'_>,
+        version_id: Option<&str>,
         range: Option<&s3s::dto::Range>,
         part_number: Option<i32>,
-    ) -> S3Result<(ObjectRow, Option<Range<u64>>)> {
-        let obj = self.object_for_read(bucket, key).await?;
+    ) -> S3Result<(ObjectRow, Option<String>, Option<Range<u64>>)> {
+        let found = self.object_for_read(bucket, key, version_id).await?;
+        let (obj, id) = (found.row, found.id.map(|i| i.to_string()));
         conditions.check(&obj, false)?;
         if let Some(p) = part_number
             && p != 1
@@ -126,7 +144,7 @@ impl S3Api {
             ));
         }
         let range = range.map(|r| r.check(obj.size)).transpose()?;
-        Ok((obj, range))
+        Ok((obj, id, range))
     }
 
     /// The bytes `range` of `obj`, as a stream of blocks.
@@ -138,7 +156,7 @@ impl S3Api {
                     futures::stream::once(async move { Ok(bytes) }),
                 ));
             }
-            ObjectData::Deleted => {
+            ObjectData::Deleted | ObjectData::DeleteMarker => {
                 return Err(s3_error!(NoSuchKey, "The specified key does not exist."));
             }
             // Only the entries of the blocks overlapping the range are read
@@ -155,14 +173,21 @@ impl S3Api {
         let share = parts.len().clamp(1, READ_AHEAD + 1) as u32;
         let ram = self.budget.reserve(share).await?;
         let model = self.model.clone();
+        let budget = self.budget.clone();
         let stream = futures::stream::iter(parts)
             .map(move |(hash, from, to)| {
                 let model = model.clone();
+                let budget = budget.clone();
                 let _held = &ram;
                 async move {
                     // In its own task: a read from another node holds a
                     // network stream the response body may not share.
-                    let read = tokio::spawn(async move { model.read_block(hash).await });
+                    let read = tokio::spawn(async move {
+                        let start = std::time::Instant::now();
+                        let data = model.read_block(hash).await;
+                        budget.record_block_op(start.elapsed());
+                        data
+                    });
                     let data = read.await.map_err(std::io::Error::other)?.map_err(|e| {
                         let e = crate::error::model_error(e);
                         std::io::Error::other(e.to_string())
@@ -180,11 +205,12 @@ impl S3Api {
         req: S3Request<GetObjectInput>,
     ) -> S3Result<S3Response<GetObjectOutput>> {
         let input = &req.input;
-        let (obj, range) = self
+        let (obj, version_id, range) = self
             .prepare_read(
                 &input.bucket,
                 &input.key,
                 read_preconditions!(input),
+                input.version_id.as_deref(),
                 input.range.as_ref(),
                 input.part_number,
             )
@@ -224,6 +250,7 @@ impl S3Api {
             accept_ranges: Some("bytes".into()),
             e_tag: Some(etag(&obj)),
             last_modified: Some(timestamp(obj.timestamp_msec)),
+            version_id,
             ..Default::default()
         };
         checksum::fill_checksum!(d.checksum.as_ref(), out);
@@ -245,11 +272,12 @@ impl S3Api {
         req: S3Request<HeadObjectInput>,
     ) -> S3Result<S3Response<HeadObjectOutput>> {
         let input = &req.input;
-        let (obj, range) = self
+        let (obj, version_id, range) = self
             .prepare_read(
                 &input.bucket,
                 &input.key,
                 read_preconditions!(input),
+                input.version_id.as_deref(),
                 input.range.as_ref(),
                 input.part_number,
             )
@@ -261,6 +289,7 @@ impl S3Api {
             accept_ranges: Some("bytes".into()),
             e_tag: Some(etag(&obj)),
             last_modified: Some(timestamp(obj.timestamp_msec)),
+            version_id,
             ..Default::default()
         };
         checksum::fill_checksum!(d.checksum.as_ref(), out);

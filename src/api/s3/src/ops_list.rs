@@ -31,7 +31,7 @@ struct Listing {
 }
 
 /// The first key after every key that starts with `prefix`.
-fn after_prefix(prefix: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn after_prefix(prefix: &[u8]) -> Option<Vec<u8>> {
     let mut p = prefix.to_vec();
     while let Some(b) = p.pop() {
         if b < 0xff {
@@ -137,7 +137,7 @@ impl S3Api {
     }
 }
 
-fn encoder(t: Option<&EncodingType>) -> S3Result<impl Fn(&str) -> String> {
+pub(crate) fn encoder(t: Option<&EncodingType>) -> S3Result<impl Fn(&str) -> String> {
     let url = match t {
         None => false,
         Some(t) if t.as_str() == EncodingType::URL => true,
@@ -158,7 +158,7 @@ fn encoder(t: Option<&EncodingType>) -> S3Result<impl Fn(&str) -> String> {
     })
 }
 
-fn max_keys(m: Option<i32>) -> S3Result<usize> {
+pub(crate) fn max_keys(m: Option<i32>) -> S3Result<usize> {
     match m {
         None => Ok(1000),
         Some(n) if n < 0 => Err(s3_error!(

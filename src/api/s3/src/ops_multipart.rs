@@ -68,7 +68,7 @@ impl S3Api {
     ) -> S3Result<PartRow> {
         let blocks = match stored.data {
             ObjectData::Blocks { count } => count,
-            ObjectData::Inline(_) | ObjectData::Deleted => 0,
+            ObjectData::Inline(_) | ObjectData::Deleted | ObjectData::DeleteMarker => 0,
         };
         let row = PartRow {
             deleted: false,
@@ -169,7 +169,7 @@ impl S3Api {
         let (b, mpu) = self
             .upload(&input.bucket, &input.key, &input.upload_id)
             .await?;
-        let (_, _, src) = self
+        let (_, _, found) = self
             .copy_source(
                 &req,
                 &input.copy_source,
@@ -181,6 +181,8 @@ impl S3Api {
                 },
             )
             .await?;
+        let src_version = found.id.map(|i| i.to_string());
+        let src = found.row;
         let range = match &input.copy_source_range {
             None => 0..src.size,
             Some(r) => {
@@ -227,6 +229,7 @@ impl S3Api {
                 last_modified: Some(timestamp(row.timestamp_msec)),
                 ..Default::default()
             }),
+            copy_source_version_id: src_version,
             ..Default::default()
         }))
     }
@@ -299,6 +302,7 @@ impl S3Api {
             key: Some(input.key.clone()),
             e_tag: Some(etag(&row)),
             location: Some(format!("/{}/{}", input.bucket, input.key)),
+            version_id: crate::ops_versioning::published_id(&b, &row),
             ..Default::default()
         }))
     }

@@ -24,6 +24,7 @@ use s3s::{S3Error, S3Request, S3Response, S3Result, TrailingHeaders, s3_error};
 use tokio::task::JoinHandle;
 
 use crate::S3Api;
+use crate::admission::RamBudget;
 use crate::checksum::{self, Requested};
 use crate::conditions::etag;
 use crate::error::OrS3;
@@ -59,6 +60,8 @@ pub struct StoredBody {
 /// for collection, so no reference is added after the collector ran.
 struct BlockWriters {
     model: Arc<Model>,
+    /// Told how long each block took to store.
+    budget: RamBudget,
     version: VersionId,
     upload_of: UploadOf,
     /// Bytes of the blocks pushed so far: the offset of the next one.
@@ -69,9 +72,10 @@ struct BlockWriters {
 }
 
 impl BlockWriters {
-    fn new(model: Arc<Model>, version: VersionId, upload_of: UploadOf) -> Self {
+    fn new(model: Arc<Model>, budget: RamBudget, version: VersionId, upload_of: UploadOf) -> Self {
         BlockWriters {
             model,
+            budget,
             version,
             upload_of,
             offset: 0,
@@ -99,9 +103,13 @@ impl BlockWriters {
             self.wait_oldest().await?;
         }
         let (model, version, offset) = (self.model.clone(), self.version, self.offset);
+        let budget = self.budget.clone();
         self.offset += block.len() as u64;
         self.tasks.push_back(tokio::spawn(async move {
-            model.store_block(version, index, offset, block).await
+            let start = std::time::Instant::now();
+            let stored = model.store_block(version, index, offset, block).await;
+            budget.record_block_op(start.elapsed());
+            stored
         }));
         Ok(())
     }
@@ -148,8 +156,16 @@ impl Drop for BlockWriters {
 /// Longest object key S3 accepts, in bytes.
 const MAX_KEY_LEN: usize = 1024;
 
-/// Refuses keys S3 would refuse as too long (for every write of a key).
+/// Refuses keys S3 would refuse as too long (for every write of a key),
+/// and keys with U+0000, which XML 1.0 (every listing) cannot carry and
+/// which separates a key from its versions in the object table.
 pub(crate) fn check_key_length(key: &str) -> S3Result<()> {
+    if key.contains('\0') {
+        return Err(s3_error!(
+            InvalidArgument,
+            "Object keys may not contain the character U+0000"
+        ));
+    }
     if key.len() > MAX_KEY_LEN {
         return Err(s3_error!(
             KeyTooLongError,
@@ -320,7 +336,8 @@ impl S3Api {
         let mut buf = BytesMut::new();
         let mut size = 0u64;
         let mut next_index = 0u32;
-        let mut writers = BlockWriters::new(self.model.clone(), version, upload_of);
+        let mut writers =
+            BlockWriters::new(self.model.clone(), self.budget.clone(), version, upload_of);
         let mut _ram = None;
         let mut body: std::pin::Pin<Box<dyn Stream<Item = _> + Send>> = match body {
             Some(b) => Box::pin(b),
@@ -473,6 +490,7 @@ impl S3Api {
         let mut out = PutObjectOutput {
             e_tag: Some(etag(&row)),
             size: Some(row.size as i64),
+            version_id: crate::ops_versioning::published_id(&bucket, &row),
             ..Default::default()
         };
         checksum::fill_checksum!(row.checksum.as_ref(), out);

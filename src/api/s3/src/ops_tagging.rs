@@ -15,7 +15,9 @@ use hangar_model::object::TagSet;
 
 use crate::S3Api;
 use crate::error::OrS3;
+use crate::ops_versioning::parse_version_id;
 use crate::tagging::{self, TagsOf};
+use hangar_model::versioned::FoundVersion;
 
 fn no_such_key() -> s3s::S3Error {
     s3_error!(NoSuchKey, "The specified key does not exist.")
@@ -30,6 +32,29 @@ fn no_content<T>(output: T) -> S3Response<T> {
 }
 
 impl S3Api {
+    /// The version of `key` a tagging call names (its latest without a
+    /// version id), which must be an object (a delete marker is `405`).
+    async fn tagged_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+    ) -> S3Result<(hangar_model::bucket::BucketRow, FoundVersion)> {
+        // The bucket first: a missing bucket is NoSuchBucket, as in S3.
+        let b = self.bucket(bucket).await?;
+        let v = parse_version_id(version_id)?;
+        let found = self.model.find_version(&b, key, v).await.or_s3()?;
+        match found {
+            None if v.is_some() => Err(crate::error::no_such_version()),
+            None => Err(no_such_key()),
+            Some(f) if f.row.is_delete_marker() => Err(crate::error::delete_marker(
+                true,
+                f.id.map(|i| i.to_string()),
+            )),
+            Some(f) => Ok((b, f)),
+        }
+    }
+
     /// Replaces the tags of object `key`; the version id to echo.
     async fn replace_object_tags(
         &self,
@@ -38,14 +63,12 @@ impl S3Api {
         version_id: Option<&str>,
         tags: TagSet,
     ) -> S3Result<Option<String>> {
-        let b = self.bucket(bucket).await?;
-        let version = tagging::check_version_id(version_id)?;
+        let (b, found) = self.tagged_version(bucket, key, version_id).await?;
         self.model
-            .set_object_tags(&b, key, tags)
+            .set_version_tags(&b, &found, tags)
             .await
-            .or_s3()?
-            .ok_or_else(no_such_key)?;
-        Ok(version)
+            .or_s3()?;
+        Ok(found.id.map(|i| i.to_string()))
     }
 
     pub(crate) async fn do_put_object_tagging(
@@ -65,18 +88,12 @@ impl S3Api {
         req: S3Request<GetObjectTaggingInput>,
     ) -> S3Result<S3Response<GetObjectTaggingOutput>> {
         let input = &req.input;
-        // The bucket first: a missing bucket is NoSuchBucket, as in S3.
-        let b = self.bucket(&input.bucket).await?;
-        let version_id = tagging::check_version_id(input.version_id.as_deref())?;
-        let obj = self
-            .model
-            .get_object(&b, &input.key)
-            .await
-            .or_s3()?
-            .ok_or_else(no_such_key)?;
+        let (_, found) = self
+            .tagged_version(&input.bucket, &input.key, input.version_id.as_deref())
+            .await?;
         Ok(S3Response::new(GetObjectTaggingOutput {
-            tag_set: tagging::to_xml(obj.tag_set()),
-            version_id,
+            tag_set: tagging::to_xml(found.row.tag_set()),
+            version_id: found.id.map(|i| i.to_string()),
         }))
     }
 

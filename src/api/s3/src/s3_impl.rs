@@ -211,4 +211,25 @@ impl S3 for S3Api {
     ) -> S3Result<S3Response<DeleteBucketCorsOutput>> {
         self.do_delete_bucket_cors(req).await
     }
+
+    async fn put_bucket_versioning(
+        &self,
+        req: S3Request<PutBucketVersioningInput>,
+    ) -> S3Result<S3Response<PutBucketVersioningOutput>> {
+        self.do_put_bucket_versioning(req).await
+    }
+
+    async fn get_bucket_versioning(
+        &self,
+        req: S3Request<GetBucketVersioningInput>,
+    ) -> S3Result<S3Response<GetBucketVersioningOutput>> {
+        self.do_get_bucket_versioning(req).await
+    }
+
+    async fn list_object_versions(
+        &self,
+        req: S3Request<ListObjectVersionsInput>,
+    ) -> S3Result<S3Response<ListObjectVersionsOutput>> {
+        self.do_list_object_versions(req).await
+    }
 }

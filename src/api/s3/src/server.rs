@@ -97,28 +97,70 @@ async fn handle(
     let cors = endpoint.cors.actual(&req);
     let expect = expects_continue(&req);
     let empty = req.body().is_end_stream();
-    let op = RequestOp::default();
     let received = Arc::new(AtomicU64::new(0));
-    let mut req =
-        req.map(|b| s3s::Body::http_body(Counted::new(b, Tally::Request(received.clone()))));
-    req.extensions_mut().insert(op.clone());
-    let mut resp = call(&endpoint, req).await?;
+    let req = req.map(|b| s3s::Body::http_body(Counted::new(b, Tally::Request(received.clone()))));
+    let (op, mut resp) = call_op(&endpoint, req).await?;
     if let Some(c) = &cors {
         endpoint.cors.decorate(c, &mut resp).await;
     }
     if expect && needs_close(empty, resp.status()) {
         close_after(&mut resp);
     }
+    Ok(counted(&metrics, &op, resp, start, head, &received))
+}
+
+/// [`call`] with the [`RequestOp`] the operation names itself by.
+async fn call_op(
+    endpoint: &Endpoint,
+    mut req: http::Request<s3s::Body>,
+) -> Result<(RequestOp, http::Response<s3s::Body>), s3s::HttpError> {
+    let op = RequestOp::default();
+    req.extensions_mut().insert(op.clone());
+    Ok((op, call(endpoint, req).await?))
+}
+
+/// Answers one S3 request that reached this node another way than its S3
+/// port — the web console's proxy on the admin endpoint — as the port
+/// does, counted in `metrics` the same way; without CORS, which that way
+/// does not need.
+pub async fn call_counted<B>(
+    endpoint: &Endpoint,
+    metrics: &S3Metrics,
+    req: http::Request<B>,
+) -> Result<http::Response<s3s::Body>, s3s::HttpError>
+where
+    B: http_body::Body<Data = bytes::Bytes> + Send + Unpin + 'static,
+    Box<dyn std::error::Error + Send + Sync>: From<B::Error>,
+{
+    let start = std::time::Instant::now();
+    let head = req.method() == http::Method::HEAD;
+    let received = Arc::new(AtomicU64::new(0));
+    let req =
+        req.map(|b| s3s::Body::http_body_unsync(Counted::new(b, Tally::Request(received.clone()))));
+    let (op, resp) = call_op(endpoint, req).await?;
+    Ok(counted(metrics, &op, resp, start, head, &received))
+}
+
+/// `resp` recorded in `metrics` (operation, status, latency, bytes in),
+/// its body counted as it is sent.
+fn counted(
+    metrics: &S3Metrics,
+    op: &RequestOp,
+    resp: http::Response<s3s::Body>,
+    start: std::time::Instant,
+    head: bool,
+    received: &AtomicU64,
+) -> http::Response<s3s::Body> {
     let in_memory = resp.body().bytes();
     metrics.record(Answered {
-        op: &op,
+        op,
         status: resp.status(),
         body: in_memory.as_deref(),
         secs: start.elapsed().as_secs_f64(),
         received: received.load(Ordering::Relaxed),
     });
-    let sent = metrics.sent_counter(&op);
-    Ok(match in_memory {
+    let sent = metrics.sent_counter(op);
+    match in_memory {
         // Counted now; left as it is, so hyper still sees its length. The
         // answer to a HEAD has no body on the wire.
         Some(b) => {
@@ -128,7 +170,7 @@ async fn handle(
             resp
         }
         None => resp.map(|b| s3s::Body::http_body_unsync(Counted::new(b, Tally::Counter(sent)))),
-    })
+    }
 }
 
 /// Answers one request as the endpoint does, after hyper has parsed it:
@@ -144,6 +186,18 @@ pub async fn call(
     let mut resp = endpoint.s3.call(req).await?;
     if let Some(StatusOverride(status)) = resp.extensions_mut().remove() {
         *resp.status_mut() = status;
+    }
+    if let Some(crate::ops_versioning::XmlBody(body)) = resp.extensions_mut().remove() {
+        let h = resp.headers_mut();
+        h.insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("application/xml"),
+        );
+        h.insert(
+            http::header::CONTENT_LENGTH,
+            http::HeaderValue::from(body.len()),
+        );
+        *resp.body_mut() = s3s::Body::from(body);
     }
     Ok(crate::payload_hash::correct(resp, mismatch.as_ref()))
 }

@@ -169,21 +169,6 @@ pub fn from_optional_header(header: Option<&str>) -> S3Result<TagSet> {
     header.map_or_else(|| Ok(TagSet::new()), from_header)
 }
 
-/// Checks the `versionId` of a tagging call. Versioning does not exist yet,
-/// so every object has only its `null` version, which S3 accepts by name;
-/// any other id names a version that does not exist. Returns the version
-/// id to echo (`x-amz-version-id`), if one was given.
-pub fn check_version_id(version_id: Option<&str>) -> S3Result<Option<String>> {
-    match version_id {
-        None => Ok(None),
-        Some("null") => Ok(Some("null".to_owned())),
-        Some(_) => Err(s3_error!(
-            NoSuchVersion,
-            "The specified version does not exist."
-        )),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -405,3 +405,29 @@ def test_an_expired_key_is_refused_with_invalid_access_key_id(api):
         assert res.returncode == EXIT["usage"], (bad, res)
     res = api.cli("key", "set", "no-such-key", "--never-expires", check=False)
     assert res.returncode == EXIT["not_found"] and "hangar key list" in res.stderr, res
+
+
+# ---------------------------------------------------------------- presign
+
+
+def test_presign_prints_a_url_that_works_without_credentials(api):
+    key = api.create_key("presigner", create_bucket=True)
+    s3 = s3_client(api, key)
+    b = bucket_name("presign")
+    s3.create_bucket(Bucket=b)
+    body = random_bytes(50_000, seed=7)
+    s3.put_object(Bucket=b, Key="dir/file.bin", Body=body)
+    url = api.cli("presign", b, "dir/file.bin", "--key", "presigner").stdout.strip()
+    assert url.startswith(api.endpoint) and "X-Amz-Signature=" in url, url
+    with urllib.request.urlopen(url, timeout=30) as r:
+        assert r.read() == body
+    # An upload through a URL, then its JSON form, then the errors.
+    put = api.cli_json("presign", b, "up.bin", "--key", "presigner", "--action", "put", "--expires-in", "1h")
+    assert put["method"] == "PUT" and put["expires_secs"] == 3600, put
+    req = urllib.request.Request(put["url"], data=b"uploaded", method="PUT")
+    urllib.request.urlopen(req, timeout=30).read()
+    assert s3.get_object(Bucket=b, Key="up.bin")["Body"].read() == b"uploaded"
+    res = api.cli("presign", "no-such-bucket", "x", "--key", "presigner", check=False)
+    assert res.returncode == EXIT["not_found"], res
+    res = api.cli("presign", b, "x", "--key", "presigner", "--expires-in", "30d", check=False)
+    assert res.returncode == EXIT["usage"], res

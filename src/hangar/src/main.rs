@@ -16,6 +16,7 @@ mod node;
 mod node_health;
 mod node_report;
 mod presign_admin;
+mod presign_cli;
 mod progress;
 mod single_node;
 mod stats_cli;
@@ -141,6 +142,10 @@ enum Cmd {
     /// Inspect blocks and their resync errors.
     #[command(subcommand)]
     Block(block_cli::BlockCmd),
+    /// A presigned S3 URL for one request (get, put, delete an object, or
+    /// list a bucket), signed on the node with one of its keys.
+    #[command(after_help = presign_cli::EXAMPLES)]
+    Presign(presign_cli::PresignArgs),
     /// Ask the running node's `/health` (on `[admin] api_bind_addr`):
     /// one line, exit 0 when healthy, 1 when not.
     Health,
@@ -291,6 +296,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                 Cmd::Node(n) => cli::node(c, cfg.as_ref(), n, cli.json).await,
                 Cmd::Status => status_cli::status(c, cli.json).await,
                 Cmd::Stats => stats_cli::stats(c, cli.json).await,
+                Cmd::Presign(p) => presign_cli::presign(c, p, cli.json).await,
                 Cmd::Layout(l) => layout_cli::run(c, l, cli.json).await,
                 Cmd::Health
                 | Cmd::Server

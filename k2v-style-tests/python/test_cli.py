@@ -115,6 +115,8 @@ def test_man_page_renders_without_warnings_and_lists_every_command(tmp_path):
     text = re.sub(r".\x08", "", r.stdout)
     words = " ".join(text.split())
     assert "SUBCOMMANDS" in text and "Exit codes: 0 ok" in words, text
+    # The examples stay one per line (no-fill), as `--help` shows them.
+    assert re.search(r"^ +hangar stats --json +buckets, disks, tables and blocks, as JSON$", text, re.M), text
     for name in top_level_commands():
         if name != "help":
             assert f"hangar-{name}(1)" in text, name

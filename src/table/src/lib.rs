@@ -62,6 +62,12 @@ pub const NEWEST_ROW_FORMAT: u8 = 3;
 /// variant, so such rows say so. Written only for the rows that carry one.
 pub const VERSIONING_ROW_FORMAT: u8 = 4;
 
+/// Format 4 plus an access key's expiry (`KeyRow::expires_msec`): a reader
+/// of format 4 would drop the expiry on its next merge, and the key would
+/// work again, so such a key row says so. Written only for key rows that
+/// carry one.
+pub const KEY_EXPIRY_ROW_FORMAT: u8 = 5;
+
 /// The previous format, still read.
 pub const LEGACY_ROW_FORMAT: u8 = 1;
 
@@ -212,7 +218,7 @@ pub fn storage_key<S: Schema>(partition: &[u8], sort: &[u8]) -> Vec<u8> {
 
 pub(crate) fn encode<S: Schema>(row: &S::Row) -> Vec<u8> {
     let format = S::format_of(row);
-    debug_assert!((ROW_FORMAT..=VERSIONING_ROW_FORMAT).contains(&format));
+    debug_assert!((ROW_FORMAT..=KEY_EXPIRY_ROW_FORMAT).contains(&format));
     let mut v = vec![format];
     rmp_serde::encode::write_named(&mut v, row).expect("table rows encode");
     v
@@ -227,11 +233,12 @@ pub fn decode<S: Schema>(v: &[u8]) -> Result<S::Row> {
         message,
     };
     match v.split_first() {
-        // Formats 3 and 4 are format 2 with more (defaulted) fields and
+        // Formats 3 to 5 are format 2 with more (defaulted) fields and
         // variants: one decoder.
-        Some((&(ROW_FORMAT | NEWEST_ROW_FORMAT | VERSIONING_ROW_FORMAT), body)) => {
-            rmp_serde::from_slice(body).map_err(|e| err(e.to_string()))
-        }
+        Some((
+            &(ROW_FORMAT | NEWEST_ROW_FORMAT | VERSIONING_ROW_FORMAT | KEY_EXPIRY_ROW_FORMAT),
+            body,
+        )) => rmp_serde::from_slice(body).map_err(|e| err(e.to_string())),
         Some((&LEGACY_ROW_FORMAT, body)) => S::decode_old(LEGACY_ROW_FORMAT, body).map_err(err),
         Some((f, _)) => Err(err(format!("unknown row format {f}"))),
         None => Err(err("empty row".into())),
@@ -503,7 +510,7 @@ mod tests {
         let mut legacy = vec![LEGACY_ROW_FORMAT];
         rmp_serde::encode::write_named(&mut legacy, &MaxRow { v: 7 }).unwrap();
         let mut unknown = legacy.clone();
-        unknown[0] = VERSIONING_ROW_FORMAT + 1;
+        unknown[0] = KEY_EXPIRY_ROW_FORMAT + 1;
         db.write(move |tx| {
             tx.put("t", storage_key::<T>(b"p1", b"old"), legacy);
             tx.put("t", storage_key::<T>(b"p1", b"bad"), unknown);

@@ -74,7 +74,6 @@ impl Node {
                     ram_buffer_max: 16 << 20,
                     ram_queue_max: 16 << 20,
                     admission_wait: Duration::from_millis(5),
-                    latency_target: None,
                 },
             );
             hangar_api_s3::server::service(api)

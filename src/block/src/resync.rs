@@ -131,7 +131,11 @@ impl ResyncSettings {
                 let t = u32::try_from(n).map_err(|_| format!("{name}: {n} is too large"))?;
                 self.tranquility.store(t, Ordering::Relaxed);
             }
-            _ => return Err(format!("no setting {name}")),
+            _ => {
+                return Err(format!(
+                    "no setting {name}: resync-chunks-in-flight, resync-max-bytes-per-sec, resync-tranquility or scrub-tranquility"
+                ));
+            }
         }
         Ok(n.to_string())
     }

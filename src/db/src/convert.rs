@@ -16,6 +16,28 @@ const CHUNK: usize = 4096;
 /// conversion that fails half-way leaves a partial destination, to be deleted
 /// before trying again (the source is never written).
 pub fn convert(from: &dyn Engine, to: &dyn Engine) -> Result<u64> {
+    convert_with_progress(from, to, &mut |_| {})
+}
+
+/// Where a conversion is, after each chunk written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConvertProgress {
+    /// The tree being copied.
+    pub tree: String,
+    /// Trees copied entirely, of `trees`.
+    pub trees_done: u64,
+    pub trees: u64,
+    /// Keys copied so far, all trees together.
+    pub keys: u64,
+}
+
+/// [`convert`], calling `progress` after each chunk written and after
+/// each tree.
+pub fn convert_with_progress(
+    from: &dyn Engine,
+    to: &dyn Engine,
+    progress: &mut dyn FnMut(ConvertProgress),
+) -> Result<u64> {
     let existing = to.trees()?;
     if !existing.is_empty() {
         return Err(DbError::engine(
@@ -24,7 +46,15 @@ pub fn convert(from: &dyn Engine, to: &dyn Engine) -> Result<u64> {
         ));
     }
     let mut copied = 0u64;
-    for tree in from.trees()? {
+    let trees = from.trees()?;
+    let total = trees.len() as u64;
+    for (i, tree) in trees.into_iter().enumerate() {
+        let report = |copied: u64, done: u64| ConvertProgress {
+            tree: tree.clone(),
+            trees_done: done,
+            trees: total,
+            keys: copied,
+        };
         let mut after: Option<Vec<u8>> = None;
         loop {
             let start = match &after {
@@ -37,11 +67,13 @@ pub fn convert(from: &dyn Engine, to: &dyn Engine) -> Result<u64> {
             let n = chunk.len();
             to.load(&tree, chunk)?;
             copied += n as u64;
+            progress(report(copied, i as u64));
             if n < CHUNK {
                 break;
             }
         }
-        tracing::info!("converted tree {tree}: {copied} keys so far");
+        progress(report(copied, i as u64 + 1));
+        tracing::debug!("converted tree {tree}: {copied} keys so far");
     }
     Ok(copied)
 }
@@ -63,6 +95,15 @@ pub fn parse_engine_path(spec: &str) -> std::result::Result<(DbEngine, PathBuf),
 /// lock their files, so a running node makes this fail rather than copy a
 /// store that is changing.
 pub fn convert_db(from: &str, to: &str) -> Result<u64> {
+    convert_db_with_progress(from, to, &mut |_| {})
+}
+
+/// [`convert_db`], reporting its progress as [`convert_with_progress`].
+pub fn convert_db_with_progress(
+    from: &str,
+    to: &str,
+    progress: &mut dyn FnMut(ConvertProgress),
+) -> Result<u64> {
     let spec = |s: &str| parse_engine_path(s).map_err(|m| DbError::engine("convert-db", m));
     let (fe, fp) = spec(from)?;
     let (te, tp) = spec(to)?;
@@ -84,5 +125,5 @@ pub fn convert_db(from: &str, to: &str) -> Result<u64> {
     }
     let src = open_engine_at(fe, &fp)?;
     let dst = open_engine_at(te, &tp)?;
-    convert(src.as_ref(), dst.as_ref())
+    convert_with_progress(src.as_ref(), dst.as_ref(), progress)
 }

@@ -23,7 +23,10 @@ mod redb_engine;
 mod sled_engine;
 
 pub use committer::Pipelining;
-pub use convert::{convert, convert_db, parse_engine_path};
+pub use convert::{
+    ConvertProgress, convert, convert_db, convert_db_with_progress, convert_with_progress,
+    parse_engine_path,
+};
 pub use engine::{Engine, WriteOp};
 pub use error::DbError;
 pub use group_commit::{CommitStats, Db, DbOptions, Tx};

@@ -16,9 +16,11 @@ use serde_json::{Value, json};
 
 use crate::block_admin;
 use crate::layout_admin::{self, AssignArgs};
+use crate::node_report::{NodeReport, ReportRequest};
 use crate::presign_admin::{self, PresignArgs, PresignSettings};
 use hangar_block::{BlockError, BlockManager, Resync, Scrub};
 use hangar_cluster::Cluster;
+use hangar_net::Endpoint;
 
 /// JSON view of a key, as `hangar key info --json` prints it.
 pub fn key_json(k: &KeyRow) -> Value {
@@ -27,6 +29,9 @@ pub fn key_json(k: &KeyRow) -> Value {
         "access_key_id": k.access_key_id,
         "secret_access_key": k.secret.value,
         "allow_create_bucket": k.allow_create_bucket.value,
+        "expires_msec": k.expires_msec.value,
+        "expires": k.expires_msec.value.map(hangar_util::time::rfc3339),
+        "expired": k.is_expired(hangar_util::time::now_msec()),
         "buckets": k.granted().map(|(b, p)| json!({
             "bucket": b, "read": p.read, "write": p.write, "owner": p.owner,
         })).collect::<Vec<_>>(),
@@ -34,7 +39,7 @@ pub fn key_json(k: &KeyRow) -> Value {
 }
 
 /// The one place where model errors become admin errors.
-fn model_error(e: ModelError) -> AdminError {
+pub(crate) fn model_error(e: ModelError) -> AdminError {
     let code = match &e {
         ModelError::NoSuchBucket(_) | ModelError::NoSuchKey(_) | ModelError::NoSuchUpload => {
             ErrorCode::NotFound
@@ -45,7 +50,9 @@ fn model_error(e: ModelError) -> AdminError {
         | ModelError::BucketNotEmpty(_)
         | ModelError::PreconditionFailed
         | ModelError::SourceChanged => ErrorCode::Conflict,
-        ModelError::InvalidBucketName { .. } | ModelError::Invalid(_) => ErrorCode::BadRequest,
+        ModelError::InvalidBucketName { .. }
+        | ModelError::Invalid(_)
+        | ModelError::KeyExpired { .. } => ErrorCode::BadRequest,
         ModelError::Table(TableError::Replication(_) | TableError::Net(_))
         | ModelError::BucketCoordinator { .. }
         | ModelError::Block(
@@ -60,7 +67,24 @@ fn model_error(e: ModelError) -> AdminError {
             return AdminError::internal(e);
         }
     };
-    AdminError::new(code, e.to_string())
+    AdminError::new(code, format!("{e}{}", next_step(&e)))
+}
+
+/// What the operator can do about `e`, appended to its message.
+fn next_step(e: &ModelError) -> &'static str {
+    match e {
+        ModelError::NoSuchBucket(_) => ": `hangar bucket list` lists the buckets",
+        ModelError::NoSuchKey(_) => ": `hangar key list` lists the keys",
+        ModelError::BucketAlreadyExists(_) => ": pick another name, or `hangar bucket info` it",
+        ModelError::BucketNotEmpty(_) => ": delete its objects first",
+        ModelError::KeyAlreadyExists(_) => ": `hangar key info` shows it",
+        ModelError::Table(TableError::Replication(_) | TableError::Net(_))
+        | ModelError::BucketCoordinator { .. }
+        | ModelError::Block(_) => {
+            ": retry when more nodes are up (`hangar status` shows which are down)"
+        }
+        _ => "",
+    }
 }
 
 /// What the admin operations run on.
@@ -73,6 +97,8 @@ pub struct AdminState {
     pub blocks: Arc<BlockManager>,
     pub resync: Arc<Resync>,
     pub scrub: Arc<Scrub>,
+    /// Every node's report, for `status` and `stats`.
+    pub reports: Arc<Endpoint<ReportRequest, NodeReport>>,
     pub presign: PresignSettings,
 }
 
@@ -90,7 +116,21 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
     let model = st.model.as_ref();
     let e = model_error;
     Ok(match req {
-        Request::KeyCreate { name } => key_json(&model.create_key(&name).await.map_err(e)?),
+        Request::KeyCreate { name, expires_msec } => key_json(
+            &model
+                .create_key_expiring(&name, expires_msec)
+                .await
+                .map_err(e)?,
+        ),
+        Request::KeySetExpiry { key, expires_msec } => {
+            let k = model.find_key(&key).await.map_err(e)?;
+            key_json(
+                &model
+                    .set_key_expiry(&k.access_key_id, expires_msec)
+                    .await
+                    .map_err(e)?,
+            )
+        }
         Request::KeyImport { id, secret, name } => {
             key_json(&model.import_key(&id, &secret, &name).await.map_err(e)?)
         }
@@ -100,7 +140,11 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
                 .await
                 .map_err(e)?
                 .iter()
-                .map(|k| json!({"access_key_id": k.access_key_id, "name": k.name.value}))
+                .map(|k| {
+                    json!({"access_key_id": k.access_key_id, "name": k.name.value,
+                        "expires_msec": k.expires_msec.value,
+                        "expired": k.is_expired(hangar_util::time::now_msec())})
+                })
                 .collect(),
         ),
         Request::KeyInfo { key } => key_json(&model.find_key(&key).await.map_err(e)?),
@@ -136,7 +180,7 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
                 .get_bucket(&name)
                 .await
                 .map_err(e)?
-                .ok_or_else(|| AdminError::not_found(format!("bucket {name} does not exist")))?;
+                .ok_or_else(|| model_error(ModelError::NoSuchBucket(name.clone())))?;
             let (objects, bytes) = model.bucket_usage(&b).await.map_err(e)?;
             let keys: Vec<Value> = model
                 .list_keys()
@@ -216,9 +260,8 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
         }
         Request::BlockInfo { hash } => block_admin::info(&st.blocks, &st.cluster, &hash).await?,
         Request::NodeId => json!({"node": st.mesh.peer_addr().to_string()}),
-        Request::Status => {
-            layout_admin::status(st.cluster.layout(), &st.mesh, st.cluster.consistency_mode()).await
-        }
+        Request::Status => crate::cluster_admin::status(st).await?,
+        Request::ClusterStatistics => crate::cluster_admin::statistics(st).await?,
         Request::ClusterHealth => {
             let h = st.cluster.layout().snapshot().await;
             let up = st.mesh.up_nodes().into_iter().collect();

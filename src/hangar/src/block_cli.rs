@@ -5,16 +5,37 @@
 use clap::Subcommand;
 use serde_json::Value;
 
-use crate::cli::{call, s};
+use crate::cli::{call, print_fields, print_json, s};
+use crate::cli_error::CliError;
+use crate::cli_error::Exit;
+use crate::progress::Progress;
 use hangar_api_admin::client::AdminClient;
 use hangar_api_admin::proto::Request;
+
+/// `hangar repair --help` examples.
+pub const REPAIR_EXAMPLES: &str = "\
+Examples:
+  hangar repair blocks --wait        queue every block, then show the resync until it is done
+  hangar repair tables               one anti-entropy pass now (a spinner while it runs)
+  hangar repair scrub start          then `hangar worker info block-scrub` shows where it is";
+
+/// Longest `repair blocks --wait` waits by default.
+const WAIT_DEFAULT_SECS: u64 = 3600;
 
 #[derive(Subcommand, Debug)]
 pub enum RepairCmd {
     /// Queue every block this node references or has on disk for the
     /// resync worker (fetches what is missing, hands over what this node no
     /// longer stores).
-    Blocks,
+    Blocks {
+        /// Then wait, showing the progress, until the resync queue is
+        /// empty (exit 1 if blocks are left waiting after errors).
+        #[arg(long)]
+        wait: bool,
+        /// With --wait: give up after this many seconds (exit 5).
+        #[arg(long, default_value_t = WAIT_DEFAULT_SECS, requires = "wait")]
+        timeout: u64,
+    },
     /// Run one anti-entropy pass of every sharded table now.
     Tables,
     /// Empty the resync queue and its error list (blocks whose references
@@ -46,26 +67,42 @@ pub enum BlockCmd {
     Info { hash: String },
 }
 
-/// Prints `v` as JSON; a closed pipe (`| head`) ends the output quietly.
-fn print(v: &Value) {
-    use std::io::Write;
-    let _ = writeln!(
-        std::io::stdout(),
-        "{}",
-        serde_json::to_string_pretty(v).expect("json")
-    );
-}
-
 /// Runs a repair command.
-pub async fn repair(client: &AdminClient, cmd: RepairCmd, json: bool) -> Result<(), String> {
+pub async fn repair(client: &AdminClient, cmd: RepairCmd, json: bool) -> Result<(), CliError> {
     let (req, what) = match cmd {
-        RepairCmd::Blocks => (Request::RepairBlocks, "queued"),
-        RepairCmd::Tables => (Request::RepairTables, ""),
+        RepairCmd::Blocks {
+            wait: true,
+            timeout,
+        } => {
+            let v = call(client, &Request::RepairBlocks).await?;
+            let queued = v["queued"].as_u64().unwrap_or(0);
+            if !json {
+                println!("{queued} blocks queued.");
+            }
+            let done = wait_resync(client, queued, timeout).await?;
+            if json {
+                print_json(&serde_json::json!({"queued": queued, "resync": done}));
+            }
+            return Ok(());
+        }
+        RepairCmd::Blocks { wait: false, .. } => (Request::RepairBlocks, "queued"),
+        RepairCmd::Tables => {
+            let v = with_spinner("anti-entropy pass of every sharded table", async {
+                call(client, &Request::RepairTables).await
+            })
+            .await?;
+            if json {
+                print_json(&v);
+            } else {
+                print_fields(&v, 0);
+            }
+            return Ok(());
+        }
         RepairCmd::ClearResyncQueue => (Request::ClearResyncQueue, "cleared"),
         RepairCmd::Scrub { command } => {
             let v = call(client, &Request::Scrub { command }).await?;
             if json {
-                print(&v);
+                print_json(&v);
             } else {
                 println!(
                     "Scrub {}: {} blocks checked, {} corrupt this pass.",
@@ -78,8 +115,8 @@ pub async fn repair(client: &AdminClient, cmd: RepairCmd, json: bool) -> Result<
         }
     };
     let v = call(client, &req).await?;
-    if json || what.is_empty() {
-        print(&v);
+    if json {
+        print_json(&v);
     } else {
         println!("{} blocks {what}.", s(&v, what));
     }
@@ -87,12 +124,12 @@ pub async fn repair(client: &AdminClient, cmd: RepairCmd, json: bool) -> Result<
 }
 
 /// Runs a block command.
-pub async fn block(client: &AdminClient, cmd: BlockCmd, json: bool) -> Result<(), String> {
+pub async fn block(client: &AdminClient, cmd: BlockCmd, json: bool) -> Result<(), CliError> {
     match cmd {
         BlockCmd::ListErrors => {
             let v = call(client, &Request::BlockListErrors).await?;
             if json {
-                print(&v);
+                print_json(&v);
                 return Ok(());
             }
             let rows = v.as_array().cloned().unwrap_or_default();
@@ -114,12 +151,107 @@ pub async fn block(client: &AdminClient, cmd: BlockCmd, json: bool) -> Result<()
         BlockCmd::RetryNow { hash, all: _ } => {
             let v = call(client, &Request::BlockRetryNow { hash }).await?;
             if json {
-                print(&v);
+                print_json(&v);
             } else {
                 println!("{} blocks will be tried again now.", s(&v, "retried"));
             }
         }
-        BlockCmd::Info { hash } => print(&call(client, &Request::BlockInfo { hash }).await?),
+        BlockCmd::Info { hash } => {
+            let v = call(client, &Request::BlockInfo { hash }).await?;
+            if json {
+                print_json(&v);
+            } else {
+                print_fields(&v, 0);
+            }
+        }
     }
     Ok(())
+}
+
+/// Runs `fut` with a spinner (on a terminal) or a start and an end line
+/// (piped), for an operation that answers only when it is done.
+async fn with_spinner<T>(
+    what: &str,
+    fut: impl std::future::Future<Output = Result<T, CliError>>,
+) -> Result<T, CliError> {
+    let mut bar = Progress::new();
+    let started = std::time::Instant::now();
+    bar.update(0, None, &format!("{what}: running"));
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(200));
+    tokio::pin!(fut);
+    let r = loop {
+        tokio::select! {
+            r = &mut fut => break r,
+            _ = tick.tick() => bar.update(0, None, &format!("{what}: running")),
+        }
+    };
+    let secs = started.elapsed().as_secs_f64();
+    match &r {
+        Ok(_) => bar.finish(&format!("{what}: done in {secs:.1} s")),
+        Err(_) => bar.finish(&format!("{what}: failed after {secs:.1} s")),
+    }
+    r
+}
+
+/// `repair blocks --wait`: polls the resync worker every second, with a
+/// progress display, until its queue holds nothing but blocks waiting for
+/// a retry after an error and no transfer runs (seen twice in a row).
+async fn wait_resync(
+    client: &AdminClient,
+    queued: u64,
+    timeout_secs: u64,
+) -> Result<Value, CliError> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(timeout_secs);
+    let mut bar = Progress::new();
+    let mut total = queued;
+    let mut idle_seen = 0;
+    loop {
+        let w = call(
+            client,
+            &Request::WorkerInfo {
+                name: "block-resync".into(),
+            },
+        )
+        .await?;
+        let errors = call(client, &Request::BlockListErrors).await?;
+        let failed = errors.as_array().map_or(0, |a| a.len() as u64);
+        let queue = w["queue_length"].as_u64().unwrap_or(0);
+        let in_flight = w["stats"]["in_flight"].as_u64().unwrap_or(0);
+        total = total.max(queue);
+        let left = queue.saturating_sub(failed);
+        let msg = format!(
+            "block resync: {queue} queued, {in_flight} in flight, {} fetched, {} handed over, {failed} failed",
+            w["stats"]["blocks_fetched"], w["stats"]["blocks_handed_over"]
+        );
+        if left == 0 && in_flight == 0 {
+            idle_seen += 1;
+        } else {
+            idle_seen = 0;
+        }
+        if idle_seen >= 2 {
+            let out = serde_json::json!({"queued": queue, "failed": failed, "stats": w["stats"]});
+            if failed > 0 {
+                bar.finish(&msg);
+                return Err(CliError::new(
+                    Exit::Failed,
+                    format!(
+                        "{failed} blocks wait for a retry after errors: `hangar block list-errors` shows why, `hangar block retry-now` retries them"
+                    ),
+                ));
+            }
+            bar.finish("Block resync done: the queue is empty.");
+            return Ok(out);
+        }
+        bar.update(total - left.min(total), Some(total), &msg);
+        if std::time::Instant::now() >= deadline {
+            bar.finish(&msg);
+            return Err(CliError::new(
+                Exit::Unavailable,
+                format!(
+                    "the resync queue is not empty after {timeout_secs} s: `hangar worker info block-resync` shows its progress"
+                ),
+            ));
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    }
 }

@@ -6,6 +6,27 @@ use hangar_api_admin::client::AdminClient;
 use hangar_api_admin::proto::Request;
 use serde_json::Value;
 
+use crate::cli_error::CliError;
+use crate::expiry::ExpiryArgs;
+
+/// `hangar key --help` examples.
+pub const KEY_EXAMPLES: &str = "\
+Examples:
+  hangar key create my-app                   prints the key id and its secret
+  hangar key create ci --expires-in 30d      a key that stops working in 30 days
+  hangar key set ci --never-expires
+  hangar key allow my-app --create-bucket
+  hangar key info my-app --json
+  hangar key delete my-app --yes";
+
+/// `hangar bucket --help` examples.
+pub const BUCKET_EXAMPLES: &str = "\
+Examples:
+  hangar bucket create photos
+  hangar bucket allow photos --key my-app --read --write
+  hangar bucket info photos                  objects, bytes and the keys allowed
+  hangar bucket delete photos --yes          only when it is empty";
+
 #[derive(Subcommand, Debug)]
 pub enum KeyCmd {
     /// Create an access key.
@@ -13,6 +34,17 @@ pub enum KeyCmd {
         /// A name for the key.
         #[arg(default_value = "")]
         name: String,
+        #[command(flatten)]
+        expiry: ExpiryArgs,
+    },
+    /// Change when a key stops working.
+    Set {
+        key: String,
+        #[command(flatten)]
+        expiry: ExpiryArgs,
+        /// The key never expires.
+        #[arg(long)]
+        never_expires: bool,
     },
     /// Import an existing access key id and secret.
     Import {
@@ -132,8 +164,62 @@ pub enum TableCmd {
 }
 
 /// Sends one request to the node, through its socket or its admin API.
-pub async fn call(client: &AdminClient, req: &Request) -> Result<Value, String> {
-    client.call(req).await.map_err(|e| e.to_string())
+pub async fn call(client: &AdminClient, req: &Request) -> Result<Value, CliError> {
+    Ok(client.call(req).await?)
+}
+
+/// Prints `v` as pretty JSON, the `--json` output of every command; a
+/// closed pipe (`| head`) ends the output quietly.
+pub fn print_json(v: &Value) {
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stdout(),
+        "{}",
+        serde_json::to_string_pretty(v).expect("json")
+    );
+}
+
+/// Prints a JSON object as indented `field: value` lines, the human form
+/// of the commands that show one thing's details (`worker info`, `block
+/// info`, `repair tables`).
+pub fn print_fields(v: &Value, indent: usize) {
+    let pad = "  ".repeat(indent);
+    let scalar = |x: &Value| match x {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".into(),
+        other => other.to_string(),
+    };
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                match x {
+                    Value::Object(o) if !o.is_empty() => {
+                        println!("{pad}{k}:");
+                        print_fields(x, indent + 1);
+                    }
+                    Value::Array(a) if a.iter().any(|e| e.is_object() || e.is_array()) => {
+                        println!("{pad}{k}:");
+                        for e in a {
+                            println!("{pad}  -");
+                            print_fields(e, indent + 2);
+                        }
+                    }
+                    Value::Array(a) => {
+                        let items: Vec<String> = a.iter().map(scalar).collect();
+                        println!("{pad}{k}: {}", items.join(", "));
+                    }
+                    other => println!("{pad}{k}: {}", scalar(other)),
+                }
+            }
+        }
+        Value::Array(a) => {
+            for e in a {
+                println!("{pad}-");
+                print_fields(e, indent + 1);
+            }
+        }
+        other => println!("{pad}{}", scalar(other)),
+    }
 }
 
 /// A JSON field as display text (`""` for null).
@@ -154,6 +240,10 @@ fn print_key(v: &Value, show_secret: bool) {
         println!("Secret key: (redacted, use --show-secret)");
     }
     println!("Can create buckets: {}", v["allow_create_bucket"]);
+    println!(
+        "Expires: {}",
+        crate::expiry::describe(v, hangar_util::time::now_msec())
+    );
     let buckets = v["buckets"].as_array().cloned().unwrap_or_default();
     if !buckets.is_empty() {
         println!("Buckets:");
@@ -169,22 +259,37 @@ fn perm_string(p: &Value) -> String {
 }
 
 /// Runs a key command.
-pub async fn key(client: &AdminClient, cmd: KeyCmd, json: bool) -> Result<(), String> {
+pub async fn key(client: &AdminClient, cmd: KeyCmd, json: bool) -> Result<(), CliError> {
     let (req, show_secret) = match cmd {
-        KeyCmd::Create { name } => (Request::KeyCreate { name }, true),
+        KeyCmd::Create { name, expiry } => (
+            Request::KeyCreate {
+                name,
+                expires_msec: expiry.at(hangar_util::time::now_msec()),
+            },
+            true,
+        ),
+        KeyCmd::Set {
+            key,
+            expiry,
+            never_expires,
+        } => {
+            let expires_msec =
+                crate::expiry::set_value(&expiry, never_expires, hangar_util::time::now_msec())?;
+            (Request::KeySetExpiry { key, expires_msec }, false)
+        }
         KeyCmd::Import { id, secret, name } => (Request::KeyImport { id, secret, name }, true),
         KeyCmd::List => (Request::KeyList, false),
         KeyCmd::Info { key, show_secret } => (Request::KeyInfo { key }, show_secret),
         KeyCmd::Delete { key, yes } => {
             if !yes {
-                return Err(format!("add --yes to really delete key {key}"));
+                return Err(format!("add --yes to really delete key {key}").into());
             }
             (Request::KeyDelete { key }, false)
         }
         KeyCmd::Allow { key, create_bucket } | KeyCmd::Deny { key, create_bucket }
             if !create_bucket =>
         {
-            return Err(format!("nothing to change for {key}: give --create-bucket"));
+            return Err(format!("nothing to change for {key}: give --create-bucket").into());
         }
         KeyCmd::Allow { key, .. } => (Request::KeySetCreateBucket { key, allow: true }, false),
         KeyCmd::Deny { key, .. } => (Request::KeySetCreateBucket { key, allow: false }, false),
@@ -196,11 +301,21 @@ pub async fn key(client: &AdminClient, cmd: KeyCmd, json: bool) -> Result<(), St
         o.remove("secret_access_key");
     }
     if json {
-        println!("{}", serde_json::to_string_pretty(&v).expect("json"));
+        print_json(&v);
     } else if list {
-        println!("{:<28} NAME", "ID");
+        println!("{:<28} {:<24} NAME", "ID", "EXPIRES");
         for k in v.as_array().cloned().unwrap_or_default() {
-            println!("{:<28} {}", s(&k, "access_key_id"), s(&k, "name"));
+            let expires = match k["expires_msec"].as_u64() {
+                None => "never".to_owned(),
+                Some(_) if k["expired"] == Value::Bool(true) => "EXPIRED".to_owned(),
+                Some(t) => hangar_util::time::rfc3339(t),
+            };
+            println!(
+                "{:<28} {:<24} {}",
+                s(&k, "access_key_id"),
+                expires,
+                s(&k, "name")
+            );
         }
     } else if deleted {
         println!("Key {} deleted.", s(&v, "deleted"));
@@ -211,7 +326,7 @@ pub async fn key(client: &AdminClient, cmd: KeyCmd, json: bool) -> Result<(), St
 }
 
 /// Runs a bucket command.
-pub async fn bucket(client: &AdminClient, cmd: BucketCmd, json: bool) -> Result<(), String> {
+pub async fn bucket(client: &AdminClient, cmd: BucketCmd, json: bool) -> Result<(), CliError> {
     let perm = |bucket: String, p: PermFlags, allow: bool| -> Result<Request, String> {
         Ok(Request::BucketPermission {
             bucket,
@@ -228,7 +343,7 @@ pub async fn bucket(client: &AdminClient, cmd: BucketCmd, json: bool) -> Result<
         BucketCmd::Info { name } => Request::BucketInfo { name },
         BucketCmd::Delete { name, yes } => {
             if !yes {
-                return Err(format!("add --yes to really delete bucket {name}"));
+                return Err(format!("add --yes to really delete bucket {name}").into());
             }
             Request::BucketDelete { name }
         }
@@ -237,7 +352,7 @@ pub async fn bucket(client: &AdminClient, cmd: BucketCmd, json: bool) -> Result<
     };
     let v = call(client, &req).await?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&v).expect("json"));
+        print_json(&v);
         return Ok(());
     }
     match req {
@@ -269,11 +384,11 @@ pub async fn bucket(client: &AdminClient, cmd: BucketCmd, json: bool) -> Result<
 }
 
 /// Runs a table command.
-pub async fn table(client: &AdminClient, cmd: TableCmd, json: bool) -> Result<(), String> {
+pub async fn table(client: &AdminClient, cmd: TableCmd, json: bool) -> Result<(), CliError> {
     let TableCmd::Status = cmd;
     let v = call(client, &Request::TableStatus).await?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&v).expect("json"));
+        print_json(&v);
         return Ok(());
     }
     println!("{:<12} {:>10}  DIGEST", "TABLE", "ROWS");
@@ -289,18 +404,22 @@ pub async fn table(client: &AdminClient, cmd: TableCmd, json: bool) -> Result<()
 }
 
 /// Runs a worker command.
-pub async fn worker(client: &AdminClient, cmd: WorkerCmd, json: bool) -> Result<(), String> {
+pub async fn worker(client: &AdminClient, cmd: WorkerCmd, json: bool) -> Result<(), CliError> {
     match cmd {
         WorkerCmd::List => {}
         WorkerCmd::Info { name } => {
             let v = call(client, &Request::WorkerInfo { name }).await?;
-            println!("{}", serde_json::to_string_pretty(&v).expect("json"));
+            if json {
+                print_json(&v);
+            } else {
+                print_fields(&v, 0);
+            }
             return Ok(());
         }
         WorkerCmd::Set { setting, value } => {
             let v = call(client, &Request::WorkerSet { setting, value }).await?;
             if json {
-                println!("{v}");
+                print_json(&v);
             } else {
                 println!("{} = {}", s(&v, "setting"), s(&v, "value"));
             }
@@ -309,7 +428,7 @@ pub async fn worker(client: &AdminClient, cmd: WorkerCmd, json: bool) -> Result<
     }
     let v = call(client, &Request::WorkerList).await?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&v).expect("json"));
+        print_json(&v);
         return Ok(());
     }
     println!(
@@ -336,7 +455,7 @@ pub async fn node(
     cfg: Option<&hangar_util::config::Config>,
     cmd: NodeCmd,
     json: bool,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     match cmd {
         NodeCmd::Id { quiet } => {
             // The id lives in metadata_dir, so it is known even while the
@@ -363,143 +482,11 @@ pub async fn node(
         NodeCmd::Connect { peer } => {
             let v = call(client, &Request::NodeConnect { peer }).await?;
             if json {
-                println!("{v}");
+                print_json(&v);
             } else {
                 println!("Connected to {}.", s(&v, "connected"));
             }
         }
-    }
-    Ok(())
-}
-
-/// Runs `hangar status`.
-pub async fn status(client: &AdminClient, json: bool) -> Result<(), String> {
-    let v = call(client, &Request::Status).await?;
-    if json {
-        println!("{}", serde_json::to_string_pretty(&v).expect("json"));
-        return Ok(());
-    }
-    let now = hangar_util::time::now_msec();
-    let size = |x: &Value| {
-        x.as_u64()
-            .map(crate::layout_cli::human)
-            .unwrap_or_else(|| "-".into())
-    };
-    let free = |d: &Value| {
-        if d.is_null() {
-            "-".to_string()
-        } else {
-            let (a, t) = (
-                d["avail"].as_u64().unwrap_or(0),
-                d["total"].as_u64().unwrap_or(0),
-            );
-            let pct = if t == 0 {
-                0.0
-            } else {
-                a as f64 * 100.0 / t as f64
-            };
-            format!("{} ({pct:.0}%)", size(&d["avail"]))
-        }
-    };
-    println!(
-        "==== NODES (layout version {}, replication factor {}) ====",
-        s(&v, "layout_version"),
-        s(&v, "replication_factor")
-    );
-    println!(
-        "{:<18} {:<14} {:<22} {:<8} {:>10} {:>5} {:<5} {:>10} {:>8} {:>16} {:>16}",
-        "ID",
-        "HOSTNAME",
-        "ADDRESS",
-        "ZONE",
-        "CAPACITY",
-        "PARTS",
-        "UP",
-        "LAST SEEN",
-        "RTT",
-        "DATA FREE",
-        "META FREE"
-    );
-    let mut refused = Vec::new();
-    for p in v["peers"].as_array().cloned().unwrap_or_default() {
-        let id = s(&p, "id");
-        let short = if p["is_self"] == Value::Bool(true) {
-            format!("{}*", &id[..id.len().min(16)])
-        } else {
-            id[..id.len().min(16)].to_owned()
-        };
-        let seen = if p["is_self"] == Value::Bool(true) {
-            "-".into()
-        } else {
-            p["last_seen_msec"]
-                .as_u64()
-                .map(|t| format!("{:.1}s ago", now.saturating_sub(t) as f64 / 1000.0))
-                .unwrap_or_else(|| "never".into())
-        };
-        let rtt = p["rtt_msec"]
-            .as_f64()
-            .filter(|_| p["is_self"] != Value::Bool(true))
-            .map(|r| format!("{r:.2}ms"))
-            .unwrap_or_else(|| "-".into());
-        let cap = if p["gateway"] == Value::Bool(true) {
-            "gateway".into()
-        } else {
-            size(&p["capacity"])
-        };
-        let zone = match s(&p, "zone") {
-            z if z.is_empty() => "-".to_string(),
-            z => z,
-        };
-        let host = match s(&p, "hostname") {
-            h if h.is_empty() => "?".to_string(),
-            h => h,
-        };
-        println!(
-            "{:<18} {:<14} {:<22} {:<8} {:>10} {:>5} {:<5} {:>10} {:>8} {:>16} {:>16}",
-            short,
-            host,
-            s(&p, "addr"),
-            zone,
-            cap,
-            s(&p, "partitions"),
-            if p["is_up"] == Value::Bool(true) {
-                "up"
-            } else {
-                "DOWN"
-            },
-            seen,
-            rtt,
-            free(&p["data_disk"]),
-            free(&p["metadata_disk"]),
-        );
-        if let Some(why) = p["layout_refused"].as_str() {
-            refused.push(format!("{}: {why}", &id[..id.len().min(16)]));
-        }
-    }
-    if v["staged_changes"] == Value::Bool(true) {
-        println!("There are staged layout changes: see `hangar layout show`.");
-    }
-    for r in refused {
-        println!("Layout exchange refused with {r}");
-    }
-    let h = &v["health"];
-    println!();
-    if s(h, "status") == "no layout applied" {
-        println!(
-            "Cluster health: no layout applied yet (`hangar layout assign`, then `hangar layout apply`)."
-        );
-    } else {
-        println!(
-            "Cluster health: {} ({} mode, write quorum {} of {}): {} partitions healthy, {} degraded, {} unavailable, of {}",
-            s(h, "status").to_uppercase(),
-            s(h, "consistency_mode"),
-            s(h, "write_quorum"),
-            s(&v, "replication_factor"),
-            s(h, "healthy"),
-            s(h, "degraded"),
-            s(h, "unavailable"),
-            s(h, "partitions"),
-        );
     }
     Ok(())
 }

@@ -6,9 +6,21 @@ use clap::Subcommand;
 use hangar_util::size::Size;
 use serde_json::Value;
 
-use crate::cli::{call, s};
+use crate::cli::{call, print_json, s};
+use crate::cli_error::CliError;
 use hangar_api_admin::client::AdminClient;
 use hangar_api_admin::proto::Request;
+
+/// `hangar layout --help` examples.
+pub const EXAMPLES: &str = "\
+Examples:
+  hangar layout assign f07e48ae -z dc1 -c 1T   stage a role (node id prefix from `hangar status`)
+  hangar layout show                            what applying would do
+  hangar layout apply --version 1 --wait        apply, then wait until every node holds its data
+  hangar layout history";
+
+/// Longest `layout apply --wait` waits by default.
+const WAIT_DEFAULT_SECS: u64 = 3600;
 
 #[derive(Subcommand, Debug)]
 pub enum LayoutCmd {
@@ -49,6 +61,14 @@ pub enum LayoutCmd {
         /// The new version number: the current one + 1.
         #[arg(long)]
         version: u64,
+        /// Then wait, showing the progress, until every node acknowledged
+        /// the version, holds its data and reads from it (the old versions
+        /// retired).
+        #[arg(long)]
+        wait: bool,
+        /// With --wait: give up after this many seconds (exit 5).
+        #[arg(long, default_value_t = WAIT_DEFAULT_SECS, requires = "wait")]
+        timeout: u64,
     },
     /// Drop the staged changes.
     Revert,
@@ -124,7 +144,7 @@ fn role_text(r: &Value) -> String {
 }
 
 /// Runs a layout command.
-pub async fn run(client: &AdminClient, cmd: LayoutCmd, json: bool) -> Result<(), String> {
+pub async fn run(client: &AdminClient, cmd: LayoutCmd, json: bool) -> Result<(), CliError> {
     let req = match cmd {
         LayoutCmd::Assign {
             nodes,
@@ -142,7 +162,27 @@ pub async fn run(client: &AdminClient, cmd: LayoutCmd, json: bool) -> Result<(),
         LayoutCmd::Remove { node } => Request::LayoutRemove { node },
         LayoutCmd::Config { zone_redundancy } => Request::LayoutConfig { zone_redundancy },
         LayoutCmd::Show => Request::LayoutShow,
-        LayoutCmd::Apply { version } => Request::LayoutApply { version },
+        LayoutCmd::Apply {
+            version,
+            wait,
+            timeout,
+        } => {
+            let v = call(client, &Request::LayoutApply { version }).await?;
+            if json && !wait {
+                print_json(&v);
+                return Ok(());
+            }
+            if !json {
+                print_applied(&v);
+            }
+            if wait {
+                let done = wait_synced(client, version, timeout).await?;
+                if json {
+                    print_json(&serde_json::json!({"applied": v, "synced": done}));
+                }
+            }
+            return Ok(());
+        }
         LayoutCmd::Revert => Request::LayoutRevert,
         LayoutCmd::History => Request::LayoutHistory,
         LayoutCmd::SkipDeadNodes {
@@ -155,7 +195,7 @@ pub async fn run(client: &AdminClient, cmd: LayoutCmd, json: bool) -> Result<(),
     };
     let v = call(client, &req).await?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&v).expect("json"));
+        print_json(&v);
         return Ok(());
     }
     match req {
@@ -177,15 +217,7 @@ pub async fn run(client: &AdminClient, cmd: LayoutCmd, json: bool) -> Result<(),
             println!("Staged zone redundancy {}.", s(&v, "zone_redundancy"));
         }
         Request::LayoutShow => print_show(&v),
-        Request::LayoutApply { .. } => {
-            let r = &v["report"];
-            println!("Layout version {} applied.", s(&v, "version"));
-            println!("Partition replicas moved: {}", s(r, "moves"));
-            print_zones(r);
-            println!(
-                "Note: data does not move between nodes yet; the new version only changes the map."
-            );
-        }
+
         Request::LayoutRevert => {
             if v["reverted"] == Value::Bool(true) {
                 println!("Staged changes dropped.");
@@ -208,6 +240,105 @@ pub async fn run(client: &AdminClient, cmd: LayoutCmd, json: bool) -> Result<(),
         _ => unreachable!("only layout requests are sent here"),
     }
     Ok(())
+}
+
+fn print_applied(v: &Value) {
+    let r = &v["report"];
+    println!("Layout version {} applied.", s(v, "version"));
+    println!("Partition replicas moved: {}", s(r, "moves"));
+    print_zones(r);
+    println!(
+        "Data moves to its new nodes in the background: `hangar status` shows each node's sync \
+         (`layout apply --wait` waits for it)."
+    );
+}
+
+/// How far the cluster is through `version`: nodes that acknowledged it,
+/// storage nodes that synced it, nodes that read from it, and whether the
+/// older versions are retired.
+struct SyncCounts {
+    acked: u64,
+    synced: u64,
+    reading: u64,
+    nodes: u64,
+    storage: u64,
+    retired: bool,
+}
+
+fn sync_counts(history: &Value, roles: &[Value], version: u64) -> SyncCounts {
+    let at = |node: &str, k: &str| history["trackers"][node][k].as_u64().unwrap_or(0) >= version;
+    let mut c = SyncCounts {
+        acked: 0,
+        synced: 0,
+        reading: 0,
+        nodes: roles.len() as u64,
+        storage: 0,
+        retired: false,
+    };
+    for r in roles {
+        let id = s(r, "id");
+        c.acked += at(&id, "ack") as u64;
+        c.reading += at(&id, "sync_ack") as u64;
+        if r["gateway"] != Value::Bool(true) {
+            c.storage += 1;
+            c.synced += at(&id, "sync") as u64;
+        }
+    }
+    let versions: Vec<u64> = history["versions"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|x| x["version"].as_u64()).collect())
+        .unwrap_or_default();
+    c.retired = versions.iter().all(|&x| x >= version);
+    c
+}
+
+/// `layout apply --wait`: polls the history every second, with a progress
+/// display, until the versions before `version` are retired; exit 5 after
+/// `timeout_secs`.
+async fn wait_synced(
+    client: &AdminClient,
+    version: u64,
+    timeout_secs: u64,
+) -> Result<Value, CliError> {
+    let show = call(client, &Request::LayoutShow).await?;
+    let roles = show["current"]["roles"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(timeout_secs);
+    let mut bar = crate::progress::Progress::new();
+    loop {
+        let h = call(client, &Request::LayoutHistory).await?;
+        let c = sync_counts(&h, &roles, version);
+        let msg = format!(
+            "layout version {version}: acknowledged by {}/{} nodes, synced by {}/{} storage nodes, read from by {}/{}",
+            c.acked, c.nodes, c.synced, c.storage, c.reading, c.nodes
+        );
+        let total = 2 * c.nodes + c.storage;
+        let done = c.acked + c.synced + c.reading;
+        if c.retired {
+            bar.finish(&format!(
+                "Layout version {version} synced: every node holds its data and reads from it."
+            ));
+            return Ok(serde_json::json!({
+                "version": version, "acknowledged": c.acked, "synced": c.synced,
+                "reading": c.reading, "nodes": c.nodes, "storage_nodes": c.storage,
+            }));
+        }
+        bar.update(done, Some(total), &msg);
+        if std::time::Instant::now() >= deadline {
+            bar.finish(&msg);
+            return Err(CliError::new(
+                crate::cli_error::Exit::Unavailable,
+                format!(
+                    "layout version {version} is not synced after {timeout_secs} s: `hangar layout history` \
+                     shows which nodes lag, `hangar status` which are down (`hangar layout skip-dead-nodes` \
+                     for nodes that will not come back)"
+                ),
+            ));
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    }
 }
 
 fn print_zones(r: &Value) {

@@ -4,28 +4,56 @@ mod admin_server;
 mod block_admin;
 mod block_cli;
 mod cli;
+mod cli_error;
+mod cluster_admin;
+mod docs_cli;
+mod expiry;
 mod health;
 mod layout_admin;
 mod layout_cli;
 mod layout_progress;
 mod node;
 mod node_health;
+mod node_report;
 mod presign_admin;
+mod presign_cli;
+mod progress;
 mod single_node;
+mod stats_cli;
+mod status_cli;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use hangar_api_admin::client::{AdminClient, HttpTarget};
 use hangar_api_admin::proto::SOCKET_NAME;
 use hangar_util::config::Config;
+
+use crate::cli_error::{CliError, Exit};
+use crate::progress::Progress;
+
+const EXAMPLES: &str = "\
+Examples:
+  hangar -c /etc/hangar.toml server            run a node
+  hangar status                                every node: up/down, what it is doing, disks
+  hangar stats --json                          buckets, disks, tables and blocks, as JSON
+  hangar key create my-app                     a new access key
+  hangar bucket create photos
+  hangar bucket allow photos --key my-app --read --write
+  hangar --admin-url http://node2:3903 status  the same through a node's admin API
+  hangar completions bash > /etc/bash_completion.d/hangar
+  hangar man | man -l -
+
+Exit codes: 0 ok, 1 failed, 2 usage, 3 not found, 4 conflict, 5 too few nodes up,
+6 node unreachable, 7 refused by the admin API (doc/cli.md).";
 
 #[derive(Parser, Debug)]
 #[command(
     name = "hangar",
     version,
-    about = "Hangar, an S3-compatible object store cluster"
+    about = "Hangar, an S3-compatible object store cluster",
+    after_help = EXAMPLES
 )]
 struct Cli {
     /// Configuration file (before the subcommand, as in Garage: `layout
@@ -37,7 +65,8 @@ struct Cli {
         default_value = "/etc/hangar.toml"
     )]
     config: PathBuf,
-    /// Print machine-readable JSON instead of tables.
+    /// Print machine-readable JSON instead of tables (errors too, on
+    /// stderr: {"error": {"kind", "exit_code", "message"}}).
     #[arg(long, global = true)]
     json: bool,
     /// Send the command to this admin API (`http://host:3903`) instead of
@@ -61,6 +90,9 @@ enum Cmd {
     /// Run a node with the configuration file.
     Server,
     /// Convert a stopped node's metadata from one engine to another.
+    #[command(
+        after_help = "Example:\n  hangar convert-db --from sled:/var/lib/hangar/meta/db.sled --to redb:/var/lib/hangar/meta/db.redb"
+    )]
     ConvertDb {
         /// Source, as `sled:PATH` or `redb:PATH` (the engine's own path, e.g. …/db.sled).
         #[arg(long)]
@@ -79,19 +111,24 @@ enum Cmd {
         port: u16,
     },
     /// Manage access keys.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = cli::KEY_EXAMPLES)]
     Key(cli::KeyCmd),
     /// Manage buckets and permissions.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = cli::BUCKET_EXAMPLES)]
     Bucket(cli::BucketCmd),
     /// Node identity and peering.
     #[command(subcommand)]
     Node(cli::NodeCmd),
-    /// Every known node (address, hostname, zone, capacity, up/down, last
-    /// seen, disks) and the cluster health.
+    /// Every known node at a glance: up/down, layout version and sync,
+    /// resync queue, scrub, disk free; and the cluster health.
+    #[command(after_help = status_cli::EXAMPLES)]
     Status,
+    /// Per bucket its objects and bytes; per node its disks, table rows
+    /// and block files.
+    #[command(after_help = stats_cli::EXAMPLES)]
+    Stats,
     /// The cluster layout: roles, staged changes, versions.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = layout_cli::EXAMPLES)]
     Layout(layout_cli::LayoutCmd),
     /// Inspect background workers.
     #[command(subcommand)]
@@ -100,14 +137,36 @@ enum Cmd {
     #[command(subcommand)]
     Table(cli::TableCmd),
     /// Repairs: requeue blocks, sync tables, clear the resync queue.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = block_cli::REPAIR_EXAMPLES)]
     Repair(block_cli::RepairCmd),
     /// Inspect blocks and their resync errors.
     #[command(subcommand)]
     Block(block_cli::BlockCmd),
+    /// A presigned S3 URL for one request (get, put, delete an object, or
+    /// list a bucket), signed on the node with one of its keys.
+    #[command(after_help = presign_cli::EXAMPLES)]
+    Presign(presign_cli::PresignArgs),
     /// Ask the running node's `/health` (on `[admin] api_bind_addr`):
     /// one line, exit 0 when healthy, 1 when not.
     Health,
+    /// Print the completion script of a shell on stdout.
+    #[command(
+        after_help = "Examples:\n  source <(hangar completions bash)\n  hangar completions zsh > \"${fpath[1]}/_hangar\"\n  hangar completions fish > ~/.config/fish/completions/hangar.fish"
+    )]
+    Completions {
+        #[arg(value_enum)]
+        shell: docs_cli::CompletionShell,
+    },
+    /// Print the man page hangar(1) on stdout, or write it and one page
+    /// per subcommand into a directory.
+    #[command(
+        after_help = "Examples:\n  hangar man | man -l -\n  hangar man --dir /usr/local/share/man/man1"
+    )]
+    Man {
+        /// Write hangar.1, hangar-key.1, hangar-key-create.1… here.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
 }
 
 fn init_tracing() {
@@ -127,77 +186,127 @@ fn main() -> ExitCode {
         .enable_all()
         .build()
         .expect("tokio runtime");
-    let res: Result<(), String> = rt.block_on(async move {
-        match cli.cmd {
-            Cmd::ConvertDb { from, to } => {
-                let (f, t) = (from.clone(), to.clone());
-                let n = tokio::task::spawn_blocking(move || hangar_db::convert_db(&f, &t))
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .map_err(|e| e.to_string())?;
-                println!("Converted {n} keys from {from} to {to}.");
-                println!(
-                    "Set db_engine to the new engine in the config: the node opens \
-                     metadata_dir/db.redb or metadata_dir/db.sled."
-                );
-                Ok(())
-            }
-            Cmd::SingleNode { dir, port } => {
-                single_node::run(dir, port).await.map_err(|e| e.to_string())
-            }
-            Cmd::Server => {
-                let cfg = Config::load(&cli.config).map_err(|e| e.to_string())?;
-                node::run(cfg).await.map_err(|e| e.to_string())
-            }
-            cmd => {
-                // Over --admin-url the config only lends its admin token.
-                let cfg = match &cli.admin_url {
-                    Some(_) => Config::load(&cli.config).ok(),
-                    None => Some(Config::load(&cli.config).map_err(|e| e.to_string())?),
-                };
-                if let Cmd::Health = cmd {
-                    let t = health::target(cli.admin_url.as_deref(), cfg.as_ref())?;
-                    return health::run(&t, cli.json).await;
-                }
-                let client = match (&cli.admin_url, &cfg) {
-                    (Some(url), _) => {
-                        let token = match cli.admin_token {
-                            Some(t) => Some(t),
-                            None => cfg
-                                .as_ref()
-                                .map(Config::admin_token)
-                                .transpose()
-                                .map_err(|e| e.to_string())?
-                                .flatten(),
-                        };
-                        AdminClient::Http(HttpTarget::new(url, token)?)
-                    }
-                    (None, Some(cfg)) => AdminClient::Socket(cfg.metadata_dir.join(SOCKET_NAME)),
-                    (None, None) => unreachable!("the config is loaded without --admin-url"),
-                };
-                let c = &client;
-                match cmd {
-                    Cmd::Key(k) => cli::key(c, k, cli.json).await,
-                    Cmd::Bucket(b) => cli::bucket(c, b, cli.json).await,
-                    Cmd::Worker(w) => cli::worker(c, w, cli.json).await,
-                    Cmd::Table(t) => cli::table(c, t, cli.json).await,
-                    Cmd::Repair(r) => block_cli::repair(c, r, cli.json).await,
-                    Cmd::Block(b) => block_cli::block(c, b, cli.json).await,
-                    Cmd::Node(n) => cli::node(c, cfg.as_ref(), n, cli.json).await,
-                    Cmd::Status => cli::status(c, cli.json).await,
-                    Cmd::Layout(l) => layout_cli::run(c, l, cli.json).await,
-                    Cmd::Health | Cmd::Server | Cmd::SingleNode { .. } | Cmd::ConvertDb { .. } => {
-                        unreachable!("handled above")
-                    }
-                }
-            }
-        }
-    });
-    match res {
+    let json = cli.json;
+    match rt.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
+        Err(e) => e.report(json),
+    }
+}
+
+/// `convert-db`, with its progress on stderr.
+async fn convert_db(from: String, to: String, json: bool) -> Result<(), CliError> {
+    let (f, t) = (from.clone(), to.clone());
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let task = tokio::task::spawn_blocking(move || {
+        hangar_db::convert_db_with_progress(&f, &t, &mut |p| {
+            let _ = tx.send(p);
+        })
+    });
+    let mut bar = Progress::new();
+    while let Some(p) = rx.recv().await {
+        bar.update(
+            p.trees_done,
+            Some(p.trees),
+            &format!("tree {}: {} keys copied", p.tree, p.keys),
+        );
+    }
+    let n = task
+        .await
+        .map_err(|e| CliError::failed(e.to_string()))?
+        .map_err(|e| CliError::failed(e.to_string()))?;
+    bar.finish(&format!("convert-db: {n} keys copied"));
+    if json {
+        cli::print_json(&serde_json::json!({"converted_keys": n, "from": from, "to": to}));
+    } else {
+        println!("Converted {n} keys from {from} to {to}.");
+        println!(
+            "Set db_engine to the new engine in the config: the node opens \
+             metadata_dir/db.redb or metadata_dir/db.sled."
+        );
+    }
+    Ok(())
+}
+
+async fn run(cli: Cli) -> Result<(), CliError> {
+    let config_error = |e: hangar_util::config::ConfigError| {
+        let hint = match e {
+            hangar_util::config::ConfigError::Read { .. } => {
+                " (give the node's config with -c or HANGAR_CONFIG_FILE, or use --admin-url)"
+            }
+            _ => "",
+        };
+        CliError::new(Exit::Usage, format!("{e}{hint}"))
+    };
+    match cli.cmd {
+        Cmd::Completions { shell } => {
+            docs_cli::completions(Cli::command(), shell);
+            Ok(())
+        }
+        Cmd::Man { dir } => docs_cli::man(Cli::command(), dir.as_deref()),
+        Cmd::ConvertDb { from, to } => convert_db(from, to, cli.json).await,
+        Cmd::SingleNode { dir, port } => single_node::run(dir, port)
+            .await
+            .map_err(|e| CliError::failed(e.to_string())),
+        Cmd::Server => {
+            let cfg =
+                Config::load(&cli.config).map_err(|e| CliError::new(Exit::Usage, e.to_string()))?;
+            node::run(cfg)
+                .await
+                .map_err(|e| CliError::failed(e.to_string()))
+        }
+        cmd => {
+            // Over --admin-url the config only lends its admin token.
+            let cfg = match &cli.admin_url {
+                Some(_) => Config::load(&cli.config).ok(),
+                None => Some(Config::load(&cli.config).map_err(config_error)?),
+            };
+            if let Cmd::Health = cmd {
+                // Every failure of `health` exits 1, as container health
+                // checks expect.
+                let t = health::target(cli.admin_url.as_deref(), cfg.as_ref())
+                    .map_err(|e| CliError::new(Exit::Failed, e))?;
+                return health::run(&t, cli.json)
+                    .await
+                    .map_err(|e| CliError::new(Exit::Failed, e));
+            }
+            let client = match (&cli.admin_url, &cfg) {
+                (Some(url), _) => {
+                    let token = match cli.admin_token {
+                        Some(t) => Some(t),
+                        None => cfg
+                            .as_ref()
+                            .map(Config::admin_token)
+                            .transpose()
+                            .map_err(config_error)?
+                            .flatten(),
+                    };
+                    AdminClient::Http(HttpTarget::new(url, token)?)
+                }
+                (None, Some(cfg)) => AdminClient::Socket(cfg.metadata_dir.join(SOCKET_NAME)),
+                (None, None) => unreachable!("the config is loaded without --admin-url"),
+            };
+            let c = &client;
+            match cmd {
+                Cmd::Key(k) => cli::key(c, k, cli.json).await,
+                Cmd::Bucket(b) => cli::bucket(c, b, cli.json).await,
+                Cmd::Worker(w) => cli::worker(c, w, cli.json).await,
+                Cmd::Table(t) => cli::table(c, t, cli.json).await,
+                Cmd::Repair(r) => block_cli::repair(c, r, cli.json).await,
+                Cmd::Block(b) => block_cli::block(c, b, cli.json).await,
+                Cmd::Node(n) => cli::node(c, cfg.as_ref(), n, cli.json).await,
+                Cmd::Status => status_cli::status(c, cli.json).await,
+                Cmd::Stats => stats_cli::stats(c, cli.json).await,
+                Cmd::Presign(p) => presign_cli::presign(c, p, cli.json).await,
+                Cmd::Layout(l) => layout_cli::run(c, l, cli.json).await,
+                Cmd::Health
+                | Cmd::Server
+                | Cmd::SingleNode { .. }
+                | Cmd::ConvertDb { .. }
+                | Cmd::Completions { .. }
+                | Cmd::Man { .. } => {
+                    unreachable!("handled above")
+                }
+            }
         }
     }
 }

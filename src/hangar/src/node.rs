@@ -27,6 +27,7 @@ use hangar_util::worker::{WorkerRegistry, WorkerState};
 use prometheus_client::registry::Registry;
 
 use crate::admin_server::AdminState;
+use crate::node_report::{NodeReport, ReportRequest};
 use hangar_cluster::{Cluster, ClusterError, LayoutFileError, layout_file};
 
 /// Errors that stop a node from starting.
@@ -72,6 +73,8 @@ pub struct Node {
     pub scrub: Arc<Scrub>,
     /// What the sharded tables' anti-entropy established (for metrics).
     pub tables_synced: hangar_table::sharded_sync::ShardedSyncStatus,
+    /// The node-report endpoint (`status`, `stats`).
+    pub reports: Arc<hangar_net::Endpoint<ReportRequest, NodeReport>>,
 }
 
 /// Opens the stores and starts the background workers.
@@ -207,6 +210,16 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
         resync.clone(),
         &workers,
     );
+    let reports = crate::node_report::serve(
+        &mesh,
+        crate::node_report::Sources {
+            cluster: cluster.clone(),
+            model: model.clone(),
+            blocks: blocks.clone(),
+            resync: resync.clone(),
+            scrub: scrub.clone(),
+        },
+    )?;
     Ok(Node {
         db,
         blocks,
@@ -217,6 +230,7 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
         resync,
         scrub,
         tables_synced,
+        reports,
     })
 }
 
@@ -238,6 +252,7 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
         blocks: node.blocks.clone(),
         resync: node.resync.clone(),
         scrub: node.scrub.clone(),
+        reports: node.reports.clone(),
         presign: crate::presign_admin::PresignSettings::new(
             &cfg.s3_api.s3_region,
             cfg.s3_api.api_bind_addr.as_deref(),
@@ -269,8 +284,6 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
             ram_buffer_max: cfg.s3_ram_buffer_max.0,
             ram_queue_max: cfg.s3_ram_queue_max.unwrap_or(cfg.s3_ram_buffer_max).0,
             admission_wait: Duration::from_millis(cfg.s3_admission_wait_msec),
-            latency_target: (cfg.s3_latency_target_msec > 0)
-                .then(|| Duration::from_millis(cfg.s3_latency_target_msec)),
         },
     );
     tracing::info!(

@@ -39,7 +39,7 @@ pub enum LayoutError {
     },
     #[error("node {node} has an empty zone name; give it one with `-z <zone>`")]
     EmptyZone { node: String },
-    #[error("no known node id starts with {0:?}")]
+    #[error("no known node id starts with {0:?} (`hangar status` lists the nodes)")]
     UnknownNode(String),
     #[error("node id prefix {prefix:?} is ambiguous: it matches {}", .matches.join(", "))]
     AmbiguousNode {
@@ -57,7 +57,9 @@ pub enum LayoutError {
         .current + 1
     )]
     WrongVersion { asked: u64, current: u64 },
-    #[error("no staged changes: the staged layout is the same as version {0}")]
+    #[error(
+        "no staged changes: the staged layout is the same as version {0} (stage some with `hangar layout assign`, `remove` or `config`)"
+    )]
     NothingStaged(u64),
     #[error(
         "replication factor mismatch: this node is configured with {ours}, the cluster's layout uses {theirs}; a node cannot join a cluster with another replication factor"

@@ -43,7 +43,7 @@ pub struct BucketRow {
     /// to [`Versioning::Off`] (S3 has no way back).
     #[serde(default, skip_serializing_if = "Lww::is_unset")]
     pub versioning: Lww<Versioning>,
-    /// The access key that created the bucket through S3 (row format 5;
+    /// The access key that created the bucket through S3 (row format 6;
     /// absent for buckets made by the operator or before it was recorded).
     /// Part of the bucket register: it tells its creator's retry
     /// "yours" without the key row, which replicates after the bucket row.

@@ -28,6 +28,9 @@ pub enum ModelError {
     NoSuchKey(String),
     #[error("access key {0} already exists")]
     KeyAlreadyExists(String),
+    /// The key exists but its expiry time has passed.
+    #[error("access key {id} expired at {} (ms {expired_msec} since the epoch)", hangar_util::time::rfc3339(*expired_msec))]
+    KeyExpired { id: String, expired_msec: u64 },
     #[error("{0}")]
     Invalid(String),
     #[error("the multipart upload does not exist (aborted or completed)")]

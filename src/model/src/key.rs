@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use hangar_table::{Crdt, Lww, LwwMap, Schema};
+use hangar_table::{Crdt, KEY_EXPIRY_ROW_FORMAT, Lww, LwwMap, ROW_FORMAT, Schema};
 use serde::{Deserialize, Serialize};
 
 /// What a key may do on one bucket. No right at all is also the tombstone
@@ -42,6 +42,11 @@ pub struct KeyRow {
     /// The tombstone: a deleted key keeps its row, with every permission
     /// revoked, so that no replica brings it back.
     pub deleted: Lww<bool>,
+    /// When the key stops signing requests, ms since the epoch (`None`:
+    /// never). A register, so the latest change (set, extend, clear) wins
+    /// (row format 5; absent when never set).
+    #[serde(default, skip_serializing_if = "Lww::is_unset")]
+    pub expires_msec: Lww<Option<u64>>,
 }
 
 impl Crdt for KeyRow {
@@ -52,6 +57,7 @@ impl Crdt for KeyRow {
         self.buckets.merge(&other.buckets);
         self.created_msec = self.created_msec.min(other.created_msec);
         self.deleted.merge(&other.deleted);
+        self.expires_msec.merge(&other.expires_msec);
     }
 }
 
@@ -66,7 +72,13 @@ impl KeyRow {
             buckets: LwwMap::default(),
             created_msec: now,
             deleted: Lww::new(now, false),
+            expires_msec: Lww::default(),
         }
+    }
+
+    /// Whether the key has expired at `now` (ms since the epoch).
+    pub fn is_expired(&self, now: u64) -> bool {
+        self.expires_msec.value.is_some_and(|t| now >= t)
     }
 
     /// The permission this key holds on `bucket`.
@@ -125,6 +137,7 @@ impl From<KeyRowV1> for KeyRow {
             buckets,
             created_msec: o.created_msec,
             deleted: Lww::new(ts, o.deleted),
+            expires_msec: Lww::default(),
         }
     }
 }
@@ -136,6 +149,14 @@ impl Schema for KeyTable {
     const TREE: &'static str = "key";
     const PARTITION_LEN: usize = 0;
     type Row = KeyRow;
+
+    fn format_of(row: &KeyRow) -> u8 {
+        if row.expires_msec.is_unset() {
+            ROW_FORMAT
+        } else {
+            KEY_EXPIRY_ROW_FORMAT
+        }
+    }
 
     fn decode_old(format: u8, body: &[u8]) -> Result<KeyRow, String> {
         match format {

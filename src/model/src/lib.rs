@@ -27,6 +27,8 @@ mod error;
 #[cfg(test)]
 mod format3_tests;
 #[cfg(test)]
+mod format5_tests;
+#[cfg(test)]
 mod format_tests;
 pub mod garbage;
 pub mod key;

@@ -336,11 +336,33 @@ impl Model {
 
     /// Creates a key with a fresh id and secret.
     pub async fn create_key(&self, name: &str) -> Result<KeyRow> {
-        self.import_key(&new_key_id(), &new_secret(), name).await
+        self.create_key_expiring(name, None).await
+    }
+
+    /// Creates a key that stops working at `expires_msec` (ms since the
+    /// epoch; `None`: never), in one write.
+    pub async fn create_key_expiring(
+        &self,
+        name: &str,
+        expires_msec: Option<u64>,
+    ) -> Result<KeyRow> {
+        self.import_key_expiring(&new_key_id(), &new_secret(), name, expires_msec)
+            .await
     }
 
     /// Creates a key with a given id and secret (`hangar key import`).
     pub async fn import_key(&self, id: &str, secret: &str, name: &str) -> Result<KeyRow> {
+        self.import_key_expiring(id, secret, name, None).await
+    }
+
+    /// [`Self::import_key`], with an expiry.
+    pub async fn import_key_expiring(
+        &self,
+        id: &str,
+        secret: &str,
+        name: &str,
+        expires_msec: Option<u64>,
+    ) -> Result<KeyRow> {
         if !valid_key_id(id) {
             return Err(ModelError::Invalid(format!(
                 "access key id {id:?} must be GK followed by 24 hex digits"
@@ -366,9 +388,19 @@ impl Model {
                         old.secret.update(now, secret);
                         old.allow_create_bucket.update(now, false);
                         old.deleted.update(now, false);
+                        // Not the old key's expiry: only the one given now.
+                        if expires_msec.is_some() || !old.expires_msec.is_unset() {
+                            old.expires_msec.update(now, expires_msec);
+                        }
                         old
                     }
-                    None => KeyRow::new(&id, &secret, &name, now),
+                    None => {
+                        let mut k = KeyRow::new(&id, &secret, &name, now);
+                        if expires_msec.is_some() {
+                            k.expires_msec.update(now, expires_msec);
+                        }
+                        k
+                    }
                 };
                 Ok(Table::<KeyTable>::tx_insert(tx, b"", id.as_bytes(), &row)?)
             })
@@ -476,6 +508,25 @@ impl Model {
     pub async fn set_create_bucket(&self, id: &str, allow: bool) -> Result<KeyRow> {
         self.update_key(id, move |k, now| k.allow_create_bucket.update(now, allow))
             .await
+    }
+
+    /// Sets when a key stops working (ms since the epoch), or with `None`
+    /// that it never does.
+    pub async fn set_key_expiry(&self, id: &str, expires_msec: Option<u64>) -> Result<KeyRow> {
+        self.update_key(id, move |k, now| k.expires_msec.update(now, expires_msec))
+            .await
+    }
+
+    /// The live key `id` if it may sign requests now: an expired key is
+    /// [`ModelError::KeyExpired`], for the S3 API to refuse.
+    pub async fn get_signing_key(&self, id: &str) -> Result<Option<KeyRow>> {
+        match self.get_key(id).await? {
+            Some(k) if k.is_expired(hangar_util::time::now_msec()) => Err(ModelError::KeyExpired {
+                id: k.access_key_id,
+                expired_msec: k.expires_msec.value.unwrap_or(0),
+            }),
+            other => Ok(other),
+        }
     }
 
     /// Changes a key's permissions on an existing bucket.

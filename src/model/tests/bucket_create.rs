@@ -178,7 +178,7 @@ async fn a_live_bucket_hidden_by_a_merge_is_counted_and_a_successor_is_not() {
 }
 
 #[test]
-fn a_bucket_row_with_its_creator_is_format_5_and_without_keeps_its_format() {
+fn a_bucket_row_with_its_creator_is_format_6_and_without_keeps_its_format() {
     let plain = BucketRow::new("fmt", bucket_id("fmt", None), 1, 1);
     assert_eq!(hangar_table::encode::<BucketTable>(&plain)[0], 2);
     let mut mine = plain.clone();

@@ -40,7 +40,8 @@ fn permission() -> impl Strategy<Value = Permission> {
 }
 
 /// Key rows as replicas hold them after random operations: grants and
-/// revocations on a few buckets, renames, new secrets, deletes.
+/// revocations on a few buckets, renames, new secrets, deletes, expiries
+/// set, moved and cleared (`None`), at equal timestamps too.
 fn key_row() -> impl Strategy<Value = KeyRow> {
     (
         lww(small_string()),
@@ -49,24 +50,28 @@ fn key_row() -> impl Strategy<Value = KeyRow> {
         proptest::collection::vec((small_string(), ts(), permission()), 0..4),
         0u64..3,
         lww(any::<bool>()),
+        lww(proptest::option::of(0u64..3)),
     )
-        .prop_map(|(name, secret, create, grants, created, deleted)| {
-            let mut buckets = LwwMap::default();
-            for (b, t, p) in grants {
-                let mut one = LwwMap::default();
-                one.update(b, t, p);
-                buckets.merge(&one);
-            }
-            KeyRow {
-                access_key_id: "GK000000000000000000000001".into(),
-                name,
-                secret,
-                allow_create_bucket: create,
-                buckets,
-                created_msec: created,
-                deleted,
-            }
-        })
+        .prop_map(
+            |(name, secret, create, grants, created, deleted, expires)| {
+                let mut buckets = LwwMap::default();
+                for (b, t, p) in grants {
+                    let mut one = LwwMap::default();
+                    one.update(b, t, p);
+                    buckets.merge(&one);
+                }
+                KeyRow {
+                    access_key_id: "GK000000000000000000000001".into(),
+                    name,
+                    secret,
+                    allow_create_bucket: create,
+                    buckets,
+                    created_msec: created,
+                    deleted,
+                    expires_msec: expires,
+                }
+            },
+        )
 }
 
 /// A few tag sets (the empty one is what a delete of the tags stores).
@@ -315,6 +320,33 @@ fn a_deleted_key_stays_deleted_and_loses_its_rights_whatever_the_order() {
         assert!(x.is_deleted());
         assert!(!x.permission("photos").any());
     }
+}
+
+#[test]
+fn an_expiry_change_and_a_grant_through_two_nodes_both_survive_and_the_latest_expiry_wins() {
+    let base = KeyRow::new("GK000000000000000000000001", "secret-secret-00", "k", 1);
+    let rw = Permission {
+        read: true,
+        write: true,
+        owner: false,
+    };
+    let (mut on_a, mut on_b, mut on_c) = (base.clone(), base.clone(), base);
+    on_a.expires_msec.update(5, Some(1_000));
+    on_b.buckets.update("photos".into(), 5, rw);
+    // Later, on a third node, the expiry is cleared.
+    on_c.expires_msec.update(7, None);
+    for order in [[0, 1, 2], [2, 1, 0], [1, 2, 0], [0, 2, 1]] {
+        let rows = [&on_a, &on_b, &on_c];
+        let mut x = rows[order[0]].clone();
+        x.merge(rows[order[1]]);
+        x.merge(rows[order[2]]);
+        assert_eq!(x.permission("photos"), rw, "{order:?}");
+        assert_eq!(x.expires_msec.value, None, "{order:?}");
+        assert!(!x.is_expired(u64::MAX));
+    }
+    let mut x = on_a.clone();
+    x.merge(&on_b);
+    assert!(x.is_expired(1_000) && !x.is_expired(999));
 }
 
 #[test]

@@ -62,10 +62,16 @@ pub const NEWEST_ROW_FORMAT: u8 = 3;
 /// variant, so such rows say so. Written only for the rows that carry one.
 pub const VERSIONING_ROW_FORMAT: u8 = 4;
 
-/// Format 4 plus the creating access key of a bucket (`created_by`): a
-/// reader of format 4 would drop it on its next merge, so such rows say so.
+/// Format 4 plus an access key's expiry (`KeyRow::expires_msec`): a reader
+/// of format 4 would drop the expiry on its next merge, and the key would
+/// work again, so such a key row says so. Written only for key rows that
+/// carry one.
+pub const KEY_EXPIRY_ROW_FORMAT: u8 = 5;
+
+/// Format 5 plus the creating access key of a bucket (`created_by`): a
+/// reader of format 5 would drop it on its next merge, so such rows say so.
 /// Written only for the bucket rows that carry one.
-pub const CREATOR_ROW_FORMAT: u8 = 5;
+pub const CREATOR_ROW_FORMAT: u8 = 6;
 
 /// The previous format, still read.
 pub const LEGACY_ROW_FORMAT: u8 = 1;
@@ -234,10 +240,14 @@ pub fn decode<S: Schema>(v: &[u8]) -> Result<S::Row> {
         message,
     };
     match v.split_first() {
-        // Formats 3 to 5 are format 2 with more (defaulted) fields and
+        // Formats 3 to 6 are format 2 with more (defaulted) fields and
         // variants: one decoder.
         Some((
-            &(ROW_FORMAT | NEWEST_ROW_FORMAT | VERSIONING_ROW_FORMAT | CREATOR_ROW_FORMAT),
+            &(ROW_FORMAT
+            | NEWEST_ROW_FORMAT
+            | VERSIONING_ROW_FORMAT
+            | KEY_EXPIRY_ROW_FORMAT
+            | CREATOR_ROW_FORMAT),
             body,
         )) => rmp_serde::from_slice(body).map_err(|e| err(e.to_string())),
         Some((&LEGACY_ROW_FORMAT, body)) => S::decode_old(LEGACY_ROW_FORMAT, body).map_err(err),

@@ -263,9 +263,6 @@ fn default_s3_ram() -> Size {
 fn default_admission_wait() -> u64 {
     2000
 }
-fn default_latency_target() -> u64 {
-    500
-}
 
 /// The whole configuration file.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -386,12 +383,6 @@ pub struct Config {
     pub s3_ram_queue_max: Option<Size>,
     #[serde(default = "default_admission_wait")]
     pub s3_admission_wait_msec: u64,
-    /// Latency that block operations (a store at the write quorum, a read)
-    /// of admitted S3 requests should keep under: while more than a tenth
-    /// of them take longer, the part of `s3_ram_buffer_max` requests may
-    /// hold shrinks (and the queue with it). 0: bounded by RAM only.
-    #[serde(default = "default_latency_target")]
-    pub s3_latency_target_msec: u64,
     /// Verify a block's hash every time it is read from disk.
     #[serde(default = "default_true")]
     pub verify_blocks_on_read: bool,

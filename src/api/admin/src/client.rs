@@ -28,9 +28,18 @@ pub enum ClientError {
     /// The node ran the operation and it failed.
     #[error("{0}")]
     Op(AdminError),
-    /// The node could not be reached, or refused the call.
+    /// The node could not be reached: nothing listens on the socket or
+    /// the URL, or no answer came in time.
     #[error("{0}")]
-    Transport(String),
+    Unreachable(String),
+    /// The admin API refused the call: no token, a wrong one, one too
+    /// narrow for the operation, or the API is off on that node.
+    #[error("{0}")]
+    Refused(String),
+    /// The answer could not be understood (not Hangar's admin API, or
+    /// another version of it).
+    #[error("{0}")]
+    Protocol(String),
 }
 
 /// Where the admin operations are sent.
@@ -163,7 +172,7 @@ impl HttpTarget {
         let (status, body) = self
             .send(method, &target, body, HTTP_TIMEOUT)
             .await
-            .map_err(ClientError::Transport)?;
+            .map_err(ClientError::Unreachable)?;
         answer(&self.url(), status, &body)
     }
 }
@@ -187,24 +196,25 @@ fn url_query(fields: &serde_json::Map<String, Value>) -> String {
 fn answer(url: &str, status: StatusCode, body: &[u8]) -> Result<Value, ClientError> {
     if status.is_success() {
         return serde_json::from_slice(body)
-            .map_err(|e| ClientError::Transport(format!("{url}: unreadable answer: {e}")));
+            .map_err(|e| ClientError::Protocol(format!("{url}: unreadable answer: {e}")));
     }
     if let Ok(e) = serde_json::from_slice::<AdminError>(body) {
         return Err(ClientError::Op(e));
     }
-    let why = match status {
+    let refused = |why: String| ClientError::Refused(format!("the admin API at {url} {why}"));
+    Err(match status {
         StatusCode::UNAUTHORIZED => {
-            "needs a token: give --admin-token or set HANGAR_ADMIN_TOKEN".to_owned()
+            refused("needs a token: give --admin-token or set HANGAR_ADMIN_TOKEN".to_owned())
         }
-        StatusCode::FORBIDDEN => match serde_json::from_slice::<Value>(body) {
+        StatusCode::FORBIDDEN => refused(match serde_json::from_slice::<Value>(body) {
             Ok(v) if v["message"].is_string() => v["message"].as_str().unwrap_or("").to_owned(),
-            _ => "refused the token (wrong, or read-only for this operation)".to_owned(),
-        },
-        s => format!("answered {s}: {}", String::from_utf8_lossy(body).trim()),
-    };
-    Err(ClientError::Transport(format!(
-        "the admin API at {url} {why}"
-    )))
+            _ => "refused the token (wrong, or read-only for this operation: a change needs admin_token)".to_owned(),
+        }),
+        s => ClientError::Protocol(format!(
+            "the admin API at {url} answered {s}: {}",
+            String::from_utf8_lossy(body).trim()
+        )),
+    })
 }
 
 impl AdminClient {
@@ -213,9 +223,9 @@ impl AdminClient {
         match self {
             AdminClient::Http(t) => t.call(req).await,
             AdminClient::Socket(path) => {
-                let t = |e: std::io::Error| ClientError::Transport(format!("admin socket: {e}"));
+                let t = |e: std::io::Error| ClientError::Unreachable(format!("admin socket: {e}"));
                 let stream = UnixStream::connect(path).await.map_err(|e| {
-                    ClientError::Transport(format!(
+                    ClientError::Unreachable(format!(
                         "cannot reach the node through {}: {e} (is `hangar server` running with this config?)",
                         path.display()
                     ))
@@ -229,7 +239,7 @@ impl AdminClient {
                 match serde_json::from_str::<Response>(&answer) {
                     Ok(Response::Ok(v)) => Ok(v),
                     Ok(Response::Error(e)) => Err(ClientError::Op(e)),
-                    Err(e) => Err(ClientError::Transport(format!(
+                    Err(e) => Err(ClientError::Protocol(format!(
                         "unreadable answer from the node: {e}"
                     ))),
                 }
@@ -257,9 +267,13 @@ mod tests {
     #[test]
     fn answers() {
         let e = answer("u", StatusCode::UNAUTHORIZED, b"").unwrap_err();
+        assert!(matches!(e, ClientError::Refused(_)), "{e}");
         assert!(e.to_string().contains("--admin-token"), "{e}");
         let e = answer("u", StatusCode::FORBIDDEN, b"").unwrap_err();
+        assert!(matches!(e, ClientError::Refused(_)), "{e}");
         assert!(e.to_string().contains("refused the token"), "{e}");
+        let e = answer("u", StatusCode::BAD_GATEWAY, b"proxy down").unwrap_err();
+        assert!(matches!(e, ClientError::Protocol(_)), "{e}");
         let e = answer(
             "u",
             StatusCode::NOT_FOUND,

@@ -20,6 +20,9 @@ pub enum Request {
     KeyCreate {
         #[serde(default)]
         name: String,
+        /// When the key stops working, ms since the epoch; absent: never.
+        #[serde(default)]
+        expires_msec: Option<u64>,
     },
     KeyImport {
         id: String,
@@ -37,6 +40,13 @@ pub enum Request {
     KeySetCreateBucket {
         key: String,
         allow: bool,
+    },
+    /// Sets when a key stops working (ms since the epoch), or with
+    /// `expires_msec` absent that it never does.
+    KeySetExpiry {
+        key: String,
+        #[serde(default)]
+        expires_msec: Option<u64>,
     },
     BucketCreate {
         name: String,
@@ -99,6 +109,9 @@ pub enum Request {
     Status,
     /// Whether each partition has its quorums of live nodes.
     ClusterHealth,
+    /// Per bucket its objects and bytes; per node its disks, table rows,
+    /// block files, resync and scrub (`hangar stats`).
+    ClusterStatistics,
     /// Connect to a peer given as `<id>@<host:port>`.
     NodeConnect {
         peer: String,

@@ -63,6 +63,7 @@ const fn post_with(path: &'static str, op: &'static str, field: &'static str, v:
 pub const ROUTES: &[Route] = &[
     get("/v2/GetClusterStatus", "status"),
     get("/v2/GetClusterHealth", "cluster_health"),
+    get("/v2/GetClusterStatistics", "cluster_statistics"),
     get("/v2/GetNodeId", "node_id"),
     post("/v2/ConnectClusterNode", "node_connect"),
     get("/v2/GetClusterLayout", "layout_show"),
@@ -78,6 +79,7 @@ pub const ROUTES: &[Route] = &[
     post("/v2/CreateKey", "key_create"),
     post("/v2/ImportKey", "key_import"),
     post("/v2/SetKeyCreateBucket", "key_set_create_bucket"),
+    post("/v2/SetKeyExpiry", "key_set_expiry"),
     post("/v2/DeleteKey", "key_delete"),
     get("/v2/ListBuckets", "bucket_list"),
     get("/v2/GetBucketInfo", "bucket_info"),
@@ -106,6 +108,7 @@ pub fn route_for(req: &Request) -> &'static Route {
     let path = match req {
         Request::Status => "/v2/GetClusterStatus",
         Request::ClusterHealth => "/v2/GetClusterHealth",
+        Request::ClusterStatistics => "/v2/GetClusterStatistics",
         Request::NodeId => "/v2/GetNodeId",
         Request::NodeConnect { .. } => "/v2/ConnectClusterNode",
         Request::LayoutShow => "/v2/GetClusterLayout",
@@ -121,6 +124,7 @@ pub fn route_for(req: &Request) -> &'static Route {
         Request::KeyCreate { .. } => "/v2/CreateKey",
         Request::KeyImport { .. } => "/v2/ImportKey",
         Request::KeySetCreateBucket { .. } => "/v2/SetKeyCreateBucket",
+        Request::KeySetExpiry { .. } => "/v2/SetKeyExpiry",
         Request::KeyDelete { .. } => "/v2/DeleteKey",
         Request::BucketList => "/v2/ListBuckets",
         Request::BucketInfo { .. } => "/v2/GetBucketInfo",
@@ -222,7 +226,14 @@ mod tests {
         use Request::*;
         let s = |x: &str| x.to_string();
         vec![
-            KeyCreate { name: s("k") },
+            KeyCreate {
+                name: s("k"),
+                expires_msec: None,
+            },
+            KeyCreate {
+                name: s("k"),
+                expires_msec: Some(1_800_000_000_000),
+            },
             KeyImport {
                 id: s("GK1"),
                 secret: s("ab"),
@@ -234,6 +245,14 @@ mod tests {
             KeySetCreateBucket {
                 key: s("k"),
                 allow: false,
+            },
+            KeySetExpiry {
+                key: s("k"),
+                expires_msec: Some(5),
+            },
+            KeySetExpiry {
+                key: s("k"),
+                expires_msec: None,
             },
             BucketCreate { name: s("b") },
             BucketList,
@@ -277,6 +296,7 @@ mod tests {
             NodeId,
             Status,
             ClusterHealth,
+            ClusterStatistics,
             NodeConnect { peer: s("p") },
             LayoutAssign {
                 nodes: vec![s("ab")],

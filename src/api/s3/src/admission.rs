@@ -14,25 +14,17 @@
 //! `Retry-After` (seconds) and `x-amz-retry-after` (milliseconds, which the
 //! newest AWS SDK retry strategies honour).
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use s3s::{S3Error, S3ErrorCode};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::adaptive_limit::{AdaptiveLimit, MIN_BLOCKS};
-
-/// A budget of block buffers shared by all requests of a node, of which
-/// requests may hold what the [`AdaptiveLimit`] allows now.
+/// A budget of block buffers shared by all requests of a node.
 #[derive(Clone, Debug)]
 pub struct RamBudget {
-    /// Holds as many permits as the limit allows (fewer while permits it
-    /// took back are still held by requests).
     blocks: Arc<Semaphore>,
-    /// Permits in `blocks`, held or not.
-    existing: Arc<Mutex<u32>>,
-    limit: Arc<AdaptiveLimit>,
     capacity: u32,
     queue_capacity: u64,
     block_size: u64,
@@ -57,23 +49,12 @@ impl Drop for Queued<'_> {
 impl RamBudget {
     /// A budget of `bytes`, in units of `block_size`, with a queue of
     /// waiters that may ask for `queue_bytes` together (0: no request ever
-    /// waits); a request waits at most `wait` for its share. With a
-    /// `latency_target`, the part of the budget in use adapts to keep block
-    /// operations under it (see [`crate::adaptive_limit`]), and the queue
-    /// shrinks in proportion.
-    pub fn new(
-        bytes: u64,
-        queue_bytes: u64,
-        block_size: usize,
-        wait: Duration,
-        latency_target: Option<Duration>,
-    ) -> Self {
+    /// waits); a request waits at most `wait` for its share.
+    pub fn new(bytes: u64, queue_bytes: u64, block_size: usize, wait: Duration) -> Self {
         let block = block_size.max(1) as u64;
         let capacity = (bytes / block).clamp(1, u32::MAX as u64) as u32;
         RamBudget {
             blocks: Arc::new(Semaphore::new(capacity as usize)),
-            existing: Arc::new(Mutex::new(capacity)),
-            limit: Arc::new(AdaptiveLimit::new(capacity, latency_target)),
             capacity,
             queue_capacity: queue_bytes / block,
             block_size: block_size.max(1) as u64,
@@ -86,24 +67,17 @@ impl RamBudget {
     /// Reserves `blocks` block buffers, or answers SlowDown: at once when the
     /// queue of waiters is full, else when the wait runs out.
     pub async fn reserve(&self, blocks: u32) -> Result<OwnedSemaphorePermit, S3Error> {
-        // A request bigger than the whole budget, or than the least limit,
-        // still runs, alone.
-        let n = blocks.min(self.capacity).min(MIN_BLOCKS);
-        self.follow_limit();
+        // A request bigger than the whole budget still runs, alone.
+        let n = blocks.min(self.capacity);
         if let Ok(permit) = self.blocks.clone().try_acquire_many_owned(n) {
             return Ok(permit);
         }
-        self.limit.note_wanted_more();
         let place = Queued {
             queued: &self.queued,
             blocks: u64::from(n),
         };
         let ahead = self.queued.fetch_add(place.blocks, Ordering::AcqRel);
-        // The queue shrinks with the limit: a waiter has about one turnover
-        // of what may run ahead of it, however small that is now.
-        let queue_capacity =
-            self.queue_capacity * u64::from(self.limit.limit()) / u64::from(self.capacity);
-        if ahead + place.blocks > queue_capacity {
+        if ahead + place.blocks > self.queue_capacity {
             self.rejected.fetch_add(1, Ordering::Relaxed);
             return Err(slow_down());
         }
@@ -117,42 +91,6 @@ impl RamBudget {
                 Err(slow_down())
             }
         }
-    }
-
-    /// Records a block operation (a store at the write quorum, a read) of a
-    /// request that took `took`: the signal of the adaptive limit.
-    pub fn record_block_op(&self, took: Duration) {
-        self.record_block_op_at(took, Instant::now());
-    }
-
-    fn record_block_op_at(&self, took: Duration, now: Instant) {
-        if self.limit.record(took, now).is_some() || self.owes_permits() {
-            self.follow_limit();
-        }
-    }
-
-    fn owes_permits(&self) -> bool {
-        *self.existing.lock().expect("budget lock") != self.limit.limit()
-    }
-
-    /// Adds permits up to the limit, or takes back the free ones above it
-    /// (held ones are taken back later, as they are released and the next
-    /// request or sample comes).
-    fn follow_limit(&self) {
-        let mut existing = self.existing.lock().expect("budget lock");
-        let limit = self.limit.limit();
-        if *existing > limit {
-            let taken = self.blocks.forget_permits((*existing - limit) as usize);
-            *existing -= taken as u32;
-        } else if *existing < limit {
-            self.blocks.add_permits((limit - *existing) as usize);
-            *existing = limit;
-        }
-    }
-
-    /// The block buffers requests may hold together now, in bytes.
-    pub fn limit_bytes(&self) -> u64 {
-        u64::from(self.limit.limit()) * self.block_size
     }
 
     /// Blocks asked for by the requests waiting now.
@@ -177,9 +115,8 @@ impl RamBudget {
 
     /// Bytes of the budget held by requests now.
     pub fn in_use_bytes(&self) -> u64 {
-        let existing = u64::from(*self.existing.lock().expect("budget lock"));
-        let free = (self.available() as u64).min(existing);
-        (existing - free) * self.block_size
+        let free = (self.available() as u64).min(u64::from(self.capacity));
+        (u64::from(self.capacity) - free) * self.block_size
     }
 }
 
@@ -209,7 +146,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_full_budget_answers_slow_down_after_the_wait_and_recovers() {
-        let budget = RamBudget::new(10 << 20, 10 << 20, 1 << 20, Duration::from_millis(50), None);
+        let budget = RamBudget::new(10 << 20, 10 << 20, 1 << 20, Duration::from_millis(50));
         let held = budget.reserve(8).await.unwrap();
         let second = budget.reserve(2).await.unwrap();
         let t = std::time::Instant::now();
@@ -228,7 +165,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_waiting_request_gets_in_when_buffers_free_up() {
-        let budget = RamBudget::new(4 << 20, 4 << 20, 1 << 20, Duration::from_secs(5), None);
+        let budget = RamBudget::new(4 << 20, 4 << 20, 1 << 20, Duration::from_secs(5));
         let held = budget.reserve(4).await.unwrap();
         let b = budget.clone();
         let waiter = tokio::spawn(async move { b.reserve(3).await.map(|_| ()) });
@@ -240,14 +177,14 @@ mod tests {
 
     #[tokio::test]
     async fn oversized_requests_are_clamped_to_the_budget() {
-        let budget = RamBudget::new(2 << 20, 0, 1 << 20, Duration::from_millis(10), None);
+        let budget = RamBudget::new(2 << 20, 0, 1 << 20, Duration::from_millis(10));
         assert!(budget.reserve(100).await.is_ok());
     }
 
     #[tokio::test]
     async fn past_a_full_queue_requests_are_refused_at_once() {
         // A budget of 4 blocks and a queue for 4 more.
-        let budget = RamBudget::new(4 << 20, 4 << 20, 1 << 20, Duration::from_secs(30), None);
+        let budget = RamBudget::new(4 << 20, 4 << 20, 1 << 20, Duration::from_secs(30));
         let held = budget.reserve(4).await.unwrap();
         let mut waiters = Vec::new();
         for _ in 0..2 {
@@ -277,56 +214,8 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn slow_block_operations_shrink_what_requests_may_hold_and_fast_ones_restore_it() {
-        use crate::adaptive_limit::WINDOW;
-        let target = Duration::from_millis(10);
-        let budget = RamBudget::new(
-            64 << 20,
-            0,
-            1 << 20,
-            Duration::from_millis(10),
-            Some(target),
-        );
-        let mut held = Vec::new();
-        for _ in 0..8 {
-            held.push(budget.reserve(8).await.unwrap());
-        }
-        let mut now = Instant::now();
-        for _ in 0..30 {
-            now += WINDOW;
-            budget.record_block_op_at(Duration::from_millis(100), now);
-        }
-        assert_eq!(budget.limit_bytes(), u64::from(MIN_BLOCKS) << 20);
-        // Held shares are not taken from requests; released, they go.
-        assert_eq!(budget.in_use_bytes(), 64 << 20);
-        held.clear();
-        let first = budget.reserve(8).await.unwrap();
-        assert_eq!(budget.in_use_bytes(), 8 << 20);
-        let t = std::time::Instant::now();
-        assert!(budget.reserve(1).await.is_err());
-        assert!(
-            t.elapsed() < Duration::from_millis(5),
-            "not refused at once"
-        );
-        drop(first);
-        // Fast operations while requests want more grow the limit back.
-        for _ in 0..60 {
-            now += WINDOW;
-            let mut all = Vec::new();
-            while let Ok(p) = budget.reserve(8).await {
-                all.push(p);
-            }
-            budget.record_block_op_at(Duration::from_millis(1), now);
-        }
-        assert_eq!(budget.limit_bytes(), 64 << 20);
-        for _ in 0..8 {
-            held.push(budget.reserve(8).await.unwrap());
-        }
-    }
-
-    #[tokio::test]
     async fn a_waiter_that_times_out_gives_its_place_back() {
-        let budget = RamBudget::new(2 << 20, 2 << 20, 1 << 20, Duration::from_millis(20), None);
+        let budget = RamBudget::new(2 << 20, 2 << 20, 1 << 20, Duration::from_millis(20));
         let _held = budget.reserve(2).await.unwrap();
         assert!(budget.reserve(2).await.is_err());
         assert_eq!(budget.queued(), 0);

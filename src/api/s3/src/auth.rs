@@ -22,7 +22,9 @@ pub struct KeyAuth(pub Arc<Model>);
 #[async_trait::async_trait]
 impl S3Auth for KeyAuth {
     async fn get_secret_key(&self, access_key: &str) -> S3Result<SecretKey> {
-        match self.0.get_key(access_key).await.or_s3()? {
+        // An expired key is refused here, before its signature is checked:
+        // the answer is the same whatever the request.
+        match self.0.get_signing_key(access_key).await.or_s3()? {
             Some(k) => Ok(SecretKey::from(k.secret.value)),
             None => Err(s3_error!(
                 InvalidAccessKeyId,
@@ -147,7 +149,7 @@ impl KeyAccess {
             .credentials()
             .ok_or_else(|| s3_error!(AccessDenied, "Anonymous access is not allowed"))?;
         self.model
-            .get_key(&creds.access_key)
+            .get_signing_key(&creds.access_key)
             .await
             .or_s3()?
             .ok_or_else(|| s3_error!(InvalidAccessKeyId))

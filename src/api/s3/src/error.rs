@@ -44,6 +44,14 @@ pub fn model_error(e: ModelError) -> S3Error {
             )
         }
         ModelError::NoSuchKey(k) => s3_error!(InvalidAccessKeyId, "No such access key: {k}"),
+        // A long-term key past its expiry, like an AWS access key made
+        // inactive: 403 InvalidAccessKeyId. (S3's ExpiredToken is for an
+        // expired session token, x-amz-security-token, and is a 400.)
+        ModelError::KeyExpired { id, expired_msec } => s3_error!(
+            InvalidAccessKeyId,
+            "The access key {id} expired at {}; ask the operator for a new key or a later expiry",
+            hangar_util::time::rfc3339(expired_msec)
+        ),
         ModelError::KeyAlreadyExists(k) => s3_error!(InvalidRequest, "Key {k} exists"),
         ModelError::Invalid(m) => s3_error!(InvalidRequest, "{m}"),
         ModelError::NoSuchUpload => s3_error!(

@@ -10,7 +10,6 @@
 //! connections. Operations not listed in `doc/s3-compatibility.md`
 //! answer `501 NotImplemented` (s3s's default for an unimplemented method).
 
-pub mod adaptive_limit;
 pub mod admission;
 pub mod auth;
 pub mod body_limits;
@@ -21,6 +20,7 @@ mod cors_rules;
 mod counted_body;
 pub mod error;
 mod expect_continue;
+mod lingering_body;
 pub mod metrics;
 mod ops_bucket;
 mod ops_copy;
@@ -57,9 +57,6 @@ pub struct S3Settings {
     pub ram_queue_max: u64,
     /// Longest wait for a share of that RAM before `503 SlowDown`.
     pub admission_wait: std::time::Duration,
-    /// Latency that block operations of admitted requests should keep under
-    /// (`s3_latency_target_msec`; `None`: admission is bounded by RAM only).
-    pub latency_target: Option<std::time::Duration>,
 }
 
 /// The S3 API of one node.
@@ -77,7 +74,6 @@ impl S3Api {
             settings.ram_queue_max,
             settings.block_size,
             settings.admission_wait,
-            settings.latency_target,
         );
         S3Api {
             model,

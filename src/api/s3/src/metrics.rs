@@ -220,11 +220,6 @@ impl Collector for BudgetCollector {
                 self.budget.capacity_bytes(),
             ),
             (
-                "hangar_s3_admission_limit_bytes",
-                "The part of the S3 RAM budget requests may hold now: it shrinks while block operations take longer than s3_latency_target_msec.",
-                self.budget.limit_bytes(),
-            ),
-            (
                 "hangar_s3_ram_budget_in_use_bytes",
                 "Bytes of the S3 RAM budget held by requests in flight now.",
                 self.budget.in_use_bytes(),

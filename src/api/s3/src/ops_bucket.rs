@@ -26,7 +26,7 @@ impl S3Api {
     ) -> S3Result<S3Response<ListBucketsOutput>> {
         let key = self
             .model
-            .get_key(access_key(&req)?)
+            .get_signing_key(access_key(&req)?)
             .await
             .or_s3()?
             .ok_or_else(|| s3_error!(InvalidAccessKeyId))?;

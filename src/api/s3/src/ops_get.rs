@@ -173,21 +173,14 @@ impl S3Api {
         let share = parts.len().clamp(1, READ_AHEAD + 1) as u32;
         let ram = self.budget.reserve(share).await?;
         let model = self.model.clone();
-        let budget = self.budget.clone();
         let stream = futures::stream::iter(parts)
             .map(move |(hash, from, to)| {
                 let model = model.clone();
-                let budget = budget.clone();
                 let _held = &ram;
                 async move {
                     // In its own task: a read from another node holds a
                     // network stream the response body may not share.
-                    let read = tokio::spawn(async move {
-                        let start = std::time::Instant::now();
-                        let data = model.read_block(hash).await;
-                        budget.record_block_op(start.elapsed());
-                        data
-                    });
+                    let read = tokio::spawn(async move { model.read_block(hash).await });
                     let data = read.await.map_err(std::io::Error::other)?.map_err(|e| {
                         let e = crate::error::model_error(e);
                         std::io::Error::other(e.to_string())

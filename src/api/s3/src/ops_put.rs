@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 use bytes::{Bytes, BytesMut};
-use futures::{Stream, StreamExt};
+use futures::Stream;
 
 use hangar_model::WriteCondition;
 use hangar_model::bucket::BucketRow;
@@ -24,10 +24,10 @@ use s3s::{S3Error, S3Request, S3Response, S3Result, TrailingHeaders, s3_error};
 use tokio::task::JoinHandle;
 
 use crate::S3Api;
-use crate::admission::RamBudget;
 use crate::checksum::{self, Requested};
 use crate::conditions::etag;
 use crate::error::OrS3;
+use crate::lingering_body::LingeringBody;
 
 /// Blocks of one upload being stored at once (bounds an upload's memory to
 /// about this many blocks).
@@ -60,8 +60,6 @@ pub struct StoredBody {
 /// for collection, so no reference is added after the collector ran.
 struct BlockWriters {
     model: Arc<Model>,
-    /// Told how long each block took to store.
-    budget: RamBudget,
     version: VersionId,
     upload_of: UploadOf,
     /// Bytes of the blocks pushed so far: the offset of the next one.
@@ -72,10 +70,9 @@ struct BlockWriters {
 }
 
 impl BlockWriters {
-    fn new(model: Arc<Model>, budget: RamBudget, version: VersionId, upload_of: UploadOf) -> Self {
+    fn new(model: Arc<Model>, version: VersionId, upload_of: UploadOf) -> Self {
         BlockWriters {
             model,
-            budget,
             version,
             upload_of,
             offset: 0,
@@ -103,13 +100,9 @@ impl BlockWriters {
             self.wait_oldest().await?;
         }
         let (model, version, offset) = (self.model.clone(), self.version, self.offset);
-        let budget = self.budget.clone();
         self.offset += block.len() as u64;
         self.tasks.push_back(tokio::spawn(async move {
-            let start = std::time::Instant::now();
-            let stored = model.store_block(version, index, offset, block).await;
-            budget.record_block_op(start.elapsed());
-            stored
+            model.store_block(version, index, offset, block).await
         }));
         Ok(())
     }
@@ -336,13 +329,15 @@ impl S3Api {
         let mut buf = BytesMut::new();
         let mut size = 0u64;
         let mut next_index = 0u32;
-        let mut writers =
-            BlockWriters::new(self.model.clone(), self.budget.clone(), version, upload_of);
+        let mut writers = BlockWriters::new(self.model.clone(), version, upload_of);
         let mut _ram = None;
-        let mut body: std::pin::Pin<Box<dyn Stream<Item = _> + Send>> = match body {
+        let body: std::pin::Pin<Box<dyn Stream<Item = _> + Send>> = match body {
             Some(b) => Box::pin(b),
             None => Box::pin(futures::stream::empty()),
         };
+        // Refused part way, the rest of the body is read in the background
+        // so that the client gets the answer (lingering_body.rs).
+        let mut body = LingeringBody::new(body, declared_len);
 
         while let Some(chunk) = body.next().await {
             let chunk: Bytes = chunk.map_err(|e| body_error(e.as_ref()))?;

@@ -1,0 +1,131 @@
+//! The admin operations that show the whole cluster from one node:
+//! `hangar status` (each node's state and what it is doing) and `hangar
+//! stats` (buckets, disks, tables, blocks), from the layout, the mesh and
+//! every node's [`NodeReport`](crate::node_report::NodeReport).
+
+use std::collections::BTreeSet;
+
+use hangar_api_admin::proto::AdminError;
+use hangar_layout::{LayoutHistory, NodeId};
+use serde_json::{Value, json};
+
+use crate::admin_server::AdminState;
+use crate::layout_admin;
+use crate::node_report::{self, report_json};
+
+/// Most buckets `stats` counts the objects of (each is a listing).
+pub const STATS_MAX_BUCKETS: usize = 10_000;
+
+fn node_id(row: &Value) -> Option<NodeId> {
+    row["id"].as_str().and_then(|s| s.parse().ok())
+}
+
+/// Where `node` is in the current layout version's progress: what it
+/// acknowledged, synced and reads from, and whether it holds all the data
+/// the version gives it (`synced`), not yet (`syncing`), or stores none.
+fn layout_sync(h: &LayoutHistory, node: NodeId) -> Value {
+    let v = h.current().version;
+    let get = |t: &hangar_layout::Tracker| t.0.get(&node).map(|e| e.0);
+    let (ack, sync, read) = (get(&h.ack), get(&h.sync), get(&h.sync_ack));
+    let state = if !h.current().node_ids.contains(&node) {
+        "no data"
+    } else if sync.unwrap_or(0) >= v {
+        "synced"
+    } else {
+        "syncing"
+    };
+    json!({"ack": ack, "sync": sync, "sync_ack": read, "state": state})
+}
+
+/// `hangar status`: `layout_admin::status`, and for each node its own
+/// report (`report`, or `report_error` saying why there is none) and its
+/// progress through the current layout version (`layout_sync`).
+pub async fn status(st: &AdminState) -> Result<Value, AdminError> {
+    let layout = st.cluster.layout();
+    let mut v = layout_admin::status(layout, &st.mesh, st.cluster.consistency_mode()).await;
+    let h = layout.history();
+    let rows = v["peers"].as_array_mut().expect("status lists peers");
+    // Down nodes are not asked: their answer could only be a timeout.
+    let ask: Vec<NodeId> = rows
+        .iter()
+        .filter(|r| r["is_up"] == Value::Bool(true))
+        .filter_map(node_id)
+        .collect();
+    let mut reports = node_report::gather(&st.reports, ask).await;
+    for row in rows.iter_mut() {
+        let Some(id) = node_id(row) else { continue };
+        let (report, error) = match reports.remove(&id) {
+            Some(Ok(r)) => (report_json(&r), Value::Null),
+            Some(Err(e)) => (Value::Null, json!(e)),
+            None => (Value::Null, json!("node is down")),
+        };
+        row["report"] = report;
+        row["report_error"] = error;
+        row["layout_sync"] = layout_sync(&h, id);
+    }
+    Ok(v)
+}
+
+/// `hangar stats`: per bucket its live objects and their bytes (a listing
+/// of each bucket, through the quorums), the totals, and per node its
+/// report (disks, table rows, block files, resync, scrub).
+pub async fn statistics(st: &AdminState) -> Result<Value, AdminError> {
+    let model = st.model.as_ref();
+    let mut buckets = model
+        .list_buckets()
+        .await
+        .map_err(crate::admin_server::model_error)?;
+    if buckets.len() > STATS_MAX_BUCKETS {
+        return Err(AdminError::bad(format!(
+            "{} buckets: stats counts at most {STATS_MAX_BUCKETS}; use `hangar bucket info` on the ones you need",
+            buckets.len()
+        )));
+    }
+    buckets.sort_by(|a, b| a.name.cmp(&b.name));
+    let (mut objects, mut bytes) = (0u64, 0u64);
+    let mut rows = Vec::with_capacity(buckets.len());
+    for b in &buckets {
+        let (n, size) = model
+            .bucket_usage(b)
+            .await
+            .map_err(crate::admin_server::model_error)?;
+        objects += n;
+        bytes += size;
+        rows.push(json!({"name": b.name, "id": b.id, "objects": n, "bytes": size}));
+    }
+    let h = st.cluster.layout().history();
+    let mut ids: BTreeSet<NodeId> = st.mesh.peer_status().iter().map(|p| p.id).collect();
+    ids.extend(h.all_nodes());
+    let up: BTreeSet<NodeId> = st.mesh.up_nodes().into_iter().collect();
+    let infos = st.cluster.layout().peers();
+    let reports =
+        node_report::gather(&st.reports, ids.iter().copied().filter(|i| up.contains(i))).await;
+    let me = st.cluster.id();
+    let nodes: Vec<Value> = ids
+        .iter()
+        .map(|id| {
+            let hostname = if *id == me {
+                Some(st.cluster.layout().local_info().hostname)
+            } else {
+                infos
+                    .get(id)
+                    .and_then(|s| s.info.as_ref())
+                    .map(|i| i.hostname.clone())
+            };
+            let (report, error) = match reports.get(id) {
+                Some(Ok(r)) => (report_json(r), Value::Null),
+                Some(Err(e)) => (Value::Null, json!(e)),
+                None => (Value::Null, json!("node is down")),
+            };
+            json!({
+                "id": id, "hostname": hostname, "is_up": up.contains(id), "is_self": *id == me,
+                "report": report, "report_error": error,
+            })
+        })
+        .collect();
+    Ok(json!({
+        "buckets": rows,
+        "totals": {"buckets": buckets.len(), "objects": objects, "bytes": bytes},
+        "nodes": nodes,
+    }))
+}

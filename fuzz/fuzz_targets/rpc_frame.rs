@@ -13,6 +13,7 @@ use std::sync::OnceLock;
 use hangar_block::rpc::{GetBlock, HandOver, HaveBlock, PutBlock, UnrefBlock};
 use hangar_cluster::{LayoutPush, LayoutPushReply};
 use hangar_fuzz as _;
+use hangar_model::bucket_create::{CreateBucket, CreateReply};
 use hangar_model::conditional::{PublishIf, PublishIfReply};
 use hangar_net::wire;
 use hangar_table::gc_rpc::GcRows;
@@ -35,7 +36,7 @@ fn message<T: DeserializeOwned>(bytes: &[u8]) {
 }
 
 fn decode_as(which: u8, msg: &[u8]) {
-    match which % 16 {
+    match which % 17 {
         0 => message::<UpdateRows>(msg),
         1 => message::<ReadRow>(msg),
         2 => message::<PullRows>(msg),
@@ -51,7 +52,8 @@ fn decode_as(which: u8, msg: &[u8]) {
         12 => message::<(HandOver, UnrefBlock)>(msg),
         13 => message::<LayoutPush>(msg),
         14 => message::<LayoutPushReply>(msg),
-        _ => message::<(PublishIf, PublishIfReply)>(msg),
+        15 => message::<(PublishIf, PublishIfReply)>(msg),
+        _ => message::<(CreateBucket, CreateReply)>(msg),
     }
 }
 

@@ -45,6 +45,7 @@ pub(crate) fn model_error(e: ModelError) -> AdminError {
             ErrorCode::NotFound
         }
         ModelError::BucketAlreadyExists(_)
+        | ModelError::BucketAlreadyOwnedByYou(_)
         | ModelError::KeyAlreadyExists(_)
         | ModelError::BucketNotEmpty(_)
         | ModelError::PreconditionFailed
@@ -53,6 +54,7 @@ pub(crate) fn model_error(e: ModelError) -> AdminError {
         | ModelError::Invalid(_)
         | ModelError::KeyExpired { .. } => ErrorCode::BadRequest,
         ModelError::Table(TableError::Replication(_) | TableError::Net(_))
+        | ModelError::BucketCoordinator { .. }
         | ModelError::Block(
             BlockError::Quorum { .. }
             | BlockError::Unavailable { .. }
@@ -77,6 +79,7 @@ fn next_step(e: &ModelError) -> &'static str {
         ModelError::BucketNotEmpty(_) => ": delete its objects first",
         ModelError::KeyAlreadyExists(_) => ": `hangar key info` shows it",
         ModelError::Table(TableError::Replication(_) | TableError::Net(_))
+        | ModelError::BucketCoordinator { .. }
         | ModelError::Block(_) => {
             ": retry when more nodes are up (`hangar status` shows which are down)"
         }

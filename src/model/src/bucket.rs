@@ -1,15 +1,20 @@
 //! Buckets, by name, with their configuration: tags and CORS rules.
 
-use hangar_table::{Crdt, Lww, NEWEST_ROW_FORMAT, ROW_FORMAT, Schema, VERSIONING_ROW_FORMAT};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use hangar_db::{DbError, Tx};
+use hangar_table::{
+    CREATOR_ROW_FORMAT, Crdt, Lww, NEWEST_ROW_FORMAT, ROW_FORMAT, Schema, VERSIONING_ROW_FORMAT,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::ModelError;
 use crate::object::TagSet;
 
-/// One bucket. The bucket itself (`updated_msec` … `created_msec`) is one
-/// last-writer-wins register: the greater of (last change, then deleted
-/// over live, then the content) wins, so a delete and a re-creation at the
-/// same millisecond resolve the same way everywhere. Its configuration
+/// One bucket. The bucket itself (`updated_msec` … `created_msec`, and
+/// `created_by`) is one last-writer-wins register: the greater of (last
+/// change, then deleted over live, then the content) wins, so a delete and
+/// a re-creation at the same millisecond resolve the same way everywhere. Its configuration
 /// registers (`tags`, `cors`) belong to that bucket: merged register by
 /// register when both rows are the same bucket, dropped with the row that
 /// loses otherwise (a re-created bucket starts without configuration). A
@@ -18,8 +23,11 @@ use crate::object::TagSet;
 pub struct BucketRow {
     pub updated_msec: u64,
     pub deleted: bool,
-    /// 32 random bytes, hex; the partition key of the bucket's objects, so
-    /// that a deleted and re-created bucket starts empty.
+    /// 32 bytes, hex; the partition key of the bucket's objects. Derived
+    /// from the name and the id of the row the creation replaced
+    /// ([`bucket_id`]), so that a deleted and re-created bucket starts
+    /// empty, and two creations that raced from the same state make the
+    /// same bucket (buckets made before that have random ids).
     pub id: String,
     pub name: String,
     pub created_msec: u64,
@@ -35,6 +43,12 @@ pub struct BucketRow {
     /// to [`Versioning::Off`] (S3 has no way back).
     #[serde(default, skip_serializing_if = "Lww::is_unset")]
     pub versioning: Lww<Versioning>,
+    /// The access key that created the bucket through S3 (row format 6;
+    /// absent for buckets made by the operator or before it was recorded).
+    /// Part of the bucket register: it tells its creator's retry
+    /// "yours" without the key row, which replicates after the bucket row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_by: Option<String>,
 }
 
 /// A bucket's versioning state (S3's `VersioningConfiguration/Status`).
@@ -90,7 +104,13 @@ impl BucketRow {
             tags: Lww::default(),
             cors: Lww::default(),
             versioning: Lww::default(),
+            created_by: None,
         }
+    }
+
+    /// Whether the live bucket was created by access key `key`.
+    pub fn created_by(&self, key: &str) -> bool {
+        !self.deleted && self.created_by.as_deref() == Some(key)
     }
 
     /// The bucket's versioning state.
@@ -99,13 +119,14 @@ impl BucketRow {
     }
 
     /// The bucket register, in merge order.
-    fn bucket(&self) -> (u64, bool, &str, &str, u64) {
+    fn bucket(&self) -> (u64, bool, &str, &str, u64, Option<&str>) {
         (
             self.updated_msec,
             self.deleted,
             &self.id,
             &self.name,
             self.created_msec,
+            self.created_by.as_deref(),
         )
     }
 
@@ -131,7 +152,9 @@ impl Schema for BucketTable {
     type Row = BucketRow;
 
     fn format_of(row: &BucketRow) -> u8 {
-        if !row.versioning.is_unset() {
+        if row.created_by.is_some() {
+            CREATOR_ROW_FORMAT
+        } else if !row.versioning.is_unset() {
             VERSIONING_ROW_FORMAT
         } else if row.tags.is_unset() && row.cors.is_unset() {
             ROW_FORMAT
@@ -139,6 +162,69 @@ impl Schema for BucketTable {
             NEWEST_ROW_FORMAT
         }
     }
+
+    /// Counts and logs a live bucket displaced by another of its name that
+    /// is not its successor (see [`displaced`]).
+    fn updated(
+        _tx: &mut Tx<'_>,
+        _partition: &[u8],
+        _sort: &[u8],
+        old: Option<&BucketRow>,
+        inserted: &BucketRow,
+        merged: &BucketRow,
+    ) -> Result<(), DbError> {
+        if let Some(old) = old {
+            for loser in [old, inserted] {
+                if displaced(loser, merged) {
+                    BUCKET_ID_CONFLICTS.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(
+                        bucket = %merged.name,
+                        kept = %merged.id,
+                        hidden = %loser.id,
+                        "two creations of bucket {} met: the one of id {} is kept; objects \
+                         written under id {} (created {} ms) are not visible through it",
+                        merged.name,
+                        merged.id,
+                        loser.id,
+                        loser.created_msec,
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Merges of a live bucket row into the row of another bucket of the same
+/// name that was not created from its tombstone, counted on this node since
+/// it started (`hangar_bucket_id_conflicts_total`): the objects written
+/// under the displaced id are no longer reachable through the name. With
+/// creations serialised by their coordinator (`crate::bucket_create`) it
+/// takes two coordinators acting at once from different states of the row
+/// (doc/replication.md, "Bucket creation").
+pub static BUCKET_ID_CONFLICTS: AtomicU64 = AtomicU64::new(0);
+
+/// Whether the merge `merged` hides the live bucket `loser`: another id
+/// won, and it is not the id of a creation from `loser`'s tombstone (then
+/// `loser` had been deleted, and the node that held it had missed that). A
+/// bucket deleted and re-created more than once while a node was away is
+/// reported by that node too, as it cannot tell.
+pub fn displaced(loser: &BucketRow, merged: &BucketRow) -> bool {
+    !loser.deleted && loser.id != merged.id && merged.id != bucket_id(&merged.name, Some(&loser.id))
+}
+
+/// The id of a bucket created under `name` in place of the row of id
+/// `previous` (a tombstone), or of the first bucket of that name: the same
+/// on every node, so that creations racing from the same state make one
+/// bucket, and a new one for each incarnation.
+pub fn bucket_id(name: &str, previous: Option<&str>) -> String {
+    let mut h = blake3::Hasher::new_derive_key("hangar 2026-12 bucket id");
+    h.update(&(name.len() as u64).to_be_bytes());
+    h.update(name.as_bytes());
+    if let Some(p) = previous {
+        h.update(p.as_bytes());
+    }
+    hex::encode(h.finalize().as_bytes())
 }
 
 /// Checks S3's bucket naming rules.

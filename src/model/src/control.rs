@@ -46,6 +46,15 @@ impl<S: Schema> ControlTable<S> {
         })
     }
 
+    /// Reads a row from this node and a read quorum of the others (always
+    /// asked), for a decision that must see every acknowledged write.
+    pub(crate) async fn get_quorum(&self, partition: &[u8], sort: &[u8]) -> Result<Option<S::Row>> {
+        Ok(match &self.full {
+            Some(f) => f.get_quorum(partition, sort).await?,
+            None => self.local.get(partition, sort).await?,
+        })
+    }
+
     /// Fails at once when a change could not reach its quorum.
     pub(crate) fn check_writable(&self) -> Result<()> {
         if let Some(f) = &self.full {

@@ -7,6 +7,19 @@ pub enum ModelError {
     NoSuchBucket(String),
     #[error("bucket {0} already exists")]
     BucketAlreadyExists(String),
+    /// A creation by the key that created the bucket, or owns it.
+    #[error("bucket {0} already exists and is yours")]
+    BucketAlreadyOwnedByYou(String),
+    /// The node that serialises the creations of this bucket name could not
+    /// be reached, or could not reach its quorums (retry later).
+    #[error("creating bucket {bucket}: its coordinator {node} {reason}")]
+    BucketCoordinator {
+        bucket: String,
+        node: String,
+        reason: String,
+        /// The coordinator refused the call as overloaded.
+        overloaded: bool,
+    },
     #[error("bucket {0} is not empty")]
     BucketNotEmpty(String),
     #[error("invalid bucket name {name:?}: {reason}")]

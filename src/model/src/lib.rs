@@ -2,6 +2,8 @@
 //!
 //! - [`key`]: access keys, their secrets and their per-bucket permissions;
 //! - [`bucket`]: buckets by name;
+//! - [`bucket_create`]: bucket creation, decided by one coordinator per
+//!   name in a cluster;
 //! - [`object`]: the current version of each object, with its metadata and
 //!   either its bytes (small objects, stored inline) or a block count;
 //! - [`version`]: a version's block list, one row per block so that a large
@@ -16,6 +18,7 @@
 //! [`Model`] ties them to one node's metadata store and block manager.
 
 pub mod bucket;
+pub mod bucket_create;
 mod condition;
 pub mod conditional;
 mod configuration;

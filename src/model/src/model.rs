@@ -14,7 +14,8 @@ use tokio::sync::Notify;
 use futures::StreamExt;
 use hangar_block::ReplicatedBlocks;
 
-use crate::bucket::{BucketRow, BucketTable, Versioning, check_bucket_name};
+use crate::bucket::{BucketRow, BucketTable, Versioning};
+use crate::bucket_create::BucketCreation;
 use crate::condition::{WriteCondition, stamped};
 use crate::conditional::{Conditional, KeyLocks};
 use crate::control::ControlTable;
@@ -47,6 +48,10 @@ pub struct Model {
     /// Conditional writes of versioned buckets on a node whose rows are its
     /// own: one per key at a time.
     key_locks: KeyLocks,
+    /// Bucket creations coordinated by other nodes (none without a
+    /// cluster), and the locks of the names this node coordinates.
+    bucket_creation: Option<BucketCreation>,
+    bucket_locks: KeyLocks,
 }
 
 /// Local tree of this node's one-time model state (markers, raw values).
@@ -95,7 +100,8 @@ impl Model {
         let conditional = cluster
             .map(|c| Conditional::new(c, objects.clone()))
             .transpose()?;
-        Ok(Arc::new(Model {
+        let bucket_creation = cluster.map(BucketCreation::new).transpose()?;
+        let model = Arc::new(Model {
             objects,
             conditional,
             versions: rows(&db, cluster)?,
@@ -109,7 +115,13 @@ impl Model {
             gc_wakeup: Notify::new(),
             allow_punycode,
             key_locks: KeyLocks::new(),
-        }))
+            bucket_creation,
+            bucket_locks: KeyLocks::new(),
+        });
+        if let Some(c) = &model.bucket_creation {
+            c.serve(Arc::downgrade(&model));
+        }
+        Ok(model)
     }
 
     /// The sharded tables (objects, versions, uploads, parts, block
@@ -281,6 +293,22 @@ impl Model {
 
     pub(crate) fn key_locks(&self) -> &KeyLocks {
         &self.key_locks
+    }
+
+    pub(crate) fn bucket_locks(&self) -> &KeyLocks {
+        &self.bucket_locks
+    }
+
+    pub(crate) fn bucket_creation(&self) -> Option<&BucketCreation> {
+        self.bucket_creation.as_ref()
+    }
+
+    pub(crate) fn bucket_table(&self) -> &ControlTable<BucketTable> {
+        &self.buckets
+    }
+
+    pub(crate) fn allow_punycode(&self) -> bool {
+        self.allow_punycode
     }
 
     pub(crate) fn version_rows(&self) -> &Rows<VersionTable> {
@@ -455,7 +483,7 @@ impl Model {
         Ok(row)
     }
 
-    async fn replicate_key(&self, row: &KeyRow) -> Result<()> {
+    pub(crate) async fn replicate_key(&self, row: &KeyRow) -> Result<()> {
         let id = row.access_key_id.as_bytes().to_vec();
         self.keys
             .replicate(vec![(Vec::new(), id, row.clone())])
@@ -545,64 +573,6 @@ impl Model {
             .map(|(_, b)| b)
             .filter(|b| !b.deleted)
             .collect())
-    }
-
-    /// Creates bucket `name`; `owner`, if given, gets read, write and owner
-    /// permissions on it in the same transaction.
-    pub async fn create_bucket(&self, name: &str, owner: Option<&str>) -> Result<BucketRow> {
-        check_bucket_name(name, self.allow_punycode)?;
-        self.buckets.check_writable()?;
-        // Rows known to other nodes only are fetched first, so the checks
-        // below see them.
-        if self.get_bucket(name).await?.is_some() {
-            return Err(ModelError::BucketAlreadyExists(name.to_owned()));
-        }
-        if let Some(id) = owner {
-            self.get_key(id).await?;
-        }
-        let name = name.to_owned();
-        let owner = owner.map(str::to_owned);
-        let (bucket, key) = self
-            .db
-            .write(move |tx| {
-                let now = now_msec();
-                let old = Table::<BucketTable>::tx_get(tx, b"", name.as_bytes())?;
-                if old.as_ref().is_some_and(|b| !b.deleted) {
-                    return Err(ModelError::BucketAlreadyExists(name));
-                }
-                let row = BucketRow::new(
-                    &name,
-                    hex::encode(rand::random::<[u8; 32]>()),
-                    now,
-                    old.map_or(now, |o| now.max(o.updated_msec + 1)),
-                );
-                let row = Table::<BucketTable>::tx_insert(tx, b"", name.as_bytes(), &row)?;
-                let key = match owner {
-                    Some(id) => {
-                        let mut k = Table::<KeyTable>::tx_get(tx, b"", id.as_bytes())?
-                            .filter(|k| !k.is_deleted())
-                            .ok_or_else(|| ModelError::NoSuchKey(id.clone()))?;
-                        k.buckets.update(
-                            name.clone(),
-                            now,
-                            Permission {
-                                read: true,
-                                write: true,
-                                owner: true,
-                            },
-                        );
-                        Some(Table::<KeyTable>::tx_insert(tx, b"", id.as_bytes(), &k)?)
-                    }
-                    None => None,
-                };
-                Ok((row, key))
-            })
-            .await?;
-        self.replicate_bucket(&bucket).await?;
-        if let Some(k) = &key {
-            self.replicate_key(k).await?;
-        }
-        Ok(bucket)
     }
 
     /// Deletes an empty bucket and every key's permissions on it.

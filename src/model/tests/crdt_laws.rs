@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use hangar_model::bucket::{BucketRow, CorsRule, Versioning};
+use hangar_model::bucket::{BucketRow, CorsRule, Versioning, bucket_id, displaced};
 use hangar_model::key::{KeyRow, Permission};
 use hangar_model::multipart::{MpuRow, PartRow};
 use hangar_model::object::{ObjectData, ObjectRow, StoredChecksum};
@@ -93,15 +93,21 @@ fn cors_rules() -> impl Strategy<Value = Vec<CorsRule>> {
     )
 }
 
-/// Bucket rows of a few buckets (two ids, few timestamps: the same bucket
+/// Bucket rows of a few buckets (few ids, few timestamps: the same bucket
 /// is common), each with random tag and CORS registers, as concurrent
 /// Put/DeleteBucketTagging and Put/DeleteBucketCors through different
-/// nodes leave them.
+/// nodes leave them; ids are random ones or derived from a predecessor
+/// ([`bucket_id`]), creators one of two keys or none, deletes included.
 fn bucket_row() -> impl Strategy<Value = BucketRow> {
     (
         ts(),
         any::<bool>(),
-        prop_oneof![Just("a".to_owned()), Just("b".to_owned())],
+        prop_oneof![
+            Just("a".to_owned()),
+            Just("b".to_owned()),
+            Just(bucket_id("bucket", None)),
+            Just(bucket_id("bucket", Some(&bucket_id("bucket", None)))),
+        ],
         0u64..2,
         lww(tag_set()),
         lww(cors_rules()),
@@ -110,15 +116,23 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
             Just(Versioning::Enabled),
             Just(Versioning::Suspended)
         ]),
+        prop_oneof![
+            Just(None),
+            Just(Some("GK000000000000000000000001".to_owned())),
+            Just(Some("GK000000000000000000000002".to_owned())),
+        ],
     )
-        .prop_map(|(updated, deleted, id, created, tags, cors, versioning)| {
-            let mut b = BucketRow::new("bucket", id, created, updated);
-            b.deleted = deleted;
-            b.tags = tags;
-            b.cors = cors;
-            b.versioning = versioning;
-            b
-        })
+        .prop_map(
+            |(updated, deleted, id, created, tags, cors, versioning, created_by)| {
+                let mut b = BucketRow::new("bucket", id, created, updated);
+                b.deleted = deleted;
+                b.tags = tags;
+                b.cors = cors;
+                b.versioning = versioning;
+                b.created_by = created_by;
+                b
+            },
+        )
 }
 
 fn version_id() -> impl Strategy<Value = [u8; 16]> {
@@ -440,4 +454,124 @@ fn tags_of_a_replaced_version_do_not_move_to_the_new_one() {
     assert_eq!(r.tag_set(), &tags(&[("a", "1")]));
     r.merge(&removed);
     assert!(r.tag_set().is_empty());
+}
+
+/// Replicas that each create the bucket from the row they hold (derived id)
+/// or delete it, then exchange rows in a random order: creations made from
+/// the same row have the same id, every replica converges on one row, and
+/// [`displaced`] reports a hidden live bucket only when two creations from
+/// different rows met.
+#[derive(Debug, Clone)]
+enum BucketOp {
+    /// Replica `r` creates the bucket if it holds no live one.
+    Create { r: usize, by: u8 },
+    /// Replica `r` deletes the live bucket it holds.
+    Delete { r: usize },
+    /// Replica `to` merges the row of replica `from`.
+    Sync { from: usize, to: usize },
+}
+
+fn bucket_op() -> impl Strategy<Value = BucketOp> {
+    prop_oneof![
+        (0usize..3, 1u8..3).prop_map(|(r, by)| BucketOp::Create { r, by }),
+        (0usize..3).prop_map(|r| BucketOp::Delete { r }),
+        (0usize..3, 0usize..3).prop_map(|(from, to)| BucketOp::Sync { from, to }),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn creations_from_one_state_make_one_bucket_and_replicas_converge(
+        ops in proptest::collection::vec(bucket_op(), 1..24)
+    ) {
+        let mut replicas: Vec<Option<BucketRow>> = vec![None; 3];
+        let mut clock = 1u64;
+        // (predecessor id, id) of every creation made.
+        let mut made: Vec<(Option<String>, String)> = Vec::new();
+        let mut hidden = 0usize;
+        let merge_into = |dst: &mut Option<BucketRow>, row: &BucketRow, hidden: &mut usize| {
+            match dst {
+                Some(d) => {
+                    let before = d.clone();
+                    d.merge(row);
+                    if displaced(&before, d) || displaced(row, d) {
+                        *hidden += 1;
+                    }
+                }
+                None => *dst = Some(row.clone()),
+            }
+        };
+        for op in ops {
+            clock += 1;
+            match op {
+                BucketOp::Create { r, by } => {
+                    if replicas[r].as_ref().is_some_and(|b| !b.deleted) {
+                        continue;
+                    }
+                    let prev = replicas[r].as_ref().map(|b| b.id.clone());
+                    let updated = replicas[r].as_ref().map_or(clock, |b| clock.max(b.updated_msec + 1));
+                    let mut row = BucketRow::new("bucket", bucket_id("bucket", prev.as_deref()), clock, updated);
+                    row.created_by = Some(format!("GK00000000000000000000000{by}"));
+                    made.push((prev, row.id.clone()));
+                    merge_into(&mut replicas[r], &row, &mut hidden);
+                }
+                BucketOp::Delete { r } => {
+                    if let Some(b) = replicas[r].as_mut().filter(|b| !b.deleted) {
+                        b.deleted = true;
+                        b.updated_msec = clock.max(b.updated_msec + 1);
+                    }
+                }
+                BucketOp::Sync { from, to } => {
+                    if let Some(row) = replicas[from].clone() {
+                        merge_into(&mut replicas[to], &row, &mut hidden);
+                    }
+                }
+            }
+        }
+        for (p1, id1) in &made {
+            for (p2, id2) in &made {
+                if p1 == p2 {
+                    prop_assert_eq!(id1, id2);
+                }
+            }
+        }
+        // Every creation came from a predecessor chain: when all of them
+        // shared the same predecessors, no merge hid a live bucket.
+        let chain_ok = made.iter().all(|(p, _)| made.iter().all(|(q, _)| p == q));
+        if chain_ok {
+            prop_assert_eq!(hidden, 0);
+        }
+        let rows: Vec<BucketRow> = replicas.into_iter().flatten().collect();
+        if let Some(first) = rows.first() {
+            let mut all = first.clone();
+            for r in &rows {
+                all.merge(r);
+            }
+            for order in [rows.clone(), rows.iter().rev().cloned().collect()] {
+                let mut m = order[0].clone();
+                for r in &order {
+                    m.merge(r);
+                }
+                prop_assert_eq!(&m, &all);
+            }
+        }
+    }
+}
+
+#[test]
+fn the_successor_of_a_deleted_bucket_is_not_reported_and_a_rival_is() {
+    let first = BucketRow::new("photos", bucket_id("photos", None), 1, 1);
+    let next = BucketRow::new("photos", bucket_id("photos", Some(&first.id)), 3, 3);
+    let mut m = first.clone();
+    m.merge(&next);
+    assert_eq!(m, next);
+    assert!(!displaced(&first, &m));
+    let rival = BucketRow::new("photos", "cd".repeat(32), 4, 4);
+    let mut m = next.clone();
+    m.merge(&rival);
+    assert!(displaced(&next, &m));
+    let mut tomb = next.clone();
+    tomb.deleted = true;
+    tomb.updated_msec = 5;
+    assert!(!displaced(&tomb, &m), "a deleted bucket hides nothing");
 }

@@ -68,6 +68,11 @@ pub const VERSIONING_ROW_FORMAT: u8 = 4;
 /// carry one.
 pub const KEY_EXPIRY_ROW_FORMAT: u8 = 5;
 
+/// Format 5 plus the creating access key of a bucket (`created_by`): a
+/// reader of format 5 would drop it on its next merge, so such rows say so.
+/// Written only for the bucket rows that carry one.
+pub const CREATOR_ROW_FORMAT: u8 = 6;
+
 /// The previous format, still read.
 pub const LEGACY_ROW_FORMAT: u8 = 1;
 
@@ -216,9 +221,11 @@ pub fn storage_key<S: Schema>(partition: &[u8], sort: &[u8]) -> Vec<u8> {
     k
 }
 
-pub(crate) fn encode<S: Schema>(row: &S::Row) -> Vec<u8> {
+/// Encodes a row as it is stored (the format byte, then the row), as every
+/// write of a table and every row sent to a peer is encoded.
+pub fn encode<S: Schema>(row: &S::Row) -> Vec<u8> {
     let format = S::format_of(row);
-    debug_assert!((ROW_FORMAT..=KEY_EXPIRY_ROW_FORMAT).contains(&format));
+    debug_assert!((ROW_FORMAT..=CREATOR_ROW_FORMAT).contains(&format));
     let mut v = vec![format];
     rmp_serde::encode::write_named(&mut v, row).expect("table rows encode");
     v
@@ -233,10 +240,14 @@ pub fn decode<S: Schema>(v: &[u8]) -> Result<S::Row> {
         message,
     };
     match v.split_first() {
-        // Formats 3 to 5 are format 2 with more (defaulted) fields and
+        // Formats 3 to 6 are format 2 with more (defaulted) fields and
         // variants: one decoder.
         Some((
-            &(ROW_FORMAT | NEWEST_ROW_FORMAT | VERSIONING_ROW_FORMAT | KEY_EXPIRY_ROW_FORMAT),
+            &(ROW_FORMAT
+            | NEWEST_ROW_FORMAT
+            | VERSIONING_ROW_FORMAT
+            | KEY_EXPIRY_ROW_FORMAT
+            | CREATOR_ROW_FORMAT),
             body,
         )) => rmp_serde::from_slice(body).map_err(|e| err(e.to_string())),
         Some((&LEGACY_ROW_FORMAT, body)) => S::decode_old(LEGACY_ROW_FORMAT, body).map_err(err),
@@ -510,7 +521,7 @@ mod tests {
         let mut legacy = vec![LEGACY_ROW_FORMAT];
         rmp_serde::encode::write_named(&mut legacy, &MaxRow { v: 7 }).unwrap();
         let mut unknown = legacy.clone();
-        unknown[0] = KEY_EXPIRY_ROW_FORMAT + 1;
+        unknown[0] = CREATOR_ROW_FORMAT + 1;
         db.write(move |tx| {
             tx.put("t", storage_key::<T>(b"p1", b"old"), legacy);
             tx.put("t", storage_key::<T>(b"p1", b"bad"), unknown);

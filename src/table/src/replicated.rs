@@ -376,6 +376,39 @@ impl<S: Schema> FullTable<S> {
         if let Some(r) = self.table.get(partition, sort).await? {
             return Ok(Some(r));
         }
+        let nodes = self.nodes().len();
+        let needed = self.read_quorum(nodes).saturating_sub(1).max(1);
+        self.read_others(partition, sort, needed, false).await
+    }
+
+    /// Reads row (`partition`, `sort`) from this node and from a read
+    /// quorum of the others, asked even when this node has the row, and
+    /// returns their merge (stored here too). It meets every write that
+    /// reached its write quorum, so a node deciding on a row (the
+    /// coordinator of a bucket creation) sees what another node wrote a
+    /// moment ago. Fails like [`FullTable::get`] with too few nodes.
+    pub async fn get_quorum(&self, partition: &[u8], sort: &[u8]) -> Result<Option<S::Row>> {
+        let nodes = self.nodes().len();
+        // This node is one of the read quorum.
+        let needed = self.read_quorum(nodes).saturating_sub(1);
+        if needed == 0 {
+            return self.table.get(partition, sort).await;
+        }
+        self.read_others(partition, sort, needed, true).await?;
+        self.table.get(partition, sort).await
+    }
+
+    /// Asks the other live nodes for a row until `needed` of them answered,
+    /// merges what they hold into this node's row (read repair) and
+    /// returns what they held (`None` when no one did). Fewer answers fail
+    /// the read, unless one of them held the row and `strict` is false.
+    async fn read_others(
+        &self,
+        partition: &[u8],
+        sort: &[u8],
+        needed: usize,
+        strict: bool,
+    ) -> Result<Option<S::Row>> {
         let nodes = self.nodes();
         let me = self.cluster.id();
         let all_others = nodes.iter().filter(|n| **n != me).count();
@@ -387,7 +420,7 @@ impl<S: Schema> FullTable<S> {
             .copied()
             .filter(|n| *n != me && self.cluster.is_up(*n))
             .collect();
-        let needed = self.read_quorum(nodes.len()).saturating_sub(1).max(1);
+        let needed = needed.min(all_others);
         let no_quorum = |answered: usize, errors: Vec<String>| {
             TableError::Replication(ReplicationError::NoReadQuorum {
                 tree: S::TREE,
@@ -441,7 +474,7 @@ impl<S: Schema> FullTable<S> {
                 break;
             }
         }
-        if found.is_none() && answers < needed {
+        if (strict || found.is_none()) && answers < needed {
             return Err(no_quorum(answers, errors));
         }
         if let Some(row) = &found {

@@ -1,6 +1,7 @@
-//! ShardedTable over real meshes in one process: nodes on 127.0.0.1 with
-//! short ping timings (as in hangar_cluster's tests), a real layout applied
-//! through the live layout, a sled store per node.
+//! ShardedTable (and FullTable's quorum read) over real meshes in one
+//! process: nodes on 127.0.0.1 with short ping timings (as in
+//! hangar_cluster's tests), a real layout applied through the live layout,
+//! a sled store per node.
 
 use std::collections::BTreeSet;
 use std::ops::Bound;
@@ -13,7 +14,7 @@ use hangar_cluster::{Cluster, QuorumError, layout_file};
 use hangar_db::{Db, DbOptions, SledEngine};
 use hangar_layout::{NodeId, NodeRole, Partition};
 use hangar_net::{Handler, HandlerError, Mesh, MeshConfig, Request, Response};
-use hangar_table::replicated::{ReadRow, ReplicationError, UpdateRows};
+use hangar_table::replicated::{FullTable, ReadRow, ReplicationError, UpdateRows};
 use hangar_table::sharded::{RangeRows, ReadRange, ShardedTable};
 use hangar_table::sharded_sync::{
     ShardedSyncStatus, ShardedSyncable, spawn_sharded_sync_worker, sync_pass,
@@ -51,6 +52,14 @@ impl Schema for T {
     fn is_tombstone(row: &R) -> bool {
         row.val.is_empty()
     }
+}
+
+/// A table every node holds (`FullTable`), of the same rows.
+struct F;
+impl Schema for F {
+    const TREE: &'static str = "f";
+    const PARTITION_LEN: usize = 0;
+    type Row = R;
 }
 
 fn init_tracing() {
@@ -908,4 +917,55 @@ async fn the_sync_worker_repairs_every_interval() {
     assert!(w.progress.contains("layout version 1"), "{w:?}");
     task.abort();
     shutdown(&nodes).await;
+}
+
+/// Merges `r` into node `n`'s own rows of table `F` only.
+async fn put_local_f(n: &Node, r: R) {
+    n.db.write(move |tx| Table::<F>::tx_insert(tx, b"", b"row", &r).map(|_| ()))
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_table_quorum_read_sees_a_newer_row_this_node_lacks() {
+    let nodes = cluster_of(3).await;
+    let full: Vec<FullTable<F>> = nodes
+        .iter()
+        .map(|n| FullTable::<F>::new(n.db.clone(), n.cluster.clone()).unwrap())
+        .collect();
+    // Node 0 holds an old row; a write quorum (nodes 1 and 2) a newer one.
+    put_local_f(&nodes[0], row(1, "old")).await;
+    put_local_f(&nodes[1], row(5, "new")).await;
+    put_local_f(&nodes[2], row(5, "new")).await;
+    // A plain read answers from this node's rows; a quorum read asks.
+    assert_eq!(full[0].get(b"", b"row").await.unwrap(), Some(row(1, "old")));
+    assert_eq!(
+        full[0].get_quorum(b"", b"row").await.unwrap(),
+        Some(row(5, "new"))
+    );
+    // Repaired here.
+    assert_eq!(
+        full[0].local().get(b"", b"row").await.unwrap(),
+        Some(row(5, "new"))
+    );
+    // Absent everywhere: none, after a quorum said so.
+    assert_eq!(full[1].get_quorum(b"", b"other").await.unwrap(), None);
+    // Alone, a node cannot answer a quorum read.
+    nodes[1].mesh.shutdown().await;
+    nodes[2].mesh.shutdown().await;
+    let (a, b) = (nodes[1].cluster.id(), nodes[2].cluster.id());
+    assert!(
+        wait_for(Duration::from_secs(5), || !nodes[0].cluster.is_up(a)
+            && !nodes[0].cluster.is_up(b))
+        .await
+    );
+    let e = full[0].get_quorum(b"", b"row").await.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            TableError::Replication(ReplicationError::NoReadQuorum { .. })
+        ),
+        "{e}"
+    );
+    nodes[0].mesh.shutdown().await;
 }

@@ -91,6 +91,12 @@ impl ClusterCollector {
         )?;
         counter(
             e,
+            "hangar_bucket_id_conflicts",
+            "Merges on this node in which a live bucket lost to another bucket of its name not created from its tombstone: objects written under the losing id are hidden (doc/replication.md, Bucket creation)",
+            hangar_model::bucket::BUCKET_ID_CONFLICTS.load(std::sync::atomic::Ordering::Relaxed),
+        )?;
+        counter(
+            e,
             "hangar_table_sync_passes",
             "Anti-entropy passes of the sharded tables finished",
             self.sync.passes(),

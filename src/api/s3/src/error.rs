@@ -15,6 +15,24 @@ pub fn model_error(e: ModelError) -> S3Error {
             BucketAlreadyExists,
             "The requested bucket name is not available: {b}"
         ),
+        ModelError::BucketAlreadyOwnedByYou(b) => s3_error!(
+            BucketAlreadyOwnedByYou,
+            "Your previous request to create the named bucket succeeded and you already own it: {b}"
+        ),
+        e @ ModelError::BucketCoordinator { .. } => {
+            tracing::warn!("{e}");
+            if matches!(
+                e,
+                ModelError::BucketCoordinator {
+                    overloaded: true,
+                    ..
+                }
+            ) {
+                crate::admission::slow_down_because(&e.to_string())
+            } else {
+                service_unavailable(&e.to_string())
+            }
+        }
         ModelError::BucketNotEmpty(b) => s3_error!(
             BucketNotEmpty,
             "The bucket you tried to delete is not empty: {b}"
@@ -83,6 +101,21 @@ pub fn block_error(e: BlockError) -> S3Error {
             S3Error::with_message(S3ErrorCode::InternalError, e.to_string())
         }
     }
+}
+
+/// S3's `503 ServiceUnavailable` with the same retry hints as `SlowDown`
+/// (`Retry-After: 1`, `x-amz-retry-after: 1000`): the cluster may answer
+/// in a moment (a node coming back, the failure detector catching up).
+pub fn service_unavailable(message: &str) -> S3Error {
+    let mut e = S3Error::with_message(S3ErrorCode::ServiceUnavailable, message.to_owned());
+    let mut h = http::HeaderMap::new();
+    h.insert(
+        http::header::RETRY_AFTER,
+        http::HeaderValue::from_static("1"),
+    );
+    h.insert("x-amz-retry-after", http::HeaderValue::from_static("1000"));
+    e.set_headers(h);
+    e
 }
 
 /// S3's `400 BadRequest`, a code s3s does not name (tag counts, CORS
@@ -198,5 +231,31 @@ mod tests {
             NetError::NotConnected(NodeId([2; 32])),
         ]));
         assert_eq!(*e.code(), S3ErrorCode::ServiceUnavailable);
+    }
+
+    fn coordinator(overloaded: bool) -> ModelError {
+        ModelError::BucketCoordinator {
+            bucket: "b".into(),
+            node: "0123456789abcdef".into(),
+            reason: "did not answer".into(),
+            overloaded,
+        }
+    }
+
+    #[test]
+    fn an_unreachable_bucket_coordinator_is_503_with_retry_hints() {
+        for (overloaded, code) in [
+            (false, S3ErrorCode::ServiceUnavailable),
+            (true, S3ErrorCode::SlowDown),
+        ] {
+            let e = model_error(coordinator(overloaded));
+            assert_eq!(*e.code(), code);
+            let h = e.headers().expect("retry hints");
+            assert_eq!(h.get(http::header::RETRY_AFTER).unwrap(), "1");
+            assert_eq!(h.get("x-amz-retry-after").unwrap(), "1000");
+            assert!(e.message().unwrap().contains("coordinator"), "{e:?}");
+        }
+        let e = model_error(ModelError::BucketAlreadyOwnedByYou("b".into()));
+        assert_eq!(*e.code(), S3ErrorCode::BucketAlreadyOwnedByYou);
     }
 }

@@ -74,20 +74,9 @@ impl S3Api {
                 self.settings.region
             ));
         }
-        if self.model.get_bucket(name).await.or_s3()?.is_some() {
-            let key = self.model.get_key(&key_id).await.or_s3()?;
-            return Err(if key.is_some_and(|k| k.permission(name).owner) {
-                s3_error!(
-                    BucketAlreadyOwnedByYou,
-                    "Your previous request to create the named bucket succeeded and you already own it."
-                )
-            } else {
-                s3_error!(
-                    BucketAlreadyExists,
-                    "The requested bucket name is not available."
-                )
-            });
-        }
+        // The name's coordinator decides, creation by creation: an existing
+        // bucket is BucketAlreadyOwnedByYou for its creator or owner, else
+        // BucketAlreadyExists (hangar_model::bucket_create).
         self.model
             .create_bucket(name, Some(&key_id))
             .await

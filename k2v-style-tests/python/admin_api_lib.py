@@ -71,3 +71,24 @@ def documented_routes() -> list[tuple[str, str, dict]]:
 
 def admin_url(node: Node) -> str:
     return f"http://127.0.0.1:{node.admin_port}"
+
+
+def meshed_nodes(tmp_path_factory, prefix: str) -> tuple[list[Node], list[str]]:
+    """Three started nodes with the test tokens, joined through the first one,
+    each seeing the other two up; returns them and their node ids. No layout."""
+    import secrets
+
+    from test_layout_cluster import make_node, wait_for
+
+    secret = secrets.token_hex(32)
+    first = with_tokens(make_node(tmp_path_factory, f"{prefix}1", secret, []))
+    first.start()
+    addr = ok(first, "GET", "/v2/GetNodeId")["node"]
+    ns = [first] + [with_tokens(make_node(tmp_path_factory, f"{prefix}{i}", secret, [addr])) for i in (2, 3)]
+    for n in ns[1:]:
+        n.start()
+    ids = [ok(n, "GET", "/v2/GetNodeId")["node"].split("@")[0] for n in ns]
+    for n in ns:
+        wait_for(lambda: sum(p["is_up"] for p in ok(n, "GET", "/v2/GetClusterStatus")["peers"]) == 3,
+                 20, "full mesh")
+    return ns, ids

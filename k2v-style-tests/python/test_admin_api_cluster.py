@@ -6,14 +6,13 @@ degraded to unavailable with its one-line reason, and skip-dead-nodes."""
 from __future__ import annotations
 
 import json
-import secrets
 import subprocess
 
 import pytest
 
-from admin_api_lib import ADMIN_TOKEN, admin_url, call, ok, with_tokens
+from admin_api_lib import ADMIN_TOKEN, admin_url, call, meshed_nodes, ok
 from hangar_testlib import HANGAR_BIN
-from test_layout_cluster import make_node, wait_for
+from test_layout_cluster import wait_for
 
 
 def health(n) -> tuple[int, dict]:
@@ -23,17 +22,7 @@ def health(n) -> tuple[int, dict]:
 
 @pytest.fixture(scope="module")
 def nodes(tmp_path_factory):
-    secret = secrets.token_hex(32)
-    first = with_tokens(make_node(tmp_path_factory, "api1", secret, []))
-    first.start()
-    addr = ok(first, "GET", "/v2/GetNodeId")["node"]
-    ns = [first] + [with_tokens(make_node(tmp_path_factory, f"api{i}", secret, [addr])) for i in (2, 3)]
-    for n in ns[1:]:
-        n.start()
-    ids = [ok(n, "GET", "/v2/GetNodeId")["node"].split("@")[0] for n in ns]
-    for n in ns:
-        wait_for(lambda: sum(p["is_up"] for p in ok(n, "GET", "/v2/GetClusterStatus")["peers"]) == 3,
-                 20, "full mesh")
+    ns, ids = meshed_nodes(tmp_path_factory, "api")
     yield ns, ids
     for n in ns:
         n.stop()

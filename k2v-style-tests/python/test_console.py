@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from admin_api_lib import ADMIN_TOKEN, READ_TOKEN, call, ok, with_tokens
+from admin_api_lib import ADMIN_TOKEN, READ_TOKEN, call, meshed_nodes, ok
 from hangar_testlib import random_bytes
-from test_layout_cluster import make_node, wait_for
+from test_layout_cluster import wait_for
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -41,17 +41,8 @@ needs_chromium = pytest.mark.skipif(
 def cluster(tmp_path_factory):
     """Three nodes with the test's admin tokens, a full mesh, one zone each
     staged (not applied: the console applies it)."""
-    secret = secrets.token_hex(32)
-    first = with_tokens(make_node(tmp_path_factory, "con1", secret, []))
-    first.start()
-    addr = ok(first, "GET", "/v2/GetNodeId")["node"]
-    ns = [first] + [with_tokens(make_node(tmp_path_factory, f"con{i}", secret, [addr])) for i in (2, 3)]
-    for n in ns[1:]:
-        n.start()
-    ids = [ok(n, "GET", "/v2/GetNodeId")["node"].split("@")[0] for n in ns]
-    for n in ns:
-        wait_for(lambda: sum(p["is_up"] for p in ok(n, "GET", "/v2/GetClusterStatus")["peers"]) == 3,
-                 20, "full mesh")
+    ns, ids = meshed_nodes(tmp_path_factory, "con")
+    first = ns[0]
     for i, zone in zip(ids, ["dc1", "dc2", "dc3"]):
         ok(first, "POST", "/v2/AssignClusterLayoutRoles", {"nodes": [i], "zone": zone, "capacity": 10**9})
     yield ns, ids

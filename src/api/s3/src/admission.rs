@@ -129,7 +129,13 @@ pub fn slow_down() -> S3Error {
 
 /// S3's `503 SlowDown` with the retry hints and `message`.
 pub fn slow_down_because(message: &str) -> S3Error {
-    let mut e = S3Error::with_message(S3ErrorCode::SlowDown, message.to_owned());
+    with_retry_hints(S3ErrorCode::SlowDown, message)
+}
+
+/// An S3 error `code` with `message` and the retry hints: `Retry-After: 1`
+/// (seconds) and `x-amz-retry-after: 1000` (milliseconds).
+pub fn with_retry_hints(code: S3ErrorCode, message: &str) -> S3Error {
+    let mut e = S3Error::with_message(code, message.to_owned());
     let mut h = http::HeaderMap::new();
     h.insert(
         http::header::RETRY_AFTER,

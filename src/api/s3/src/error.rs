@@ -107,15 +107,7 @@ pub fn block_error(e: BlockError) -> S3Error {
 /// (`Retry-After: 1`, `x-amz-retry-after: 1000`): the cluster may answer
 /// in a moment (a node coming back, the failure detector catching up).
 pub fn service_unavailable(message: &str) -> S3Error {
-    let mut e = S3Error::with_message(S3ErrorCode::ServiceUnavailable, message.to_owned());
-    let mut h = http::HeaderMap::new();
-    h.insert(
-        http::header::RETRY_AFTER,
-        http::HeaderValue::from_static("1"),
-    );
-    h.insert("x-amz-retry-after", http::HeaderValue::from_static("1000"));
-    e.set_headers(h);
-    e
+    crate::admission::with_retry_hints(S3ErrorCode::ServiceUnavailable, message)
 }
 
 /// S3's `400 BadRequest`, a code s3s does not name (tag counts, CORS

@@ -49,6 +49,8 @@ pub(crate) fn model_error(e: ModelError) -> AdminError {
         | ModelError::KeyAlreadyExists(_)
         | ModelError::BucketNotEmpty(_)
         | ModelError::PreconditionFailed
+        | ModelError::InvalidBucketState(_)
+        | ModelError::ObjectLocked
         | ModelError::SourceChanged => ErrorCode::Conflict,
         ModelError::InvalidBucketName { .. }
         | ModelError::Invalid(_)

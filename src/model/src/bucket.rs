@@ -4,12 +4,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use hangar_db::{DbError, Tx};
 use hangar_table::{
-    CREATOR_ROW_FORMAT, Crdt, Lww, NEWEST_ROW_FORMAT, ROW_FORMAT, Schema, VERSIONING_ROW_FORMAT,
+    CREATOR_ROW_FORMAT, Crdt, Lww, NEWEST_ROW_FORMAT, OBJECT_LOCK_ROW_FORMAT, ROW_FORMAT, Schema,
+    VERSIONING_ROW_FORMAT,
 };
 use serde::{Deserialize, Serialize};
 
 use crate::ModelError;
 use crate::object::TagSet;
+use crate::object_lock::ObjectLockConfig;
 
 /// One bucket. The bucket itself (`updated_msec` … `created_msec`, and
 /// `created_by`) is one last-writer-wins register: the greater of (last
@@ -49,6 +51,12 @@ pub struct BucketRow {
     /// "yours" without the key row, which replicates after the bucket row.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_by: Option<String>,
+    /// S3 Object Lock: `None` while not enabled; once enabled (at creation
+    /// or by PutObjectLockConfiguration) it stays, with its default
+    /// retention (row format 8; absent while never set). A configuration
+    /// register of the bucket like `tags`.
+    #[serde(default, skip_serializing_if = "Lww::is_unset")]
+    pub object_lock: Lww<Option<ObjectLockConfig>>,
 }
 
 /// A bucket's versioning state (S3's `VersioningConfiguration/Status`).
@@ -87,6 +95,7 @@ impl Crdt for BucketRow {
                 self.tags.merge(&other.tags);
                 self.cors.merge(&other.cors);
                 self.versioning.merge(&other.versioning);
+                self.object_lock.merge(&other.object_lock);
             }
         }
     }
@@ -105,7 +114,13 @@ impl BucketRow {
             cors: Lww::default(),
             versioning: Lww::default(),
             created_by: None,
+            object_lock: Lww::default(),
         }
+    }
+
+    /// The bucket's Object Lock configuration, `None` if not enabled.
+    pub fn object_lock(&self) -> Option<ObjectLockConfig> {
+        self.object_lock.value
     }
 
     /// Whether the live bucket was created by access key `key`.
@@ -152,7 +167,9 @@ impl Schema for BucketTable {
     type Row = BucketRow;
 
     fn format_of(row: &BucketRow) -> u8 {
-        if row.created_by.is_some() {
+        if !row.object_lock.is_unset() {
+            OBJECT_LOCK_ROW_FORMAT
+        } else if row.created_by.is_some() {
             CREATOR_ROW_FORMAT
         } else if !row.versioning.is_unset() {
             VERSIONING_ROW_FORMAT

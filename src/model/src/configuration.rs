@@ -13,11 +13,12 @@ use crate::{Model, ModelError, Result};
 
 impl Model {
     /// Applies `f` to the live bucket `name` (with the time of the change,
-    /// read in the transaction), stores and replicates the result.
-    async fn update_bucket(
+    /// read in the transaction), stores and replicates the result; an error
+    /// of `f` changes nothing.
+    pub(crate) async fn update_bucket(
         &self,
         name: &str,
-        f: impl FnOnce(&mut BucketRow, u64) + Send + 'static,
+        f: impl FnOnce(&mut BucketRow, u64) -> Result<()> + Send + 'static,
     ) -> Result<BucketRow> {
         self.buckets_writable()?;
         // A bucket known to another node only is fetched first.
@@ -33,7 +34,7 @@ impl Model {
                 let mut b = Table::<BucketTable>::tx_get(tx, b"", name.as_bytes())?
                     .filter(|b| !b.deleted && b.id == seen.id)
                     .ok_or_else(|| ModelError::NoSuchBucket(name.clone()))?;
-                f(&mut b, now_msec());
+                f(&mut b, now_msec())?;
                 Ok::<_, ModelError>(Table::<BucketTable>::tx_insert(
                     tx,
                     b"",
@@ -48,14 +49,20 @@ impl Model {
 
     /// Replaces the tags of bucket `name` (an empty set removes them).
     pub async fn set_bucket_tags(&self, name: &str, tags: TagSet) -> Result<BucketRow> {
-        self.update_bucket(name, move |b, now| b.tags.update(now, tags))
-            .await
+        self.update_bucket(name, move |b, now| {
+            b.tags.update(now, tags);
+            Ok(())
+        })
+        .await
     }
 
     /// Replaces the CORS rules of bucket `name` (none: no configuration).
     pub async fn set_bucket_cors(&self, name: &str, rules: Vec<CorsRule>) -> Result<BucketRow> {
-        self.update_bucket(name, move |b, now| b.cors.update(now, rules))
-            .await
+        self.update_bucket(name, move |b, now| {
+            b.cors.update(now, rules);
+            Ok(())
+        })
+        .await
     }
 
     /// Sets the versioning state of bucket `name` (enabled or suspended;
@@ -70,8 +77,17 @@ impl Model {
                 "versioning can be enabled or suspended, not removed".into(),
             ));
         }
-        self.update_bucket(name, move |b, now| b.versioning.update(now, state))
-            .await
+        self.update_bucket(name, move |b, now| {
+            // S3: a bucket with Object Lock cannot be suspended.
+            if b.object_lock().is_some() && state != crate::bucket::Versioning::Enabled {
+                return Err(ModelError::InvalidBucketState(
+                    "An Object Lock configuration is present on this bucket, so the versioning state cannot be changed.".into(),
+                ));
+            }
+            b.versioning.update(now, state);
+            Ok(())
+        })
+        .await
     }
 
     /// Replaces the tags of the current version of `key`; `None` if there

@@ -33,6 +33,13 @@ pub enum ModelError {
     KeyExpired { id: String, expired_msec: u64 },
     #[error("{0}")]
     Invalid(String),
+    /// The bucket's state forbids the change (S3's InvalidBucketState).
+    #[error("{0}")]
+    InvalidBucketState(String),
+    /// The version is protected by Object Lock (a retention in force or a
+    /// legal hold): it may not be removed, or its retention not weakened.
+    #[error("the object version is protected by Object Lock")]
+    ObjectLocked,
     #[error("the multipart upload does not exist (aborted or completed)")]
     NoSuchUpload,
     #[error("the condition on the existing object does not hold")]

@@ -44,6 +44,8 @@ fn object(tags: Lww<TagSet>) -> ObjectRow {
         checksum: None,
         data: ObjectData::Inline(b"hi".to_vec()),
         tags,
+        retention: Lww::default(),
+        legal_hold: Lww::default(),
     }
 }
 

@@ -11,6 +11,8 @@
 //! - [`versioning`], [`versioned`], [`version_list`]: the versions of an
 //!   object in a versioned bucket (rows of the object table), delete
 //!   markers, and their listings;
+//! - [`object_lock`]: S3 Object Lock (bucket configuration, a version's
+//!   retention and legal hold, and whether a version may be removed);
 //! - [`garbage`]: uploads in progress and the collector of dead versions;
 //! - configuration registers (tags of buckets and objects, CORS rules of
 //!   buckets), changed by `Model::set_*`.
@@ -29,12 +31,16 @@ mod format3_tests;
 #[cfg(test)]
 mod format5_tests;
 #[cfg(test)]
+mod format8_tests;
+#[cfg(test)]
 mod format_tests;
 pub mod garbage;
 pub mod key;
+mod lock_ops;
 mod model;
 pub mod multipart;
 pub mod object;
+pub mod object_lock;
 mod queues;
 mod rows;
 pub mod version;

@@ -389,16 +389,20 @@ impl Model {
             md5s.extend(hex::decode(&p.etag).unwrap_or_default());
         }
         let etag = format!("{}-{}", hex::encode(s3_md5(&md5s)), chosen.len());
+        let mut headers = mpu.headers.clone();
+        let (retention, legal_hold) = crate::object_lock::take_from_headers(&mut headers);
         let row = ObjectRow {
             version,
             timestamp_msec: 0,
             size: chosen.iter().map(|p| p.size).sum(),
             etag,
-            headers: mpu.headers.clone(),
+            headers,
             user_meta: mpu.user_meta.clone(),
             checksum,
             data: ObjectData::Blocks { count: next },
             tags: Lww::new(0, mpu.tags.clone()),
+            retention,
+            legal_hold,
         };
         // Still in progress? (Another completion or an abort may have won.)
         if self

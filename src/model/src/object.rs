@@ -10,10 +10,13 @@
 use std::collections::BTreeMap;
 
 use hangar_db::{DbError, Tx};
-use hangar_table::{Crdt, Lww, NEWEST_ROW_FORMAT, ROW_FORMAT, Schema, VERSIONING_ROW_FORMAT};
+use hangar_table::{
+    Crdt, Lww, NEWEST_ROW_FORMAT, OBJECT_LOCK_ROW_FORMAT, ROW_FORMAT, Schema, VERSIONING_ROW_FORMAT,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::VersionId;
+use crate::object_lock::Retention;
 use crate::queues::queue_version_gc;
 
 /// Where an object's bytes are.
@@ -45,11 +48,11 @@ pub struct StoredChecksum {
 pub type TagSet = BTreeMap<String, String>;
 
 /// The metadata and data location of one object version. The version
-/// (every field but `tags`) is one register: the greater of (timestamp,
+/// (every field but `tags`, `retention` and `legal_hold`) is one register: the greater of (timestamp,
 /// version id, then the rest) wins. `tags` is the version's own register,
 /// merged when both rows are the same version and dropped with the row that
 /// loses otherwise (tags set on a version replaced meanwhile do not move to
-/// the new one).
+/// the new one). `retention` and `legal_hold` are registers the same way.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ObjectRow {
     /// Publication time, ms since the epoch; S3's LastModified. Taken in the
@@ -70,6 +73,15 @@ pub struct ObjectRow {
     /// 3; absent when never set. Given at upload they have timestamp 0.
     #[serde(default, skip_serializing_if = "Lww::is_unset")]
     pub tags: Lww<TagSet>,
+    /// The version's Object Lock retention (`x-amz-object-lock-mode` and
+    /// `-retain-until-date`, PutObjectRetention): row format 8; absent
+    /// when never set. Given at upload it has timestamp 0.
+    #[serde(default, skip_serializing_if = "Lww::is_unset")]
+    pub retention: Lww<Option<Retention>>,
+    /// The version's legal hold (`x-amz-object-lock-legal-hold`,
+    /// PutObjectLegalHold): row format 8; absent when never set.
+    #[serde(default, skip_serializing_if = "Lww::is_unset")]
+    pub legal_hold: Lww<bool>,
 }
 
 impl Crdt for ObjectRow {
@@ -79,7 +91,11 @@ impl Crdt for ObjectRow {
         match self.version_register().cmp(&other.version_register()) {
             std::cmp::Ordering::Less => *self = other.clone(),
             std::cmp::Ordering::Greater => {}
-            std::cmp::Ordering::Equal => self.tags.merge(&other.tags),
+            std::cmp::Ordering::Equal => {
+                self.tags.merge(&other.tags);
+                self.retention.merge(&other.retention);
+                self.legal_hold.merge(&other.legal_hold);
+            }
         }
     }
 }
@@ -98,6 +114,8 @@ impl ObjectRow {
             checksum: None,
             data: ObjectData::Deleted,
             tags: Lww::default(),
+            retention: Lww::default(),
+            legal_hold: Lww::default(),
         }
     }
 
@@ -125,6 +143,16 @@ impl ObjectRow {
             &self.checksum,
             &self.data,
         )
+    }
+
+    /// The version's retention, if any.
+    pub fn retention(&self) -> Option<Retention> {
+        self.retention.value
+    }
+
+    /// Whether the version is under a legal hold.
+    pub fn legal_hold(&self) -> bool {
+        self.legal_hold.value
     }
 
     /// The version's tags.
@@ -173,7 +201,9 @@ impl Schema for ObjectTable {
     }
 
     fn format_of(row: &ObjectRow) -> u8 {
-        if row.is_delete_marker() {
+        if !row.retention.is_unset() || !row.legal_hold.is_unset() {
+            OBJECT_LOCK_ROW_FORMAT
+        } else if row.is_delete_marker() {
             VERSIONING_ROW_FORMAT
         } else if row.tags.is_unset() {
             ROW_FORMAT

@@ -267,11 +267,29 @@ impl Model {
     /// or as the null version (suspended); with `v`, removes that version
     /// for good (its blocks are collected), so that the version before it
     /// becomes the latest.
+    ///
+    /// A version protected by Object Lock is not removed
+    /// ([`ModelError::ObjectLocked`]); see [`Model::delete_version_as`].
     pub async fn delete_version(
         &self,
         bucket: &BucketRow,
         key: &str,
         v: Option<VersionRef>,
+    ) -> Result<Deleted> {
+        self.delete_version_as(bucket, key, v, false).await
+    }
+
+    /// [`Model::delete_version`], where a removal by id may bypass a
+    /// GOVERNANCE retention (`bypass_governance`: the requester asked for
+    /// it and may). The row is read (at the read quorum in a cluster) just
+    /// before its tombstone is written: a retention or legal hold stored
+    /// before the delete started refuses it (crate::object_lock).
+    pub async fn delete_version_as(
+        &self,
+        bucket: &BucketRow,
+        key: &str,
+        v: Option<VersionRef>,
+        bypass_governance: bool,
     ) -> Result<Deleted> {
         let part = bucket.id_bytes();
         let mode = bucket.versioning();
@@ -314,7 +332,11 @@ impl Model {
                 let delete_marker = live.is_some_and(|o| o.is_delete_marker());
                 let existed = live.is_some();
                 if let Some(o) = live {
-                    let ts = now_msec().max(o.timestamp_msec + 1);
+                    let now = now_msec();
+                    if crate::object_lock::removal_blocked(o, now, bypass_governance).is_some() {
+                        return Err(ModelError::ObjectLocked);
+                    }
+                    let ts = now.max(o.timestamp_msec + 1);
                     let tomb = ObjectRow::tombstone(crate::new_version_id(), ts);
                     self.object_rows().insert(&part, &sort, tomb).await?;
                     self.wake_gc();

@@ -9,6 +9,9 @@ use hangar_model::bucket::{BucketRow, CorsRule, Versioning, bucket_id, displaced
 use hangar_model::key::{KeyRow, Permission};
 use hangar_model::multipart::{MpuRow, PartRow};
 use hangar_model::object::{ObjectData, ObjectRow, StoredChecksum};
+use hangar_model::object_lock::{
+    DefaultRetention, ObjectLockConfig, Retention, RetentionMode, RetentionPeriod,
+};
 use hangar_model::version::BlockEntry;
 use hangar_table::crdt::laws;
 use hangar_table::{Crdt, Lww, LwwMap};
@@ -121,18 +124,67 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
             Just(Some("GK000000000000000000000001".to_owned())),
             Just(Some("GK000000000000000000000002".to_owned())),
         ],
+        lww(lock_config()),
     )
         .prop_map(
-            |(updated, deleted, id, created, tags, cors, versioning, created_by)| {
+            |(updated, deleted, id, created, tags, cors, versioning, created_by, object_lock)| {
                 let mut b = BucketRow::new("bucket", id, created, updated);
                 b.deleted = deleted;
                 b.tags = tags;
                 b.cors = cors;
                 b.versioning = versioning;
                 b.created_by = created_by;
+                b.object_lock = object_lock;
                 b
             },
         )
+}
+
+fn retention_mode() -> impl Strategy<Value = RetentionMode> {
+    prop_oneof![
+        Just(RetentionMode::Governance),
+        Just(RetentionMode::Compliance)
+    ]
+}
+
+fn lock_config() -> impl Strategy<Value = Option<ObjectLockConfig>> {
+    proptest::option::of(
+        proptest::option::of((retention_mode(), any::<bool>(), 1u32..3).prop_map(
+            |(mode, days, n)| DefaultRetention {
+                mode,
+                period: if days {
+                    RetentionPeriod::Days(n)
+                } else {
+                    RetentionPeriod::Years(n)
+                },
+            },
+        ))
+        .prop_map(|default_retention| ObjectLockConfig { default_retention }),
+    )
+}
+
+fn retention() -> impl Strategy<Value = Option<Retention>> {
+    proptest::option::of(
+        (retention_mode(), 0u64..3).prop_map(|(mode, until_msec)| Retention { mode, until_msec }),
+    )
+}
+
+/// Rows of a few versions, each with random retention and legal-hold
+/// registers: concurrent Put/ObjectRetention and PutObjectLegalHold on the
+/// same versions, and their removals.
+fn locked_object_row() -> impl Strategy<Value = ObjectRow> {
+    (0u8..3, any::<bool>(), lww(retention()), lww(any::<bool>())).prop_map(
+        |(v, deleted, retention, legal_hold)| {
+            if deleted {
+                return ObjectRow::tombstone([v + 10; 16], u64::from(v) + 1);
+            }
+            let mut row = ObjectRow::tombstone([v; 16], u64::from(v));
+            row.data = ObjectData::Inline(vec![v]);
+            row.retention = retention;
+            row.legal_hold = legal_hold;
+            row
+        },
+    )
 }
 
 fn version_id() -> impl Strategy<Value = [u8; 16]> {
@@ -157,25 +209,31 @@ fn object_row() -> impl Strategy<Value = ObjectRow> {
         proptest::option::of(small_string()),
         object_data(),
         lww(tag_set()),
+        lww(retention()),
+        lww(any::<bool>()),
     )
-        .prop_map(|(timestamp_msec, version, size, etag, sum, data, tags)| {
-            let mut headers = BTreeMap::new();
-            headers.insert("content-type".to_owned(), etag.clone());
-            ObjectRow {
-                timestamp_msec,
-                version,
-                size,
-                etag,
-                headers,
-                user_meta: BTreeMap::new(),
-                checksum: sum.map(|value| StoredChecksum {
-                    algorithm: "CRC32".into(),
-                    value,
-                }),
-                data,
-                tags,
-            }
-        })
+        .prop_map(
+            |(timestamp_msec, version, size, etag, sum, data, tags, retention, legal_hold)| {
+                let mut headers = BTreeMap::new();
+                headers.insert("content-type".to_owned(), etag.clone());
+                ObjectRow {
+                    timestamp_msec,
+                    version,
+                    size,
+                    etag,
+                    headers,
+                    user_meta: BTreeMap::new(),
+                    checksum: sum.map(|value| StoredChecksum {
+                        algorithm: "CRC32".into(),
+                        value,
+                    }),
+                    data,
+                    tags,
+                    retention,
+                    legal_hold,
+                }
+            },
+        )
 }
 
 /// Rows of a few versions only (each version's content fixed by its id, as
@@ -197,6 +255,8 @@ fn tagged_object_row() -> impl Strategy<Value = ObjectRow> {
                 checksum: None,
                 data: ObjectData::Inline(vec![v]),
                 tags: Lww::default(),
+                retention: Lww::default(),
+                legal_hold: Lww::default(),
             }
         };
         if !row.is_deleted() {
@@ -281,6 +341,11 @@ crdt_laws!(
     tagged_object_row()
 );
 crdt_laws!(
+    locked_object_rows_obey_the_laws,
+    locked_object_rows_converge,
+    locked_object_row()
+);
+crdt_laws!(
     block_entries_obey_the_laws,
     block_entries_converge,
     block_entry()
@@ -361,6 +426,8 @@ fn an_object_tombstone_newer_than_the_object_wins_on_every_replica() {
         checksum: None,
         data: ObjectData::Inline(vec![1]),
         tags: Default::default(),
+        retention: Default::default(),
+        legal_hold: Default::default(),
     };
     let tomb = ObjectRow::tombstone([2; 16], 11);
     let (mut a, mut b) = (live.clone(), tomb.clone());
@@ -427,6 +494,8 @@ fn tags_of_a_replaced_version_do_not_move_to_the_new_one() {
         checksum: None,
         data: ObjectData::Inline(vec![1]),
         tags: Lww::default(),
+        retention: Default::default(),
+        legal_hold: Default::default(),
     };
     let mut tagged = v1.clone();
     tagged.tags.update(100, tags(&[("a", "1")]));

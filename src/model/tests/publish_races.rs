@@ -61,6 +61,8 @@ async fn upload(n: &Node, blocks: u32, fill: u8, timestamp_msec: u64) -> ObjectR
         checksum: None,
         data: ObjectData::Blocks { count: blocks },
         tags: Default::default(),
+        retention: Default::default(),
+        legal_hold: Default::default(),
     }
 }
 

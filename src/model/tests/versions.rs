@@ -66,6 +66,8 @@ async fn row(n: &Node, bucket: &BucketRow, key: &str, fill: u8, block: bool) -> 
         checksum: None,
         data,
         tags: Default::default(),
+        retention: Default::default(),
+        legal_hold: Default::default(),
     }
 }
 

@@ -73,6 +73,14 @@ pub const KEY_EXPIRY_ROW_FORMAT: u8 = 5;
 /// Written only for the bucket rows that carry one.
 pub const CREATOR_ROW_FORMAT: u8 = 6;
 
+/// Format 6 plus S3 Object Lock: a bucket's lock configuration register,
+/// a version's retention and legal hold registers. A reader of an older
+/// format would drop them on its next merge (and the version would become
+/// deletable), so such rows say so. Written only for rows that carry one.
+/// (Other fields take formats 7 and 9; the numbers are the lead's to
+/// settle at merge.)
+pub const OBJECT_LOCK_ROW_FORMAT: u8 = 8;
+
 /// The previous format, still read.
 pub const LEGACY_ROW_FORMAT: u8 = 1;
 
@@ -225,7 +233,7 @@ pub fn storage_key<S: Schema>(partition: &[u8], sort: &[u8]) -> Vec<u8> {
 /// write of a table and every row sent to a peer is encoded.
 pub fn encode<S: Schema>(row: &S::Row) -> Vec<u8> {
     let format = S::format_of(row);
-    debug_assert!((ROW_FORMAT..=CREATOR_ROW_FORMAT).contains(&format));
+    debug_assert!((ROW_FORMAT..=OBJECT_LOCK_ROW_FORMAT).contains(&format));
     let mut v = vec![format];
     rmp_serde::encode::write_named(&mut v, row).expect("table rows encode");
     v
@@ -247,7 +255,8 @@ pub fn decode<S: Schema>(v: &[u8]) -> Result<S::Row> {
             | NEWEST_ROW_FORMAT
             | VERSIONING_ROW_FORMAT
             | KEY_EXPIRY_ROW_FORMAT
-            | CREATOR_ROW_FORMAT),
+            | CREATOR_ROW_FORMAT
+            | OBJECT_LOCK_ROW_FORMAT),
             body,
         )) => rmp_serde::from_slice(body).map_err(|e| err(e.to_string())),
         Some((&LEGACY_ROW_FORMAT, body)) => S::decode_old(LEGACY_ROW_FORMAT, body).map_err(err),

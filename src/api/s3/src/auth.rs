@@ -60,7 +60,9 @@ fn need_of(op: &str) -> Need {
         | "ListMultipartUploads"
         | "ListParts"
         | "ListObjectVersions"
-        | "GetObjectTagging" => Need::Read,
+        | "GetObjectTagging"
+        | "GetObjectRetention"
+        | "GetObjectLegalHold" => Need::Read,
         "PutObject"
         | "CopyObject"
         | "DeleteObject"
@@ -71,7 +73,9 @@ fn need_of(op: &str) -> Need {
         | "CompleteMultipartUpload"
         | "AbortMultipartUpload"
         | "PutObjectTagging"
-        | "DeleteObjectTagging" => Need::Write,
+        | "DeleteObjectTagging"
+        | "PutObjectRetention"
+        | "PutObjectLegalHold" => Need::Write,
         // Bucket configuration and everything else is the owner's business.
         _ => Need::Owner,
     }

@@ -54,6 +54,11 @@ pub fn model_error(e: ModelError) -> S3Error {
         ),
         ModelError::KeyAlreadyExists(k) => s3_error!(InvalidRequest, "Key {k} exists"),
         ModelError::Invalid(m) => s3_error!(InvalidRequest, "{m}"),
+        ModelError::InvalidBucketState(m) => s3_error!(InvalidBucketState, "{m}"),
+        ModelError::ObjectLocked => s3_error!(
+            AccessDenied,
+            "Access Denied because object protected by object lock."
+        ),
         ModelError::NoSuchUpload => s3_error!(
             NoSuchUpload,
             "The specified multipart upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed."

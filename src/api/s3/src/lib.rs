@@ -29,6 +29,7 @@ mod ops_delete;
 mod ops_get;
 mod ops_list;
 mod ops_multipart;
+mod ops_object_lock;
 mod ops_put;
 mod ops_tagging;
 mod ops_versioning;

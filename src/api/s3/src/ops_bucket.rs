@@ -81,6 +81,14 @@ impl S3Api {
             .create_bucket(name, Some(&key_id))
             .await
             .or_s3()?;
+        // x-amz-bucket-object-lock-enabled: Object Lock and versioning,
+        // enabled right after the creation (a second change of the row).
+        if req.input.object_lock_enabled_for_bucket == Some(true) {
+            self.model
+                .set_bucket_object_lock(name, Default::default(), true)
+                .await
+                .or_s3()?;
+        }
         Ok(S3Response::new(CreateBucketOutput {
             location: Some(format!("/{name}")),
         }))

@@ -132,6 +132,14 @@ impl S3Api {
             }
         };
 
+        // The copy is a new version: its lock comes from this request or
+        // the destination's default, never from the source.
+        let lock = crate::ops_object_lock::new_lock(
+            &dst_b,
+            input.object_lock_mode.as_ref(),
+            input.object_lock_retain_until_date.as_ref(),
+            input.object_lock_legal_hold_status.as_ref(),
+        )?;
         let version = hangar_model::new_version_id();
         let data = match &src.data {
             ObjectData::Inline(b) => ObjectData::Inline(b.clone()),
@@ -162,7 +170,11 @@ impl S3Api {
             checksum: src.checksum.clone(),
             data,
             tags: Lww::new(0, tags),
+            retention: Lww::default(),
+            legal_hold: Lww::default(),
         };
+        let mut row = row;
+        lock.apply(&mut row);
         let row = match self.model.publish(&dst_b, &input.key, row).await {
             Ok(row) => row,
             Err(e) => {

@@ -24,9 +24,11 @@ impl S3Api {
     ) -> S3Result<S3Response<DeleteObjectOutput>> {
         let bucket = self.bucket(&req.input.bucket).await?;
         let v = parse_version_id(req.input.version_id.as_deref())?;
+        let bypass = req.input.bypass_governance_retention == Some(true)
+            && self.may_bypass_governance(&req, &req.input.bucket).await?;
         let d: Deleted = self
             .model
-            .delete_version(&bucket, &req.input.key, v)
+            .delete_version_as(&bucket, &req.input.key, v, bypass)
             .await
             .or_s3()?;
         let mut resp = S3Response::new(DeleteObjectOutput {
@@ -43,6 +45,8 @@ impl S3Api {
         req: S3Request<DeleteObjectsInput>,
     ) -> S3Result<S3Response<DeleteObjectsOutput>> {
         let bucket = self.bucket(&req.input.bucket).await?;
+        let bypass = req.input.bypass_governance_retention == Some(true)
+            && self.may_bypass_governance(&req, &req.input.bucket).await?;
         let objects = req.input.delete.objects;
         if objects.len() > MAX_KEYS {
             return Err(s3_error!(
@@ -91,11 +95,25 @@ impl S3Api {
                     continue;
                 }
             };
-            let d = self
+            let d = match self
                 .model
-                .delete_version(&bucket, &o.key, v)
+                .delete_version_as(&bucket, &o.key, v, bypass)
                 .await
-                .or_s3()?;
+            {
+                Ok(d) => d,
+                Err(hangar_model::ModelError::ObjectLocked) => {
+                    errors.push(DeleteError {
+                        code: Some("AccessDenied".into()),
+                        key: Some(o.key),
+                        message: Some(
+                            "Access Denied because object protected by object lock.".into(),
+                        ),
+                        version_id: o.version_id,
+                    });
+                    continue;
+                }
+                Err(e) => return Err(crate::error::model_error(e)),
+            };
             if quiet {
                 continue;
             }

@@ -246,6 +246,11 @@ impl S3Api {
             version_id,
             ..Default::default()
         };
+        (
+            out.object_lock_mode,
+            out.object_lock_retain_until_date,
+            out.object_lock_legal_hold_status,
+        ) = crate::ops_object_lock::lock_headers(&obj);
         checksum::fill_checksum!(d.checksum.as_ref(), out);
         if d.checksum.is_some() {
             out.checksum_type = Some(s3s::dto::ChecksumType::from_static(
@@ -285,6 +290,11 @@ impl S3Api {
             version_id,
             ..Default::default()
         };
+        (
+            out.object_lock_mode,
+            out.object_lock_retain_until_date,
+            out.object_lock_legal_hold_status,
+        ) = crate::ops_object_lock::lock_headers(&obj);
         checksum::fill_checksum!(d.checksum.as_ref(), out);
         let mut resp = S3Response::new(out);
         resp.headers = d.headers;

@@ -93,6 +93,14 @@ impl S3Api {
         let b = self.bucket(&input.bucket).await?;
         check_key_length(&input.key)?;
         let tags = crate::tagging::from_optional_header(input.tagging.as_deref())?;
+        let lock = crate::ops_object_lock::new_lock(
+            &b,
+            input.object_lock_mode.as_ref(),
+            input.object_lock_retain_until_date.as_ref(),
+            input.object_lock_legal_hold_status.as_ref(),
+        )?;
+        let mut headers = system_headers(&req.headers);
+        hangar_model::object_lock::put_in_headers(&mut headers, lock.retention, lock.legal_hold);
         let upload_id = hangar_model::new_version_id();
         let algorithm = input
             .checksum_algorithm
@@ -103,7 +111,7 @@ impl S3Api {
             upload_id,
             key: input.key.clone(),
             initiated_msec: hangar_util::time::now_msec(),
-            headers: system_headers(&req.headers),
+            headers,
             user_meta: input.metadata.unwrap_or_default().into_iter().collect(),
             checksum_algorithm: algorithm,
             tags,

@@ -433,6 +433,12 @@ impl S3Api {
         check_key_length(&input.key)?;
         // Checked before the body is read.
         let tags = crate::tagging::from_optional_header(input.tagging.as_deref())?;
+        let lock = crate::ops_object_lock::new_lock(
+            &bucket,
+            input.object_lock_mode.as_ref(),
+            input.object_lock_retain_until_date.as_ref(),
+            input.object_lock_legal_hold_status.as_ref(),
+        )?;
         let cond = WriteCondition {
             if_none_match_any: match &input.if_none_match {
                 None => false,
@@ -463,7 +469,7 @@ impl S3Api {
                 },
             )
             .await?;
-        let row = ObjectRow {
+        let mut row = ObjectRow {
             version,
             timestamp_msec: hangar_util::time::now_msec(),
             size: stored.size,
@@ -473,7 +479,10 @@ impl S3Api {
             checksum: stored.checksum,
             data: stored.data,
             tags: Lww::new(0, tags),
+            retention: Lww::default(),
+            legal_hold: Lww::default(),
         };
+        lock.apply(&mut row);
         let row = match self.model.publish_if(&bucket, &input.key, row, cond).await {
             Ok(row) => row,
             Err(e) => {

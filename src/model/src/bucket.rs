@@ -4,11 +4,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use hangar_db::{DbError, Tx};
 use hangar_table::{
-    CREATOR_ROW_FORMAT, Crdt, Lww, NEWEST_ROW_FORMAT, ROW_FORMAT, Schema, VERSIONING_ROW_FORMAT,
+    CREATOR_ROW_FORMAT, Crdt, LIFECYCLE_ROW_FORMAT, Lww, NEWEST_ROW_FORMAT, ROW_FORMAT, Schema,
+    VERSIONING_ROW_FORMAT,
 };
 use serde::{Deserialize, Serialize};
 
 use crate::ModelError;
+use crate::lifecycle::LifecycleRule;
 use crate::object::TagSet;
 
 /// One bucket. The bucket itself (`updated_msec` … `created_msec`, and
@@ -49,6 +51,11 @@ pub struct BucketRow {
     /// "yours" without the key row, which replicates after the bucket row.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_by: Option<String>,
+    /// Put/DeleteBucketLifecycleConfiguration: the rules in the order
+    /// given, empty when there is no configuration (row format 9; absent
+    /// while never set).
+    #[serde(default, skip_serializing_if = "Lww::is_unset")]
+    pub lifecycle: Lww<Vec<LifecycleRule>>,
 }
 
 /// A bucket's versioning state (S3's `VersioningConfiguration/Status`).
@@ -87,6 +94,7 @@ impl Crdt for BucketRow {
                 self.tags.merge(&other.tags);
                 self.cors.merge(&other.cors);
                 self.versioning.merge(&other.versioning);
+                self.lifecycle.merge(&other.lifecycle);
             }
         }
     }
@@ -105,6 +113,7 @@ impl BucketRow {
             cors: Lww::default(),
             versioning: Lww::default(),
             created_by: None,
+            lifecycle: Lww::default(),
         }
     }
 
@@ -135,6 +144,11 @@ impl BucketRow {
         &self.cors.value
     }
 
+    /// The lifecycle rules; empty when the bucket has no configuration.
+    pub fn lifecycle_rules(&self) -> &[LifecycleRule] {
+        &self.lifecycle.value
+    }
+
     /// The partition key of this bucket's objects.
     pub fn id_bytes(&self) -> [u8; 32] {
         let mut b = [0u8; 32];
@@ -152,7 +166,9 @@ impl Schema for BucketTable {
     type Row = BucketRow;
 
     fn format_of(row: &BucketRow) -> u8 {
-        if row.created_by.is_some() {
+        if !row.lifecycle.is_unset() {
+            LIFECYCLE_ROW_FORMAT
+        } else if row.created_by.is_some() {
             CREATOR_ROW_FORMAT
         } else if !row.versioning.is_unset() {
             VERSIONING_ROW_FORMAT

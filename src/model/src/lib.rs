@@ -32,6 +32,8 @@ mod format5_tests;
 mod format_tests;
 pub mod garbage;
 pub mod key;
+pub mod lifecycle;
+pub mod lifecycle_worker;
 mod model;
 pub mod multipart;
 pub mod object;

@@ -208,7 +208,8 @@ mod tests {
         // A shortened day of 2 s.
         assert_eq!(due_msec(4_100, 1, 2_000), 8_000);
         assert_eq!(due_msec(4_000, 1, 2_000), 6_000);
-        assert_eq!(due_msec(u64::MAX - 5, 10, DAY), u64::MAX / DAY * DAY);
+        // Saturates instead of overflowing.
+        assert_eq!(due_msec(u64::MAX - 5, 10, DAY), u64::MAX);
     }
 
     fn rule() -> LifecycleRule {

@@ -337,3 +337,76 @@ pub fn to_xml(rules: &[LifecycleRule]) -> Vec<s3s::dto::LifecycleRule> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(id: &str) -> s3s::dto::LifecycleRule {
+        s3s::dto::LifecycleRule {
+            abort_incomplete_multipart_upload: None,
+            expiration: Some(LifecycleExpiration {
+                date: None,
+                days: Some(1),
+                expired_object_delete_marker: None,
+            }),
+            filter: Some(LifecycleRuleFilter {
+                prefix: Some("logs/".into()),
+                ..Default::default()
+            }),
+            id: Some(id.into()),
+            noncurrent_version_expiration: None,
+            noncurrent_version_transitions: None,
+            prefix: None,
+            status: ExpirationStatus::from_static(ExpirationStatus::ENABLED),
+            transitions: None,
+        }
+    }
+
+    fn code(rules: Vec<s3s::dto::LifecycleRule>) -> S3ErrorCode {
+        from_xml(Some(BucketLifecycleConfiguration { rules }))
+            .unwrap_err()
+            .code()
+            .clone()
+    }
+
+    #[test]
+    fn rules_round_trip_and_errors_are_s3s() {
+        let got = from_xml(Some(BucketLifecycleConfiguration {
+            rules: vec![rule("a"), rule("b")],
+        }))
+        .unwrap();
+        assert_eq!(got[0].key_prefix(), "logs/");
+        assert_eq!(got[1].expiration_days, Some(1));
+        let back = to_xml(&got);
+        assert_eq!(back[0].id.as_deref(), Some("a"));
+        assert_eq!(
+            from_xml(Some(BucketLifecycleConfiguration { rules: back })).unwrap(),
+            got
+        );
+
+        assert_eq!(
+            code(vec![rule("a"), rule("a")]),
+            S3ErrorCode::InvalidArgument
+        );
+        assert_eq!(code(vec![]), S3ErrorCode::MalformedXML);
+        let mut both = rule("a");
+        both.prefix = Some("x".into());
+        assert_eq!(code(vec![both]), S3ErrorCode::MalformedXML);
+        let mut zero = rule("a");
+        zero.expiration.as_mut().unwrap().days = Some(0);
+        assert_eq!(code(vec![zero]), S3ErrorCode::InvalidArgument);
+        let mut none = rule("a");
+        none.expiration = None;
+        assert_eq!(code(vec![none]), S3ErrorCode::InvalidRequest);
+        let many = (0..=MAX_RULES).map(|i| rule(&i.to_string())).collect();
+        assert_eq!(code(many), S3ErrorCode::InvalidRequest);
+        let mut tr = rule("a");
+        tr.transitions = Some(vec![Default::default()]);
+        assert_eq!(code(vec![tr]), S3ErrorCode::NotImplemented);
+        assert_eq!(
+            from_xml(None).unwrap_err().code(),
+            &S3ErrorCode::MalformedXML
+        );
+    }
+}

@@ -10,7 +10,6 @@ from hangar_testlib import error_code, http_status, signed_request
 NOT_YET = {
     "GetObjectAcl": lambda s3, b: s3.get_object_acl(Bucket=b, Key="o"),
     "GetBucketPolicy": lambda s3, b: s3.get_bucket_policy(Bucket=b),
-    "GetBucketLifecycleConfiguration": lambda s3, b: s3.get_bucket_lifecycle_configuration(Bucket=b),
     "RestoreObject": lambda s3, b: s3.restore_object(Bucket=b, Key="o", RestoreRequest={"Days": 1}),
 }
 

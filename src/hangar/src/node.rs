@@ -187,6 +187,12 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
         Duration::from_secs(cfg.tombstone_gc_delay_secs),
         Duration::from_secs(cfg.tombstone_gc_delay_secs.clamp(1, 600)),
     );
+    hangar_model::lifecycle_worker::spawn_lifecycle_worker(
+        model.clone(),
+        &workers,
+        cfg.lifecycle_day_secs.max(1) * 1000,
+        Duration::from_secs(cfg.lifecycle_interval_secs.max(1)),
+    );
     spawn_orphan_scan(blocks.clone(), &workers);
     spawn_gc_worker(
         blocks.clone(),

@@ -4,12 +4,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use hangar_db::{DbError, Tx};
 use hangar_table::{
-    CREATOR_ROW_FORMAT, Crdt, Lww, NEWEST_ROW_FORMAT, OBJECT_LOCK_ROW_FORMAT, ROW_FORMAT, Schema,
-    VERSIONING_ROW_FORMAT,
+    CREATOR_ROW_FORMAT, Crdt, LIFECYCLE_ROW_FORMAT, Lww, NEWEST_ROW_FORMAT, OBJECT_LOCK_ROW_FORMAT,
+    ROW_FORMAT, Schema, VERSIONING_ROW_FORMAT,
 };
 use serde::{Deserialize, Serialize};
 
 use crate::ModelError;
+use crate::lifecycle::LifecycleRule;
 use crate::object::TagSet;
 use crate::object_lock::ObjectLockConfig;
 
@@ -57,6 +58,11 @@ pub struct BucketRow {
     /// register of the bucket like `tags`.
     #[serde(default, skip_serializing_if = "Lww::is_unset")]
     pub object_lock: Lww<Option<ObjectLockConfig>>,
+    /// Put/DeleteBucketLifecycleConfiguration: the rules in the order
+    /// given, empty when there is no configuration (row format 9; absent
+    /// while never set).
+    #[serde(default, skip_serializing_if = "Lww::is_unset")]
+    pub lifecycle: Lww<Vec<LifecycleRule>>,
 }
 
 /// A bucket's versioning state (S3's `VersioningConfiguration/Status`).
@@ -96,6 +102,7 @@ impl Crdt for BucketRow {
                 self.cors.merge(&other.cors);
                 self.versioning.merge(&other.versioning);
                 self.object_lock.merge(&other.object_lock);
+                self.lifecycle.merge(&other.lifecycle);
             }
         }
     }
@@ -115,6 +122,7 @@ impl BucketRow {
             versioning: Lww::default(),
             created_by: None,
             object_lock: Lww::default(),
+            lifecycle: Lww::default(),
         }
     }
 
@@ -150,6 +158,11 @@ impl BucketRow {
         &self.cors.value
     }
 
+    /// The lifecycle rules; empty when the bucket has no configuration.
+    pub fn lifecycle_rules(&self) -> &[LifecycleRule] {
+        &self.lifecycle.value
+    }
+
     /// The partition key of this bucket's objects.
     pub fn id_bytes(&self) -> [u8; 32] {
         let mut b = [0u8; 32];
@@ -167,7 +180,9 @@ impl Schema for BucketTable {
     type Row = BucketRow;
 
     fn format_of(row: &BucketRow) -> u8 {
-        if !row.object_lock.is_unset() {
+        if !row.lifecycle.is_unset() {
+            LIFECYCLE_ROW_FORMAT
+        } else if !row.object_lock.is_unset() {
             OBJECT_LOCK_ROW_FORMAT
         } else if row.created_by.is_some() {
             CREATOR_ROW_FORMAT

@@ -65,6 +65,20 @@ impl Model {
         .await
     }
 
+    /// Replaces the lifecycle rules of bucket `name` (none: no
+    /// configuration).
+    pub async fn set_bucket_lifecycle(
+        &self,
+        name: &str,
+        rules: Vec<crate::lifecycle::LifecycleRule>,
+    ) -> Result<BucketRow> {
+        self.update_bucket(name, move |b, now| {
+            b.lifecycle.update(now, rules);
+            Ok(())
+        })
+        .await
+    }
+
     /// Sets the versioning state of bucket `name` (enabled or suspended;
     /// a bucket never goes back to unversioned).
     pub async fn set_bucket_versioning(

@@ -33,9 +33,13 @@ mod format5_tests;
 #[cfg(test)]
 mod format8_tests;
 #[cfg(test)]
+mod format9_tests;
+#[cfg(test)]
 mod format_tests;
 pub mod garbage;
 pub mod key;
+pub mod lifecycle;
+pub mod lifecycle_worker;
 mod lock_ops;
 mod model;
 pub mod multipart;

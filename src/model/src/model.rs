@@ -287,6 +287,11 @@ impl Model {
         &self.objects
     }
 
+    /// The cluster this node belongs to, if any.
+    pub(crate) fn cluster(&self) -> Option<&hangar_cluster::Cluster> {
+        self.cluster_blocks.as_ref().map(|c| &c.cluster)
+    }
+
     pub(crate) fn conditional(&self) -> Option<&Conditional> {
         self.conditional.as_ref()
     }

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use hangar_model::bucket::{BucketRow, CorsRule, Versioning, bucket_id, displaced};
 use hangar_model::key::{KeyRow, Permission};
+use hangar_model::lifecycle::{LifecycleFilter, LifecycleRule};
 use hangar_model::multipart::{MpuRow, PartRow};
 use hangar_model::object::{ObjectData, ObjectRow, StoredChecksum};
 use hangar_model::object_lock::{
@@ -101,6 +102,22 @@ fn cors_rules() -> impl Strategy<Value = Vec<CorsRule>> {
 /// Put/DeleteBucketTagging and Put/DeleteBucketCors through different
 /// nodes leave them; ids are random ones or derived from a predecessor
 /// ([`bucket_id`]), creators one of two keys or none, deletes included.
+/// A few lifecycle configurations (none, one rule, two rules).
+fn lifecycle_rules() -> impl Strategy<Value = Vec<LifecycleRule>> {
+    let rule =
+        (0u8..3, any::<bool>(), prop::option::of(1u32..4)).prop_map(|(id, enabled, days)| {
+            LifecycleRule {
+                id: format!("r{id}"),
+                enabled,
+                filter: Some(LifecycleFilter::default()),
+                expiration_days: days,
+                abort_days: Some(1),
+                ..Default::default()
+            }
+        });
+    prop::collection::vec(rule, 0..3)
+}
+
 fn bucket_row() -> impl Strategy<Value = BucketRow> {
     (
         ts(),
@@ -125,9 +142,21 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
             Just(Some("GK000000000000000000000002".to_owned())),
         ],
         lww(lock_config()),
+        lww(lifecycle_rules()),
     )
         .prop_map(
-            |(updated, deleted, id, created, tags, cors, versioning, created_by, object_lock)| {
+            |(
+                updated,
+                deleted,
+                id,
+                created,
+                tags,
+                cors,
+                versioning,
+                created_by,
+                object_lock,
+                lifecycle,
+            )| {
                 let mut b = BucketRow::new("bucket", id, created, updated);
                 b.deleted = deleted;
                 b.tags = tags;
@@ -135,6 +164,7 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
                 b.versioning = versioning;
                 b.created_by = created_by;
                 b.object_lock = object_lock;
+                b.lifecycle = lifecycle;
                 b
             },
         )

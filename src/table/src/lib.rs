@@ -77,9 +77,13 @@ pub const CREATOR_ROW_FORMAT: u8 = 6;
 /// a version's retention and legal hold registers. A reader of an older
 /// format would drop them on its next merge (and the version would become
 /// deletable), so such rows say so. Written only for rows that carry one.
-/// (Other fields take formats 7 and 9; the numbers are the lead's to
-/// settle at merge.)
+/// A row that also carries a field of format 9 is format 9.
 pub const OBJECT_LOCK_ROW_FORMAT: u8 = 8;
+/// Format 6 plus a bucket's lifecycle rules (`BucketRow::lifecycle`): a
+/// reader of format 6 would drop them on its next merge, so such rows say
+/// so. Written only for the bucket rows that carry them. A bucket row with both
+/// lifecycle rules and a lock configuration is format 9, which includes 8.
+pub const LIFECYCLE_ROW_FORMAT: u8 = 9;
 
 /// The previous format, still read.
 pub const LEGACY_ROW_FORMAT: u8 = 1;
@@ -233,7 +237,11 @@ pub fn storage_key<S: Schema>(partition: &[u8], sort: &[u8]) -> Vec<u8> {
 /// write of a table and every row sent to a peer is encoded.
 pub fn encode<S: Schema>(row: &S::Row) -> Vec<u8> {
     let format = S::format_of(row);
-    debug_assert!((ROW_FORMAT..=OBJECT_LOCK_ROW_FORMAT).contains(&format));
+    debug_assert!(
+        (ROW_FORMAT..=CREATOR_ROW_FORMAT).contains(&format)
+            || format == OBJECT_LOCK_ROW_FORMAT
+            || format == LIFECYCLE_ROW_FORMAT
+    );
     let mut v = vec![format];
     rmp_serde::encode::write_named(&mut v, row).expect("table rows encode");
     v
@@ -248,7 +256,7 @@ pub fn decode<S: Schema>(v: &[u8]) -> Result<S::Row> {
         message,
     };
     match v.split_first() {
-        // Formats 3 to 6 are format 2 with more (defaulted) fields and
+        // Formats 3 to 6, 8 and 9 are format 2 with more (defaulted) fields and
         // variants: one decoder.
         Some((
             &(ROW_FORMAT
@@ -256,7 +264,8 @@ pub fn decode<S: Schema>(v: &[u8]) -> Result<S::Row> {
             | VERSIONING_ROW_FORMAT
             | KEY_EXPIRY_ROW_FORMAT
             | CREATOR_ROW_FORMAT
-            | OBJECT_LOCK_ROW_FORMAT),
+            | OBJECT_LOCK_ROW_FORMAT
+            | LIFECYCLE_ROW_FORMAT),
             body,
         )) => rmp_serde::from_slice(body).map_err(|e| err(e.to_string())),
         Some((&LEGACY_ROW_FORMAT, body)) => S::decode_old(LEGACY_ROW_FORMAT, body).map_err(err),
@@ -530,7 +539,7 @@ mod tests {
         let mut legacy = vec![LEGACY_ROW_FORMAT];
         rmp_serde::encode::write_named(&mut legacy, &MaxRow { v: 7 }).unwrap();
         let mut unknown = legacy.clone();
-        unknown[0] = CREATOR_ROW_FORMAT + 1;
+        unknown[0] = LIFECYCLE_ROW_FORMAT + 1;
         db.write(move |tx| {
             tx.put("t", storage_key::<T>(b"p1", b"old"), legacy);
             tx.put("t", storage_key::<T>(b"p1", b"bad"), unknown);

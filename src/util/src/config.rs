@@ -236,6 +236,14 @@ fn default_resync_serve_max() -> usize {
 fn default_scrub_tranquility() -> u32 {
     4
 }
+fn default_lifecycle_day_secs() -> u64 {
+    86_400
+}
+
+fn default_lifecycle_interval_secs() -> u64 {
+    3_600
+}
+
 fn default_tombstone_gc_delay() -> u64 {
     86_400
 }
@@ -336,6 +344,12 @@ pub struct Config {
     /// row) is kept before it is removed from the metadata store.
     #[serde(default = "default_tombstone_gc_delay")]
     pub tombstone_gc_delay_secs: u64,
+    /// Seconds in a lifecycle "day" (86 400; shorter only for tests).
+    #[serde(default = "default_lifecycle_day_secs")]
+    pub lifecycle_day_secs: u64,
+    /// Seconds between two passes of the lifecycle worker.
+    #[serde(default = "default_lifecycle_interval_secs")]
+    pub lifecycle_interval_secs: u64,
     /// Block transfers the resync worker keeps in flight (1 to 64).
     #[serde(default = "default_resync_chunks_in_flight")]
     pub resync_chunks_in_flight: usize,

@@ -43,11 +43,39 @@ impl Collector for NodeCollector {
         self.encode_blocks(&mut e)?;
         self.encode_resync(&mut e)?;
         self.encode_scrub(&mut e)?;
+        self.encode_lifecycle(&mut e)?;
         self.encode_workers(&mut e)
     }
 }
 
 impl NodeCollector {
+    fn encode_lifecycle(&self, e: &mut DescriptorEncoder) -> std::fmt::Result {
+        use hangar_model::lifecycle_worker as lc;
+        counter(
+            e,
+            "hangar_lifecycle_buckets_scanned",
+            "Buckets with lifecycle rules walked by this node's lifecycle worker",
+            l(&lc::BUCKETS_SCANNED),
+        )?;
+        counters(
+            e,
+            "hangar_lifecycle_actions",
+            "Lifecycle actions taken by this node, by action: expire (current version deleted or given a delete marker), noncurrent (noncurrent version removed), delete_marker (expired object delete marker removed), abort_upload (incomplete multipart upload aborted)",
+            [
+                ([("action", "expire")], l(&lc::OBJECTS_EXPIRED)),
+                ([("action", "noncurrent")], l(&lc::NONCURRENT_REMOVED)),
+                ([("action", "delete_marker")], l(&lc::MARKERS_REMOVED)),
+                ([("action", "abort_upload")], l(&lc::UPLOADS_ABORTED)),
+            ],
+        )?;
+        gauge(
+            e,
+            "hangar_lifecycle_last_pass_timestamp_seconds",
+            "When this node's lifecycle worker last finished a pass (seconds since the epoch; 0 before the first)",
+            l(&lc::LAST_PASS_MSEC) as f64 / 1000.0,
+        )
+    }
+
     fn encode_db(&self, e: &mut DescriptorEncoder) -> std::fmt::Result {
         let s = self.db.stats();
         for (name, help, v) in [

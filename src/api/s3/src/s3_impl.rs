@@ -212,6 +212,27 @@ impl S3 for S3Api {
         self.do_delete_bucket_cors(req).await
     }
 
+    async fn put_bucket_lifecycle_configuration(
+        &self,
+        req: S3Request<PutBucketLifecycleConfigurationInput>,
+    ) -> S3Result<S3Response<PutBucketLifecycleConfigurationOutput>> {
+        self.do_put_bucket_lifecycle_configuration(req).await
+    }
+
+    async fn get_bucket_lifecycle_configuration(
+        &self,
+        req: S3Request<GetBucketLifecycleConfigurationInput>,
+    ) -> S3Result<S3Response<GetBucketLifecycleConfigurationOutput>> {
+        self.do_get_bucket_lifecycle_configuration(req).await
+    }
+
+    async fn delete_bucket_lifecycle(
+        &self,
+        req: S3Request<DeleteBucketLifecycleInput>,
+    ) -> S3Result<S3Response<DeleteBucketLifecycleOutput>> {
+        self.do_delete_bucket_lifecycle(req).await
+    }
+
     async fn put_bucket_versioning(
         &self,
         req: S3Request<PutBucketVersioningInput>,

@@ -62,6 +62,7 @@ fn need_of(op: &str) -> Need {
         | "ListObjectVersions"
         | "GetObjectTagging" => Need::Read,
         "PutObject"
+        | "PostObject"
         | "CopyObject"
         | "DeleteObject"
         | "DeleteObjects"

@@ -22,6 +22,7 @@ pub mod error;
 mod expect_continue;
 mod lingering_body;
 pub mod metrics;
+mod ops_attributes;
 mod ops_bucket;
 mod ops_copy;
 mod ops_cors;

@@ -58,6 +58,13 @@ impl S3 for S3Api {
         self.do_post_object(req).await
     }
 
+    async fn get_object_attributes(
+        &self,
+        req: S3Request<GetObjectAttributesInput>,
+    ) -> S3Result<S3Response<GetObjectAttributesOutput>> {
+        self.do_get_object_attributes(req).await
+    }
+
     async fn get_object(
         &self,
         req: S3Request<GetObjectInput>,

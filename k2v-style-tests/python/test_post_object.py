@@ -211,3 +211,23 @@ def test_cluster_post_through_one_node_read_through_another(three):
         assert got["ContentType"] == "application/x-test" and got["Metadata"] == {"via": "two"}
     r = post(nodes[2], key, b, fields, conds, data, expires_in=-5)
     refused(r, 403, "AccessDenied", "Invalid according to Policy: Policy expired.")
+
+
+def test_form_checksum_and_content_md5_are_verified(node, admin_key, s3, bucket):
+    import hashlib as h
+    data = b"checked body"
+    good_md5 = base64.b64encode(h.md5(data).digest()).decode()
+    bad_md5 = base64.b64encode(h.md5(b"other").digest()).decode()
+    sha = base64.b64encode(h.sha256(data).digest()).decode()
+    fields, conds = basic(bucket, "sum", **{"Content-MD5": good_md5, "x-amz-checksum-sha256": sha})
+    r = post(node, admin_key, bucket, fields, conds, data)
+    assert r.status_code == 204, r.content
+    got = s3.head_object(Bucket=bucket, Key="sum", ChecksumMode="ENABLED")
+    assert got["ChecksumSHA256"] == sha
+    fields, conds = basic(bucket, "badsum", **{"Content-MD5": bad_md5})
+    r = post(node, admin_key, bucket, fields, conds, data)
+    refused(r, 400, "BadDigest")
+    # The legacy `redirect` field works as success_action_redirect.
+    fields, conds = basic(bucket, "legacy", redirect="http://app.test/ok")
+    r = post(node, admin_key, bucket, fields, conds, data)
+    assert r.status_code == 303 and r.headers["Location"].startswith("http://app.test/ok?bucket=")

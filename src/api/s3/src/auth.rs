@@ -64,6 +64,7 @@ fn need_of(op: &str) -> Need {
         | "GetObjectRetention"
         | "GetObjectLegalHold" => Need::Read,
         "PutObject"
+        | "PostObject"
         | "CopyObject"
         | "DeleteObject"
         | "DeleteObjects"

@@ -20,10 +20,16 @@ use s3s::{S3Result, s3_error};
 /// parts with checksums to complete) several times over.
 pub const MAX_BUFFERED_BODY: u64 = 20 * 1024 * 1024;
 
-/// The s3s configuration with that bound.
+/// Largest file a POST form (PostObject) uploads: s3s reads the whole file
+/// into memory before the operation stores it, so it is bounded far below
+/// S3's 5 GiB. A larger file is answered `400 EntityTooLarge`.
+pub const MAX_POST_OBJECT_BODY: u64 = 64 * 1024 * 1024;
+
+/// The s3s configuration with those bounds.
 pub(crate) fn s3s_config() -> Arc<StaticConfigProvider> {
     let mut cfg = S3Config::default();
     cfg.xml_max_body_size = MAX_BUFFERED_BODY as usize;
+    cfg.post_object_max_file_size = MAX_POST_OBJECT_BODY;
     Arc::new(StaticConfigProvider::new(Arc::new(cfg)))
 }
 

@@ -183,6 +183,15 @@ impl<T> OrS3<T> for Result<T, ModelError> {
     }
 }
 
+/// S3's `416 InvalidPartNumber`, a code s3s does not name: a `partNumber`
+/// past the object's parts on GET or HEAD.
+pub fn invalid_part_number() -> S3Error {
+    let code = S3ErrorCode::from_bytes(b"InvalidPartNumber").expect("any code parses");
+    let mut e = S3Error::with_message(code, "The requested partnumber is not satisfiable");
+    e.set_status_code(http::StatusCode::RANGE_NOT_SATISFIABLE);
+    e
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -135,13 +135,18 @@ impl S3Api {
         let found = self.object_for_read(bucket, key, version_id).await?;
         let (obj, id) = (found.row, found.id.map(|i| i.to_string()));
         conditions.check(&obj, false)?;
-        if let Some(p) = part_number
-            && p != 1
-        {
-            return Err(s3_error!(
-                InvalidArgument,
-                "The requested partnumber is not satisfiable: partNumber other than 1 is not supported"
-            ));
+        if let Some(p) = part_number {
+            match crate::ops_attributes::parts_count(&obj.etag) {
+                // Part boundaries are not kept with a multipart object.
+                Some(n) if n > 1 => {
+                    return Err(s3_error!(
+                        NotImplemented,
+                        "partNumber on an object uploaded in several parts is not implemented"
+                    ));
+                }
+                _ if p != 1 => return Err(crate::error::invalid_part_number()),
+                _ => {}
+            }
         }
         let range = range.map(|r| r.check(obj.size)).transpose()?;
         Ok((obj, id, range))

@@ -385,16 +385,11 @@ impl S3Api {
         req: S3Request<ListMultipartUploadsInput>,
     ) -> S3Result<S3Response<ListMultipartUploadsOutput>> {
         let input = req.input;
-        if input.delimiter.is_some() {
-            return Err(s3_error!(
-                NotImplemented,
-                "ListMultipartUploads with a delimiter is not implemented"
-            ));
-        }
         let b = self.bucket(&input.bucket).await?;
         let max = input.max_uploads.unwrap_or(1000).clamp(0, 1000) as usize;
         let prefix = input.prefix.clone().unwrap_or_default();
-        let start: Vec<u8> = match (&input.key_marker, &input.upload_id_marker) {
+        let delimiter = input.delimiter.clone().filter(|d| !d.is_empty());
+        let mut start: Vec<u8> = match (&input.key_marker, &input.upload_id_marker) {
             (Some(k), Some(u)) => {
                 let mut s = mpu_sort_key(k, &parse_upload_id(u)?);
                 s.push(0);
@@ -407,42 +402,95 @@ impl S3Api {
             }
             _ => prefix.as_bytes().to_vec(),
         };
-        let rows = self
-            .model
-            .list_multipart(&b, Bound::Included(&start), max + 1)
-            .await
-            .or_s3()?;
-        let mut uploads: Vec<MpuRow> = rows
-            .into_iter()
-            .map(|(_, r)| r)
-            .take_while(|r| r.key.starts_with(&prefix))
-            .collect();
-        let truncated = uploads.len() > max;
-        uploads.truncate(max);
-        let last = uploads
-            .last()
-            .map(|u| (u.key.clone(), hex::encode(u.upload_id)));
+        let mut entries: Vec<Listed> = Vec::new();
+        let mut truncated = false;
+        let mut first = true;
+        'scan: loop {
+            let bound = if first {
+                Bound::Included(start.as_slice())
+            } else {
+                Bound::Excluded(start.as_slice())
+            };
+            let rows = self
+                .model
+                .list_multipart(&b, bound, LIST_PAGE)
+                .await
+                .or_s3()?;
+            first = false;
+            let n = rows.len();
+            for (sort, r) in rows {
+                start = sort;
+                if !r.key.starts_with(&prefix) {
+                    if r.key.as_str() < prefix.as_str() {
+                        continue;
+                    }
+                    break 'scan;
+                }
+                let item = match delimiter
+                    .as_deref()
+                    .and_then(|d| r.key[prefix.len()..].find(d).map(|i| (i, d.len())))
+                {
+                    Some((i, dl)) => Listed::Prefix(r.key[..prefix.len() + i + dl].to_owned()),
+                    None => Listed::Upload(r),
+                };
+                if let Listed::Prefix(p) = &item {
+                    // A prefix already listed, here or on the page before.
+                    let seen = matches!(entries.last(), Some(Listed::Prefix(q)) if q == p);
+                    if seen || input.key_marker.as_deref() == Some(p.as_str()) {
+                        continue;
+                    }
+                }
+                if entries.len() == max {
+                    truncated = true;
+                    break 'scan;
+                }
+                entries.push(item);
+            }
+            if n < LIST_PAGE {
+                break;
+            }
+        }
+        let (next_key, next_upload) = match entries.last().filter(|_| truncated) {
+            Some(Listed::Upload(u)) => (Some(u.key.clone()), Some(hex::encode(u.upload_id))),
+            Some(Listed::Prefix(p)) => (Some(p.clone()), None),
+            None => (None, None),
+        };
+        let mut uploads = Vec::new();
+        let mut prefixes = Vec::new();
+        for e in entries {
+            match e {
+                Listed::Upload(u) => uploads.push(MultipartUpload {
+                    key: Some(u.key),
+                    upload_id: Some(hex::encode(u.upload_id)),
+                    initiated: Some(timestamp(u.initiated_msec)),
+                    ..Default::default()
+                }),
+                Listed::Prefix(p) => prefixes.push(CommonPrefix { prefix: Some(p) }),
+            }
+        }
         Ok(S3Response::new(ListMultipartUploadsOutput {
             bucket: Some(input.bucket),
             prefix: input.prefix,
+            delimiter: input.delimiter,
             key_marker: input.key_marker,
             upload_id_marker: input.upload_id_marker,
             max_uploads: Some(max as i32),
             is_truncated: Some(truncated),
-            next_key_marker: last.as_ref().filter(|_| truncated).map(|l| l.0.clone()),
-            next_upload_id_marker: last.filter(|_| truncated).map(|l| l.1),
-            uploads: Some(
-                uploads
-                    .into_iter()
-                    .map(|u| MultipartUpload {
-                        key: Some(u.key),
-                        upload_id: Some(hex::encode(u.upload_id)),
-                        initiated: Some(timestamp(u.initiated_msec)),
-                        ..Default::default()
-                    })
-                    .collect(),
-            ),
+            next_key_marker: next_key,
+            next_upload_id_marker: next_upload,
+            uploads: Some(uploads),
+            common_prefixes: (!prefixes.is_empty()).then_some(prefixes),
             ..Default::default()
         }))
     }
+}
+
+/// Uploads read from the table at once while listing.
+const LIST_PAGE: usize = 1000;
+
+/// One entry of a ListMultipartUploads answer.
+enum Listed {
+    Upload(MpuRow),
+    /// Keys sharing this prefix up to the delimiter, listed once.
+    Prefix(String),
 }

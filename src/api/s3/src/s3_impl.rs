@@ -51,6 +51,20 @@ impl S3 for S3Api {
         self.do_put_object(req).await
     }
 
+    async fn post_object(
+        &self,
+        req: S3Request<PostObjectInput>,
+    ) -> S3Result<S3Response<PostObjectOutput>> {
+        self.do_post_object(req).await
+    }
+
+    async fn get_object_attributes(
+        &self,
+        req: S3Request<GetObjectAttributesInput>,
+    ) -> S3Result<S3Response<GetObjectAttributesOutput>> {
+        self.do_get_object_attributes(req).await
+    }
+
     async fn get_object(
         &self,
         req: S3Request<GetObjectInput>,

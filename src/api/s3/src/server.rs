@@ -182,8 +182,23 @@ pub async fn call(
     mut req: http::Request<s3s::Body>,
 ) -> Result<http::Response<s3s::Body>, s3s::HttpError> {
     merge_content_encoding(req.headers_mut());
+    let post_form = crate::post_errors::is_post_form(&req);
     let (req, mismatch) = crate::payload_hash::watch(req);
     let mut resp = endpoint.s3.call(req).await?;
+    if post_form
+        && resp.status().is_client_error()
+        && let Some((status, body)) = resp
+            .body()
+            .bytes()
+            .and_then(|b| crate::post_errors::reword(&b))
+    {
+        *resp.status_mut() = status;
+        resp.headers_mut().insert(
+            http::header::CONTENT_LENGTH,
+            http::HeaderValue::from(body.len()),
+        );
+        *resp.body_mut() = s3s::Body::from(body);
+    }
     if let Some(StatusOverride(status)) = resp.extensions_mut().remove() {
         *resp.status_mut() = status;
     }

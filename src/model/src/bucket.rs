@@ -5,11 +5,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use hangar_db::{DbError, Tx};
 use hangar_table::{
     CREATOR_ROW_FORMAT, Crdt, Lww, NEWEST_ROW_FORMAT, ROW_FORMAT, Schema, VERSIONING_ROW_FORMAT,
+    WEBSITE_ROW_FORMAT,
 };
 use serde::{Deserialize, Serialize};
 
 use crate::ModelError;
 use crate::object::TagSet;
+use crate::website::WebsiteConfig;
 
 /// One bucket. The bucket itself (`updated_msec` … `created_msec`, and
 /// `created_by`) is one last-writer-wins register: the greater of (last
@@ -49,6 +51,10 @@ pub struct BucketRow {
     /// "yours" without the key row, which replicates after the bucket row.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_by: Option<String>,
+    /// Put/DeleteBucketWebsite: `None` when there is no configuration
+    /// (row format 7; absent when never set).
+    #[serde(default, skip_serializing_if = "Lww::is_unset")]
+    pub website: Lww<Option<WebsiteConfig>>,
 }
 
 /// A bucket's versioning state (S3's `VersioningConfiguration/Status`).
@@ -87,6 +93,7 @@ impl Crdt for BucketRow {
                 self.tags.merge(&other.tags);
                 self.cors.merge(&other.cors);
                 self.versioning.merge(&other.versioning);
+                self.website.merge(&other.website);
             }
         }
     }
@@ -105,6 +112,7 @@ impl BucketRow {
             cors: Lww::default(),
             versioning: Lww::default(),
             created_by: None,
+            website: Lww::default(),
         }
     }
 
@@ -135,6 +143,11 @@ impl BucketRow {
         &self.cors.value
     }
 
+    /// The website configuration; `None` when the bucket is no website.
+    pub fn website(&self) -> Option<&WebsiteConfig> {
+        self.website.value.as_ref()
+    }
+
     /// The partition key of this bucket's objects.
     pub fn id_bytes(&self) -> [u8; 32] {
         let mut b = [0u8; 32];
@@ -152,7 +165,9 @@ impl Schema for BucketTable {
     type Row = BucketRow;
 
     fn format_of(row: &BucketRow) -> u8 {
-        if row.created_by.is_some() {
+        if !row.website.is_unset() {
+            WEBSITE_ROW_FORMAT
+        } else if row.created_by.is_some() {
             CREATOR_ROW_FORMAT
         } else if !row.versioning.is_unset() {
             VERSIONING_ROW_FORMAT

@@ -13,7 +13,7 @@
 //!   markers, and their listings;
 //! - [`garbage`]: uploads in progress and the collector of dead versions;
 //! - configuration registers (tags of buckets and objects, CORS rules of
-//!   buckets), changed by `Model::set_*`.
+//!   buckets, [`website`] configuration), changed by `Model::set_*`.
 //!
 //! [`Model`] ties them to one node's metadata store and block manager.
 
@@ -41,6 +41,7 @@ pub mod version;
 pub mod version_list;
 pub mod versioned;
 pub mod versioning;
+pub mod website;
 
 pub use condition::WriteCondition;
 pub use error::ModelError;

@@ -73,6 +73,11 @@ pub const KEY_EXPIRY_ROW_FORMAT: u8 = 5;
 /// Written only for the bucket rows that carry one.
 pub const CREATOR_ROW_FORMAT: u8 = 6;
 
+/// Format 6 plus a bucket's website configuration (`website`): a reader
+/// of format 6 would drop it on its next merge, so such rows say so.
+/// Written only for the bucket rows that carry one.
+pub const WEBSITE_ROW_FORMAT: u8 = 7;
+
 /// The previous format, still read.
 pub const LEGACY_ROW_FORMAT: u8 = 1;
 
@@ -225,7 +230,7 @@ pub fn storage_key<S: Schema>(partition: &[u8], sort: &[u8]) -> Vec<u8> {
 /// write of a table and every row sent to a peer is encoded.
 pub fn encode<S: Schema>(row: &S::Row) -> Vec<u8> {
     let format = S::format_of(row);
-    debug_assert!((ROW_FORMAT..=CREATOR_ROW_FORMAT).contains(&format));
+    debug_assert!((ROW_FORMAT..=WEBSITE_ROW_FORMAT).contains(&format));
     let mut v = vec![format];
     rmp_serde::encode::write_named(&mut v, row).expect("table rows encode");
     v
@@ -240,14 +245,15 @@ pub fn decode<S: Schema>(v: &[u8]) -> Result<S::Row> {
         message,
     };
     match v.split_first() {
-        // Formats 3 to 6 are format 2 with more (defaulted) fields and
+        // Formats 3 to 7 are format 2 with more (defaulted) fields and
         // variants: one decoder.
         Some((
             &(ROW_FORMAT
             | NEWEST_ROW_FORMAT
             | VERSIONING_ROW_FORMAT
             | KEY_EXPIRY_ROW_FORMAT
-            | CREATOR_ROW_FORMAT),
+            | CREATOR_ROW_FORMAT
+            | WEBSITE_ROW_FORMAT),
             body,
         )) => rmp_serde::from_slice(body).map_err(|e| err(e.to_string())),
         Some((&LEGACY_ROW_FORMAT, body)) => S::decode_old(LEGACY_ROW_FORMAT, body).map_err(err),

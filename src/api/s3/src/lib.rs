@@ -32,12 +32,15 @@ mod ops_multipart;
 mod ops_put;
 mod ops_tagging;
 mod ops_versioning;
+mod ops_website;
 mod payload_hash;
 pub mod presign;
 mod s3_impl;
 pub mod server;
 mod tagging;
 mod time;
+pub mod web;
+mod website_rules;
 
 use std::sync::Arc;
 

@@ -13,6 +13,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from hangar_testlib import Node, bucket_name, error_code, free_port, http_status, s3_client, signed_request
+from admin_api_lib import call as admin_call, ok as admin_ok, with_tokens
 from test_cluster_control import key_of
 from test_layout_cluster import converge, make_node, node_id, peer_addr, wait_for
 
@@ -43,7 +44,7 @@ def fetch(n: Node, bucket: str, path: str, method: str = "GET", headers: dict | 
 
 @pytest.fixture(scope="module")
 def one(tmp_path_factory):
-    n = with_web(Node(tmp_path_factory.mktemp("web1")))
+    n = with_web(with_tokens(Node(tmp_path_factory.mktemp("web1"))))
     n.start()
     key = n.create_key("web", create_bucket=True)
     yield [n], s3_client(n, key), key
@@ -216,3 +217,39 @@ def test_website_story_one_node(one):
 def test_website_story_three_nodes_served_by_another(three):
     nodes, s3, _ = three
     website_story(nodes, s3, nodes[2])
+
+
+def test_operator_allows_and_denies_a_website(one):
+    nodes, s3, _ = one
+    n = nodes[0]
+    b = bucket_name("website-cli")
+    s3.create_bucket(Bucket=b)
+    s3.put_object(Bucket=b, Key="home.html", Body=b"home", ContentType="text/html")
+    s3.put_object(Bucket=b, Key="err.html", Body=b"err", ContentType="text/html")
+    assert "Website: no" in n.cli("bucket", "info", b).stdout
+    r = n.cli("bucket", "website", b, "--index-document", "x.html", check=False)
+    assert r.returncode == 2, r
+    r = n.cli("bucket", "website", b, "--allow", "--deny", check=False)
+    assert r.returncode == 2, r
+    n.cli("bucket", "website", b, "--allow", "-i", "home.html", "-e", "err.html")
+    assert "Website: yes (index home.html, error document err.html)" in n.cli("bucket", "info", b).stdout
+    assert s3.get_bucket_website(Bucket=b)["IndexDocument"] == {"Suffix": "home.html"}
+    assert fetch(n, b, "/")[::2] == (200, b"home")
+    assert fetch(n, b, "/missing")[::2] == (404, b"err")
+    # The same operation over the admin HTTP API.
+    status, _, body = admin_call(n, "POST", "/v2/UpdateBucketWebsite",
+                                 body={"bucket": b, "allow": True, "index_document": "a/b"})
+    assert status == 400, body
+    status, _, body = admin_call(n, "POST", "/v2/UpdateBucketWebsite",
+                                 body={"bucket": bucket_name("website-nobucket"), "allow": True})
+    assert status == 404, body
+    assert admin_ok(n, "POST", "/v2/UpdateBucketWebsite", body={"bucket": b, "allow": False}) == \
+        {"name": b, "website": False}
+    assert admin_ok(n, "GET", "/v2/GetBucketInfo", query={"name": b})["website"] is None
+    status, _, body = fetch(n, b, "/")
+    assert status == 404 and b"NoSuchWebsiteConfiguration" in body
+    admin_ok(n, "POST", "/v2/UpdateBucketWebsite", body={"bucket": b, "allow": True})
+    info = admin_ok(n, "GET", "/v2/GetBucketInfo", query={"name": b})["website"]
+    assert info["index_document"] == "index.html" and info["error_document"] is None
+    n.cli("bucket", "website", b, "--deny")
+    assert "Website: no" in n.cli("bucket", "info", b).stdout

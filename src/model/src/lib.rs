@@ -29,6 +29,8 @@ mod format3_tests;
 #[cfg(test)]
 mod format5_tests;
 #[cfg(test)]
+mod format7_tests;
+#[cfg(test)]
 mod format_tests;
 pub mod garbage;
 pub mod key;

@@ -200,8 +200,42 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
                     )
                 })
                 .collect();
+            let website = b.website().map(|w| {
+                json!({"index_document": w.index_suffix, "error_document": w.error_key,
+                    "redirect_all": w.redirect_all.as_ref().map(|r| &r.host_name),
+                    "routing_rules": w.routing_rules.len()})
+            });
             json!({"name": b.name, "id": b.id, "created": b.created_msec,
-                "objects": objects, "bytes": bytes, "keys": keys})
+                "objects": objects, "bytes": bytes, "keys": keys, "website": website})
+        }
+        Request::BucketWebsite {
+            bucket,
+            allow,
+            index_document,
+            error_document,
+        } => {
+            let website = if allow {
+                let index = index_document.unwrap_or_else(|| "index.html".to_owned());
+                if index.is_empty() || index.contains('/') {
+                    return Err(model_error(ModelError::Invalid(format!(
+                        "index document {index:?}: a suffix, not empty and without '/'"
+                    ))));
+                }
+                if error_document.as_deref() == Some("") {
+                    return Err(model_error(ModelError::Invalid(
+                        "the error document must not be empty".into(),
+                    )));
+                }
+                Some(hangar_model::website::WebsiteConfig {
+                    index_suffix: Some(index),
+                    error_key: error_document,
+                    ..Default::default()
+                })
+            } else {
+                None
+            };
+            let b = model.set_bucket_website(&bucket, website).await.map_err(e)?;
+            json!({"name": b.name, "website": b.website().is_some()})
         }
         Request::BucketDelete { name } => {
             model.delete_bucket(&name).await.map_err(e)?;

@@ -123,6 +123,22 @@ pub enum BucketCmd {
         #[command(flatten)]
         perm: PermFlags,
     },
+    /// Make a bucket a website served by `[s3_web]`, or no longer one.
+    Website {
+        bucket: String,
+        /// Serve the bucket as a website.
+        #[arg(long, conflicts_with = "deny", required_unless_present = "deny")]
+        allow: bool,
+        /// Stop serving it.
+        #[arg(long)]
+        deny: bool,
+        /// The index document suffix (with --allow).
+        #[arg(short = 'i', long, default_value = "index.html", requires = "allow")]
+        index_document: String,
+        /// The error document key (with --allow).
+        #[arg(short = 'e', long, requires = "allow")]
+        error_document: Option<String>,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -349,6 +365,18 @@ pub async fn bucket(client: &AdminClient, cmd: BucketCmd, json: bool) -> Result<
         }
         BucketCmd::Allow { bucket, perm: p } => perm(bucket, p, true)?,
         BucketCmd::Deny { bucket, perm: p } => perm(bucket, p, false)?,
+        BucketCmd::Website {
+            bucket,
+            allow,
+            deny: _,
+            index_document,
+            error_document,
+        } => Request::BucketWebsite {
+            bucket,
+            allow,
+            index_document: allow.then_some(index_document),
+            error_document,
+        },
     };
     let v = call(client, &req).await?;
     if json {
@@ -358,6 +386,13 @@ pub async fn bucket(client: &AdminClient, cmd: BucketCmd, json: bool) -> Result<
     match req {
         Request::BucketCreate { name } => println!("Bucket {name} created."),
         Request::BucketDelete { name } => println!("Bucket {name} deleted."),
+        Request::BucketWebsite { bucket, allow, .. } => {
+            if allow {
+                println!("Website access allowed for {bucket}.");
+            } else {
+                println!("Website access denied for {bucket}.");
+            }
+        }
         Request::BucketList => {
             for b in v.as_array().cloned().unwrap_or_default() {
                 println!("{}", s(&b, "name"));
@@ -368,6 +403,14 @@ pub async fn bucket(client: &AdminClient, cmd: BucketCmd, json: bool) -> Result<
             println!("ID: {}", s(&v, "id"));
             println!("Objects: {}", s(&v, "objects"));
             println!("Size: {} bytes", s(&v, "bytes"));
+            match v.get("website").filter(|w| !w.is_null()) {
+                Some(w) => println!(
+                    "Website: yes (index {}, error document {})",
+                    s(w, "index_document"),
+                    s(w, "error_document")
+                ),
+                None => println!("Website: no"),
+            }
             println!("Keys:");
             for k in v["keys"].as_array().cloned().unwrap_or_default() {
                 println!(

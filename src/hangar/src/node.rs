@@ -300,16 +300,18 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
     );
     let s3_metrics = Arc::new(S3Metrics::default());
     start_admin(&cfg, &node, &api, &s3_metrics, state).await?;
+    let limits = ConnLimits {
+        max_connections: cfg.s3_max_connections,
+        header_timeout: Duration::from_millis(cfg.s3_header_timeout_msec.max(1)),
+        idle_timeout: Duration::from_millis(cfg.s3_idle_timeout_msec.max(1)),
+    };
+    start_web(&cfg, &api, limits).await?;
     on_ready();
     hangar_api_s3::server::serve(
         listener,
         hangar_api_s3::server::service(api),
         s3_metrics,
-        ConnLimits {
-            max_connections: cfg.s3_max_connections,
-            header_timeout: Duration::from_millis(cfg.s3_header_timeout_msec.max(1)),
-            idle_timeout: Duration::from_millis(cfg.s3_idle_timeout_msec.max(1)),
-        },
+        limits,
         shutdown_signal(),
     )
     .await
@@ -318,6 +320,30 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
     node.mesh.shutdown().await;
     let _ = std::fs::remove_file(&sock);
     flush(&node).await
+}
+
+/// Starts the website endpoint when `[s3_web] bind_addr` is set; it stops
+/// with the process.
+async fn start_web(cfg: &Config, api: &S3Api, limits: ConnLimits) -> Result<(), NodeError> {
+    let Some(web) = &cfg.s3_web else {
+        return Ok(());
+    };
+    let Some(addr) = web.bind_addr.clone() else {
+        return Ok(());
+    };
+    let listener = tokio::net::TcpListener::bind(&addr)
+        .await
+        .map_err(io(format!("cannot listen on [s3_web] bind_addr {addr}")))?;
+    tracing::info!("website endpoint on http://{addr}");
+    let endpoint = hangar_api_s3::web::WebEndpoint::new(api.clone(), web.root_domain.clone());
+    tokio::spawn(async move {
+        if let Err(e) =
+            hangar_api_s3::web::serve(listener, endpoint, limits, std::future::pending()).await
+        {
+            tracing::error!("website endpoint: {e}");
+        }
+    });
+    Ok(())
 }
 
 /// Makes every acknowledged metadata write durable before the process

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use hangar_db::{DbError, Tx};
 use hangar_table::{
     CREATOR_ROW_FORMAT, Crdt, LIFECYCLE_ROW_FORMAT, Lww, NEWEST_ROW_FORMAT, OBJECT_LOCK_ROW_FORMAT,
-    ROW_FORMAT, Schema, VERSIONING_ROW_FORMAT,
+    ROW_FORMAT, Schema, VERSIONING_ROW_FORMAT, WEBSITE_ROW_FORMAT,
 };
 use serde::{Deserialize, Serialize};
 
@@ -13,6 +13,7 @@ use crate::ModelError;
 use crate::lifecycle::LifecycleRule;
 use crate::object::TagSet;
 use crate::object_lock::ObjectLockConfig;
+use crate::website::WebsiteConfig;
 
 /// One bucket. The bucket itself (`updated_msec` … `created_msec`, and
 /// `created_by`) is one last-writer-wins register: the greater of (last
@@ -52,6 +53,10 @@ pub struct BucketRow {
     /// "yours" without the key row, which replicates after the bucket row.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_by: Option<String>,
+    /// Put/DeleteBucketWebsite: `None` when there is no configuration
+    /// (row format 7; absent when never set).
+    #[serde(default, skip_serializing_if = "Lww::is_unset")]
+    pub website: Lww<Option<WebsiteConfig>>,
     /// S3 Object Lock: `None` while not enabled; once enabled (at creation
     /// or by PutObjectLockConfiguration) it stays, with its default
     /// retention (row format 8; absent while never set). A configuration
@@ -101,6 +106,7 @@ impl Crdt for BucketRow {
                 self.tags.merge(&other.tags);
                 self.cors.merge(&other.cors);
                 self.versioning.merge(&other.versioning);
+                self.website.merge(&other.website);
                 self.object_lock.merge(&other.object_lock);
                 self.lifecycle.merge(&other.lifecycle);
             }
@@ -121,6 +127,7 @@ impl BucketRow {
             cors: Lww::default(),
             versioning: Lww::default(),
             created_by: None,
+            website: Lww::default(),
             object_lock: Lww::default(),
             lifecycle: Lww::default(),
         }
@@ -163,6 +170,11 @@ impl BucketRow {
         &self.lifecycle.value
     }
 
+    /// The website configuration; `None` when the bucket is no website.
+    pub fn website(&self) -> Option<&WebsiteConfig> {
+        self.website.value.as_ref()
+    }
+
     /// The partition key of this bucket's objects.
     pub fn id_bytes(&self) -> [u8; 32] {
         let mut b = [0u8; 32];
@@ -184,6 +196,8 @@ impl Schema for BucketTable {
             LIFECYCLE_ROW_FORMAT
         } else if !row.object_lock.is_unset() {
             OBJECT_LOCK_ROW_FORMAT
+        } else if !row.website.is_unset() {
+            WEBSITE_ROW_FORMAT
         } else if row.created_by.is_some() {
             CREATOR_ROW_FORMAT
         } else if !row.versioning.is_unset() {

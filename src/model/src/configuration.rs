@@ -79,6 +79,20 @@ impl Model {
         .await
     }
 
+    /// Replaces the website configuration of bucket `name` (`None`
+    /// removes it).
+    pub async fn set_bucket_website(
+        &self,
+        name: &str,
+        website: Option<crate::website::WebsiteConfig>,
+    ) -> Result<BucketRow> {
+        self.update_bucket(name, move |b, now| {
+            b.website.update(now, website);
+            Ok(())
+        })
+        .await
+    }
+
     /// Sets the versioning state of bucket `name` (enabled or suspended;
     /// a bucket never goes back to unversioned).
     pub async fn set_bucket_versioning(

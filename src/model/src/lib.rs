@@ -15,7 +15,7 @@
 //!   retention and legal hold, and whether a version may be removed);
 //! - [`garbage`]: uploads in progress and the collector of dead versions;
 //! - configuration registers (tags of buckets and objects, CORS rules of
-//!   buckets), changed by `Model::set_*`.
+//!   buckets, [`website`] configuration), changed by `Model::set_*`.
 //!
 //! [`Model`] ties them to one node's metadata store and block manager.
 
@@ -30,6 +30,8 @@ mod error;
 mod format3_tests;
 #[cfg(test)]
 mod format5_tests;
+#[cfg(test)]
+mod format7_tests;
 #[cfg(test)]
 mod format8_tests;
 #[cfg(test)]
@@ -51,6 +53,7 @@ pub mod version;
 pub mod version_list;
 pub mod versioned;
 pub mod versioning;
+pub mod website;
 
 pub use condition::WriteCondition;
 pub use error::ModelError;

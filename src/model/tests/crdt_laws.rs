@@ -14,6 +14,7 @@ use hangar_model::object_lock::{
     DefaultRetention, ObjectLockConfig, Retention, RetentionMode, RetentionPeriod,
 };
 use hangar_model::version::BlockEntry;
+use hangar_model::website::WebsiteConfig;
 use hangar_table::crdt::laws;
 use hangar_table::{Crdt, Lww, LwwMap};
 use hangar_util::Hash;
@@ -143,6 +144,7 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
         ],
         lww(lock_config()),
         lww(lifecycle_rules()),
+        lww(website_config()),
     )
         .prop_map(
             |(
@@ -156,6 +158,7 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
                 created_by,
                 object_lock,
                 lifecycle,
+                website,
             )| {
                 let mut b = BucketRow::new("bucket", id, created, updated);
                 b.deleted = deleted;
@@ -165,6 +168,7 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
                 b.created_by = created_by;
                 b.object_lock = object_lock;
                 b.lifecycle = lifecycle;
+                b.website = website;
                 b
             },
         )
@@ -175,6 +179,22 @@ fn retention_mode() -> impl Strategy<Value = RetentionMode> {
         Just(RetentionMode::Governance),
         Just(RetentionMode::Compliance)
     ]
+}
+
+/// No website, or one of two index documents with or without an error
+/// document: enough values that concurrent registers differ and tie.
+fn website_config() -> impl Strategy<Value = Option<WebsiteConfig>> {
+    proptest::option::of(
+        (
+            prop_oneof![Just("index.html"), Just("home.htm")],
+            proptest::option::of(Just("404.html")),
+        )
+            .prop_map(|(index, error)| WebsiteConfig {
+                index_suffix: Some(index.to_owned()),
+                error_key: error.map(str::to_owned),
+                ..WebsiteConfig::default()
+            }),
+    )
 }
 
 fn lock_config() -> impl Strategy<Value = Option<ObjectLockConfig>> {

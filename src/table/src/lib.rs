@@ -73,14 +73,18 @@ pub const KEY_EXPIRY_ROW_FORMAT: u8 = 5;
 /// Written only for the bucket rows that carry one.
 pub const CREATOR_ROW_FORMAT: u8 = 6;
 
-/// Format 6 plus S3 Object Lock: a bucket's lock configuration register,
+/// Format 6 plus a bucket's website configuration (`website`): a reader
+/// of format 6 would drop it on its next merge, so such rows say so.
+/// Written only for the bucket rows that carry one.
+pub const WEBSITE_ROW_FORMAT: u8 = 7;
+/// Format 7 plus S3 Object Lock: a bucket's lock configuration register,
 /// a version's retention and legal hold registers. A reader of an older
 /// format would drop them on its next merge (and the version would become
 /// deletable), so such rows say so. Written only for rows that carry one.
 /// A row that also carries a field of format 9 is format 9.
 pub const OBJECT_LOCK_ROW_FORMAT: u8 = 8;
-/// Format 6 plus a bucket's lifecycle rules (`BucketRow::lifecycle`): a
-/// reader of format 6 would drop them on its next merge, so such rows say
+/// Format 8 plus a bucket's lifecycle rules (`BucketRow::lifecycle`): a
+/// reader of format 8 would drop them on its next merge, so such rows say
 /// so. Written only for the bucket rows that carry them. A bucket row with both
 /// lifecycle rules and a lock configuration is format 9, which includes 8.
 pub const LIFECYCLE_ROW_FORMAT: u8 = 9;
@@ -237,11 +241,7 @@ pub fn storage_key<S: Schema>(partition: &[u8], sort: &[u8]) -> Vec<u8> {
 /// write of a table and every row sent to a peer is encoded.
 pub fn encode<S: Schema>(row: &S::Row) -> Vec<u8> {
     let format = S::format_of(row);
-    debug_assert!(
-        (ROW_FORMAT..=CREATOR_ROW_FORMAT).contains(&format)
-            || format == OBJECT_LOCK_ROW_FORMAT
-            || format == LIFECYCLE_ROW_FORMAT
-    );
+    debug_assert!((ROW_FORMAT..=LIFECYCLE_ROW_FORMAT).contains(&format));
     let mut v = vec![format];
     rmp_serde::encode::write_named(&mut v, row).expect("table rows encode");
     v
@@ -256,7 +256,7 @@ pub fn decode<S: Schema>(v: &[u8]) -> Result<S::Row> {
         message,
     };
     match v.split_first() {
-        // Formats 3 to 6, 8 and 9 are format 2 with more (defaulted) fields and
+        // Formats 3 to 9 are format 2 with more (defaulted) fields and
         // variants: one decoder.
         Some((
             &(ROW_FORMAT
@@ -264,6 +264,7 @@ pub fn decode<S: Schema>(v: &[u8]) -> Result<S::Row> {
             | VERSIONING_ROW_FORMAT
             | KEY_EXPIRY_ROW_FORMAT
             | CREATOR_ROW_FORMAT
+            | WEBSITE_ROW_FORMAT
             | OBJECT_LOCK_ROW_FORMAT
             | LIFECYCLE_ROW_FORMAT),
             body,

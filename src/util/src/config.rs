@@ -146,7 +146,8 @@ pub struct S3ApiConfig {
     pub root_domain: Option<String>,
 }
 
-/// `[s3_web]`: accepted so a Garage file loads; the website server is not built yet.
+/// `[s3_web]`: the website endpoint (`bind_addr`; buckets named by
+/// `<bucket>.<root_domain>` hosts). `add_host_to_metrics` is accepted and ignored.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct WebConfig {

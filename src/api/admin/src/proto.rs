@@ -70,6 +70,17 @@ pub enum Request {
         /// true: grant the flags set; false: revoke them.
         allow: bool,
     },
+    /// Makes a bucket a website (`allow`: with these documents) or no
+    /// longer one (Garage's `bucket website --allow|--deny`).
+    BucketWebsite {
+        bucket: String,
+        allow: bool,
+        /// The index document suffix; `index.html` when absent.
+        #[serde(default)]
+        index_document: Option<String>,
+        #[serde(default)]
+        error_document: Option<String>,
+    },
     WorkerList,
     /// One worker's status and the settings it reads.
     WorkerInfo {

@@ -87,6 +87,7 @@ pub const ROUTES: &[Route] = &[
     post("/v2/DeleteBucket", "bucket_delete"),
     post_with("/v2/AllowBucketKey", "bucket_permission", "allow", true),
     post_with("/v2/DenyBucketKey", "bucket_permission", "allow", false),
+    post("/v2/UpdateBucketWebsite", "bucket_website"),
     get("/v2/ListWorkers", "worker_list"),
     get("/v2/GetWorkerInfo", "worker_info"),
     post("/v2/SetWorkerVariable", "worker_set"),
@@ -132,6 +133,7 @@ pub fn route_for(req: &Request) -> &'static Route {
         Request::BucketDelete { .. } => "/v2/DeleteBucket",
         Request::BucketPermission { allow: true, .. } => "/v2/AllowBucketKey",
         Request::BucketPermission { allow: false, .. } => "/v2/DenyBucketKey",
+        Request::BucketWebsite { .. } => "/v2/UpdateBucketWebsite",
         Request::WorkerList => "/v2/ListWorkers",
         Request::WorkerInfo { .. } => "/v2/GetWorkerInfo",
         Request::WorkerSet { .. } => "/v2/SetWorkerVariable",
@@ -316,6 +318,12 @@ mod tests {
             LayoutSkipDeadNodes {
                 version: 3,
                 allow_missing_data: true,
+            },
+            BucketWebsite {
+                bucket: s("b"),
+                allow: true,
+                index_document: Some(s("index.html")),
+                error_document: None,
             },
             PresignObject {
                 bucket: s("b"),

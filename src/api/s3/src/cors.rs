@@ -163,6 +163,17 @@ impl Cors {
         })
     }
 
+    /// [`Cors::actual`] for a request to bucket `bucket` of the website
+    /// endpoint, which names it by its host only.
+    pub fn actual_for<B>(&self, req: &http::Request<B>, bucket: &str) -> Option<CorsRequest> {
+        let origin = header(req.headers(), "origin")?;
+        Some(CorsRequest {
+            origin,
+            method: req.method().as_str().to_owned(),
+            bucket: Some(bucket.to_owned()),
+        })
+    }
+
     /// Adds the CORS headers of the first rule allowing `r` to `resp`, if
     /// any does. A failed look-up of the rules adds none.
     pub async fn decorate(&self, r: &CorsRequest, resp: &mut http::Response<s3s::Body>) {

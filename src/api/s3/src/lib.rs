@@ -37,6 +37,7 @@ mod ops_post;
 mod ops_put;
 mod ops_tagging;
 mod ops_versioning;
+mod ops_website;
 mod payload_hash;
 mod post_errors;
 pub mod presign;
@@ -44,6 +45,8 @@ mod s3_impl;
 pub mod server;
 mod tagging;
 mod time;
+pub mod web;
+mod website_rules;
 
 use std::sync::Arc;
 

@@ -247,6 +247,27 @@ impl S3 for S3Api {
         self.do_delete_bucket_lifecycle(req).await
     }
 
+    async fn put_bucket_website(
+        &self,
+        req: S3Request<PutBucketWebsiteInput>,
+    ) -> S3Result<S3Response<PutBucketWebsiteOutput>> {
+        self.do_put_bucket_website(req).await
+    }
+
+    async fn get_bucket_website(
+        &self,
+        req: S3Request<GetBucketWebsiteInput>,
+    ) -> S3Result<S3Response<GetBucketWebsiteOutput>> {
+        self.do_get_bucket_website(req).await
+    }
+
+    async fn delete_bucket_website(
+        &self,
+        req: S3Request<DeleteBucketWebsiteInput>,
+    ) -> S3Result<S3Response<DeleteBucketWebsiteOutput>> {
+        self.do_delete_bucket_website(req).await
+    }
+
     async fn put_bucket_versioning(
         &self,
         req: S3Request<PutBucketVersioningInput>,

@@ -34,13 +34,16 @@ def make_node(tmp_path_factory, name: str, secret: str, bootstrap: list[str], rf
     return n
 
 
-def laid_out_cluster(tmp_path_factory, prefix: str, secret: str | None = None) -> list[Node]:
+def laid_out_cluster(tmp_path_factory, prefix: str, secret: str | None = None,
+                     configure=lambda n: n) -> list[Node]:
     """Three started nodes named `<prefix>1..3` (rf 3), a full mesh, one
-    zone each, layout version 1 applied and seen by all."""
+    zone each, layout version 1 applied and seen by all. `configure` may
+    change each node (its config file) before it starts, and returns it."""
     secret = secret or secrets.token_hex(32)
-    first = make_node(tmp_path_factory, f"{prefix}1", secret, [])
+    first = configure(make_node(tmp_path_factory, f"{prefix}1", secret, []))
     first.start()
-    nodes = [first] + [make_node(tmp_path_factory, f"{prefix}{i}", secret, [peer_addr(first)]) for i in (2, 3)]
+    nodes = [first] + [configure(make_node(tmp_path_factory, f"{prefix}{i}", secret, [peer_addr(first)]))
+                       for i in (2, 3)]
     for n in nodes[1:]:
         n.start()
     ids = [node_id(n) for n in nodes]

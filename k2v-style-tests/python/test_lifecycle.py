@@ -13,7 +13,7 @@ from botocore.exceptions import ClientError
 
 from hangar_testlib import Key, Node, bucket_name, error_code, http_status, s3_client
 from test_cluster_control import key_of
-from test_layout_cluster import converge, make_node, node_id, peer_addr, wait_for
+from test_layout_cluster import laid_out_cluster
 
 DAY = 2
 SHORT = f"lifecycle_day_secs = {DAY}\nlifecycle_interval_secs = 1\n"
@@ -35,24 +35,8 @@ def one(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def three(tmp_path_factory):
-    import secrets
-
-    secret = secrets.token_hex(32)
-    first = shorten(make_node(tmp_path_factory, "lc3a", secret, []))
-    first.start()
-    nodes = [first] + [shorten(make_node(tmp_path_factory, f"lc3{c}", secret, [peer_addr(first)])) for c in "bc"]
-    for n in nodes[1:]:
-        n.start()
-    ids = [node_id(n) for n in nodes]
-    for n, me in zip(nodes, ids):
-        want = set(ids) - {me}
-        wait_for(lambda: {p["id"] for p in n.cli_json("status")["peers"] if p["is_up"] and not p["is_self"]} == want,
-                 20, "full mesh")
-    for n, me, zone in zip(nodes, ids, ["dc1", "dc2", "dc3"]):
-        n.cli("layout", "assign", me[:12], "-z", zone, "-c", "1G")
-    wait_for(lambda: len(first.cli_json("layout", "show")["staged"]["roles"]) == 3, 10, "3 staged roles")
-    first.cli("layout", "apply", "--version", "1")
-    converge(nodes, 1)
+    nodes = laid_out_cluster(tmp_path_factory, "lc3", configure=shorten)
+    first = nodes[0]
     key = key_of(first.cli_json("key", "create", "lc"), "lc")
     first.cli("key", "allow", key.id, "--create-bucket")
     yield nodes, key

@@ -7,7 +7,6 @@ CORS, and buckets that are no website refused. On one node, and on three
 from __future__ import annotations
 
 import http.client
-import secrets
 
 import pytest
 from botocore.exceptions import ClientError
@@ -15,7 +14,7 @@ from botocore.exceptions import ClientError
 from hangar_testlib import Node, bucket_name, error_code, free_port, http_status, s3_client, signed_request
 from admin_api_lib import call as admin_call, ok as admin_ok, with_tokens
 from test_cluster_control import key_of
-from test_layout_cluster import converge, make_node, node_id, peer_addr, wait_for
+from test_layout_cluster import laid_out_cluster
 
 WEB_DOMAIN = "web.localhost"
 
@@ -53,23 +52,8 @@ def one(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def three(tmp_path_factory):
-    secret = secrets.token_hex(32)
-    first = with_web(make_node(tmp_path_factory, "webc1", secret, []))
-    first.start()
-    nodes = [first] + [with_web(make_node(tmp_path_factory, f"webc{i}", secret, [peer_addr(first)]))
-                       for i in (2, 3)]
-    for n in nodes[1:]:
-        n.start()
-    ids = [node_id(n) for n in nodes]
-    for n, me in zip(nodes, ids):
-        want = set(ids) - {me}
-        wait_for(lambda: {p["id"] for p in n.cli_json("status")["peers"] if p["is_up"] and not p["is_self"]} == want,
-                 20, f"full mesh seen by {me[:8]}")
-    for n, me, zone in zip(nodes, ids, ["dc1", "dc2", "dc3"]):
-        n.cli("layout", "assign", me[:12], "-z", zone, "-c", "1G")
-    wait_for(lambda: len(first.cli_json("layout", "show")["staged"]["roles"]) == 3, 10, "3 staged roles")
-    first.cli("layout", "apply", "--version", "1")
-    converge(nodes, 1)
+    nodes = laid_out_cluster(tmp_path_factory, "webc", configure=with_web)
+    first = nodes[0]
     key = key_of(first.cli_json("key", "create", "web"), "web")
     first.cli("key", "allow", key.id, "--create-bucket")
     yield nodes, s3_client(first, key), key

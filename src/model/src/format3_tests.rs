@@ -5,11 +5,11 @@
 
 use std::collections::BTreeMap;
 
-use hangar_table::{Lww, NEWEST_ROW_FORMAT, ROW_FORMAT, Schema, Table, storage_key};
+use hangar_table::{Lww, NEWEST_ROW_FORMAT, ROW_FORMAT, Schema, Table, encode, storage_key};
 use serde::Serialize;
 
 use crate::bucket::{BucketRow, BucketTable, CorsRule};
-use crate::format_tests::{test_db, test_model};
+use crate::format_tests::{fixstr as s, test_db, test_model};
 use crate::multipart::{MpuRow, MpuTable};
 use crate::object::{ObjectData, ObjectRow, ObjectTable, TagSet};
 
@@ -27,12 +27,6 @@ struct Format2ObjectRow {
     data: ObjectData,
 }
 
-fn encode<S: Schema>(row: &S::Row) -> Vec<u8> {
-    let mut v = vec![S::format_of(row)];
-    rmp_serde::encode::write_named(&mut v, row).unwrap();
-    v
-}
-
 fn object(tags: Lww<TagSet>) -> ObjectRow {
     ObjectRow {
         timestamp_msec: 1,
@@ -47,13 +41,6 @@ fn object(tags: Lww<TagSet>) -> ObjectRow {
         retention: Lww::default(),
         legal_hold: Lww::default(),
     }
-}
-
-/// A MessagePack fixstr.
-fn s(text: &str) -> Vec<u8> {
-    let mut v = vec![0xa0 | text.len() as u8];
-    v.extend_from_slice(text.as_bytes());
-    v
 }
 
 #[test]

@@ -4,23 +4,10 @@
 //! merge (which would make the key work again); every other key row stays
 //! format 2 byte for byte.
 
-use hangar_table::{KEY_EXPIRY_ROW_FORMAT, Lww, ROW_FORMAT, Schema};
+use hangar_table::{KEY_EXPIRY_ROW_FORMAT, Lww, ROW_FORMAT, encode};
 use serde::Serialize;
 
-use crate::format_tests::test_model;
-
-fn encode<S: Schema>(row: &S::Row) -> Vec<u8> {
-    let mut v = vec![S::format_of(row)];
-    rmp_serde::encode::write_named(&mut v, row).unwrap();
-    v
-}
-
-/// A MessagePack fixstr.
-fn s(text: &str) -> Vec<u8> {
-    let mut v = vec![0xa0 | text.len() as u8];
-    v.extend_from_slice(text.as_bytes());
-    v
-}
+use crate::format_tests::{fixstr as s, test_model};
 
 /// `KeyRow` as format 2 had it: no `expires_msec`.
 #[derive(Serialize)]

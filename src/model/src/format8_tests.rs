@@ -4,27 +4,14 @@
 //! other row keeps its format byte for byte, so a binary of an older
 //! format refuses (rather than silently drops) a lock.
 
-use hangar_table::{Lww, OBJECT_LOCK_ROW_FORMAT, ROW_FORMAT, Schema};
+use hangar_table::{Lww, OBJECT_LOCK_ROW_FORMAT, ROW_FORMAT, encode};
 
 use crate::bucket::{BucketRow, BucketTable, Versioning};
-use crate::format_tests::test_model;
+use crate::format_tests::{fixstr as s, test_model};
 use crate::object::{ObjectData, ObjectRow, ObjectTable};
 use crate::object_lock::{
     DefaultRetention, ObjectLockConfig, Retention, RetentionMode, RetentionPeriod,
 };
-
-fn encode<S: Schema>(row: &S::Row) -> Vec<u8> {
-    let mut v = vec![S::format_of(row)];
-    rmp_serde::encode::write_named(&mut v, row).unwrap();
-    v
-}
-
-/// A MessagePack fixstr.
-fn s(text: &str) -> Vec<u8> {
-    let mut v = vec![0xa0 | text.len() as u8];
-    v.extend_from_slice(text.as_bytes());
-    v
-}
 
 fn object() -> ObjectRow {
     let mut r = ObjectRow::tombstone([5; 16], 1);

@@ -3,24 +3,11 @@
 //! binary of an older format refuses it instead of dropping the rules on
 //! its next merge; every other bucket row keeps its format byte for byte.
 
-use hangar_table::{CREATOR_ROW_FORMAT, LIFECYCLE_ROW_FORMAT, ROW_FORMAT, Schema};
+use hangar_table::{CREATOR_ROW_FORMAT, LIFECYCLE_ROW_FORMAT, ROW_FORMAT, encode};
 
 use crate::bucket::{BucketRow, BucketTable};
-use crate::format_tests::test_model;
+use crate::format_tests::{fixstr as s, test_model};
 use crate::lifecycle::{LifecycleFilter, LifecycleRule};
-
-fn encode<S: Schema>(row: &S::Row) -> Vec<u8> {
-    let mut v = vec![S::format_of(row)];
-    rmp_serde::encode::write_named(&mut v, row).unwrap();
-    v
-}
-
-/// A MessagePack fixstr.
-fn s(text: &str) -> Vec<u8> {
-    let mut v = vec![0xa0 | text.len() as u8];
-    v.extend_from_slice(text.as_bytes());
-    v
-}
 
 fn rule() -> LifecycleRule {
     LifecycleRule {

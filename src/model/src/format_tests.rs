@@ -121,6 +121,13 @@ pub(crate) async fn put_legacy<S: Schema, R: Serialize>(
 
 /// Ids and hashes with bytes above 127, so that the legacy arrays hold both
 /// positive fixints and `cc xx` integers.
+/// A MessagePack fixstr: how a field name (or a short string) is written.
+pub(crate) fn fixstr(text: &str) -> Vec<u8> {
+    let mut v = vec![0xa0 | text.len() as u8];
+    v.extend_from_slice(text.as_bytes());
+    v
+}
+
 pub(crate) fn id(seed: u8) -> [u8; 16] {
     std::array::from_fn(|i| seed.wrapping_add((i as u8).wrapping_mul(37)))
 }

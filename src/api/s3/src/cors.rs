@@ -13,6 +13,7 @@ use http::header::{HeaderName, HeaderValue};
 use http::{HeaderMap, Method, StatusCode};
 
 use crate::cors_rules::{self, METHODS};
+use crate::xml_text;
 
 /// What S3 sends in `Vary` with CORS headers.
 const VARY: &str = "Origin, Access-Control-Request-Headers, Access-Control-Request-Method";
@@ -67,20 +68,9 @@ fn header(headers: &HeaderMap, name: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
 /// An S3 error response built here (a preflight never reaches s3s).
 fn error(status: StatusCode, code: &str, message: &str, extra: &str) -> http::Response<s3s::Body> {
-    let body = format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>{}</Code><Message>{}</Message>{extra}</Error>",
-        xml_escape(code),
-        xml_escape(message)
-    );
+    let body = xml_text::error_document(code, message, extra);
     let mut resp = http::Response::new(s3s::Body::from(body));
     *resp.status_mut() = status;
     resp.headers_mut().insert(
@@ -94,7 +84,7 @@ fn error(status: StatusCode, code: &str, message: &str, extra: &str) -> http::Re
 fn forbidden(message: &str, method: &str, object: bool) -> http::Response<s3s::Body> {
     let extra = format!(
         "<Method>{}</Method><ResourceType>{}</ResourceType>",
-        xml_escape(method),
+        xml_text::escape(method),
         if object { "OBJECT" } else { "BUCKET" }
     );
     error(StatusCode::FORBIDDEN, "AccessForbidden", message, &extra)
@@ -246,7 +236,7 @@ impl Cors {
                     StatusCode::NOT_FOUND,
                     "NoSuchBucket",
                     "The specified bucket does not exist",
-                    &format!("<BucketName>{}</BucketName>", xml_escape(&bucket)),
+                    &format!("<BucketName>{}</BucketName>", xml_text::escape(&bucket)),
                 );
             }
             Err(e) => {

@@ -47,6 +47,7 @@ mod tagging;
 mod time;
 pub mod web;
 mod website_rules;
+mod xml_text;
 
 use std::sync::Arc;
 

@@ -23,6 +23,7 @@ use crate::S3Api;
 use crate::error::OrS3;
 use crate::ops_list::{after_prefix, encoder, max_keys};
 use crate::time::timestamp;
+use crate::xml_text::escape;
 
 /// Parses a request's `versionId`: `null`, or an id Hangar gave.
 pub(crate) fn parse_version_id(v: Option<&str>) -> S3Result<Option<VersionRef>> {
@@ -50,21 +51,6 @@ pub(crate) fn published_id(bucket: &BucketRow, row: &ObjectRow) -> Option<String
 /// would make of its output (carried in the response's extensions).
 #[derive(Debug, Clone)]
 pub(crate) struct XmlBody(pub bytes::Bytes);
-
-fn escape(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&apos;"),
-            c => o.push(c),
-        }
-    }
-    o
-}
 
 fn iso(msec: u64) -> String {
     let mut v = Vec::new();
@@ -330,10 +316,5 @@ mod tests {
         );
         let e = parse_version_id(Some("3HL4kqtJlcpXroDTDmJ+rmSpXd3dIbrHY")).unwrap_err();
         assert_eq!(e.code().as_str(), "InvalidArgument");
-    }
-
-    #[test]
-    fn xml_text_is_escaped() {
-        assert_eq!(escape("a<&>\"'b"), "a&lt;&amp;&gt;&quot;&apos;b");
     }
 }

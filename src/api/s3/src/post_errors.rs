@@ -10,6 +10,8 @@
 use bytes::Bytes;
 use http::StatusCode;
 
+use crate::xml_text::{error_document, unescape};
+
 /// Whether `req` is a POST of an HTML form, the requests whose errors are
 /// rewritten.
 pub(crate) fn is_post_form<B>(req: &http::Request<B>) -> bool {
@@ -46,11 +48,7 @@ pub(crate) fn reword(body: &[u8]) -> Option<(StatusCode, Bytes)> {
         }
         _ => return None,
     };
-    let doc = format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>AccessDenied</Code>\
-<Message>{}</Message></Error>",
-        escape(&message)
-    );
+    let doc = error_document("AccessDenied", &message, "");
     Some((StatusCode::FORBIDDEN, Bytes::from(doc)))
 }
 
@@ -62,24 +60,10 @@ fn element(doc: &str, name: &str) -> Option<String> {
     Some(doc[start..end].to_owned())
 }
 
-fn unescape(s: &str) -> String {
-    s.replace("&quot;", "\"")
-        .replace("&apos;", "'")
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&amp;", "&")
-}
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::xml_text::escape;
 
     fn doc(code: &str, msg: &str) -> Vec<u8> {
         format!(

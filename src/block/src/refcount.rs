@@ -71,6 +71,8 @@ impl Schema for BlockRefTable {
     const PARTITION_LEN: usize = 32;
     type Row = BlockRef;
     const MERKLE_TREE: Option<&'static str> = Some("merkle:block_refs");
+    /// A reference leaves with its block, at hand-over, never before.
+    const DROP_LOST_PARTITIONS: bool = false;
 
     fn is_tombstone(row: &BlockRef) -> bool {
         row.deleted

@@ -177,6 +177,16 @@ pub trait Schema: Send + Sync + 'static {
     /// by the others, or bring a deleted row back to them.
     const MERKLE_TREE: Option<&'static str> = None;
 
+    /// Whether a sharded table's rows leave this node with their partition:
+    /// once no active layout version assigns this node a partition it held
+    /// (the old version retired, so every new holder reported holding every
+    /// acknowledged row), the sync worker deletes its rows of that
+    /// partition, without running [`Schema::updated`] (custody moves, the
+    /// rows do not change). `false` for a table whose owner hands its rows
+    /// over itself: the block reference table, whose rows leave with their
+    /// blocks (block-files.md, "Resync").
+    const DROP_LOST_PARTITIONS: bool = true;
+
     /// The layout partition of the rows of partition key `partition`: where
     /// a sharded table stores them. The default is
     /// [`layout_partition_of`] (the first byte of the key's blake3 hash);

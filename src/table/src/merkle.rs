@@ -7,9 +7,15 @@
 //! `merkle:<tree>`), with two kinds of entries per layout partition `p`:
 //!
 //! ```text
+//! held : p (1) ++ 'H' (0x48)                    → empty
 //! leaf : p (1) ++ 'L' (0x4c) ++ h (32)          → vh (32) ++ storage key
 //! node : p (1) ++ 'N' (0x4e) ++ d (1) ++ h[..d]  → digest (32) ++ count (u64 BE)
 //! ```
+//!
+//! A `held` mark says this node held partition `p` of the table in an
+//! assigned layout version: only the rows of a partition it held are
+//! dropped when it holds it no longer ([`drop_rows`]; rows written before
+//! the node's first layout, in partitions never assigned to it, are kept).
 //!
 //! where `h = blake3(storage key)` and `vh = blake3(stored row value)` (the
 //! format byte included). A node covers the rows whose `h` starts with its
@@ -45,6 +51,7 @@ use hangar_layout::Partition;
 /// leaves per partition (a bucket holds one row per 65536 of the partition).
 pub const DEPTH: usize = 2;
 
+const HELD: u8 = b'H';
 const LEAF: u8 = b'L';
 const NODE: u8 = b'N';
 
@@ -363,6 +370,68 @@ pub async fn children(
         .collect()
 }
 
+/// Which of the 256 partitions carry a `held` mark, read in one task of
+/// the blocking pool.
+pub async fn held_marks(db: &Db, index: &'static str) -> Result<[bool; 256], DbError> {
+    let db = db.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut marks = [false; 256];
+        for (p, m) in marks.iter_mut().enumerate() {
+            *m = db.get(index, &[p as u8, HELD])?.is_some();
+        }
+        Ok(marks)
+    })
+    .await
+    .map_err(|e| bad(e.to_string()))?
+}
+
+/// Marks `partitions` held (see the module documentation), in one
+/// transaction.
+pub async fn mark_held(
+    db: &Db,
+    index: &'static str,
+    partitions: Vec<Partition>,
+) -> Result<(), DbError> {
+    db.write(move |tx| {
+        for p in partitions {
+            tx.put(index, vec![p, HELD], Vec::new());
+        }
+        Ok::<_, DbError>(())
+    })
+    .await
+}
+
+/// Deletes up to `limit` rows of partition `p` from table tree `tree`,
+/// with their index entries, in one transaction, and returns how many (0:
+/// none is left). No hook runs: the rows leave this node's custody, their
+/// values do not change. The `held` mark stays.
+pub async fn drop_rows(
+    db: &Db,
+    tree: &'static str,
+    index: &'static str,
+    p: Partition,
+    limit: usize,
+) -> Result<u64, DbError> {
+    let page = leaves(db, index, p, &[], None, limit).await?;
+    if page.is_empty() {
+        return Ok(0);
+    }
+    db.write(move |tx| {
+        let mut dropped = 0;
+        for leaf in &page {
+            // Read again inside the transaction: a straggling write may
+            // have changed the row since the page was read.
+            if let Some(old) = tx_leaf_hash(tx, index, p, &leaf.key)? {
+                tx.delete(tree, leaf.key.clone());
+                tx_update_hashed(tx, index, p, &leaf.key, Some(old), None)?;
+                dropped += 1;
+            }
+        }
+        Ok::<_, DbError>(dropped)
+    })
+    .await
+}
+
 /// Up to `limit` leaves of partition `p` whose `h` starts with `prefix`
 /// and comes after `after`, by `h`.
 pub async fn leaves(
@@ -454,6 +523,58 @@ mod tests {
         // Interim values of every row, then the final ones, each stage in
         // the given order.
         first.into_iter().chain(last).collect()
+    }
+
+    #[tokio::test]
+    async fn dropping_a_partition_removes_its_rows_and_index_and_nothing_else() {
+        const TREE: &str = "t";
+        let (_d, db) = open();
+        // 1 200 rows in partition 7 (more than a page), 3 in partition 8.
+        let rows: Vec<(Partition, Vec<u8>)> = (0..1200u32)
+            .map(|i| (7, i.to_be_bytes().to_vec()))
+            .chain((0..3u32).map(|i| (8, [b"x".as_slice(), &i.to_be_bytes()].concat())))
+            .collect();
+        db.write(move |tx| {
+            for (p, k) in &rows {
+                tx.put(TREE, k.clone(), vec![1]);
+                tx_update(tx, INDEX, *p, k, None, Some(&[1]))?;
+            }
+            Ok::<_, DbError>(())
+        })
+        .await
+        .unwrap();
+        let eight = root(&db, INDEX, 8).await.unwrap();
+        assert_eq!(held_marks(&db, INDEX).await.unwrap(), [false; 256]);
+        mark_held(&db, INDEX, vec![7, 8]).await.unwrap();
+        let marks = held_marks(&db, INDEX).await.unwrap();
+        assert!(marks[7] && marks[8] && marks.iter().filter(|m| **m).count() == 2);
+
+        let mut dropped = 0;
+        loop {
+            let n = drop_rows(&db, TREE, INDEX, 7, 500).await.unwrap();
+            assert!(n <= 500);
+            if n == 0 {
+                break;
+            }
+            dropped += n;
+        }
+        assert_eq!(dropped, 1200);
+        assert_eq!(root(&db, INDEX, 7).await.unwrap(), Summary::default());
+        assert_eq!(root(&db, INDEX, 8).await.unwrap(), eight);
+        let left = db
+            .range_async(TREE, Bound::Unbounded, Bound::Unbounded, false, 10_000)
+            .await
+            .unwrap();
+        assert_eq!(left.len(), 3);
+        // Partition 7's index is gone but its mark; partition 8's is whole.
+        let index = dump(&db).await;
+        assert!(
+            index
+                .iter()
+                .filter(|(k, _)| k[0] == 7)
+                .all(|(k, _)| k == &[7, HELD])
+        );
+        assert_eq!(held_marks(&db, INDEX).await.unwrap(), marks);
     }
 
     proptest! {

@@ -92,6 +92,12 @@ pub trait ShardedSyncable: Send + Sync {
         peer: NodeId,
         partitions: &[Partition],
     ) -> Result<PeerSync, TableError>;
+    /// Marks `held` (the partitions this node holds in an active, assigned
+    /// layout version) as held, and deletes this node's rows of every
+    /// partition marked held before and not in `held` now
+    /// ([`Schema::DROP_LOST_PARTITIONS`], [`merkle::drop_rows`]). Returns
+    /// how many rows were deleted.
+    async fn drop_lost(&self, held: &BTreeSet<Partition>) -> Result<u64, TableError>;
 }
 
 #[async_trait]
@@ -112,6 +118,50 @@ impl<S: Schema> ShardedSyncable for ShardedTable<S> {
         partitions: &[Partition],
     ) -> Result<PeerSync, TableError> {
         self.sync_partitions_with(peer, partitions).await
+    }
+
+    async fn drop_lost(&self, held: &BTreeSet<Partition>) -> Result<u64, TableError> {
+        /// Rows deleted per transaction.
+        const PAGE: usize = 500;
+        let db = self.local().db();
+        let index = self.index_tree();
+        let marks = merkle::held_marks(db, index).await?;
+        let new: Vec<Partition> = held
+            .iter()
+            .copied()
+            .filter(|p| !marks[*p as usize])
+            .collect();
+        if !new.is_empty() {
+            merkle::mark_held(db, index, new).await?;
+        }
+        if !S::DROP_LOST_PARTITIONS {
+            return Ok(0);
+        }
+        let lost: Vec<Partition> = (0..=Partition::MAX)
+            .filter(|p| marks[*p as usize] && !held.contains(p))
+            .collect();
+        let mut dropped = 0;
+        for (p, root) in lost
+            .iter()
+            .zip(merkle::roots(db, index, lost.clone()).await?)
+        {
+            if root.count == 0 {
+                continue;
+            }
+            loop {
+                let n = merkle::drop_rows(db, S::TREE, index, *p, PAGE).await?;
+                dropped += n;
+                if n == 0 {
+                    break;
+                }
+            }
+            tracing::info!(
+                "{}: partition {p} is no longer stored here: {} rows handed over and deleted",
+                S::TREE,
+                root.count
+            );
+        }
+        Ok(dropped)
     }
 }
 
@@ -450,6 +500,13 @@ pub struct PassReport {
     /// (`LayoutHistory::sync_may_start`): only then may a complete pass
     /// report the version synced.
     pub sync_may_start: bool,
+    /// Partitions this node holds in `version` that the pass did not find
+    /// complete (as for `complete`): what is left before this node's
+    /// tables hold everything `version` assigns it.
+    pub pending: usize,
+    /// Rows deleted because their partition left this node
+    /// ([`ShardedSyncable::drop_lost`]).
+    pub rows_dropped: u64,
     /// (peer, partitions) comparisons made, per table.
     pub compared: usize,
     pub partitions_differed: usize,
@@ -468,6 +525,8 @@ pub struct TableSyncCounts {
     pub partitions_differed: u64,
     pub rows_pulled: u64,
     pub rows_pushed: u64,
+    /// Rows deleted because their partition left this node.
+    pub rows_dropped: u64,
 }
 
 impl PassReport {
@@ -544,18 +603,39 @@ pub async fn sync_pass(cluster: &Cluster, tables: &[Arc<dyn ShardedSyncable>]) -
     // included) to meet every write quorum of that set: then every
     // acknowledged write is here. One node of three may be down.
     let write = cluster.quorums().write;
-    report.complete = in_current.iter().all(|p| {
-        let equal = equal_with.get(p);
-        h.versioned_write_sets_of_partition(*p).iter().all(|set| {
-            let needed = (set.nodes.len() + 1).saturating_sub(write).max(1);
-            let have = set
-                .nodes
-                .iter()
-                .filter(|n| **n == me || equal.is_some_and(|e| e.contains(n)))
-                .count();
-            have >= needed
+    report.pending = in_current
+        .iter()
+        .filter(|p| {
+            let equal = equal_with.get(p);
+            !h.versioned_write_sets_of_partition(**p).iter().all(|set| {
+                let needed = (set.nodes.len() + 1).saturating_sub(write).max(1);
+                let have = set
+                    .nodes
+                    .iter()
+                    .filter(|n| **n == me || equal.is_some_and(|e| e.contains(n)))
+                    .count();
+                have >= needed
+            })
         })
-    });
+        .count();
+    report.complete = report.pending == 0;
+    // Rows of partitions this node held and no longer holds in any active
+    // version: every holder of the newer versions reported holding every
+    // acknowledged row before the old version retired, so they leave.
+    // Before any layout is assigned nothing is held, and nothing dropped.
+    if h.versions.iter().any(|v| v.is_assigned()) {
+        for t in tables {
+            match t.drop_lost(&mine).await {
+                Ok(n) => {
+                    report.rows_dropped += n;
+                    report.per_table.entry(t.tree()).or_default().rows_dropped += n;
+                }
+                Err(e) => report
+                    .errors
+                    .push(format!("{}: dropping lost partitions: {e}", t.tree())),
+            }
+        }
+    }
     report
 }
 
@@ -571,6 +651,8 @@ pub struct ShardedSyncStatus {
     last_complete_msec: Arc<AtomicU64>,
     /// Per table, what every pass moved.
     totals: Arc<std::sync::Mutex<BTreeMap<&'static str, TableSyncCounts>>>,
+    /// The last pass's [`PassReport::pending`].
+    pending: Arc<AtomicU64>,
 }
 
 impl Default for ShardedSyncStatus {
@@ -581,6 +663,7 @@ impl Default for ShardedSyncStatus {
             since_msec: now_msec(),
             last_complete_msec: Arc::new(AtomicU64::new(0)),
             totals: Arc::default(),
+            pending: Arc::default(),
         }
     }
 }
@@ -612,6 +695,13 @@ impl ShardedSyncStatus {
         now_msec.saturating_sub(if last == 0 { self.since_msec } else { last })
     }
 
+    /// Partitions of the current layout version that this node holds and
+    /// the last pass did not find complete (0 before the first pass: see
+    /// [`ShardedSyncStatus::passes`]).
+    pub fn pending_partitions(&self) -> u64 {
+        self.pending.load(Ordering::Relaxed)
+    }
+
     /// Per table, what the passes since start moved.
     pub fn totals(&self) -> BTreeMap<&'static str, TableSyncCounts> {
         self.totals.lock().expect("sync totals lock").clone()
@@ -630,8 +720,10 @@ impl ShardedSyncStatus {
                 e.partitions_differed += c.partitions_differed;
                 e.rows_pulled += c.rows_pulled;
                 e.rows_pushed += c.rows_pushed;
+                e.rows_dropped += c.rows_dropped;
             }
         }
+        self.pending.store(r.pending as u64, Ordering::Relaxed);
         if let Some(v) = r.synced() {
             self.synced.send_if_modified(|s| {
                 let newer = v > *s;
@@ -661,7 +753,7 @@ pub fn spawn_sharded_sync_worker(
         let me = cluster.id();
         let mut was_up: BTreeSet<NodeId> = BTreeSet::new();
         let mut next = tokio::time::Instant::now();
-        let (mut pulled, mut pushed) = (0u64, 0u64);
+        let (mut pulled, mut pushed, mut dropped) = (0u64, 0u64, 0u64);
         let mut seen_layout = (0u64, 0u64);
         loop {
             // A new version, or every node acknowledging it, starts a pass
@@ -705,11 +797,16 @@ pub fn spawn_sharded_sync_worker(
                         st.synced_version()
                     );
                 }
+                dropped += r.rows_dropped;
                 w.set_progress(
                     format!(
-                        "layout version {} {}; synced version {}; {pulled} rows pulled, {pushed} pushed in all",
+                        "layout version {} {}; synced version {}; {pulled} rows pulled, {pushed} pushed, {dropped} dropped (partitions moved away) in all",
                         r.version,
-                        if r.complete { "in sync" } else { "not yet in sync" },
+                        if r.complete {
+                            "in sync".to_string()
+                        } else {
+                            format!("not yet in sync ({} partitions to go)", r.pending)
+                        },
                         st.synced_version()
                     ),
                     None,

@@ -689,7 +689,8 @@ async fn a_tombstone_written_while_a_node_was_down_reaches_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn adding_a_node_inserts_reach_both_versions_and_sync_reports_the_new_one() {
+async fn adding_a_node_inserts_reach_both_versions_sync_reports_the_new_one_and_old_holders_drop_what_moved()
+ {
     let mut nodes = cluster_of(3).await;
     // Rows written under version 1 only.
     let mut rows = Vec::new();
@@ -778,6 +779,80 @@ async fn adding_a_node_inserts_reach_both_versions_and_sync_reports_the_new_one(
         };
         assert_eq!(held, expected, "partition key {q}");
     }
+
+    // While version 1 is active, node 0 keeps every row it holds in it.
+    let report = sync_pass(&nodes[0].cluster, &syncable(&nodes[0])).await;
+    assert_eq!(report.rows_dropped, 0, "{report:?}");
+    for q in 0..40 {
+        assert_eq!(local_count(&nodes[0], q).await, 2, "partition key {q}");
+    }
+    // Every node synced and reading version 2: version 1 retires, and a
+    // pass on node 0 deletes the rows of the partitions it no longer holds,
+    // and only those.
+    nodes[0]
+        .cluster
+        .layout()
+        .update("test sync", |h| {
+            for id in &ids {
+                assert!(h.mark_synced(*id, v2));
+            }
+            for id in &ids {
+                assert!(h.ack_sync(*id, v2));
+            }
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let old = nodes[0].cluster.id();
+    assert!(
+        wait_for(Duration::from_secs(10), || {
+            let h = nodes[0].cluster.layout().history();
+            h.versions.len() == 1 && h.current().version == v2
+        })
+        .await
+    );
+    let kept: BTreeSet<Partition> = nodes[0]
+        .cluster
+        .layout()
+        .history()
+        .current()
+        .partitions_of_node(old)
+        .into_iter()
+        .collect();
+    let moved = (0..40)
+        .filter(|q| !kept.contains(&layout_partition_of(&pk(*q))))
+        .count();
+    assert!(moved > 0, "node 0 lost no partition key of the 40");
+    let mut lost_rows = 0;
+    for q in (0..=Partition::MAX).filter(|q| !kept.contains(q)) {
+        lost_rows += nodes[0].table.merkle_root(q).await.unwrap().count;
+    }
+    assert!(lost_rows >= 2 * moved as u64);
+    let report = sync_pass(&nodes[0].cluster, &syncable(&nodes[0])).await;
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert_eq!(report.rows_dropped, lost_rows, "{report:?}");
+    for q in 0..40 {
+        let p = layout_partition_of(&pk(q));
+        let expected = if kept.contains(&p) { 2 } else { 0 };
+        assert_eq!(
+            local_count(&nodes[0], q).await,
+            expected,
+            "partition key {q}"
+        );
+        if !kept.contains(&p) {
+            assert_eq!(nodes[0].table.merkle_root(p).await.unwrap().count, 0);
+            // The rows are still readable: the new holders have them.
+            let got = nodes[0]
+                .table
+                .range(&pk(q), Bound::Unbounded, Bound::Unbounded, false, 100)
+                .await
+                .unwrap();
+            assert_eq!(got.len(), 2, "partition key {q} through the new holders");
+        }
+    }
+    // A second pass finds nothing more to drop.
+    let report = sync_pass(&nodes[0].cluster, &syncable(&nodes[0])).await;
+    assert_eq!(report.rows_dropped, 0);
     shutdown(&nodes).await;
 }
 

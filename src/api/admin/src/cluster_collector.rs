@@ -101,6 +101,12 @@ impl ClusterCollector {
             "Anti-entropy passes of the sharded tables finished",
             self.sync.passes(),
         )?;
+        gauge(
+            e,
+            "hangar_table_sync_partitions_pending",
+            "Partitions of the current layout version this node holds whose sharded tables the last anti-entropy pass did not find holding every acknowledged write (0 once in sync)",
+            self.sync.pending_partitions() as f64,
+        )?;
         let totals = self.sync.totals();
         let rows = |f: fn(&hangar_table::sharded_sync::TableSyncCounts) -> u64| {
             totals.iter().map(move |(t, c)| ([("table", *t)], f(c)))
@@ -122,6 +128,12 @@ impl ClusterCollector {
             "hangar_table_sync_rows_pushed",
             "Rows pushed to replicas by anti-entropy, per table",
             rows(|c| c.rows_pushed),
+        )?;
+        counters(
+            e,
+            "hangar_table_sync_rows_dropped",
+            "Rows deleted because their layout partition left this node (after the old layout version retired), per table",
+            rows(|c| c.rows_dropped),
         )?;
         let s = self.samples.lock().expect("samples lock").clone();
         gauges(

@@ -24,6 +24,7 @@ pub mod refcount;
 pub mod replicated;
 pub mod resync;
 pub mod resync_queue;
+mod resync_settings;
 pub mod rpc;
 mod scan;
 pub mod scrub;

@@ -35,7 +35,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -61,8 +61,7 @@ use crate::{BlockError, Result};
 /// Default number of block transfers in flight (doc/block-files.md,
 /// "Resync": the benchmark behind it).
 pub const DEFAULT_CHUNKS_IN_FLIGHT: usize = 4;
-/// Largest window accepted.
-pub const MAX_CHUNKS_IN_FLIGHT: usize = 64;
+pub use crate::resync_settings::{MAX_CHUNKS_IN_FLIGHT, MAX_YIELD_MSEC, ResyncSettings};
 /// Default bound on resync transfers a node serves as a source and accepts
 /// as a target, each.
 pub const DEFAULT_SERVE_MAX: usize = 8;
@@ -79,82 +78,6 @@ const LATER: Duration = Duration::from_secs(2);
 /// How far ahead of now the limiter's virtual clock may run before the
 /// next transfer waits: the burst a rate limit allows.
 const PACE_BURST: Duration = Duration::from_millis(200);
-
-/// The worker's settings; every field may change while it runs.
-#[derive(Debug)]
-pub struct ResyncSettings {
-    chunks_in_flight: AtomicUsize,
-    max_bytes_per_sec: AtomicU64,
-    tranquility: AtomicU32,
-}
-
-impl ResyncSettings {
-    pub fn new(chunks_in_flight: usize, max_bytes_per_sec: u64, tranquility: u32) -> Self {
-        ResyncSettings {
-            chunks_in_flight: AtomicUsize::new(chunks_in_flight.clamp(1, MAX_CHUNKS_IN_FLIGHT)),
-            max_bytes_per_sec: AtomicU64::new(max_bytes_per_sec),
-            tranquility: AtomicU32::new(tranquility),
-        }
-    }
-
-    pub fn chunks_in_flight(&self) -> usize {
-        self.chunks_in_flight.load(Ordering::Relaxed)
-    }
-
-    pub fn max_bytes_per_sec(&self) -> u64 {
-        self.max_bytes_per_sec.load(Ordering::Relaxed)
-    }
-
-    pub fn tranquility(&self) -> u32 {
-        self.tranquility.load(Ordering::Relaxed)
-    }
-
-    /// Changes one setting by its name (`resync-chunks-in-flight`,
-    /// `resync-max-bytes-per-sec`, `resync-tranquility`); returns the value
-    /// now in force, or why it was refused.
-    pub fn set(&self, name: &str, value: &str) -> std::result::Result<String, String> {
-        let n: u64 = value
-            .trim()
-            .parse()
-            .map_err(|_| format!("{name}: `{value}` is not a whole number"))?;
-        match name {
-            "resync-chunks-in-flight" => {
-                if n == 0 || n > MAX_CHUNKS_IN_FLIGHT as u64 {
-                    return Err(format!(
-                        "{name} must be between 1 and {MAX_CHUNKS_IN_FLIGHT}"
-                    ));
-                }
-                self.chunks_in_flight.store(n as usize, Ordering::Relaxed);
-            }
-            "resync-max-bytes-per-sec" => self.max_bytes_per_sec.store(n, Ordering::Relaxed),
-            "resync-tranquility" => {
-                let t = u32::try_from(n).map_err(|_| format!("{name}: {n} is too large"))?;
-                self.tranquility.store(t, Ordering::Relaxed);
-            }
-            _ => {
-                return Err(format!(
-                    "no setting {name}: resync-chunks-in-flight, resync-max-bytes-per-sec, resync-tranquility or scrub-tranquility"
-                ));
-            }
-        }
-        Ok(n.to_string())
-    }
-
-    /// Every setting, by name.
-    pub fn list(&self) -> Vec<(&'static str, String)> {
-        vec![
-            (
-                "resync-chunks-in-flight",
-                self.chunks_in_flight().to_string(),
-            ),
-            (
-                "resync-max-bytes-per-sec",
-                self.max_bytes_per_sec().to_string(),
-            ),
-            ("resync-tranquility", self.tranquility().to_string()),
-        ]
-    }
-}
 
 /// What the worker did since the node started.
 #[derive(Debug, Default)]

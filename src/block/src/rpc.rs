@@ -18,7 +18,9 @@
 //!
 //! - `hangar/block/resync_get`: the same as `get`, for the resync workers
 //!   of other nodes: its own handler bound (`resync_serve_max`), so a node
-//!   serving resyncs keeps room for client reads.
+//!   serving resyncs keeps room for client reads; and while this node's
+//!   clients are being served, a block waits up to `resync_yield_msec`
+//!   for them to go quiet before it is read ([`ResyncGetHandler`]).
 //! - `hangar/block/need`: [`GetBlock`] → [`HaveBlock`]: whether the
 //!   receiver has the block's file and a live reference to it.
 //! - `hangar/block/hand_over`: [`HandOver`] + body = the block as stored →
@@ -44,7 +46,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::files::EncodedBlock;
 use crate::manager::BlockManager;
+use crate::resync_settings::ResyncSettings;
 use crate::{BlockError, Result};
+
+/// How often a yielding resync read looks whether the clients went quiet.
+const YIELD_POLL: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// Path of the put endpoint.
 pub const PUT_PATH: &str = "hangar/block/put";
@@ -208,6 +214,7 @@ impl BlockEndpoints {
         limits: BlockLimits,
         queue: usize,
         resync_queue: usize,
+        resync: Arc<ResyncSettings>,
     ) {
         self.put
             .set_handler(PutHandler::new(mgr.clone(), limits), queue);
@@ -216,8 +223,13 @@ impl BlockEndpoints {
             .set_handler(UnrefHandler::new(mgr.clone()), queue.max(1024));
         self.add_ref
             .set_handler(UnrefHandler::new(mgr.clone()), queue.max(1024));
-        self.resync_get
-            .set_handler(GetHandler::new(mgr.clone()), resync_queue.max(1));
+        self.resync_get.set_handler(
+            ResyncGetHandler {
+                get: GetHandler::new(mgr.clone()),
+                settings: resync,
+            },
+            resync_queue.max(1),
+        );
         self.need
             .set_handler(ResyncHandler::new(mgr.clone(), limits), 1024);
         self.hand_over
@@ -304,6 +316,32 @@ impl Handler<GetBlock, GetBlockReply> for GetHandler {
             Err(BlockError::Missing(_)) => Ok(Response::new(GetBlockReply { found: None })),
             Err(e) => Err(HandlerError::new(e)),
         }
+    }
+}
+
+/// Serves `hangar/block/resync_get`: a `get` that gives way to this
+/// node's clients. While they are being served (the S3 layer holds some of
+/// its RAM budget), the read waits until they go quiet, up to the
+/// settings' yield bound, so a refill of another node takes the gaps
+/// between client requests rather than CPU and disk from under them; the
+/// waiting call also counts as in flight on the requester, which then
+/// prefers another source.
+pub struct ResyncGetHandler {
+    get: GetHandler,
+    settings: Arc<ResyncSettings>,
+}
+
+#[async_trait]
+impl Handler<GetBlock, GetBlockReply> for ResyncGetHandler {
+    async fn handle(
+        &self,
+        req: Request<GetBlock>,
+    ) -> std::result::Result<Response<GetBlockReply>, HandlerError> {
+        let until = tokio::time::Instant::now() + self.settings.yield_max();
+        while self.settings.foreground_busy() && tokio::time::Instant::now() < until {
+            tokio::time::sleep(YIELD_POLL).await;
+        }
+        self.get.handle(req).await
     }
 }
 
@@ -479,6 +517,62 @@ mod tests {
             compressed: enc.compressed,
             plain_len: enc.plain_len,
         }
+    }
+
+    /// A resync read of a stored block through [`ResyncGetHandler`], with
+    /// the foreground busy as `busy` says; how long it took, and whether
+    /// the block came back.
+    async fn yielding_read(
+        yield_msec: u64,
+        busy: Arc<std::sync::atomic::AtomicBool>,
+    ) -> (std::time::Duration, bool) {
+        let (_d, mgr) = manager();
+        let plain = Bytes::from(vec![7u8; 10_000]);
+        let h = Hash::of(&plain);
+        mgr.store(h, plain, [1; 16], |_| Ok(())).await.unwrap();
+        let fg = hangar_util::foreground::Foreground::default();
+        fg.set(move || busy.load(Ordering::Relaxed));
+        let settings = ResyncSettings::new(4, 0, 0).yielding_to(fg, yield_msec);
+        let handler = ResyncGetHandler {
+            get: GetHandler::new(mgr.clone()),
+            settings: Arc::new(settings),
+        };
+        let t0 = tokio::time::Instant::now();
+        let r = handler
+            .handle(Request {
+                from: hangar_util::NodeId([9; 32]),
+                msg: GetBlock { hash: h },
+                body: None,
+            })
+            .await
+            .unwrap();
+        (t0.elapsed(), r.msg.found.is_some())
+    }
+
+    #[tokio::test]
+    async fn a_resync_read_waits_for_busy_clients_up_to_the_yield_bound_only() {
+        use std::sync::atomic::AtomicBool;
+        use std::time::Duration;
+        // Quiet clients: served at once.
+        let (took, found) = yielding_read(300, Arc::new(AtomicBool::new(false))).await;
+        assert!(found && took < Duration::from_millis(150), "{took:?}");
+        // Busy clients and no yield: served at once.
+        let (took, found) = yielding_read(0, Arc::new(AtomicBool::new(true))).await;
+        assert!(found && took < Duration::from_millis(150), "{took:?}");
+        // Clients busy throughout: held back for the bound, then served.
+        let (took, found) = yielding_read(300, Arc::new(AtomicBool::new(true))).await;
+        assert!(found && took >= Duration::from_millis(300), "{took:?}");
+        // Clients going quiet after about 100 ms (counted from before the
+        // store is opened): served then, long before the bound.
+        let busy = Arc::new(AtomicBool::new(true));
+        let b = busy.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            b.store(false, Ordering::Relaxed);
+        });
+        let (took, found) = yielding_read(2000, busy).await;
+        assert!(found, "served");
+        assert!(took < Duration::from_millis(1500), "{took:?}");
     }
 
     #[tokio::test]

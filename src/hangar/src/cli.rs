@@ -167,7 +167,8 @@ pub enum WorkerCmd {
     },
     /// Change a worker setting on the running node (until it restarts):
     /// `resync-chunks-in-flight` (1-64), `resync-max-bytes-per-sec`
-    /// (0: no limit), `resync-tranquility`, `scrub-tranquility`.
+    /// (0: no limit), `resync-tranquility`, `resync-yield-msec` (0-1000),
+    /// `scrub-tranquility`.
     Set { setting: String, value: String },
 }
 

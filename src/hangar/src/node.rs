@@ -23,6 +23,7 @@ use hangar_table::full_sync::spawn_full_sync_worker;
 use hangar_table::sharded_sync::spawn_sharded_sync_worker;
 use hangar_util::config::Config;
 use hangar_util::conn_limits::ConnLimits;
+use hangar_util::foreground::Foreground;
 use hangar_util::worker::{WorkerRegistry, WorkerState};
 use prometheus_client::registry::Registry;
 
@@ -75,6 +76,9 @@ pub struct Node {
     pub tables_synced: hangar_table::sharded_sync::ShardedSyncStatus,
     /// The node-report endpoint (`status`, `stats`).
     pub reports: Arc<hangar_net::Endpoint<ReportRequest, NodeReport>>,
+    /// Whether S3 clients are being served now, for the background work
+    /// that gives way to them; set once the S3 layer exists.
+    pub foreground: Foreground,
 }
 
 /// Opens the stores and starts the background workers.
@@ -129,11 +133,19 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
     if migrated > 0 {
         tracing::info!("{migrated} block references converted to the block_refs table");
     }
-    let resync_settings = Arc::new(ResyncSettings::new(
-        cfg.resync_chunks_in_flight,
-        cfg.resync_max_bytes_per_sec,
-        cfg.resync_tranquility,
-    ));
+    let foreground = Foreground::default();
+    let resync_settings = Arc::new(
+        ResyncSettings::new(
+            cfg.resync_chunks_in_flight,
+            cfg.resync_max_bytes_per_sec,
+            cfg.resync_tranquility,
+        )
+        .yielding_to(
+            foreground.clone(),
+            cfg.resync_yield_msec
+                .min(hangar_block::resync::MAX_YIELD_MSEC),
+        ),
+    );
     let replicated = ReplicatedBlocks::new(
         blocks.clone(),
         cluster.clone(),
@@ -227,6 +239,7 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
         },
     )?;
     Ok(Node {
+        foreground,
         db,
         blocks,
         model,
@@ -298,6 +311,8 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
         cfg.db_engine.name(),
         cfg.data_dir.writable()
     );
+    let budget = api.budget().clone();
+    node.foreground.set(move || budget.in_use_bytes() > 0);
     let s3_metrics = Arc::new(S3Metrics::default());
     start_admin(&cfg, &node, &api, &s3_metrics, state).await?;
     let limits = ConnLimits {

@@ -234,6 +234,9 @@ fn default_resync_chunks_in_flight() -> usize {
 fn default_resync_serve_max() -> usize {
     8
 }
+fn default_resync_yield_msec() -> u64 {
+    0
+}
 fn default_scrub_tranquility() -> u32 {
     4
 }
@@ -364,6 +367,10 @@ pub struct Config {
     /// at once (each); more are answered busy and retried.
     #[serde(default = "default_resync_serve_max")]
     pub resync_serve_max: usize,
+    /// As a resync source, how long (ms) a block asked for by another node
+    /// waits at most for this node's S3 clients to go quiet (0: never).
+    #[serde(default = "default_resync_yield_msec")]
+    pub resync_yield_msec: u64,
     /// The scrub idles this many times the time it spent on each block.
     #[serde(default = "default_scrub_tranquility")]
     pub scrub_tranquility: u32,

@@ -1,13 +1,14 @@
 //! Hangar's shared ground: the configuration file, the block hash type, size
 //! parsing, the registry through which background workers report progress,
-//! and the connection bounds the HTTP endpoints share (`conn_limits`,
-//! `idle_io`).
+//! the connection bounds the HTTP endpoints share (`conn_limits`,
+//! `idle_io`), and whether the node is serving clients now (`foreground`).
 //!
 //! Every other crate may depend on this one; it depends on none of them.
 
 pub mod config;
 pub mod conn_limits;
 mod fixed_bytes;
+pub mod foreground;
 pub mod hash;
 pub mod idle_io;
 pub mod node_id;

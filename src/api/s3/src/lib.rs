@@ -43,6 +43,7 @@ mod post_errors;
 pub mod presign;
 mod s3_impl;
 pub mod server;
+mod sse_c;
 mod tagging;
 mod time;
 pub mod web;

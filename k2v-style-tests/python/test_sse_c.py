@@ -218,6 +218,30 @@ def test_malformed_headers_are_refused(node, admin_key, bucket):
         assert (r.status, r.code) == (400, "InvalidArgument"), (h, r.body)
 
 
+def test_a_node_may_require_https_for_sse_c(tmp_path):
+    # `[s3_api] sse_c_require_https`: SSE-C only through a TLS proxy that
+    # says so (X-Forwarded-Proto), as AWS refuses SSE-C over HTTP.
+    node = Node(tmp_path / "node")
+    node.config.write_text(node.config.read_text().replace("[s3_api]\n", "[s3_api]\nsse_c_require_https = true\n"))
+    node.start()
+    try:
+        key = node.create_key("k", create_bucket=True)
+        s3_client(node, key).create_bucket(Bucket="sse-https")
+        headers = {
+            "x-amz-server-side-encryption-customer-algorithm": "AES256",
+            "x-amz-server-side-encryption-customer-key": base64.b64encode(KEY_A).decode(),
+            "x-amz-server-side-encryption-customer-key-MD5": key_md5(KEY_A),
+        }
+        r = raw_put(node, key, "sse-https", "o", headers)
+        assert (r.status, r.code) == (400, "InvalidRequest"), r.body
+        assert "secure connection" in r.message
+        r = raw_put(node, key, "sse-https", "o", {**headers, "x-forwarded-proto": "https"})
+        assert r.status == 200, r.body
+        assert raw_put(node, key, "sse-https", "plain", {}).status == 200
+    finally:
+        node.stop()
+
+
 def test_copies_between_plain_and_encrypted(s3, bucket):
     body = random_bytes(MiB + 300, 9)
     s3.put_object(Bucket=bucket, Key="plain", Body=body)

@@ -258,6 +258,15 @@ pub mod sse_c {
         s3_error!(AccessDenied, "Access Denied")
     }
 
+    /// An SSE-C request that did not come over HTTPS, when that is
+    /// required (`[s3_api] sse_c_require_https`).
+    pub fn insecure() -> S3Error {
+        s3_error!(
+            InvalidRequest,
+            "Requests specifying Server Side Encryption with Customer provided keys must be made over a secure connection."
+        )
+    }
+
     /// A part of an SSE-C multipart upload sent without the key.
     pub fn part_key_required() -> S3Error {
         s3_error!(

@@ -58,7 +58,8 @@ impl S3Api {
             .await?;
         let obj = found.row;
         // As on HEAD: an SSE-C object's attributes need its key.
-        let sse = crate::sse_c::given(
+        let sse = self.sse_given(
+            &req.headers,
             input.sse_customer_algorithm.as_deref(),
             input.sse_customer_key.as_deref(),
             input.sse_customer_key_md5.as_deref(),

@@ -96,13 +96,15 @@ impl S3Api {
         let src = found.row;
         let src_sse = crate::sse_c::for_read(
             src.sse_c.as_ref(),
-            crate::sse_c::given(
+            self.sse_given(
+                &req.headers,
                 input.copy_source_sse_customer_algorithm.as_deref(),
                 input.copy_source_sse_customer_key.as_deref(),
                 input.copy_source_sse_customer_key_md5.as_deref(),
             )?,
         )?;
-        let dst_sse = crate::sse_c::given(
+        let dst_sse = self.sse_given(
+            &req.headers,
             input.sse_customer_algorithm.as_deref(),
             input.sse_customer_key.as_deref(),
             input.sse_customer_key_md5.as_deref(),

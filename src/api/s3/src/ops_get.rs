@@ -272,7 +272,8 @@ impl S3Api {
         req: S3Request<GetObjectInput>,
     ) -> S3Result<S3Response<GetObjectOutput>> {
         let input = &req.input;
-        let sse = crate::sse_c::given(
+        let sse = self.sse_given(
+            &req.headers,
             input.sse_customer_algorithm.as_deref(),
             input.sse_customer_key.as_deref(),
             input.sse_customer_key_md5.as_deref(),
@@ -358,7 +359,8 @@ impl S3Api {
         req: S3Request<HeadObjectInput>,
     ) -> S3Result<S3Response<HeadObjectOutput>> {
         let input = &req.input;
-        let sse = crate::sse_c::given(
+        let sse = self.sse_given(
+            &req.headers,
             input.sse_customer_algorithm.as_deref(),
             input.sse_customer_key.as_deref(),
             input.sse_customer_key_md5.as_deref(),

@@ -113,7 +113,8 @@ impl S3Api {
             .checksum_algorithm
             .as_ref()
             .map(|a| a.as_str().to_owned());
-        let sse = crate::sse_c::given(
+        let sse = self.sse_given(
+            &req.headers,
             input.sse_customer_algorithm.as_deref(),
             input.sse_customer_key.as_deref(),
             input.sse_customer_key_md5.as_deref(),
@@ -159,7 +160,8 @@ impl S3Api {
             .await?;
         let sse = crate::sse_c::for_part(
             mpu.sse_c.as_ref(),
-            crate::sse_c::given(
+            self.sse_given(
+                &headers,
                 input.sse_customer_algorithm.as_deref(),
                 input.sse_customer_key.as_deref(),
                 input.sse_customer_key_md5.as_deref(),
@@ -220,7 +222,8 @@ impl S3Api {
         let src = found.row;
         let src_sse = crate::sse_c::for_read(
             src.sse_c.as_ref(),
-            crate::sse_c::given(
+            self.sse_given(
+                &req.headers,
                 input.copy_source_sse_customer_algorithm.as_deref(),
                 input.copy_source_sse_customer_key.as_deref(),
                 input.copy_source_sse_customer_key_md5.as_deref(),
@@ -228,7 +231,8 @@ impl S3Api {
         )?;
         let sse = crate::sse_c::for_part(
             mpu.sse_c.as_ref(),
-            crate::sse_c::given(
+            self.sse_given(
+                &req.headers,
                 input.sse_customer_algorithm.as_deref(),
                 input.sse_customer_key.as_deref(),
                 input.sse_customer_key_md5.as_deref(),
@@ -299,7 +303,8 @@ impl S3Api {
             .await?;
         // The key is optional here (the parts were checked as they came);
         // one that is sent must be the upload's.
-        let sent = crate::sse_c::given(
+        let sent = self.sse_given(
+            &req.headers,
             input.sse_customer_algorithm.as_deref(),
             input.sse_customer_key.as_deref(),
             input.sse_customer_key_md5.as_deref(),

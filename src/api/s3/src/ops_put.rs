@@ -493,7 +493,8 @@ impl S3Api {
                 ETagCondition::ETag(e) => e.value().to_owned(),
             }),
         };
-        let sse = crate::sse_c::given(
+        let sse = self.sse_given(
+            &headers,
             input.sse_customer_algorithm.as_deref(),
             input.sse_customer_key.as_deref(),
             input.sse_customer_key_md5.as_deref(),

@@ -62,6 +62,33 @@ pub(crate) fn given(
     }))
 }
 
+impl crate::S3Api {
+    /// [`given`], and with `[s3_api] sse_c_require_https` the request
+    /// refused unless its TLS proxy says it came over HTTPS
+    /// (`X-Forwarded-Proto: https`).
+    pub(crate) fn sse_given(
+        &self,
+        headers: &http::HeaderMap,
+        algorithm: Option<&str>,
+        key: Option<&str>,
+        key_md5: Option<&str>,
+    ) -> S3Result<Option<Given>> {
+        let g = given(algorithm, key, key_md5)?;
+        if g.is_some() && self.settings.sse_c_require_https && !over_https(headers) {
+            return Err(err::insecure());
+        }
+        Ok(g)
+    }
+}
+
+/// Whether the proxy in front says the request came over HTTPS.
+fn over_https(headers: &http::HeaderMap) -> bool {
+    headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("https"))
+}
+
 /// What a request may read of a version sealed per `recorded` with the key
 /// it `sent`: `Ok(None)` for a plain version read without a key, the key
 /// when it is the right one, else S3's error (no key: `400

@@ -74,6 +74,7 @@ impl Node {
                     ram_buffer_max: 16 << 20,
                     ram_queue_max: 16 << 20,
                     admission_wait: Duration::from_millis(5),
+                    sse_c_require_https: false,
                 },
             );
             hangar_api_s3::server::service(api)

@@ -151,8 +151,15 @@ impl BlockFiles {
     /// configured level when that saves at least 1/8 of the size, else the
     /// plain bytes. CPU-bound: call it off the async workers.
     pub fn encode(&self, data: Bytes) -> EncodedBlock {
+        self.encode_as(data, true)
+    }
+
+    /// Like [`Self::encode`], but never compressed when `compress` is false
+    /// (data known not to compress: sealed SSE-C blocks, whose
+    /// compression would cost CPU for nothing).
+    pub fn encode_as(&self, data: Bytes, compress: bool) -> EncodedBlock {
         let plain_len = data.len() as u64;
-        match self.compress(&data) {
+        match self.compress(&data).filter(|_| compress) {
             Some(c) => EncodedBlock {
                 data: Bytes::from(c),
                 compressed: true,
@@ -179,10 +186,15 @@ impl BlockFiles {
     /// Writes `data` as block `hash` unless it is already there, compressing
     /// it per the settings. Blocking.
     pub fn write(&self, hash: &Hash, data: &[u8]) -> Result<StoredBlock> {
+        self.write_as(hash, data, true)
+    }
+
+    /// Like [`Self::write`], never compressing when `compress` is false.
+    pub fn write_as(&self, hash: &Hash, data: &[u8], compress: bool) -> Result<StoredBlock> {
         if let Some(found) = self.stored_form(hash) {
             return Ok(found);
         }
-        match self.compress(data) {
+        match self.compress(data).filter(|_| compress) {
             Some(c) => self.write_stored(hash, &c, true, data.len() as u64),
             None => self.write_stored(hash, data, false, data.len() as u64),
         }
@@ -411,6 +423,20 @@ mod tests {
         assert_eq!(f.read(&h).unwrap(), data);
         let again = f.write(&h, &data).unwrap();
         assert!(!again.written);
+    }
+
+    #[test]
+    fn blocks_written_without_compression_stay_plain() {
+        let (_d, f) = files(Some(1));
+        let data = vec![7u8; 100_000];
+        let h = Hash::of(&data);
+        let s = f.write_as(&h, &data, false).unwrap();
+        assert!(!s.compressed && s.written);
+        assert_eq!(s.stored_len, data.len() as u64);
+        assert_eq!(f.read(&h).unwrap(), data);
+        let enc = f.encode_as(Bytes::from(data.clone()), false);
+        assert!(!enc.compressed);
+        assert!(f.encode(Bytes::from(data)).compressed);
     }
 
     #[test]

@@ -42,5 +42,10 @@ pub use scan::{scan_orphans, spawn_orphan_scan};
 pub use scrub::{Scrub, ScrubCommand, ScrubState, ScrubStatus};
 pub use tally::{StoreTally, Stored};
 
+/// Bytes a stored block may have beyond `block_size`: room for an
+/// encryption envelope around a full block (SSE-C adds 28: a nonce and a
+/// tag), so that the nodes receiving such a block accept it.
+pub const BLOCK_ENVELOPE_MAX: u64 = 64;
+
 /// Result alias of this crate.
 pub type Result<T> = std::result::Result<T, BlockError>;

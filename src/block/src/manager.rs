@@ -129,6 +129,24 @@ impl BlockManager {
             .await
     }
 
+    /// Like [`Self::store`] for data that does not compress (sealed SSE-C
+    /// blocks): stored as given, never compressed.
+    pub async fn store_incompressible(
+        &self,
+        hash: Hash,
+        data: Bytes,
+        version: [u8; 16],
+    ) -> Result<StoredBlock> {
+        let files = self.files.clone();
+        self.store_with(
+            hash,
+            version,
+            |_| Ok(()),
+            move || files.write_as(&hash, &data, false),
+        )
+        .await
+    }
+
     /// Stores a block received in its stored form (from another node) as a
     /// block used by `version`, exactly as [`Self::store`] does (count row,
     /// file, reference, under the block's lock), without recompressing it.

@@ -96,7 +96,10 @@ impl ReplicatedConfig {
     pub fn from_config(cfg: &Config) -> ReplicatedConfig {
         ReplicatedConfig {
             resync_serve_max: cfg.resync_serve_max.max(1),
-            ..ReplicatedConfig::new(cfg.block_ram_buffer_max.0, cfg.block_size.0)
+            ..ReplicatedConfig::new(
+                cfg.block_ram_buffer_max.0,
+                cfg.block_size.0 + crate::BLOCK_ENVELOPE_MAX,
+            )
         }
     }
 
@@ -277,6 +280,27 @@ impl ReplicatedBlocks {
     /// Stores block `hash` (`plain`, whose blake3 hash it is) on its
     /// partition's nodes as used by `version`. See the module documentation.
     pub async fn put(&self, hash: Hash, plain: Bytes, version: [u8; 16]) -> Result<()> {
+        self.put_as(hash, plain, version, true).await
+    }
+
+    /// Like [`Self::put`] for data that does not compress (sealed SSE-C
+    /// blocks): sent and stored as given, never compressed.
+    pub async fn put_incompressible(
+        &self,
+        hash: Hash,
+        data: Bytes,
+        version: [u8; 16],
+    ) -> Result<()> {
+        self.put_as(hash, data, version, false).await
+    }
+
+    async fn put_as(
+        &self,
+        hash: Hash,
+        plain: Bytes,
+        version: [u8; 16],
+        compress: bool,
+    ) -> Result<()> {
         if plain.len() as u64 > self.cfg.max_block_len {
             return Err(BlockError::TooLarge {
                 hash,
@@ -289,7 +313,7 @@ impl ReplicatedBlocks {
         // put that cannot succeed fails at once.
         let down = self.down_nodes(hash, &nodes)?;
         let files = self.mgr.block_files().clone();
-        let enc = tokio::task::spawn_blocking(move || files.encode(plain))
+        let enc = tokio::task::spawn_blocking(move || files.encode_as(plain, compress))
             .await
             .map_err(|e| BlockError::Task(e.to_string()))?;
         let flight = Arc::new(self.reserve(enc.data.len() as u64).await?);

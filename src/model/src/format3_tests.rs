@@ -40,6 +40,7 @@ fn object(tags: Lww<TagSet>) -> ObjectRow {
         tags,
         retention: Lww::default(),
         legal_hold: Lww::default(),
+        sse_c: None,
     }
 }
 
@@ -132,6 +133,7 @@ fn bucket_configuration_and_upload_tags_are_format_3() {
         user_meta: BTreeMap::new(),
         checksum_algorithm: None,
         tags: TagSet::new(),
+        sse_c: None,
     };
     assert_eq!(encode::<MpuTable>(&m)[0], ROW_FORMAT);
     m.tags.insert("a".into(), "b".into());

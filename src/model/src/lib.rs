@@ -13,6 +13,7 @@
 //!   markers, and their listings;
 //! - [`object_lock`]: S3 Object Lock (bucket configuration, a version's
 //!   retention and legal hold, and whether a version may be removed);
+//! - [`sse_c`]: SSE-C, data sealed with the customer's key;
 //! - [`garbage`]: uploads in progress and the collector of dead versions;
 //! - configuration registers (tags of buckets and objects, CORS rules of
 //!   buckets, [`website`] configuration), changed by `Model::set_*`.
@@ -26,6 +27,8 @@ pub mod conditional;
 mod configuration;
 mod control;
 mod error;
+#[cfg(test)]
+mod format11_tests;
 #[cfg(test)]
 mod format3_tests;
 #[cfg(test)]
@@ -49,6 +52,7 @@ pub mod object;
 pub mod object_lock;
 mod queues;
 mod rows;
+pub mod sse_c;
 pub mod version;
 pub mod version_list;
 pub mod versioned;

@@ -697,12 +697,43 @@ impl Model {
         offset: u64,
         data: Bytes,
     ) -> Result<()> {
+        let plain_len = data.len() as u64;
+        self.store_block_as(version, index, offset, plain_len, data, true)
+            .await
+    }
+
+    /// Stores block `index` of an SSE-C version: `sealed` is the block as
+    /// [`crate::sse_c::SseC::seal`] made it, named by its own blake3 hash
+    /// (so equal plaintexts under other keys are other blocks) and never
+    /// compressed; the entry records `plain_len`, the plaintext's length,
+    /// which offsets and ranges count in.
+    pub async fn store_sealed_block(
+        &self,
+        version: VersionId,
+        index: u32,
+        offset: u64,
+        plain_len: u64,
+        sealed: Bytes,
+    ) -> Result<()> {
+        self.store_block_as(version, index, offset, plain_len, sealed, false)
+            .await
+    }
+
+    async fn store_block_as(
+        &self,
+        version: VersionId,
+        index: u32,
+        offset: u64,
+        plain_len: u64,
+        data: Bytes,
+        compress: bool,
+    ) -> Result<()> {
         let (hash, data) = tokio::task::spawn_blocking(move || (Hash::of(&data), data))
             .await
             .map_err(|e| ModelError::Invalid(format!("hashing task failed: {e}")))?;
         let entry = BlockEntry {
             hash,
-            size: data.len() as u64,
+            size: plain_len,
             deleted: false,
             offset,
         };
@@ -712,10 +743,16 @@ impl Model {
         self.versions
             .insert(&version, &index.to_be_bytes(), entry)
             .await?;
-        match self.laid_out(&hash) {
-            Some(cb) => cb.blocks.put(hash, data, version).await?,
-            None => {
+        match (self.laid_out(&hash), compress) {
+            (Some(cb), true) => cb.blocks.put(hash, data, version).await?,
+            (Some(cb), false) => cb.blocks.put_incompressible(hash, data, version).await?,
+            (None, true) => {
                 self.blocks.store(hash, data, version, |_| Ok(())).await?;
+            }
+            (None, false) => {
+                self.blocks
+                    .store_incompressible(hash, data, version)
+                    .await?;
             }
         }
         Ok(())

@@ -13,12 +13,15 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use hangar_table::{Crdt, Lww, NEWEST_ROW_FORMAT, ROW_FORMAT, Schema, max_by_content};
+use hangar_table::{
+    Crdt, Lww, NEWEST_ROW_FORMAT, ROW_FORMAT, SSE_C_ROW_FORMAT, Schema, max_by_content,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::bucket::BucketRow;
 use crate::object::{ObjectData, ObjectRow, StoredChecksum, TagSet};
 use crate::queues::{UploadOf, end_upload_record, queue_version_gc};
+use crate::sse_c::SseC;
 use crate::{Model, ModelError, Result, VersionId};
 
 /// An upload in progress, or the tombstone of one that was completed or
@@ -40,6 +43,11 @@ pub struct MpuRow {
     /// tags (row format 3; absent when empty).
     #[serde(default, skip_serializing_if = "TagSet::is_empty")]
     pub tags: TagSet,
+    /// SSE-C of the upload (row format 11; absent when not encrypted): its
+    /// parts are sealed under the key it checks, and the completed object
+    /// takes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sse_c: Option<SseC>,
 }
 
 impl Crdt for MpuRow {
@@ -62,7 +70,9 @@ impl Schema for MpuTable {
     }
 
     fn format_of(row: &MpuRow) -> u8 {
-        if row.tags.is_empty() {
+        if row.sse_c.is_some() {
+            SSE_C_ROW_FORMAT
+        } else if row.tags.is_empty() {
             ROW_FORMAT
         } else {
             NEWEST_ROW_FORMAT
@@ -403,6 +413,7 @@ impl Model {
             tags: Lww::new(0, mpu.tags.clone()),
             retention,
             legal_hold,
+            sse_c: mpu.sse_c.clone(),
         };
         // Still in progress? (Another completion or an abort may have won.)
         if self

@@ -11,13 +11,15 @@ use std::collections::BTreeMap;
 
 use hangar_db::{DbError, Tx};
 use hangar_table::{
-    Crdt, Lww, NEWEST_ROW_FORMAT, OBJECT_LOCK_ROW_FORMAT, ROW_FORMAT, Schema, VERSIONING_ROW_FORMAT,
+    Crdt, Lww, NEWEST_ROW_FORMAT, OBJECT_LOCK_ROW_FORMAT, ROW_FORMAT, SSE_C_ROW_FORMAT, Schema,
+    VERSIONING_ROW_FORMAT,
 };
 use serde::{Deserialize, Serialize};
 
 use crate::VersionId;
 use crate::object_lock::Retention;
 use crate::queues::queue_version_gc;
+use crate::sse_c::SseC;
 
 /// Where an object's bytes are.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -82,6 +84,12 @@ pub struct ObjectRow {
     /// PutObjectLegalHold): row format 8; absent when never set.
     #[serde(default, skip_serializing_if = "Lww::is_unset")]
     pub legal_hold: Lww<bool>,
+    /// SSE-C (row format 11; absent when the version is not encrypted):
+    /// the algorithm and the salted check of the customer's key; the data
+    /// (blocks and inline bytes) is sealed under that key
+    /// ([`crate::sse_c`]). Part of the version register.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sse_c: Option<SseC>,
 }
 
 impl Crdt for ObjectRow {
@@ -116,10 +124,11 @@ impl ObjectRow {
             tags: Lww::default(),
             retention: Lww::default(),
             legal_hold: Lww::default(),
+            sse_c: None,
         }
     }
 
-    /// Every field but the tags, in merge order.
+    /// Every field but the tags, retention and legal hold, in merge order.
     #[allow(clippy::type_complexity)]
     fn version_register(
         &self,
@@ -132,6 +141,7 @@ impl ObjectRow {
         &BTreeMap<String, String>,
         &Option<StoredChecksum>,
         &ObjectData,
+        &Option<SseC>,
     ) {
         (
             self.timestamp_msec,
@@ -142,6 +152,7 @@ impl ObjectRow {
             &self.user_meta,
             &self.checksum,
             &self.data,
+            &self.sse_c,
         )
     }
 
@@ -201,7 +212,9 @@ impl Schema for ObjectTable {
     }
 
     fn format_of(row: &ObjectRow) -> u8 {
-        if !row.retention.is_unset() || !row.legal_hold.is_unset() {
+        if row.sse_c.is_some() {
+            SSE_C_ROW_FORMAT
+        } else if !row.retention.is_unset() || !row.legal_hold.is_unset() {
             OBJECT_LOCK_ROW_FORMAT
         } else if row.is_delete_marker() {
             VERSIONING_ROW_FORMAT

@@ -13,6 +13,7 @@ use hangar_model::object::{ObjectData, ObjectRow, StoredChecksum};
 use hangar_model::object_lock::{
     DefaultRetention, ObjectLockConfig, Retention, RetentionMode, RetentionPeriod,
 };
+use hangar_model::sse_c::SseC;
 use hangar_model::version::BlockEntry;
 use hangar_model::website::WebsiteConfig;
 use hangar_table::crdt::laws;
@@ -261,9 +262,21 @@ fn object_row() -> impl Strategy<Value = ObjectRow> {
         lww(tag_set()),
         lww(retention()),
         lww(any::<bool>()),
+        sse_c(),
     )
         .prop_map(
-            |(timestamp_msec, version, size, etag, sum, data, tags, retention, legal_hold)| {
+            |(
+                timestamp_msec,
+                version,
+                size,
+                etag,
+                sum,
+                data,
+                tags,
+                retention,
+                legal_hold,
+                sse_c,
+            )| {
                 let mut headers = BTreeMap::new();
                 headers.insert("content-type".to_owned(), etag.clone());
                 ObjectRow {
@@ -281,6 +294,7 @@ fn object_row() -> impl Strategy<Value = ObjectRow> {
                     tags,
                     retention,
                     legal_hold,
+                    sse_c,
                 }
             },
         )
@@ -307,6 +321,7 @@ fn tagged_object_row() -> impl Strategy<Value = ObjectRow> {
                 tags: Lww::default(),
                 retention: Lww::default(),
                 legal_hold: Lww::default(),
+                sse_c: None,
             }
         };
         if !row.is_deleted() {
@@ -326,8 +341,8 @@ fn block_entry() -> impl Strategy<Value = BlockEntry> {
 }
 
 fn mpu_row() -> impl Strategy<Value = MpuRow> {
-    (any::<bool>(), small_string(), 0u64..2, tag_set()).prop_map(
-        |(deleted, key, initiated, tags)| MpuRow {
+    (any::<bool>(), small_string(), 0u64..2, tag_set(), sse_c()).prop_map(
+        |(deleted, key, initiated, tags, sse_c)| MpuRow {
             deleted,
             upload_id: [7; 16],
             key,
@@ -336,8 +351,20 @@ fn mpu_row() -> impl Strategy<Value = MpuRow> {
             user_meta: BTreeMap::new(),
             checksum_algorithm: None,
             tags,
+            sse_c,
         },
     )
+}
+
+/// No SSE-C, or one of two records (row format 11).
+fn sse_c() -> impl Strategy<Value = Option<SseC>> {
+    proptest::option::of(0u8..2).prop_map(|r| {
+        r.map(|i| SseC {
+            algorithm: "AES256".into(),
+            salt: [i; 16],
+            check: Hash([i + 1; 32]),
+        })
+    })
 }
 
 fn part_row() -> impl Strategy<Value = PartRow> {
@@ -478,6 +505,7 @@ fn an_object_tombstone_newer_than_the_object_wins_on_every_replica() {
         tags: Default::default(),
         retention: Default::default(),
         legal_hold: Default::default(),
+        sse_c: None,
     };
     let tomb = ObjectRow::tombstone([2; 16], 11);
     let (mut a, mut b) = (live.clone(), tomb.clone());
@@ -546,6 +574,7 @@ fn tags_of_a_replaced_version_do_not_move_to_the_new_one() {
         tags: Lww::default(),
         retention: Default::default(),
         legal_hold: Default::default(),
+        sse_c: None,
     };
     let mut tagged = v1.clone();
     tagged.tags.update(100, tags(&[("a", "1")]));

@@ -144,6 +144,11 @@ pub struct S3ApiConfig {
     pub api_bind_addr: Option<String>,
     pub s3_region: String,
     pub root_domain: Option<String>,
+    /// Hangar's own: refuse SSE-C requests that did not reach the TLS
+    /// proxy in front of Hangar over HTTPS (`X-Forwarded-Proto: https`),
+    /// as AWS refuses SSE-C over HTTP. Off by default: Hangar speaks HTTP.
+    #[serde(default)]
+    pub sse_c_require_https: bool,
 }
 
 /// `[s3_web]`: the website endpoint (`bind_addr`; buckets named by

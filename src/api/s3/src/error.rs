@@ -192,6 +192,98 @@ pub fn invalid_part_number() -> S3Error {
     e
 }
 
+/// The SSE-C errors, as S3 answers them (doc/s3-compatibility.md,
+/// "SSE-C").
+pub mod sse_c {
+    use s3s::{S3Error, s3_error};
+
+    /// The algorithm header is missing or is not `AES256`.
+    pub fn bad_algorithm() -> S3Error {
+        s3_error!(
+            InvalidArgument,
+            "Requests specifying Server Side Encryption with Customer provided keys must provide a valid encryption algorithm."
+        )
+    }
+
+    /// The key header is missing.
+    pub fn missing_key() -> S3Error {
+        s3_error!(
+            InvalidArgument,
+            "Requests specifying Server Side Encryption with Customer provided keys must provide an appropriate secret key."
+        )
+    }
+
+    /// The key-MD5 header is missing.
+    pub fn missing_key_md5() -> S3Error {
+        s3_error!(
+            InvalidArgument,
+            "Requests specifying Server Side Encryption with Customer provided keys must provide the client calculated MD5 of the secret key."
+        )
+    }
+
+    /// The key is not base64 of 32 bytes.
+    pub fn bad_key() -> S3Error {
+        s3_error!(
+            InvalidArgument,
+            "The secret key was invalid for the specified algorithm."
+        )
+    }
+
+    /// The key-MD5 header is not the MD5 of the key.
+    pub fn key_md5_mismatch() -> S3Error {
+        s3_error!(
+            InvalidArgument,
+            "The calculated MD5 hash of the key did not match the hash that was provided."
+        )
+    }
+
+    /// An SSE-C object read without its key.
+    pub fn key_required() -> S3Error {
+        s3_error!(
+            InvalidRequest,
+            "The object was stored using a form of Server Side Encryption. The correct parameters must be provided to retrieve the object."
+        )
+    }
+
+    /// A key sent for an object (or upload) that is not encrypted.
+    pub fn not_encrypted() -> S3Error {
+        s3_error!(
+            InvalidRequest,
+            "The encryption parameters are not applicable to this object."
+        )
+    }
+
+    /// A key other than the object's: S3 answers `403 AccessDenied`.
+    pub fn wrong_key() -> S3Error {
+        s3_error!(AccessDenied, "Access Denied")
+    }
+
+    /// An SSE-C request that did not come over HTTPS, when that is
+    /// required (`[s3_api] sse_c_require_https`).
+    pub fn insecure() -> S3Error {
+        s3_error!(
+            InvalidRequest,
+            "Requests specifying Server Side Encryption with Customer provided keys must be made over a secure connection."
+        )
+    }
+
+    /// A part of an SSE-C multipart upload sent without the key.
+    pub fn part_key_required() -> S3Error {
+        s3_error!(
+            InvalidRequest,
+            "The multipart upload initiate requested encryption. Subsequent part requests must include the appropriate encryption parameters."
+        )
+    }
+
+    /// A part of an SSE-C multipart upload sent with another key.
+    pub fn part_key_mismatch() -> S3Error {
+        s3_error!(
+            InvalidRequest,
+            "The provided encryption parameters did not match the ones used originally."
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -43,6 +43,7 @@ mod post_errors;
 pub mod presign;
 mod s3_impl;
 pub mod server;
+mod sse_c;
 mod tagging;
 mod time;
 pub mod web;
@@ -67,6 +68,9 @@ pub struct S3Settings {
     pub ram_queue_max: u64,
     /// Longest wait for a share of that RAM before `503 SlowDown`.
     pub admission_wait: std::time::Duration,
+    /// Refuse SSE-C requests without `X-Forwarded-Proto: https`
+    /// (`[s3_api] sse_c_require_https`).
+    pub sse_c_require_https: bool,
 }
 
 /// The S3 API of one node.

@@ -57,6 +57,14 @@ impl S3Api {
             .object_for_read(&input.bucket, &input.key, input.version_id.as_deref())
             .await?;
         let obj = found.row;
+        // As on HEAD: an SSE-C object's attributes need its key.
+        let sse = self.sse_given(
+            &req.headers,
+            input.sse_customer_algorithm.as_deref(),
+            input.sse_customer_key.as_deref(),
+            input.sse_customer_key_md5.as_deref(),
+        )?;
+        crate::sse_c::for_read(obj.sse_c.as_ref(), sse)?;
         let wants = |a: &str| wanted.contains(&a);
         let mut out = GetObjectAttributesOutput {
             last_modified: Some(timestamp(obj.timestamp_msec)),

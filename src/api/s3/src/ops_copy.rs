@@ -1,6 +1,8 @@
 //! CopyObject: metadata and tagging COPY or REPLACE, copy-source
-//! preconditions. Data is never copied: the new version references the
-//! source's blocks (or carries its inline bytes).
+//! preconditions. Plain to plain, data is never copied: the new version
+//! references the source's blocks (or carries its inline bytes). With
+//! SSE-C on either side the data is read, opened with the source's key,
+//! and stored again, sealed with the destination's key or plain.
 
 use hangar_model::garbage::UploadOf;
 use hangar_model::object::{ObjectData, ObjectRow};
@@ -15,7 +17,8 @@ use crate::S3Api;
 use crate::conditions::{Preconditions, etag};
 use crate::error::OrS3;
 use crate::ops_put::check_key_length;
-use crate::ops_put::system_headers;
+use crate::ops_put::{BodySource, system_headers};
+use crate::sse_c::Sealing;
 use crate::time::timestamp;
 use hangar_model::versioned::FoundVersion;
 
@@ -91,6 +94,21 @@ impl S3Api {
             .await?;
         let src_version = found.id.map(|i| i.to_string());
         let src = found.row;
+        let src_sse = crate::sse_c::for_read(
+            src.sse_c.as_ref(),
+            self.sse_given(
+                &req.headers,
+                input.copy_source_sse_customer_algorithm.as_deref(),
+                input.copy_source_sse_customer_key.as_deref(),
+                input.copy_source_sse_customer_key_md5.as_deref(),
+            )?,
+        )?;
+        let dst_sse = self.sse_given(
+            &req.headers,
+            input.sse_customer_algorithm.as_deref(),
+            input.sse_customer_key.as_deref(),
+            input.sse_customer_key_md5.as_deref(),
+        )?;
         let dst_b = self.bucket(&input.bucket).await?;
         check_key_length(&input.key)?;
 
@@ -100,7 +118,14 @@ impl S3Api {
             .is_some_and(|d| d.as_str() == MetadataDirective::REPLACE);
         // A copy of a given version onto its key restores it: allowed.
         let by_version = version_id_of(&input.copy_source).is_some();
-        if src_bucket == input.bucket && src_key == input.key && !replace && !by_version {
+        // Encrypting, decrypting or changing the key changes the object.
+        let sse_involved = src_sse.is_some() || dst_sse.is_some();
+        if src_bucket == input.bucket
+            && src_key == input.key
+            && !replace
+            && !by_version
+            && !sse_involved
+        {
             return Err(s3_error!(
                 InvalidRequest,
                 "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes."
@@ -141,30 +166,43 @@ impl S3Api {
             input.object_lock_legal_hold_status.as_ref(),
         )?;
         let version = hangar_model::new_version_id();
-        let data = match &src.data {
-            ObjectData::Inline(b) => ObjectData::Inline(b.clone()),
-            ObjectData::Blocks { count } => {
-                self.model
-                    .begin_upload(version, &UploadOf::object(&dst_b.id_bytes(), &input.key))
-                    .await
-                    .or_s3()?;
-                match self.model.share_blocks(src.version, *count, version).await {
-                    Ok(()) => ObjectData::Blocks { count: *count },
-                    Err(e) => {
-                        let _ = self.model.abort_upload(version).await;
-                        return Err(crate::error::model_error(e));
-                    }
-                }
-            }
-            ObjectData::Deleted | ObjectData::DeleteMarker => {
-                return Err(s3_error!(NoSuchKey, "The specified key does not exist."));
-            }
+        let upload_of = UploadOf::object(&dst_b.id_bytes(), &input.key);
+        let (data, size, new_etag, sse_c) = if sse_involved {
+            // Sealed on either side: the data is read (opened with the
+            // source's key) and stored again (sealed with the new key, or
+            // plain), never shared.
+            let body = self.body(&src, 0..src.size, src_sse.as_ref()).await?;
+            let no_headers = http::HeaderMap::new();
+            let stored = self
+                .store_body(
+                    version,
+                    BodySource {
+                        body: Some(body),
+                        headers: &no_headers,
+                        content_md5: None,
+                        trailers: None,
+                        inline_allowed: true,
+                        upload_of,
+                        sealing: dst_sse.as_ref().map(Sealing::new),
+                    },
+                )
+                .await?;
+            // A multipart object copied keeps its ETag when plain to plain
+            // only; from SSE-C to plain it is the MD5 of the content.
+            (stored.data, stored.size, stored.md5_hex, stored.sse_c)
+        } else {
+            (
+                self.shared_data(&src, version, &upload_of).await?,
+                src.size,
+                src.etag.clone(),
+                None,
+            )
         };
         let row = ObjectRow {
             version,
             timestamp_msec: hangar_util::time::now_msec(),
-            size: src.size,
-            etag: src.etag.clone(),
+            size,
+            etag: new_etag,
             headers,
             user_meta,
             checksum: src.checksum.clone(),
@@ -172,6 +210,7 @@ impl S3Api {
             tags: Lww::new(0, tags),
             retention: Lww::default(),
             legal_hold: Lww::default(),
+            sse_c,
         };
         let mut row = row;
         lock.apply(&mut row);
@@ -187,11 +226,40 @@ impl S3Api {
             last_modified: Some(timestamp(row.timestamp_msec)),
             ..Default::default()
         };
+        let (sse_customer_algorithm, sse_customer_key_md5) = crate::sse_c::echo(dst_sse.as_ref());
         Ok(S3Response::new(CopyObjectOutput {
             copy_object_result: Some(result),
             version_id: crate::ops_versioning::published_id(&dst_b, &row),
             copy_source_version_id: src_version,
+            sse_customer_algorithm,
+            sse_customer_key_md5,
             ..Default::default()
         }))
+    }
+
+    /// The data of a plain copy of plain `src` as `version`: its inline
+    /// bytes, or references to its blocks.
+    async fn shared_data(
+        &self,
+        src: &ObjectRow,
+        version: hangar_model::VersionId,
+        upload_of: &UploadOf,
+    ) -> S3Result<ObjectData> {
+        Ok(match &src.data {
+            ObjectData::Inline(b) => ObjectData::Inline(b.clone()),
+            ObjectData::Blocks { count } => {
+                self.model.begin_upload(version, upload_of).await.or_s3()?;
+                match self.model.share_blocks(src.version, *count, version).await {
+                    Ok(()) => ObjectData::Blocks { count: *count },
+                    Err(e) => {
+                        let _ = self.model.abort_upload(version).await;
+                        return Err(crate::error::model_error(e));
+                    }
+                }
+            }
+            ObjectData::Deleted | ObjectData::DeleteMarker => {
+                return Err(s3_error!(NoSuchKey, "The specified key does not exist."));
+            }
+        })
     }
 }

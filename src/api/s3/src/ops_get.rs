@@ -3,6 +3,7 @@
 //! read ahead.
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
@@ -18,11 +19,29 @@ use crate::checksum;
 use crate::conditions::{Preconditions, etag, read_preconditions};
 use crate::error::OrS3;
 use crate::ops_versioning::parse_version_id;
+use crate::sse_c::{Given, Sealing};
 use crate::time::timestamp;
 use hangar_model::versioned::FoundVersion;
 
 /// Blocks read ahead of the one being sent.
 const READ_AHEAD: usize = 2;
+
+/// What [`S3Api::prepare_read`] found.
+struct Prepared {
+    obj: ObjectRow,
+    version_id: Option<String>,
+    range: Option<Range<u64>>,
+    /// The SSE-C key, checked against the object's.
+    sse: Option<Given>,
+}
+
+/// The log text of an SSE-C object whose inline bytes do not open.
+fn unopened(obj: &ObjectRow) -> String {
+    format!(
+        "version {}: inline data does not open under its key",
+        hex::encode(obj.version)
+    )
+}
 
 /// The fields GET and HEAD share.
 struct Described {
@@ -121,8 +140,10 @@ impl S3Api {
         }
     }
 
-    /// What GET and HEAD share: the object, its preconditions, and the
-    /// byte range to send (`None`: all of it).
+    /// What GET and HEAD share: the object, its preconditions, its SSE-C
+    /// key (checked against the object's), and the byte range to send
+    /// (`None`: all of it).
+    #[allow(clippy::too_many_arguments)]
     async fn prepare_read(
         &self,
         bucket: &str,
@@ -131,9 +152,11 @@ impl S3Api {
         version_id: Option<&str>,
         range: Option<&s3s::dto::Range>,
         part_number: Option<i32>,
-    ) -> S3Result<(ObjectRow, Option<String>, Option<Range<u64>>)> {
+        sse: Option<Given>,
+    ) -> S3Result<Prepared> {
         let found = self.object_for_read(bucket, key, version_id).await?;
         let (obj, id) = (found.row, found.id.map(|i| i.to_string()));
+        let sse = crate::sse_c::for_read(obj.sse_c.as_ref(), sse)?;
         conditions.check(&obj, false)?;
         if let Some(p) = part_number {
             match crate::ops_attributes::parts_count(&obj.etag) {
@@ -149,14 +172,39 @@ impl S3Api {
             }
         }
         let range = range.map(|r| r.check(obj.size)).transpose()?;
-        Ok((obj, id, range))
+        Ok(Prepared {
+            obj,
+            version_id: id,
+            range,
+            sse,
+        })
     }
 
-    /// The bytes `range` of `obj`, as a stream of blocks.
-    pub(crate) async fn body(&self, obj: &ObjectRow, range: Range<u64>) -> S3Result<StreamingBlob> {
+    /// The bytes `range` of `obj`, as a stream of blocks; an SSE-C
+    /// object's opened with `sse`, the key the caller checked
+    /// ([`crate::sse_c::for_read`]).
+    pub(crate) async fn body(
+        &self,
+        obj: &ObjectRow,
+        range: Range<u64>,
+        sse: Option<&Given>,
+    ) -> S3Result<StreamingBlob> {
+        let opening = match (&obj.sse_c, sse) {
+            (None, _) => None,
+            (Some(record), Some(g)) => Some(Arc::new(Sealing::with(record, g))),
+            (Some(_), None) => return Err(crate::error::sse_c::key_required()),
+        };
         let blocks = match &obj.data {
             ObjectData::Inline(b) => {
-                let bytes = Bytes::copy_from_slice(&b[range.start as usize..range.end as usize]);
+                let plain = match &opening {
+                    None => Bytes::copy_from_slice(b),
+                    Some(o) => Bytes::from(
+                        o.record
+                            .open(&o.key, b)
+                            .ok_or_else(|| crate::error::internal(unopened(obj)))?,
+                    ),
+                };
+                let bytes = plain.slice(range.start as usize..range.end as usize);
                 return Ok(StreamingBlob::wrap::<_, std::io::Error>(
                     futures::stream::once(async move { Ok(bytes) }),
                 ));
@@ -181,6 +229,7 @@ impl S3Api {
         let stream = futures::stream::iter(parts)
             .map(move |(hash, from, to)| {
                 let model = model.clone();
+                let opening = opening.clone();
                 let _held = &ram;
                 async move {
                     // In its own task: a read from another node holds a
@@ -190,6 +239,26 @@ impl S3Api {
                         let e = crate::error::model_error(e);
                         std::io::Error::other(e.to_string())
                     })?;
+                    let data = match opening {
+                        None => data,
+                        Some(o) => {
+                            tokio::task::spawn_blocking(move || o.record.open(&o.key, &data))
+                                .await
+                                .map_err(std::io::Error::other)?
+                                .map(Bytes::from)
+                                .ok_or_else(|| {
+                                    // The key matched the record: the block
+                                    // was changed, or belongs elsewhere.
+                                    tracing::error!(
+                                        "block {hash} does not open under its version's key"
+                                    );
+                                    std::io::Error::other(format!("block {hash} does not open"))
+                                })?
+                        }
+                    };
+                    if to > data.len() {
+                        return Err(std::io::Error::other(format!("block {hash} is short")));
+                    }
                     Ok::<_, std::io::Error>(data.slice(from..to))
                 }
             })
@@ -203,7 +272,18 @@ impl S3Api {
         req: S3Request<GetObjectInput>,
     ) -> S3Result<S3Response<GetObjectOutput>> {
         let input = &req.input;
-        let (obj, version_id, range) = self
+        let sse = self.sse_given(
+            &req.headers,
+            input.sse_customer_algorithm.as_deref(),
+            input.sse_customer_key.as_deref(),
+            input.sse_customer_key_md5.as_deref(),
+        )?;
+        let Prepared {
+            obj,
+            version_id,
+            range,
+            sse,
+        } = self
             .prepare_read(
                 &input.bucket,
                 &input.key,
@@ -211,6 +291,7 @@ impl S3Api {
                 input.version_id.as_deref(),
                 input.range.as_ref(),
                 input.part_number,
+                sse,
             )
             .await?;
         let d = describe(
@@ -240,7 +321,9 @@ impl S3Api {
                 headers.insert(http::header::EXPIRES, v);
             }
         }
-        let body = self.body(&obj, range.unwrap_or(0..obj.size)).await?;
+        let body = self
+            .body(&obj, range.unwrap_or(0..obj.size), sse.as_ref())
+            .await?;
         let mut out = GetObjectOutput {
             body: Some(body),
             content_length: Some(d.content_length as i64),
@@ -256,6 +339,7 @@ impl S3Api {
             out.object_lock_retain_until_date,
             out.object_lock_legal_hold_status,
         ) = crate::ops_object_lock::lock_headers(&obj);
+        (out.sse_customer_algorithm, out.sse_customer_key_md5) = crate::sse_c::echo(sse.as_ref());
         checksum::fill_checksum!(d.checksum.as_ref(), out);
         if d.checksum.is_some() {
             out.checksum_type = Some(s3s::dto::ChecksumType::from_static(
@@ -275,7 +359,18 @@ impl S3Api {
         req: S3Request<HeadObjectInput>,
     ) -> S3Result<S3Response<HeadObjectOutput>> {
         let input = &req.input;
-        let (obj, version_id, range) = self
+        let sse = self.sse_given(
+            &req.headers,
+            input.sse_customer_algorithm.as_deref(),
+            input.sse_customer_key.as_deref(),
+            input.sse_customer_key_md5.as_deref(),
+        )?;
+        let Prepared {
+            obj,
+            version_id,
+            range,
+            sse,
+        } = self
             .prepare_read(
                 &input.bucket,
                 &input.key,
@@ -283,6 +378,7 @@ impl S3Api {
                 input.version_id.as_deref(),
                 input.range.as_ref(),
                 input.part_number,
+                sse,
             )
             .await?;
         let d = describe(&obj, range.as_ref(), input.checksum_mode.as_ref(), &[]);
@@ -300,6 +396,7 @@ impl S3Api {
             out.object_lock_retain_until_date,
             out.object_lock_legal_hold_status,
         ) = crate::ops_object_lock::lock_headers(&obj);
+        (out.sse_customer_algorithm, out.sse_customer_key_md5) = crate::sse_c::echo(sse.as_ref());
         checksum::fill_checksum!(d.checksum.as_ref(), out);
         let mut resp = S3Response::new(out);
         resp.headers = d.headers;

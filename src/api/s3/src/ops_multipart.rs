@@ -18,7 +18,9 @@ use crate::conditions::{Preconditions, etag};
 use crate::error::OrS3;
 use crate::ops_put::check_key_length;
 use crate::ops_put::{BodySource, StoredBody, system_headers};
+use crate::sse_c::{Given, Sealing};
 use crate::time::timestamp;
+use hangar_model::sse_c::SseC;
 
 /// Highest part number S3 allows.
 const MAX_PART_NUMBER: i32 = 10_000;
@@ -31,6 +33,11 @@ fn parse_upload_id(id: &str) -> S3Result<VersionId> {
 
 fn no_such_upload() -> s3s::S3Error {
     crate::error::model_error(hangar_model::ModelError::NoSuchUpload)
+}
+
+/// The sealing of a part of `mpu` with the key `sse` checked against it.
+fn part_sealing(mpu: &MpuRow, sse: Option<&Given>) -> Option<Sealing> {
+    Some(Sealing::with(mpu.sse_c.as_ref()?, sse?))
 }
 
 fn check_part_number(n: i32) -> S3Result<u32> {
@@ -106,6 +113,12 @@ impl S3Api {
             .checksum_algorithm
             .as_ref()
             .map(|a| a.as_str().to_owned());
+        let sse = self.sse_given(
+            &req.headers,
+            input.sse_customer_algorithm.as_deref(),
+            input.sse_customer_key.as_deref(),
+            input.sse_customer_key_md5.as_deref(),
+        )?;
         let row = MpuRow {
             deleted: false,
             upload_id,
@@ -115,13 +128,18 @@ impl S3Api {
             user_meta: input.metadata.unwrap_or_default().into_iter().collect(),
             checksum_algorithm: algorithm,
             tags,
+            // The parts are sealed under this record's salt and key.
+            sse_c: sse.as_ref().map(|g| SseC::new(&g.key)),
         };
         self.model.create_multipart(&b, row).await.or_s3()?;
+        let (sse_customer_algorithm, sse_customer_key_md5) = crate::sse_c::echo(sse.as_ref());
         Ok(S3Response::new(CreateMultipartUploadOutput {
             bucket: Some(input.bucket),
             key: Some(input.key),
             upload_id: Some(hex::encode(upload_id)),
             checksum_algorithm: input.checksum_algorithm,
+            sse_customer_algorithm,
+            sse_customer_key_md5,
             ..Default::default()
         }))
     }
@@ -140,6 +158,15 @@ impl S3Api {
         let (b, mpu) = self
             .upload(&input.bucket, &input.key, &input.upload_id)
             .await?;
+        let sse = crate::sse_c::for_part(
+            mpu.sse_c.as_ref(),
+            self.sse_given(
+                &headers,
+                input.sse_customer_algorithm.as_deref(),
+                input.sse_customer_key.as_deref(),
+                input.sse_customer_key_md5.as_deref(),
+            )?,
+        )?;
         let version = hangar_model::new_version_id();
         let stored = self
             .store_body(
@@ -154,6 +181,7 @@ impl S3Api {
                         upload_id: mpu.upload_id,
                         part_number,
                     },
+                    sealing: part_sealing(&mpu, sse.as_ref()),
                 },
             )
             .await?;
@@ -164,6 +192,7 @@ impl S3Api {
             e_tag: Some(ETag::Strong(row.etag.clone())),
             ..Default::default()
         };
+        (out.sse_customer_algorithm, out.sse_customer_key_md5) = crate::sse_c::echo(sse.as_ref());
         checksum::fill_checksum!(row.checksum.as_ref(), out);
         Ok(S3Response::new(out))
     }
@@ -191,6 +220,24 @@ impl S3Api {
             .await?;
         let src_version = found.id.map(|i| i.to_string());
         let src = found.row;
+        let src_sse = crate::sse_c::for_read(
+            src.sse_c.as_ref(),
+            self.sse_given(
+                &req.headers,
+                input.copy_source_sse_customer_algorithm.as_deref(),
+                input.copy_source_sse_customer_key.as_deref(),
+                input.copy_source_sse_customer_key_md5.as_deref(),
+            )?,
+        )?;
+        let sse = crate::sse_c::for_part(
+            mpu.sse_c.as_ref(),
+            self.sse_given(
+                &req.headers,
+                input.sse_customer_algorithm.as_deref(),
+                input.sse_customer_key.as_deref(),
+                input.sse_customer_key_md5.as_deref(),
+            )?,
+        )?;
         let range = match &input.copy_source_range {
             None => 0..src.size,
             Some(r) => {
@@ -209,7 +256,7 @@ impl S3Api {
                 }
             }
         };
-        let body = self.body(&src, range).await?;
+        let body = self.body(&src, range, src_sse.as_ref()).await?;
         let version = hangar_model::new_version_id();
         let no_headers = http::HeaderMap::new();
         let stored = self
@@ -225,13 +272,17 @@ impl S3Api {
                         upload_id: mpu.upload_id,
                         part_number,
                     },
+                    sealing: part_sealing(&mpu, sse.as_ref()),
                 },
             )
             .await?;
         let row = self
             .record_part(&b, &mpu, part_number, version, stored)
             .await?;
+        let (sse_customer_algorithm, sse_customer_key_md5) = crate::sse_c::echo(sse.as_ref());
         Ok(S3Response::new(UploadPartCopyOutput {
+            sse_customer_algorithm,
+            sse_customer_key_md5,
             copy_part_result: Some(CopyPartResult {
                 e_tag: Some(ETag::Strong(row.etag)),
                 last_modified: Some(timestamp(row.timestamp_msec)),
@@ -250,6 +301,17 @@ impl S3Api {
         let (b, mpu) = self
             .upload(&input.bucket, &input.key, &input.upload_id)
             .await?;
+        // The key is optional here (the parts were checked as they came);
+        // one that is sent must be the upload's.
+        let sent = self.sse_given(
+            &req.headers,
+            input.sse_customer_algorithm.as_deref(),
+            input.sse_customer_key.as_deref(),
+            input.sse_customer_key_md5.as_deref(),
+        )?;
+        if sent.is_some() {
+            crate::sse_c::for_part(mpu.sse_c.as_ref(), sent)?;
+        }
         let parts = input
             .multipart_upload
             .and_then(|m| m.parts)

@@ -151,6 +151,9 @@ fn put_input(p: PostObjectInput) -> S3Result<PutObjectInput> {
     b.set_tagging(p.tagging);
     b.set_if_match(p.if_match);
     b.set_if_none_match(p.if_none_match);
+    b.set_sse_customer_algorithm(p.sse_customer_algorithm);
+    b.set_sse_customer_key(p.sse_customer_key);
+    b.set_sse_customer_key_md5(p.sse_customer_key_md5);
     b.build()
         .map_err(|e| s3_error!(InvalidRequest, "invalid POST form: {e}"))
 }

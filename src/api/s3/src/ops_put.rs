@@ -28,6 +28,8 @@ use crate::checksum::{self, Requested};
 use crate::conditions::etag;
 use crate::error::OrS3;
 use crate::lingering_body::LingeringBody;
+use crate::sse_c::Sealing;
+use hangar_model::sse_c::SseC;
 
 /// Blocks of one upload being stored at once (bounds an upload's memory to
 /// about this many blocks).
@@ -46,9 +48,12 @@ pub const SYSTEM_HEADERS: [&str; 6] = [
 /// An object body once stored.
 pub struct StoredBody {
     pub size: u64,
+    /// The ETag: hex MD5 of the body, random for an SSE-C body.
     pub md5_hex: String,
     pub checksum: Option<StoredChecksum>,
     pub data: ObjectData,
+    /// The SSE-C record the body was sealed with.
+    pub sse_c: Option<SseC>,
 }
 
 /// The blocks of one upload being stored in background tasks while the body
@@ -62,6 +67,8 @@ struct BlockWriters {
     model: Arc<Model>,
     version: VersionId,
     upload_of: UploadOf,
+    /// SSE-C: each block is sealed before it is stored.
+    sealing: Option<Arc<Sealing>>,
     /// Bytes of the blocks pushed so far: the offset of the next one.
     offset: u64,
     tasks: VecDeque<JoinHandle<Result<(), ModelError>>>,
@@ -70,11 +77,17 @@ struct BlockWriters {
 }
 
 impl BlockWriters {
-    fn new(model: Arc<Model>, version: VersionId, upload_of: UploadOf) -> Self {
+    fn new(
+        model: Arc<Model>,
+        version: VersionId,
+        upload_of: UploadOf,
+        sealing: Option<Arc<Sealing>>,
+    ) -> Self {
         BlockWriters {
             model,
             version,
             upload_of,
+            sealing,
             offset: 0,
             tasks: VecDeque::new(),
             armed: false,
@@ -101,8 +114,22 @@ impl BlockWriters {
         }
         let (model, version, offset) = (self.model.clone(), self.version, self.offset);
         self.offset += block.len() as u64;
+        let sealing = self.sealing.clone();
         self.tasks.push_back(tokio::spawn(async move {
-            model.store_block(version, index, offset, block).await
+            match sealing {
+                None => model.store_block(version, index, offset, block).await,
+                Some(s) => {
+                    let plain_len = block.len() as u64;
+                    let sealed = tokio::task::spawn_blocking(move || {
+                        Bytes::from(s.record.seal(&s.key, &block))
+                    })
+                    .await
+                    .map_err(|e| ModelError::Invalid(format!("sealing task failed: {e}")))?;
+                    model
+                        .store_sealed_block(version, index, offset, plain_len, sealed)
+                        .await
+                }
+            }
         }));
         Ok(())
     }
@@ -197,6 +224,8 @@ pub(crate) struct BodySource<'a> {
     pub inline_allowed: bool,
     /// What the stored version will become, recorded with the upload.
     pub upload_of: UploadOf,
+    /// SSE-C: the body is sealed with this key and record as it is stored.
+    pub sealing: Option<Sealing>,
 }
 
 /// Collects the system headers of a request, as sent, except the
@@ -316,8 +345,10 @@ impl S3Api {
             trailers,
             inline_allowed,
             upload_of,
+            sealing,
             ..
         } = src;
+        let sealing = sealing.map(Arc::new);
         let inline_max = if inline_allowed {
             self.settings.inline_threshold
         } else {
@@ -329,7 +360,8 @@ impl S3Api {
         let mut buf = BytesMut::new();
         let mut size = 0u64;
         let mut next_index = 0u32;
-        let mut writers = BlockWriters::new(self.model.clone(), version, upload_of);
+        let mut writers =
+            BlockWriters::new(self.model.clone(), version, upload_of, sealing.clone());
         let mut _ram = None;
         let body: std::pin::Pin<Box<dyn Stream<Item = _> + Send>> = match body {
             Some(b) => Box::pin(b),
@@ -405,17 +437,23 @@ impl S3Api {
             (Some(r), Some(s)) => Some(checksum::verify(&r, s, trailers)?),
             _ => None,
         };
-        let data = if started {
-            ObjectData::Blocks { count: next_index }
-        } else {
-            ObjectData::Inline(buf.to_vec())
+        let data = match (&sealing, started) {
+            (_, true) => ObjectData::Blocks { count: next_index },
+            (None, false) => ObjectData::Inline(buf.to_vec()),
+            (Some(s), false) => ObjectData::Inline(s.record.seal(&s.key, &buf)),
         };
         writers.disarm();
+        // The MD5 checked the body above; an SSE-C ETag is not the MD5.
+        let md5_hex = match &sealing {
+            None => hex::encode(digest),
+            Some(_) => hangar_model::sse_c::new_etag(),
+        };
         Ok(StoredBody {
             size,
-            md5_hex: hex::encode(digest),
+            md5_hex,
             checksum,
             data,
+            sse_c: sealing.map(|s| s.record.clone()),
         })
     }
 
@@ -455,6 +493,12 @@ impl S3Api {
                 ETagCondition::ETag(e) => e.value().to_owned(),
             }),
         };
+        let sse = self.sse_given(
+            &headers,
+            input.sse_customer_algorithm.as_deref(),
+            input.sse_customer_key.as_deref(),
+            input.sse_customer_key_md5.as_deref(),
+        )?;
         let version = hangar_model::new_version_id();
         let stored = self
             .store_body(
@@ -466,6 +510,7 @@ impl S3Api {
                     trailers: trailing_headers.as_ref(),
                     inline_allowed: true,
                     upload_of: UploadOf::object(&bucket.id_bytes(), &input.key),
+                    sealing: sse.as_ref().map(Sealing::new),
                 },
             )
             .await?;
@@ -481,6 +526,7 @@ impl S3Api {
             tags: Lww::new(0, tags),
             retention: Lww::default(),
             legal_hold: Lww::default(),
+            sse_c: stored.sse_c,
         };
         lock.apply(&mut row);
         let row = match self.model.publish_if(&bucket, &input.key, row, cond).await {
@@ -497,6 +543,7 @@ impl S3Api {
             version_id: crate::ops_versioning::published_id(&bucket, &row),
             ..Default::default()
         };
+        (out.sse_customer_algorithm, out.sse_customer_key_md5) = crate::sse_c::echo(sse.as_ref());
         checksum::fill_checksum!(row.checksum.as_ref(), out);
         Ok(S3Response::new(out))
     }

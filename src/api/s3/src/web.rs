@@ -191,9 +191,11 @@ async fn read(
         return Ok(None);
     }
     let found = web.api.model.find_version(b, key, None).await?;
+    // An SSE-C object cannot be served without its key, which an anonymous
+    // website request has no way to send: it is answered as absent.
     Ok(found
         .map(|f| f.row)
-        .filter(|r| !r.is_delete_marker() && !r.is_deleted()))
+        .filter(|r| !r.is_delete_marker() && !r.is_deleted() && r.sse_c.is_none()))
 }
 
 /// The answer to an error `status`: a routing rule for that code, else the
@@ -224,7 +226,7 @@ async fn error(
 
 /// `obj` in full, with status `status`.
 async fn object(web: &WebEndpoint, obj: &ObjectRow, status: StatusCode) -> Response<Body> {
-    let body = match web.api.body(obj, 0..obj.size).await {
+    let body = match web.api.body(obj, 0..obj.size, None).await {
         Ok(b) => b,
         Err(e) => {
             tracing::warn!("website body: {e}");

@@ -79,6 +79,38 @@ impl Model {
         .await
     }
 
+    /// Replaces the policy document of bucket `name` (`None` removes it).
+    /// The document is checked by the caller; only its size is bounded here.
+    pub async fn set_bucket_policy(&self, name: &str, policy: Option<String>) -> Result<BucketRow> {
+        if policy
+            .as_ref()
+            .is_some_and(|p| p.len() > crate::access::MAX_POLICY_LEN)
+        {
+            return Err(ModelError::Invalid(
+                "the policy document is too large".into(),
+            ));
+        }
+        self.update_bucket(name, move |b, now| {
+            b.policy.update(now, policy);
+            Ok(())
+        })
+        .await
+    }
+
+    /// Replaces the public access block of bucket `name` (`None` removes
+    /// it).
+    pub async fn set_bucket_public_access_block(
+        &self,
+        name: &str,
+        block: Option<crate::access::PublicAccessBlock>,
+    ) -> Result<BucketRow> {
+        self.update_bucket(name, move |b, now| {
+            b.public_access_block.update(now, block);
+            Ok(())
+        })
+        .await
+    }
+
     /// Replaces the website configuration of bucket `name` (`None`
     /// removes it).
     pub async fn set_bucket_website(

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use hangar_model::access::PublicAccessBlock;
 use hangar_model::bucket::{BucketRow, CorsRule, Versioning, bucket_id, displaced};
 use hangar_model::key::{KeyRow, Permission};
 use hangar_model::lifecycle::{LifecycleFilter, LifecycleRule};
@@ -119,6 +120,31 @@ fn lifecycle_rules() -> impl Strategy<Value = Vec<LifecycleRule>> {
     prop::collection::vec(rule, 0..3)
 }
 
+/// No policy, or one of two documents (row format 10).
+fn policy_document() -> impl Strategy<Value = Option<String>> {
+    proptest::option::of(prop_oneof![
+        Just(r#"{"Version":"2012-10-17","Statement":[]}"#.to_owned()),
+        Just(
+            r#"{"Statement":[{"Effect":"Deny","Principal":"*","Action":"s3:*","Resource":"*"}]}"#
+                .to_owned()
+        ),
+    ])
+}
+
+/// No public access block, or any of its switches (row format 10).
+fn public_access_block() -> impl Strategy<Value = Option<PublicAccessBlock>> {
+    proptest::option::of(
+        (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(a, b, c, d)| {
+            PublicAccessBlock {
+                block_public_acls: a,
+                ignore_public_acls: b,
+                block_public_policy: c,
+                restrict_public_buckets: d,
+            }
+        }),
+    )
+}
+
 fn bucket_row() -> impl Strategy<Value = BucketRow> {
     (
         ts(),
@@ -145,6 +171,7 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
         lww(lock_config()),
         lww(lifecycle_rules()),
         lww(website_config()),
+        (lww(policy_document()), lww(public_access_block())),
     )
         .prop_map(
             |(
@@ -159,6 +186,7 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
                 object_lock,
                 lifecycle,
                 website,
+                (policy, public_access_block),
             )| {
                 let mut b = BucketRow::new("bucket", id, created, updated);
                 b.deleted = deleted;
@@ -169,6 +197,8 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
                 b.object_lock = object_lock;
                 b.lifecycle = lifecycle;
                 b.website = website;
+                b.policy = policy;
+                b.public_access_block = public_access_block;
                 b
             },
         )

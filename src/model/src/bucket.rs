@@ -11,7 +11,7 @@ use hangar_table::{
 use serde::{Deserialize, Serialize};
 
 use crate::ModelError;
-use crate::access::PublicAccessBlock;
+use crate::access::{CannedAcl, PublicAccessBlock};
 use crate::lifecycle::LifecycleRule;
 use crate::object::TagSet;
 use crate::object_lock::ObjectLockConfig;
@@ -79,6 +79,10 @@ pub struct BucketRow {
     /// 10; absent while never set).
     #[serde(default, skip_serializing_if = "Lww::is_unset")]
     pub public_access_block: Lww<Option<PublicAccessBlock>>,
+    /// The bucket's canned ACL (CreateBucket's `x-amz-acl`, PutBucketAcl):
+    /// absent while never set, which is `private` (row format 10).
+    #[serde(default, skip_serializing_if = "Lww::is_unset")]
+    pub acl: Lww<Option<CannedAcl>>,
 }
 
 /// A bucket's versioning state (S3's `VersioningConfiguration/Status`).
@@ -122,6 +126,7 @@ impl Crdt for BucketRow {
                 self.lifecycle.merge(&other.lifecycle);
                 self.policy.merge(&other.policy);
                 self.public_access_block.merge(&other.public_access_block);
+                self.acl.merge(&other.acl);
             }
         }
     }
@@ -145,7 +150,13 @@ impl BucketRow {
             lifecycle: Lww::default(),
             policy: Lww::default(),
             public_access_block: Lww::default(),
+            acl: Lww::default(),
         }
+    }
+
+    /// The bucket's canned ACL (`private` when never set).
+    pub fn acl(&self) -> CannedAcl {
+        self.acl.value.unwrap_or_default()
     }
 
     /// The bucket policy document, if any.
@@ -217,7 +228,7 @@ impl Schema for BucketTable {
     type Row = BucketRow;
 
     fn format_of(row: &BucketRow) -> u8 {
-        if !row.policy.is_unset() || !row.public_access_block.is_unset() {
+        if !row.policy.is_unset() || !row.public_access_block.is_unset() || !row.acl.is_unset() {
             ACCESS_ROW_FORMAT
         } else if !row.lifecycle.is_unset() {
             LIFECYCLE_ROW_FORMAT

@@ -111,6 +111,35 @@ impl Model {
         .await
     }
 
+    /// Replaces the canned ACL of bucket `name`.
+    pub async fn set_bucket_acl(
+        &self,
+        name: &str,
+        acl: crate::access::CannedAcl,
+    ) -> Result<BucketRow> {
+        self.update_bucket(name, move |b, now| {
+            b.acl.update(now, Some(acl));
+            Ok(())
+        })
+        .await
+    }
+
+    /// Replaces the canned ACL of version `found` (read by
+    /// [`Model::find_version`]); a version removed meanwhile stays removed
+    /// (the ACL is merged onto that version only).
+    pub async fn set_version_acl(
+        &self,
+        bucket: &BucketRow,
+        found: &crate::versioned::FoundVersion,
+        acl: crate::access::CannedAcl,
+    ) -> Result<()> {
+        let mut row = found.row.clone();
+        row.acl.update(now_msec(), Some(acl));
+        self.object_rows()
+            .insert(&bucket.id_bytes(), &found.sort, row)
+            .await
+    }
+
     /// Replaces the website configuration of bucket `name` (`None`
     /// removes it).
     pub async fn set_bucket_website(

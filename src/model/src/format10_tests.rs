@@ -116,3 +116,55 @@ async fn policy_and_block_set_through_the_model_are_stored_and_removed() {
     assert!(model.set_bucket_policy("photos", Some(big)).await.is_err());
     assert!(model.set_bucket_policy("nope", None).await.is_err());
 }
+
+#[test]
+fn canned_acls_of_buckets_and_versions_are_format_10() {
+    use crate::access::CannedAcl;
+    use crate::object::{ObjectData, ObjectRow, ObjectTable};
+    let mut b = BucketRow::new("photos", "ab".repeat(32), 1, 1);
+    b.acl.update(5, Some(CannedAcl::PublicRead));
+    let v = encode::<BucketTable>(&b);
+    assert_eq!(v[0], ACCESS_ROW_FORMAT);
+    // a3 "acl" 82 a2 "ts" 05 a5 "value" aa "PublicRead"
+    let mut tail = s("acl");
+    tail.push(0x82);
+    tail.extend(s("ts"));
+    tail.push(0x05);
+    tail.extend(s("value"));
+    tail.extend(s("PublicRead"));
+    assert_eq!(find(&v, &tail) + tail.len(), v.len(), "the last field");
+    assert_eq!(hangar_table::decode::<BucketTable>(&v).unwrap(), b);
+
+    let mut o = ObjectRow::tombstone([1; 16], 3);
+    o.data = ObjectData::Inline(b"x".to_vec());
+    let plain = encode::<ObjectTable>(&o);
+    assert_eq!(plain[0], hangar_table::ROW_FORMAT, "no ACL: format 2");
+    o.acl = hangar_table::Lww::new(0, Some(CannedAcl::AuthenticatedRead));
+    let v = encode::<ObjectTable>(&o);
+    assert_eq!(v[0], ACCESS_ROW_FORMAT);
+    assert_eq!(v[1], 0x89, "the 8 fields of format 2, acl");
+    let mut tail = s("acl");
+    tail.push(0x82);
+    tail.extend(s("ts"));
+    tail.push(0x00);
+    tail.extend(s("value"));
+    tail.extend(s("AuthenticatedRead"));
+    assert_eq!(find(&v, &tail) + tail.len(), v.len(), "the last field");
+    assert_eq!(hangar_table::decode::<ObjectTable>(&v).unwrap(), o);
+    assert_eq!(o.acl(), CannedAcl::AuthenticatedRead);
+}
+
+#[tokio::test]
+async fn a_bucket_acl_set_through_the_model_is_stored() {
+    use crate::access::CannedAcl;
+    let (_d, model) = test_model();
+    model.create_bucket("photos", None).await.unwrap();
+    let b = model.get_bucket("photos").await.unwrap().unwrap();
+    assert_eq!(b.acl(), CannedAcl::Private);
+    model
+        .set_bucket_acl("photos", CannedAcl::PublicReadWrite)
+        .await
+        .unwrap();
+    let b = model.get_bucket("photos").await.unwrap().unwrap();
+    assert_eq!(b.acl(), CannedAcl::PublicReadWrite);
+}

@@ -40,6 +40,7 @@ fn object(tags: Lww<TagSet>) -> ObjectRow {
         tags,
         retention: Lww::default(),
         legal_hold: Lww::default(),
+        acl: Default::default(),
     }
 }
 

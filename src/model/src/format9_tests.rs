@@ -104,6 +104,7 @@ async fn a_pass_expires_an_object_under_the_prefix_only() {
             tags: Default::default(),
             retention: Default::default(),
             legal_hold: Default::default(),
+            acl: Default::default(),
         };
         model.publish(&b, key, row).await.unwrap();
     }

@@ -391,6 +391,7 @@ impl Model {
         let etag = format!("{}-{}", hex::encode(s3_md5(&md5s)), chosen.len());
         let mut headers = mpu.headers.clone();
         let (retention, legal_hold) = crate::object_lock::take_from_headers(&mut headers);
+        let acl = crate::access::take_acl_from_headers(&mut headers);
         let row = ObjectRow {
             version,
             timestamp_msec: 0,
@@ -403,6 +404,7 @@ impl Model {
             tags: Lww::new(0, mpu.tags.clone()),
             retention,
             legal_hold,
+            acl,
         };
         // Still in progress? (Another completion or an abort may have won.)
         if self

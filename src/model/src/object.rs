@@ -11,11 +11,13 @@ use std::collections::BTreeMap;
 
 use hangar_db::{DbError, Tx};
 use hangar_table::{
-    Crdt, Lww, NEWEST_ROW_FORMAT, OBJECT_LOCK_ROW_FORMAT, ROW_FORMAT, Schema, VERSIONING_ROW_FORMAT,
+    ACCESS_ROW_FORMAT, Crdt, Lww, NEWEST_ROW_FORMAT, OBJECT_LOCK_ROW_FORMAT, ROW_FORMAT, Schema,
+    VERSIONING_ROW_FORMAT,
 };
 use serde::{Deserialize, Serialize};
 
 use crate::VersionId;
+use crate::access::CannedAcl;
 use crate::object_lock::Retention;
 use crate::queues::queue_version_gc;
 
@@ -82,6 +84,12 @@ pub struct ObjectRow {
     /// PutObjectLegalHold): row format 8; absent when never set.
     #[serde(default, skip_serializing_if = "Lww::is_unset")]
     pub legal_hold: Lww<bool>,
+    /// The version's canned ACL (`x-amz-acl` of its upload or copy,
+    /// PutObjectAcl): row format 10; absent when never set (`private`).
+    /// Given at upload it has timestamp 0; `private` at upload is not
+    /// stored. A register of the version like `tags`.
+    #[serde(default, skip_serializing_if = "Lww::is_unset")]
+    pub acl: Lww<Option<CannedAcl>>,
 }
 
 impl Crdt for ObjectRow {
@@ -95,6 +103,7 @@ impl Crdt for ObjectRow {
                 self.tags.merge(&other.tags);
                 self.retention.merge(&other.retention);
                 self.legal_hold.merge(&other.legal_hold);
+                self.acl.merge(&other.acl);
             }
         }
     }
@@ -116,7 +125,13 @@ impl ObjectRow {
             tags: Lww::default(),
             retention: Lww::default(),
             legal_hold: Lww::default(),
+            acl: Lww::default(),
         }
+    }
+
+    /// The version's canned ACL (`private` when never set).
+    pub fn acl(&self) -> CannedAcl {
+        self.acl.value.unwrap_or_default()
     }
 
     /// Every field but the tags, in merge order.
@@ -201,7 +216,9 @@ impl Schema for ObjectTable {
     }
 
     fn format_of(row: &ObjectRow) -> u8 {
-        if !row.retention.is_unset() || !row.legal_hold.is_unset() {
+        if !row.acl.is_unset() {
+            ACCESS_ROW_FORMAT
+        } else if !row.retention.is_unset() || !row.legal_hold.is_unset() {
             OBJECT_LOCK_ROW_FORMAT
         } else if row.is_delete_marker() {
             VERSIONING_ROW_FORMAT

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use hangar_model::access::PublicAccessBlock;
+use hangar_model::access::{CannedAcl, PublicAccessBlock};
 use hangar_model::bucket::{BucketRow, CorsRule, Versioning, bucket_id, displaced};
 use hangar_model::key::{KeyRow, Permission};
 use hangar_model::lifecycle::{LifecycleFilter, LifecycleRule};
@@ -131,6 +131,15 @@ fn policy_document() -> impl Strategy<Value = Option<String>> {
     ])
 }
 
+/// No ACL, or one of three canned ACLs (row format 10).
+fn canned_acl() -> impl Strategy<Value = Option<CannedAcl>> {
+    proptest::option::of(prop_oneof![
+        Just(CannedAcl::Private),
+        Just(CannedAcl::PublicRead),
+        Just(CannedAcl::AuthenticatedRead),
+    ])
+}
+
 /// No public access block, or any of its switches (row format 10).
 fn public_access_block() -> impl Strategy<Value = Option<PublicAccessBlock>> {
     proptest::option::of(
@@ -171,7 +180,11 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
         lww(lock_config()),
         lww(lifecycle_rules()),
         lww(website_config()),
-        (lww(policy_document()), lww(public_access_block())),
+        (
+            lww(policy_document()),
+            lww(public_access_block()),
+            lww(canned_acl()),
+        ),
     )
         .prop_map(
             |(
@@ -186,7 +199,7 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
                 object_lock,
                 lifecycle,
                 website,
-                (policy, public_access_block),
+                (policy, public_access_block, acl),
             )| {
                 let mut b = BucketRow::new("bucket", id, created, updated);
                 b.deleted = deleted;
@@ -199,6 +212,7 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
                 b.website = website;
                 b.policy = policy;
                 b.public_access_block = public_access_block;
+                b.acl = acl;
                 b
             },
         )
@@ -291,9 +305,10 @@ fn object_row() -> impl Strategy<Value = ObjectRow> {
         lww(tag_set()),
         lww(retention()),
         lww(any::<bool>()),
+        lww(canned_acl()),
     )
         .prop_map(
-            |(timestamp_msec, version, size, etag, sum, data, tags, retention, legal_hold)| {
+            |(timestamp_msec, version, size, etag, sum, data, tags, retention, legal_hold, acl)| {
                 let mut headers = BTreeMap::new();
                 headers.insert("content-type".to_owned(), etag.clone());
                 ObjectRow {
@@ -311,6 +326,7 @@ fn object_row() -> impl Strategy<Value = ObjectRow> {
                     tags,
                     retention,
                     legal_hold,
+                    acl,
                 }
             },
         )
@@ -321,29 +337,33 @@ fn object_row() -> impl Strategy<Value = ObjectRow> {
 /// PutObjectTagging / DeleteObjectTagging of the same versions and PUTs of
 /// new ones leave on replicas.
 fn tagged_object_row() -> impl Strategy<Value = ObjectRow> {
-    (0u8..3, any::<bool>(), lww(tag_set())).prop_map(|(v, deleted, tags)| {
-        let mut row = if deleted {
-            ObjectRow::tombstone([v + 10; 16], u64::from(v) + 1)
-        } else {
-            ObjectRow {
-                timestamp_msec: u64::from(v),
-                version: [v; 16],
-                size: 1,
-                etag: format!("e{v}"),
-                headers: BTreeMap::new(),
-                user_meta: BTreeMap::new(),
-                checksum: None,
-                data: ObjectData::Inline(vec![v]),
-                tags: Lww::default(),
-                retention: Lww::default(),
-                legal_hold: Lww::default(),
+    (0u8..3, any::<bool>(), lww(tag_set()), lww(canned_acl())).prop_map(
+        |(v, deleted, tags, acl)| {
+            let mut row = if deleted {
+                ObjectRow::tombstone([v + 10; 16], u64::from(v) + 1)
+            } else {
+                ObjectRow {
+                    timestamp_msec: u64::from(v),
+                    version: [v; 16],
+                    size: 1,
+                    etag: format!("e{v}"),
+                    headers: BTreeMap::new(),
+                    user_meta: BTreeMap::new(),
+                    checksum: None,
+                    data: ObjectData::Inline(vec![v]),
+                    tags: Lww::default(),
+                    retention: Lww::default(),
+                    legal_hold: Lww::default(),
+                    acl: Default::default(),
+                }
+            };
+            if !row.is_deleted() {
+                row.tags = tags;
+                row.acl = acl;
             }
-        };
-        if !row.is_deleted() {
-            row.tags = tags;
-        }
-        row
-    })
+            row
+        },
+    )
 }
 
 fn block_entry() -> impl Strategy<Value = BlockEntry> {
@@ -508,6 +528,7 @@ fn an_object_tombstone_newer_than_the_object_wins_on_every_replica() {
         tags: Default::default(),
         retention: Default::default(),
         legal_hold: Default::default(),
+        acl: Default::default(),
     };
     let tomb = ObjectRow::tombstone([2; 16], 11);
     let (mut a, mut b) = (live.clone(), tomb.clone());
@@ -576,6 +597,7 @@ fn tags_of_a_replaced_version_do_not_move_to_the_new_one() {
         tags: Lww::default(),
         retention: Default::default(),
         legal_hold: Default::default(),
+        acl: Default::default(),
     };
     let mut tagged = v1.clone();
     tagged.tags.update(100, tags(&[("a", "1")]));

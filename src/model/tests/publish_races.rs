@@ -63,6 +63,7 @@ async fn upload(n: &Node, blocks: u32, fill: u8, timestamp_msec: u64) -> ObjectR
         tags: Default::default(),
         retention: Default::default(),
         legal_hold: Default::default(),
+        acl: Default::default(),
     }
 }
 

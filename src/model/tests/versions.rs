@@ -68,6 +68,7 @@ async fn row(n: &Node, bucket: &BucketRow, key: &str, fill: u8, block: bool) -> 
         tags: Default::default(),
         retention: Default::default(),
         legal_hold: Default::default(),
+        acl: Default::default(),
     }
 }
 

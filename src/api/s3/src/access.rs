@@ -6,7 +6,9 @@
 //! 1. an explicit Deny of the policy refuses (but a key with the owner
 //!    right may always read, change and delete the policy, so that no
 //!    policy locks the bucket's owners out);
-//! 2. otherwise the key's own permission for the operation grants;
+//! 2. otherwise the key's own permission for the operation grants, and so
+//!    do the canned ACLs of the bucket and the object (unless the bucket's
+//!    `IgnorePublicAcls`);
 //! 3. otherwise an Allow of the policy grants — to anonymous requests only
 //!    while `RestrictPublicBuckets` does not hold or the policy is not
 //!    public;
@@ -15,6 +17,7 @@
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 
+use hangar_model::access::CannedAcl;
 use hangar_model::bucket::BucketRow;
 use hangar_model::key::KeyRow;
 
@@ -55,7 +58,8 @@ pub(crate) fn need_of(op: &str) -> Need {
         | "ListObjectVersions"
         | "GetObjectTagging"
         | "GetObjectRetention"
-        | "GetObjectLegalHold" => Need::Read,
+        | "GetObjectLegalHold"
+        | "GetObjectAcl" => Need::Read,
         "PutObject"
         | "PostObject"
         | "CopyObject"
@@ -69,7 +73,8 @@ pub(crate) fn need_of(op: &str) -> Need {
         | "PutObjectTagging"
         | "DeleteObjectTagging"
         | "PutObjectRetention"
-        | "PutObjectLegalHold" => Need::Write,
+        | "PutObjectLegalHold"
+        | "PutObjectAcl" => Need::Write,
         // Bucket configuration and everything else is the owner's business.
         _ => Need::Owner,
     }
@@ -84,6 +89,8 @@ pub(crate) fn iam_action(op: &str, by_version: bool) -> String {
         "DeleteObject" | "DeleteObjects" if by_version => "DeleteObjectVersion",
         "DeleteObject" | "DeleteObjects" => "DeleteObject",
         "GetObjectTagging" if by_version => "GetObjectVersionTagging",
+        "GetObjectAcl" if by_version => "GetObjectVersionAcl",
+        "PutObjectAcl" if by_version => "PutObjectVersionAcl",
         "PutObjectTagging" if by_version => "PutObjectVersionTagging",
         "DeleteObjectTagging" if by_version => "DeleteObjectVersionTagging",
         "PutObject"
@@ -225,6 +232,22 @@ impl Caller {
         action: &str,
         object: Option<&str>,
     ) -> bool {
+        self.may_with_acl(bucket, need, action, object, None)
+    }
+
+    /// [`Caller::may`], the object's ACL known (`object_acl`: the ACL of
+    /// the object version a read is about).
+    pub(crate) fn may_with_acl(
+        &self,
+        bucket: &BucketRow,
+        need: Need,
+        action: &str,
+        object: Option<&str>,
+        object_acl: Option<CannedAcl>,
+    ) -> bool {
+        let block = bucket.public_access_block().unwrap_or_default();
+        let acl_allows = !block.ignore_public_acls
+            && acl_grants(bucket.acl(), object_acl, action, self.key.is_some());
         let perm = self.key.as_ref().map(|k| k.permission(&bucket.name));
         let key_allows = perm.is_some_and(|p| match need {
             Need::Read => p.read,
@@ -232,7 +255,7 @@ impl Caller {
             _ => p.owner,
         });
         let Some(text) = bucket.policy() else {
-            return key_allows;
+            return key_allows || acl_allows;
         };
         let policy = match Policy::parse(text, &bucket.name) {
             Ok(p) => p,
@@ -240,7 +263,7 @@ impl Caller {
                 // Checked when it was put: only a policy stored by another
                 // version of Hangar can fail here.
                 tracing::warn!(bucket = %bucket.name, "stored bucket policy not understood: {e}");
-                return key_allows;
+                return key_allows || acl_allows;
             }
         };
         let request = Request {
@@ -249,10 +272,9 @@ impl Caller {
             resource: resource(&bucket.name, object),
             keys: self.keys.clone(),
         };
-        let block = bucket.public_access_block().unwrap_or_default();
         combine(
             policy.evaluate(&request),
-            key_allows,
+            key_allows || acl_allows,
             perm.is_some_and(|p| p.owner),
             action,
             self.key.is_none() && block.restrict_public_buckets && policy.is_public(),
@@ -260,8 +282,27 @@ impl Caller {
     }
 }
 
-/// Combines a policy's decision with the key's own permission (see the
-/// module's comment). `restricted`: the request is anonymous and
+/// Whether canned ACLs grant `action`: the bucket's (READ: its listings;
+/// WRITE: writing and deleting its objects), or the object's (READ: the
+/// object). `signed`: the request is signed (`authenticated-read`).
+pub(crate) fn acl_grants(
+    bucket: CannedAcl,
+    object: Option<CannedAcl>,
+    action: &str,
+    signed: bool,
+) -> bool {
+    match action {
+        "s3:ListBucket" | "s3:ListBucketVersions" | "s3:ListBucketMultipartUploads" => {
+            bucket.grants_read(signed)
+        }
+        "s3:PutObject" | "s3:DeleteObject" | "s3:AbortMultipartUpload" => bucket.grants_write(),
+        "s3:GetObject" | "s3:GetObjectVersion" => object.is_some_and(|a| a.grants_read(signed)),
+        _ => false,
+    }
+}
+
+/// Combines a policy's decision with the key's own permission and the
+/// ACLs' grants (see the module's comment). `restricted`: the request is anonymous and
 /// `RestrictPublicBuckets` discards the policy's public grants.
 fn combine(
     decision: Decision,
@@ -384,6 +425,50 @@ mod tests {
         let second = caller(Some(key(KEY2, "nothing", READ)), "127.0.0.1");
         assert!(second.may(&b, Need::Read, "s3:GetObject", Some("a")));
         assert!(second.may(&b, Need::Write, "s3:PutObject", Some("a")));
+    }
+
+    #[test]
+    fn canned_acls_grant_reads_and_writes_unless_ignored_or_denied() {
+        let mut b = bucket(None);
+        let anon = caller(None, "127.0.0.1");
+        let signed = caller(Some(key(KEY2, "nothing", READ)), "127.0.0.1");
+        assert!(!anon.may(&b, Need::Read, "s3:ListBucket", None));
+        b.acl.update(3, Some(CannedAcl::PublicRead));
+        assert!(anon.may(&b, Need::Read, "s3:ListBucket", None));
+        assert!(
+            !anon.may(&b, Need::Read, "s3:GetObject", Some("a")),
+            "a bucket's READ is listing"
+        );
+        assert!(!anon.may(&b, Need::Write, "s3:PutObject", Some("a")));
+        b.acl.update(4, Some(CannedAcl::PublicReadWrite));
+        assert!(anon.may(&b, Need::Write, "s3:PutObject", Some("a")));
+        assert!(anon.may(&b, Need::Write, "s3:DeleteObject", Some("a")));
+        assert!(!anon.may(&b, Need::Owner, "s3:PutBucketAcl", None));
+        b.acl.update(5, Some(CannedAcl::AuthenticatedRead));
+        assert!(!anon.may(&b, Need::Read, "s3:ListBucket", None));
+        assert!(signed.may(&b, Need::Read, "s3:ListBucket", None));
+        // An object's ACL.
+        let b = bucket(None);
+        let public = Some(CannedAcl::PublicRead);
+        assert!(anon.may_with_acl(&b, Need::Read, "s3:GetObject", Some("a"), public));
+        assert!(!anon.may_with_acl(&b, Need::Write, "s3:PutObject", Some("a"), public));
+        let auth = Some(CannedAcl::AuthenticatedRead);
+        assert!(!anon.may_with_acl(&b, Need::Read, "s3:GetObject", Some("a"), auth));
+        assert!(signed.may_with_acl(&b, Need::Read, "s3:GetObject", Some("a"), auth));
+        // IgnorePublicAcls, and a Deny, win over the ACL.
+        let mut ignored = bucket(None);
+        ignored.public_access_block.update(
+            3,
+            Some(PublicAccessBlock {
+                ignore_public_acls: true,
+                ..Default::default()
+            }),
+        );
+        assert!(!anon.may_with_acl(&ignored, Need::Read, "s3:GetObject", Some("a"), public));
+        let denied = bucket(Some(
+            r#"{"Statement":[{"Effect":"Deny","Principal":"*","Action":"s3:GetObject","Resource":"*"}]}"#,
+        ));
+        assert!(!anon.may_with_acl(&denied, Need::Read, "s3:GetObject", Some("a"), public));
     }
 
     #[test]

@@ -118,6 +118,42 @@ impl KeyAccess {
     }
 }
 
+impl KeyAccess {
+    /// Whether the ACL of the object version a read is about grants it
+    /// (read only when nothing else granted: one more row read, for
+    /// requests that would otherwise be refused).
+    async fn object_acl_grants(
+        &self,
+        caller: &Caller,
+        bucket: &hangar_model::bucket::BucketRow,
+        need: Need,
+        action: &str,
+        object: Option<&str>,
+        query: &str,
+    ) -> S3Result<bool> {
+        let Some(key) = object else {
+            return Ok(false);
+        };
+        if !matches!(action, "s3:GetObject" | "s3:GetObjectVersion") {
+            return Ok(false);
+        }
+        let version = query
+            .split('&')
+            .find_map(|kv| kv.strip_prefix("versionId="));
+        let Ok(v) = crate::ops_versioning::parse_version_id(version) else {
+            return Ok(false);
+        };
+        let found = self.model.find_version(bucket, key, v).await.or_s3()?;
+        let Some(acl) = found
+            .filter(|f| !f.row.is_delete_marker())
+            .and_then(|f| f.row.acl.value)
+        else {
+            return Ok(false);
+        };
+        Ok(caller.may_with_acl(bucket, need, action, object, Some(acl)))
+    }
+}
+
 #[async_trait::async_trait]
 impl S3Access for KeyAccess {
     async fn check(&self, cx: &mut S3AccessContext<'_>) -> S3Result<()> {
@@ -150,7 +186,18 @@ impl S3Access for KeyAccess {
                 // by the operation (`ops_delete`).
                 Some(row) if op == "DeleteObjects" && row.policy().is_some() => true,
                 Some(row) => {
-                    caller.may(&row, need, &iam_action(&op, by_version), object.as_deref())
+                    let action = iam_action(&op, by_version);
+                    caller.may(&row, need, &action, object.as_deref())
+                        || self
+                            .object_acl_grants(
+                                &caller,
+                                &row,
+                                need,
+                                &action,
+                                object.as_deref(),
+                                query,
+                            )
+                            .await?
                 }
             },
         };

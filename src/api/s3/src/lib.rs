@@ -24,6 +24,7 @@ mod expect_continue;
 mod lifecycle_rules;
 mod lingering_body;
 pub mod metrics;
+mod ops_acl;
 mod ops_attributes;
 mod ops_bucket;
 mod ops_copy;

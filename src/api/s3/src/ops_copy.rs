@@ -120,6 +120,8 @@ impl S3Api {
             (src.headers.clone(), src.user_meta.clone())
         };
 
+        // The copy's own ACL (a copy does not take its source's).
+        let acl = crate::ops_acl::upload_acl(&dst_b, input.acl.as_ref().map(|a| a.as_str()))?;
         // x-amz-tagging-directive: the source's tags (COPY, the default)
         // or the request's x-amz-tagging (REPLACE).
         let tags = match input.tagging_directive.as_ref().map(|d| d.as_str()) {
@@ -172,6 +174,7 @@ impl S3Api {
             tags: Lww::new(0, tags),
             retention: Lww::default(),
             legal_hold: Lww::default(),
+            acl: acl.map_or_else(Lww::default, |a| Lww::new(0, Some(a))),
         };
         let mut row = row;
         lock.apply(&mut row);

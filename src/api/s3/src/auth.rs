@@ -116,9 +116,7 @@ impl KeyAccess {
             .map(Some)
             .ok_or_else(|| s3_error!(InvalidAccessKeyId))
     }
-}
 
-impl KeyAccess {
     /// Whether the ACL of the object version a read is about grants it
     /// (read only when nothing else granted: one more row read, for
     /// requests that would otherwise be refused).

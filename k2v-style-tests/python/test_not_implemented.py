@@ -8,8 +8,8 @@ from botocore.exceptions import ClientError
 from hangar_testlib import error_code, http_status, signed_request
 
 NOT_YET = {
-    "GetObjectAcl": lambda s3, b: s3.get_object_acl(Bucket=b, Key="o"),
-    "GetBucketPolicy": lambda s3, b: s3.get_bucket_policy(Bucket=b),
+    "GetBucketOwnershipControls": lambda s3, b: s3.get_bucket_ownership_controls(Bucket=b),
+    "GetBucketAccelerateConfiguration": lambda s3, b: s3.get_bucket_accelerate_configuration(Bucket=b),
     "RestoreObject": lambda s3, b: s3.restore_object(Bucket=b, Key="o", RestoreRequest={"Days": 1}),
 }
 
@@ -27,7 +27,7 @@ def test_not_implemented(s3, bucket, op):
 
 
 def test_not_implemented_xml_body(node, admin_key, s3, bucket):
-    r = signed_request(node, admin_key, "GET", bucket, query=[("policy", "")])
+    r = signed_request(node, admin_key, "GET", bucket, query=[("accelerate", "")])
     assert r.status == 501
     assert r.header("content-type") in ("application/xml", "application/xml; charset=utf-8")
     assert r.code == "NotImplemented" and r.message, r.body

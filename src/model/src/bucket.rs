@@ -1,15 +1,17 @@
-//! Buckets, by name, with their configuration: tags and CORS rules.
+//! Buckets, by name, with their configuration: tags, CORS rules, website,
+//! Object Lock, lifecycle rules, policy and public access block.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use hangar_db::{DbError, Tx};
 use hangar_table::{
-    CREATOR_ROW_FORMAT, Crdt, LIFECYCLE_ROW_FORMAT, Lww, NEWEST_ROW_FORMAT, OBJECT_LOCK_ROW_FORMAT,
-    ROW_FORMAT, Schema, VERSIONING_ROW_FORMAT, WEBSITE_ROW_FORMAT,
+    ACCESS_ROW_FORMAT, CREATOR_ROW_FORMAT, Crdt, LIFECYCLE_ROW_FORMAT, Lww, NEWEST_ROW_FORMAT,
+    OBJECT_LOCK_ROW_FORMAT, ROW_FORMAT, Schema, VERSIONING_ROW_FORMAT, WEBSITE_ROW_FORMAT,
 };
 use serde::{Deserialize, Serialize};
 
 use crate::ModelError;
+use crate::access::{CannedAcl, PublicAccessBlock};
 use crate::lifecycle::LifecycleRule;
 use crate::object::TagSet;
 use crate::object_lock::ObjectLockConfig;
@@ -68,6 +70,19 @@ pub struct BucketRow {
     /// while never set).
     #[serde(default, skip_serializing_if = "Lww::is_unset")]
     pub lifecycle: Lww<Vec<LifecycleRule>>,
+    /// Put/DeleteBucketPolicy: the policy document (JSON) as it was put,
+    /// checked by the S3 layer first; `None` when there is none (row
+    /// format 10; absent while never set).
+    #[serde(default, skip_serializing_if = "Lww::is_unset")]
+    pub policy: Lww<Option<String>>,
+    /// Put/DeletePublicAccessBlock: `None` when there is none (row format
+    /// 10; absent while never set).
+    #[serde(default, skip_serializing_if = "Lww::is_unset")]
+    pub public_access_block: Lww<Option<PublicAccessBlock>>,
+    /// The bucket's canned ACL (CreateBucket's `x-amz-acl`, PutBucketAcl):
+    /// absent while never set, which is `private` (row format 10).
+    #[serde(default, skip_serializing_if = "Lww::is_unset")]
+    pub acl: Lww<Option<CannedAcl>>,
 }
 
 /// A bucket's versioning state (S3's `VersioningConfiguration/Status`).
@@ -109,6 +124,9 @@ impl Crdt for BucketRow {
                 self.website.merge(&other.website);
                 self.object_lock.merge(&other.object_lock);
                 self.lifecycle.merge(&other.lifecycle);
+                self.policy.merge(&other.policy);
+                self.public_access_block.merge(&other.public_access_block);
+                self.acl.merge(&other.acl);
             }
         }
     }
@@ -130,7 +148,25 @@ impl BucketRow {
             website: Lww::default(),
             object_lock: Lww::default(),
             lifecycle: Lww::default(),
+            policy: Lww::default(),
+            public_access_block: Lww::default(),
+            acl: Lww::default(),
         }
+    }
+
+    /// The bucket's canned ACL (`private` when never set).
+    pub fn acl(&self) -> CannedAcl {
+        self.acl.value.unwrap_or_default()
+    }
+
+    /// The bucket policy document, if any.
+    pub fn policy(&self) -> Option<&str> {
+        self.policy.value.as_deref()
+    }
+
+    /// The bucket's public access block, if any.
+    pub fn public_access_block(&self) -> Option<PublicAccessBlock> {
+        self.public_access_block.value
     }
 
     /// The bucket's Object Lock configuration, `None` if not enabled.
@@ -192,7 +228,9 @@ impl Schema for BucketTable {
     type Row = BucketRow;
 
     fn format_of(row: &BucketRow) -> u8 {
-        if !row.lifecycle.is_unset() {
+        if !row.policy.is_unset() || !row.public_access_block.is_unset() || !row.acl.is_unset() {
+            ACCESS_ROW_FORMAT
+        } else if !row.lifecycle.is_unset() {
             LIFECYCLE_ROW_FORMAT
         } else if !row.object_lock.is_unset() {
             OBJECT_LOCK_ROW_FORMAT

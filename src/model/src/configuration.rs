@@ -79,6 +79,67 @@ impl Model {
         .await
     }
 
+    /// Replaces the policy document of bucket `name` (`None` removes it).
+    /// The document is checked by the caller; only its size is bounded here.
+    pub async fn set_bucket_policy(&self, name: &str, policy: Option<String>) -> Result<BucketRow> {
+        if policy
+            .as_ref()
+            .is_some_and(|p| p.len() > crate::access::MAX_POLICY_LEN)
+        {
+            return Err(ModelError::Invalid(
+                "the policy document is too large".into(),
+            ));
+        }
+        self.update_bucket(name, move |b, now| {
+            b.policy.update(now, policy);
+            Ok(())
+        })
+        .await
+    }
+
+    /// Replaces the public access block of bucket `name` (`None` removes
+    /// it).
+    pub async fn set_bucket_public_access_block(
+        &self,
+        name: &str,
+        block: Option<crate::access::PublicAccessBlock>,
+    ) -> Result<BucketRow> {
+        self.update_bucket(name, move |b, now| {
+            b.public_access_block.update(now, block);
+            Ok(())
+        })
+        .await
+    }
+
+    /// Replaces the canned ACL of bucket `name`.
+    pub async fn set_bucket_acl(
+        &self,
+        name: &str,
+        acl: crate::access::CannedAcl,
+    ) -> Result<BucketRow> {
+        self.update_bucket(name, move |b, now| {
+            b.acl.update(now, Some(acl));
+            Ok(())
+        })
+        .await
+    }
+
+    /// Replaces the canned ACL of version `found` (read by
+    /// [`Model::find_version`]); a version removed meanwhile stays removed
+    /// (the ACL is merged onto that version only).
+    pub async fn set_version_acl(
+        &self,
+        bucket: &BucketRow,
+        found: &crate::versioned::FoundVersion,
+        acl: crate::access::CannedAcl,
+    ) -> Result<()> {
+        let mut row = found.row.clone();
+        row.acl.update(now_msec(), Some(acl));
+        self.object_rows()
+            .insert(&bucket.id_bytes(), &found.sort, row)
+            .await
+    }
+
     /// Replaces the website configuration of bucket `name` (`None`
     /// removes it).
     pub async fn set_bucket_website(

@@ -41,6 +41,7 @@ fn object(tags: Lww<TagSet>) -> ObjectRow {
         retention: Lww::default(),
         legal_hold: Lww::default(),
         sse_c: None,
+        acl: Default::default(),
     }
 }
 

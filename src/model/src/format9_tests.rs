@@ -105,6 +105,7 @@ async fn a_pass_expires_an_object_under_the_prefix_only() {
             retention: Default::default(),
             legal_hold: Default::default(),
             sse_c: None,
+            acl: Default::default(),
         };
         model.publish(&b, key, row).await.unwrap();
     }

@@ -2,6 +2,7 @@
 //!
 //! - [`key`]: access keys, their secrets and their per-bucket permissions;
 //! - [`bucket`]: buckets by name;
+//! - [`access`]: a bucket's policy document and public access block;
 //! - [`bucket_create`]: bucket creation, decided by one coordinator per
 //!   name in a cluster;
 //! - [`object`]: the current version of each object, with its metadata and
@@ -20,6 +21,7 @@
 //!
 //! [`Model`] ties them to one node's metadata store and block manager.
 
+pub mod access;
 pub mod bucket;
 pub mod bucket_create;
 mod condition;
@@ -27,6 +29,8 @@ pub mod conditional;
 mod configuration;
 mod control;
 mod error;
+#[cfg(test)]
+mod format10_tests;
 #[cfg(test)]
 mod format11_tests;
 #[cfg(test)]

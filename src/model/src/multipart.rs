@@ -401,6 +401,7 @@ impl Model {
         let etag = format!("{}-{}", hex::encode(s3_md5(&md5s)), chosen.len());
         let mut headers = mpu.headers.clone();
         let (retention, legal_hold) = crate::object_lock::take_from_headers(&mut headers);
+        let acl = crate::access::take_acl_from_headers(&mut headers);
         let row = ObjectRow {
             version,
             timestamp_msec: 0,
@@ -414,6 +415,7 @@ impl Model {
             retention,
             legal_hold,
             sse_c: mpu.sse_c.clone(),
+            acl,
         };
         // Still in progress? (Another completion or an abort may have won.)
         if self

@@ -11,12 +11,14 @@ use std::collections::BTreeMap;
 
 use hangar_db::{DbError, Tx};
 use hangar_table::{
-    Crdt, Lww, NEWEST_ROW_FORMAT, OBJECT_LOCK_ROW_FORMAT, ROW_FORMAT, SSE_C_ROW_FORMAT, Schema,
+    ACCESS_ROW_FORMAT, Crdt, Lww, NEWEST_ROW_FORMAT, OBJECT_LOCK_ROW_FORMAT, ROW_FORMAT,
+    SSE_C_ROW_FORMAT, Schema,
     VERSIONING_ROW_FORMAT,
 };
 use serde::{Deserialize, Serialize};
 
 use crate::VersionId;
+use crate::access::CannedAcl;
 use crate::object_lock::Retention;
 use crate::queues::queue_version_gc;
 use crate::sse_c::SseC;
@@ -90,6 +92,12 @@ pub struct ObjectRow {
     /// ([`crate::sse_c`]). Part of the version register.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sse_c: Option<SseC>,
+    /// The version's canned ACL (`x-amz-acl` of its upload or copy,
+    /// PutObjectAcl): row format 10; absent when never set (`private`).
+    /// Given at upload it has timestamp 0; `private` at upload is not
+    /// stored. A register of the version like `tags`.
+    #[serde(default, skip_serializing_if = "Lww::is_unset")]
+    pub acl: Lww<Option<CannedAcl>>,
 }
 
 impl Crdt for ObjectRow {
@@ -103,6 +111,7 @@ impl Crdt for ObjectRow {
                 self.tags.merge(&other.tags);
                 self.retention.merge(&other.retention);
                 self.legal_hold.merge(&other.legal_hold);
+                self.acl.merge(&other.acl);
             }
         }
     }
@@ -125,10 +134,16 @@ impl ObjectRow {
             retention: Lww::default(),
             legal_hold: Lww::default(),
             sse_c: None,
+            acl: Lww::default(),
         }
     }
 
-    /// Every field but the tags, retention and legal hold, in merge order.
+    /// The version's canned ACL (`private` when never set).
+    pub fn acl(&self) -> CannedAcl {
+        self.acl.value.unwrap_or_default()
+    }
+
+    /// Every field but the tags, retention, legal hold and ACL, in merge order.
     #[allow(clippy::type_complexity)]
     fn version_register(
         &self,
@@ -214,6 +229,8 @@ impl Schema for ObjectTable {
     fn format_of(row: &ObjectRow) -> u8 {
         if row.sse_c.is_some() {
             SSE_C_ROW_FORMAT
+        } else if !row.acl.is_unset() {
+            ACCESS_ROW_FORMAT
         } else if !row.retention.is_unset() || !row.legal_hold.is_unset() {
             OBJECT_LOCK_ROW_FORMAT
         } else if row.is_delete_marker() {

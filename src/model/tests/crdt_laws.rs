@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use hangar_model::access::{CannedAcl, PublicAccessBlock};
 use hangar_model::bucket::{BucketRow, CorsRule, Versioning, bucket_id, displaced};
 use hangar_model::key::{KeyRow, Permission};
 use hangar_model::lifecycle::{LifecycleFilter, LifecycleRule};
@@ -120,6 +121,40 @@ fn lifecycle_rules() -> impl Strategy<Value = Vec<LifecycleRule>> {
     prop::collection::vec(rule, 0..3)
 }
 
+/// No policy, or one of two documents (row format 10).
+fn policy_document() -> impl Strategy<Value = Option<String>> {
+    proptest::option::of(prop_oneof![
+        Just(r#"{"Version":"2012-10-17","Statement":[]}"#.to_owned()),
+        Just(
+            r#"{"Statement":[{"Effect":"Deny","Principal":"*","Action":"s3:*","Resource":"*"}]}"#
+                .to_owned()
+        ),
+    ])
+}
+
+/// No ACL, or one of three canned ACLs (row format 10).
+fn canned_acl() -> impl Strategy<Value = Option<CannedAcl>> {
+    proptest::option::of(prop_oneof![
+        Just(CannedAcl::Private),
+        Just(CannedAcl::PublicRead),
+        Just(CannedAcl::AuthenticatedRead),
+    ])
+}
+
+/// No public access block, or any of its switches (row format 10).
+fn public_access_block() -> impl Strategy<Value = Option<PublicAccessBlock>> {
+    proptest::option::of(
+        (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(a, b, c, d)| {
+            PublicAccessBlock {
+                block_public_acls: a,
+                ignore_public_acls: b,
+                block_public_policy: c,
+                restrict_public_buckets: d,
+            }
+        }),
+    )
+}
+
 fn bucket_row() -> impl Strategy<Value = BucketRow> {
     (
         ts(),
@@ -146,6 +181,11 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
         lww(lock_config()),
         lww(lifecycle_rules()),
         lww(website_config()),
+        (
+            lww(policy_document()),
+            lww(public_access_block()),
+            lww(canned_acl()),
+        ),
     )
         .prop_map(
             |(
@@ -160,6 +200,7 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
                 object_lock,
                 lifecycle,
                 website,
+                (policy, public_access_block, acl),
             )| {
                 let mut b = BucketRow::new("bucket", id, created, updated);
                 b.deleted = deleted;
@@ -170,6 +211,9 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
                 b.object_lock = object_lock;
                 b.lifecycle = lifecycle;
                 b.website = website;
+                b.policy = policy;
+                b.public_access_block = public_access_block;
+                b.acl = acl;
                 b
             },
         )
@@ -263,6 +307,7 @@ fn object_row() -> impl Strategy<Value = ObjectRow> {
         lww(retention()),
         lww(any::<bool>()),
         sse_c(),
+        lww(canned_acl()),
     )
         .prop_map(
             |(
@@ -276,6 +321,7 @@ fn object_row() -> impl Strategy<Value = ObjectRow> {
                 retention,
                 legal_hold,
                 sse_c,
+                acl,
             )| {
                 let mut headers = BTreeMap::new();
                 headers.insert("content-type".to_owned(), etag.clone());
@@ -295,6 +341,7 @@ fn object_row() -> impl Strategy<Value = ObjectRow> {
                     retention,
                     legal_hold,
                     sse_c,
+                    acl,
                 }
             },
         )
@@ -305,30 +352,34 @@ fn object_row() -> impl Strategy<Value = ObjectRow> {
 /// PutObjectTagging / DeleteObjectTagging of the same versions and PUTs of
 /// new ones leave on replicas.
 fn tagged_object_row() -> impl Strategy<Value = ObjectRow> {
-    (0u8..3, any::<bool>(), lww(tag_set())).prop_map(|(v, deleted, tags)| {
-        let mut row = if deleted {
-            ObjectRow::tombstone([v + 10; 16], u64::from(v) + 1)
-        } else {
-            ObjectRow {
-                timestamp_msec: u64::from(v),
-                version: [v; 16],
-                size: 1,
-                etag: format!("e{v}"),
-                headers: BTreeMap::new(),
-                user_meta: BTreeMap::new(),
-                checksum: None,
-                data: ObjectData::Inline(vec![v]),
-                tags: Lww::default(),
-                retention: Lww::default(),
-                legal_hold: Lww::default(),
-                sse_c: None,
+    (0u8..3, any::<bool>(), lww(tag_set()), lww(canned_acl())).prop_map(
+        |(v, deleted, tags, acl)| {
+            let mut row = if deleted {
+                ObjectRow::tombstone([v + 10; 16], u64::from(v) + 1)
+            } else {
+                ObjectRow {
+                    timestamp_msec: u64::from(v),
+                    version: [v; 16],
+                    size: 1,
+                    etag: format!("e{v}"),
+                    headers: BTreeMap::new(),
+                    user_meta: BTreeMap::new(),
+                    checksum: None,
+                    data: ObjectData::Inline(vec![v]),
+                    tags: Lww::default(),
+                    retention: Lww::default(),
+                    legal_hold: Lww::default(),
+                    sse_c: None,
+                    acl: Default::default(),
+                }
+            };
+            if !row.is_deleted() {
+                row.tags = tags;
+                row.acl = acl;
             }
-        };
-        if !row.is_deleted() {
-            row.tags = tags;
-        }
-        row
-    })
+            row
+        },
+    )
 }
 
 fn block_entry() -> impl Strategy<Value = BlockEntry> {
@@ -506,6 +557,7 @@ fn an_object_tombstone_newer_than_the_object_wins_on_every_replica() {
         retention: Default::default(),
         legal_hold: Default::default(),
         sse_c: None,
+        acl: Default::default(),
     };
     let tomb = ObjectRow::tombstone([2; 16], 11);
     let (mut a, mut b) = (live.clone(), tomb.clone());
@@ -575,6 +627,7 @@ fn tags_of_a_replaced_version_do_not_move_to_the_new_one() {
         retention: Default::default(),
         legal_hold: Default::default(),
         sse_c: None,
+        acl: Default::default(),
     };
     let mut tagged = v1.clone();
     tagged.tags.update(100, tags(&[("a", "1")]));

@@ -64,6 +64,7 @@ async fn upload(n: &Node, blocks: u32, fill: u8, timestamp_msec: u64) -> ObjectR
         retention: Default::default(),
         legal_hold: Default::default(),
         sse_c: None,
+        acl: Default::default(),
     }
 }
 

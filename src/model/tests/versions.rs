@@ -69,6 +69,7 @@ async fn row(n: &Node, bucket: &BucketRow, key: &str, fill: u8, block: bool) -> 
         retention: Default::default(),
         legal_hold: Default::default(),
         sse_c: None,
+        acl: Default::default(),
     }
 }
 

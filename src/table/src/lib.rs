@@ -88,13 +88,20 @@ pub const OBJECT_LOCK_ROW_FORMAT: u8 = 8;
 /// so. Written only for the bucket rows that carry them. A bucket row with both
 /// lifecycle rules and a lock configuration is format 9, which includes 8.
 pub const LIFECYCLE_ROW_FORMAT: u8 = 9;
+/// Format 9 plus access control: a bucket's policy document, public access
+/// block and canned ACL registers, an object version's canned ACL
+/// register. A reader of format 9 would drop them on its next merge (and a
+/// Deny statement or a private ACL would be lost), so such rows say so.
+/// Written only for the rows that carry one; a row with a field of format
+/// 10 is format 10, which includes 3 to 9.
+pub const ACCESS_ROW_FORMAT: u8 = 10;
 
-/// Format 9 plus SSE-C: an object version's or a multipart upload's
+/// Format 10 plus SSE-C: an object version's or a multipart upload's
 /// `sse_c` record (the algorithm and the salted check of the customer's
 /// key). A reader of an older format would drop it on its next merge and
 /// then serve the sealed bytes as if they were the object, so such rows
 /// say so. Written only for the rows that carry one; an object row with an
-/// Object Lock field as well is format 11, which includes 8.
+/// Object Lock or ACL field as well is format 11, which includes 3 to 10.
 pub const SSE_C_ROW_FORMAT: u8 = 11;
 
 /// The previous format, still read.
@@ -259,9 +266,7 @@ pub fn storage_key<S: Schema>(partition: &[u8], sort: &[u8]) -> Vec<u8> {
 /// write of a table and every row sent to a peer is encoded.
 pub fn encode<S: Schema>(row: &S::Row) -> Vec<u8> {
     let format = S::format_of(row);
-    debug_assert!(
-        (ROW_FORMAT..=LIFECYCLE_ROW_FORMAT).contains(&format) || format == SSE_C_ROW_FORMAT
-    );
+    debug_assert!((ROW_FORMAT..=SSE_C_ROW_FORMAT).contains(&format));
     let mut v = vec![format];
     rmp_serde::encode::write_named(&mut v, row).expect("table rows encode");
     v
@@ -276,7 +281,7 @@ pub fn decode<S: Schema>(v: &[u8]) -> Result<S::Row> {
         message,
     };
     match v.split_first() {
-        // Formats 3 to 9 and 11 are format 2 with more (defaulted) fields and
+        // Formats 3 to 11 are format 2 with more (defaulted) fields and
         // variants: one decoder.
         Some((
             &(ROW_FORMAT
@@ -287,6 +292,7 @@ pub fn decode<S: Schema>(v: &[u8]) -> Result<S::Row> {
             | WEBSITE_ROW_FORMAT
             | OBJECT_LOCK_ROW_FORMAT
             | LIFECYCLE_ROW_FORMAT
+            | ACCESS_ROW_FORMAT
             | SSE_C_ROW_FORMAT),
             body,
         )) => rmp_serde::from_slice(body).map_err(|e| err(e.to_string())),
@@ -561,7 +567,7 @@ mod tests {
         let mut legacy = vec![LEGACY_ROW_FORMAT];
         rmp_serde::encode::write_named(&mut legacy, &MaxRow { v: 7 }).unwrap();
         let mut unknown = legacy.clone();
-        unknown[0] = LIFECYCLE_ROW_FORMAT + 1;
+        unknown[0] = SSE_C_ROW_FORMAT + 1;
         db.write(move |tx| {
             tx.put("t", storage_key::<T>(b"p1", b"old"), legacy);
             tx.put("t", storage_key::<T>(b"p1", b"bad"), unknown);

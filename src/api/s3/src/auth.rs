@@ -1,9 +1,11 @@
 //! Who is calling, and may they do this.
 //!
 //! [`KeyAuth`] gives s3s the secret of an access key so it can check the
-//! signature; [`KeyAccess`] then decides from the key's permissions whether
-//! the operation is allowed, before the request body is read (and refuses
-//! a body too large to be read whole, `body_limits`).
+//! signature; [`KeyAccess`] then decides whether the operation is allowed
+//! (the key's permissions, the bucket policy: `crate::access`), before the
+//! request body is read (and refuses a body too large to be read whole,
+//! `body_limits`). Anonymous (unsigned) requests reach the same decision,
+//! with no key.
 
 use std::sync::Arc;
 
@@ -13,6 +15,7 @@ use s3s::access::{S3Access, S3AccessContext};
 use s3s::auth::{S3Auth, SecretKey};
 use s3s::{S3Result, s3_error};
 
+use crate::access::{Caller, Need, PeerAddr, iam_action, need_of};
 use crate::error::OrS3;
 use crate::metrics::RequestOp;
 
@@ -31,54 +34,6 @@ impl S3Auth for KeyAuth {
                 "The AWS Access Key Id you provided does not exist in our records."
             )),
         }
-    }
-}
-
-/// What an operation needs on its bucket.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Need {
-    /// Any authenticated key (ListBuckets).
-    Authenticated,
-    /// The key's create-bucket right.
-    CreateBucket,
-    Read,
-    Write,
-    Owner,
-}
-
-fn need_of(op: &str) -> Need {
-    match op {
-        "ListBuckets" => Need::Authenticated,
-        "CreateBucket" => Need::CreateBucket,
-        "HeadBucket"
-        | "GetBucketLocation"
-        | "ListObjects"
-        | "ListObjectsV2"
-        | "GetObject"
-        | "HeadObject"
-        | "GetObjectAttributes"
-        | "ListMultipartUploads"
-        | "ListParts"
-        | "ListObjectVersions"
-        | "GetObjectTagging"
-        | "GetObjectRetention"
-        | "GetObjectLegalHold" => Need::Read,
-        "PutObject"
-        | "PostObject"
-        | "CopyObject"
-        | "DeleteObject"
-        | "DeleteObjects"
-        | "CreateMultipartUpload"
-        | "UploadPart"
-        | "UploadPartCopy"
-        | "CompleteMultipartUpload"
-        | "AbortMultipartUpload"
-        | "PutObjectTagging"
-        | "DeleteObjectTagging"
-        | "PutObjectRetention"
-        | "PutObjectLegalHold" => Need::Write,
-        // Bucket configuration and everything else is the owner's business.
-        _ => Need::Owner,
     }
 }
 
@@ -149,15 +104,51 @@ impl KeyAccess {
 }
 
 impl KeyAccess {
-    async fn key(&self, cx: &S3AccessContext<'_>) -> S3Result<KeyRow> {
-        let creds = cx
-            .credentials()
-            .ok_or_else(|| s3_error!(AccessDenied, "Anonymous access is not allowed"))?;
+    /// The signing key of the request; `None` when it is anonymous.
+    async fn key(&self, cx: &S3AccessContext<'_>) -> S3Result<Option<KeyRow>> {
+        let Some(creds) = cx.credentials() else {
+            return Ok(None);
+        };
         self.model
             .get_signing_key(&creds.access_key)
             .await
             .or_s3()?
+            .map(Some)
             .ok_or_else(|| s3_error!(InvalidAccessKeyId))
+    }
+
+    /// Whether the ACL of the object version a read is about grants it
+    /// (read only when nothing else granted: one more row read, for
+    /// requests that would otherwise be refused).
+    async fn object_acl_grants(
+        &self,
+        caller: &Caller,
+        bucket: &hangar_model::bucket::BucketRow,
+        need: Need,
+        action: &str,
+        object: Option<&str>,
+        query: &str,
+    ) -> S3Result<bool> {
+        let Some(key) = object else {
+            return Ok(false);
+        };
+        if !matches!(action, "s3:GetObject" | "s3:GetObjectVersion") {
+            return Ok(false);
+        }
+        let version = query
+            .split('&')
+            .find_map(|kv| kv.strip_prefix("versionId="));
+        let Ok(v) = crate::ops_versioning::parse_version_id(version) else {
+            return Ok(false);
+        };
+        let found = self.model.find_version(bucket, key, v).await.or_s3()?;
+        let Some(acl) = found
+            .filter(|f| !f.row.is_delete_marker())
+            .and_then(|f| f.row.acl.value)
+        else {
+            return Ok(false);
+        };
+        Ok(caller.may_with_acl(bucket, need, action, object, Some(acl)))
     }
 }
 
@@ -170,29 +161,48 @@ impl S3Access for KeyAccess {
             slot.set(&op);
         }
         self.check_signature_scope(cx)?;
-        crate::body_limits::check(cx.s3_op().name(), cx.headers())?;
+        crate::body_limits::check(&op, cx.headers())?;
         let key = self.key(cx).await?;
-        let need = need_of(cx.s3_op().name());
+        let need = need_of(&op);
         let bucket = cx.s3_path().get_bucket_name().map(str::to_owned);
+        let object = cx.s3_path().get_object_key().map(str::to_owned);
+        let peer = cx.extensions_mut().get::<PeerAddr>().map(|p| p.0.ip());
+        let query = cx.uri().query().unwrap_or("");
+        let by_version = query.split('&').any(|kv| kv.starts_with("versionId="));
+        let caller = Caller::new(key, &op, cx.headers(), query, peer);
         let allowed = match (need, bucket) {
-            (Need::Authenticated, _) => true,
-            (Need::CreateBucket, _) => key.allow_create_bucket.value,
+            (Need::Authenticated, _) => caller.key.is_some(),
+            (Need::CreateBucket, _) => caller
+                .key
+                .as_ref()
+                .is_some_and(|k| k.allow_create_bucket.value),
             (_, None) => false,
-            (need, Some(bucket)) => {
-                let p = key.permission(&bucket);
-                let ok = match need {
-                    Need::Read => p.read,
-                    Need::Write => p.write,
-                    _ => p.owner,
-                };
+            (need, Some(bucket)) => match self.model.get_bucket(&bucket).await.or_s3()? {
                 // A missing bucket is reported as such by the operation, as S3 does.
-                ok || self.model.get_bucket(&bucket).await.or_s3()?.is_none()
-            }
+                None => true,
+                // The keys are in the body: with a policy, each is decided
+                // by the operation (`ops_delete`).
+                Some(row) if op == "DeleteObjects" && row.policy().is_some() => true,
+                Some(row) => {
+                    let action = iam_action(&op, by_version);
+                    caller.may(&row, need, &action, object.as_deref())
+                        || self
+                            .object_acl_grants(
+                                &caller,
+                                &row,
+                                need,
+                                &action,
+                                object.as_deref(),
+                                query,
+                            )
+                            .await?
+                }
+            },
         };
-        if allowed {
-            Ok(())
-        } else {
-            Err(s3_error!(AccessDenied, "Access Denied"))
+        if !allowed {
+            return Err(s3_error!(AccessDenied, "Access Denied"));
         }
+        cx.extensions_mut().insert(caller);
+        Ok(())
     }
 }

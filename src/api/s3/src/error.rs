@@ -124,6 +124,16 @@ pub fn bad_request(message: &'static str) -> S3Error {
     e
 }
 
+/// S3's `404 NoSuchPublicAccessBlockConfiguration`, a code s3s does not
+/// name.
+pub fn no_such_public_access_block() -> S3Error {
+    let code =
+        S3ErrorCode::from_bytes(b"NoSuchPublicAccessBlockConfiguration").expect("any code parses");
+    let mut e = S3Error::with_message(code, "The public access block configuration was not found");
+    e.set_status_code(http::StatusCode::NOT_FOUND);
+    e
+}
+
 /// A `versionId` that is not one Hangar gives (`null` or 48 hex digits).
 pub fn invalid_version_id() -> S3Error {
     s3_error!(InvalidArgument, "Invalid version id specified")

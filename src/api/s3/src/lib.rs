@@ -10,6 +10,7 @@
 //! connections. Operations not listed in `doc/s3-compatibility.md`
 //! answer `501 NotImplemented` (s3s's default for an unimplemented method).
 
+pub mod access;
 pub mod admission;
 pub mod auth;
 pub mod body_limits;
@@ -23,6 +24,7 @@ mod expect_continue;
 mod lifecycle_rules;
 mod lingering_body;
 pub mod metrics;
+mod ops_acl;
 mod ops_attributes;
 mod ops_bucket;
 mod ops_copy;
@@ -33,12 +35,15 @@ mod ops_lifecycle;
 mod ops_list;
 mod ops_multipart;
 mod ops_object_lock;
+mod ops_policy;
 mod ops_post;
 mod ops_put;
 mod ops_tagging;
 mod ops_versioning;
 mod ops_website;
 mod payload_hash;
+pub mod policy;
+pub mod policy_eval;
 mod post_errors;
 pub mod presign;
 mod s3_impl;
@@ -48,6 +53,7 @@ mod tagging;
 mod time;
 pub mod web;
 mod website_rules;
+mod wildcard;
 mod xml_text;
 
 use std::sync::Arc;

@@ -61,6 +61,12 @@ impl S3Api {
     ) -> S3Result<S3Response<CreateBucketOutput>> {
         let key_id = access_key(&req)?.to_owned();
         let name = &req.input.bucket;
+        let acl = req
+            .input
+            .acl
+            .as_ref()
+            .map(|a| crate::ops_acl::canned(a.as_str()))
+            .transpose()?;
         if let Some(c) = req
             .input
             .create_bucket_configuration
@@ -88,6 +94,10 @@ impl S3Api {
                 .set_bucket_object_lock(name, Default::default(), true)
                 .await
                 .or_s3()?;
+        }
+        // x-amz-acl: right after the creation too; `private` is the default.
+        if let Some(acl) = acl.filter(|a| *a != hangar_model::access::CannedAcl::Private) {
+            self.model.set_bucket_acl(name, acl).await.or_s3()?;
         }
         Ok(S3Response::new(CreateBucketOutput {
             location: Some(format!("/{name}")),

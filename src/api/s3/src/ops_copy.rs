@@ -54,19 +54,19 @@ impl S3Api {
                 return Err(s3_error!(NotImplemented, "Access points are not supported"));
             }
         };
-        let key_id = req
-            .credentials
-            .as_ref()
-            .map(|c| c.access_key.as_str())
-            .ok_or_else(|| s3_error!(AccessDenied))?;
-        let k = self
-            .model
-            .get_key(key_id)
-            .await
-            .or_s3()?
-            .ok_or_else(|| s3_error!(InvalidAccessKeyId))?;
-        if self.model.get_bucket(&bucket).await.or_s3()?.is_some() && !k.permission(&bucket).read {
-            return Err(s3_error!(AccessDenied, "Access Denied to the copy source"));
+        // The access check covered the destination; the source is read
+        // with the same caller (its key, or anonymous, and the request's
+        // condition keys) under the source bucket's own policy.
+        let caller = req
+            .extensions
+            .get::<crate::access::Caller>()
+            .cloned()
+            .unwrap_or_default();
+        if let Some(src) = self.model.get_bucket(&bucket).await.or_s3()? {
+            let action = crate::access::iam_action("GetObject", version_id.is_some());
+            if !caller.may(&src, crate::access::Need::Read, &action, Some(&key)) {
+                return Err(s3_error!(AccessDenied, "Access Denied to the copy source"));
+            }
         }
         let found = self
             .object_for_read(&bucket, &key, version_id.as_deref())
@@ -145,6 +145,8 @@ impl S3Api {
             (src.headers.clone(), src.user_meta.clone())
         };
 
+        // The copy's own ACL (a copy does not take its source's).
+        let acl = crate::ops_acl::upload_acl(&dst_b, input.acl.as_ref().map(|a| a.as_str()))?;
         // x-amz-tagging-directive: the source's tags (COPY, the default)
         // or the request's x-amz-tagging (REPLACE).
         let tags = match input.tagging_directive.as_ref().map(|d| d.as_str()) {
@@ -211,6 +213,7 @@ impl S3Api {
             retention: Lww::default(),
             legal_hold: Lww::default(),
             sse_c,
+            acl: acl.map_or_else(Lww::default, |a| Lww::new(0, Some(a))),
         };
         let mut row = row;
         lock.apply(&mut row);

@@ -54,6 +54,33 @@ impl S3Api {
                 "A DeleteObjects request may name at most {MAX_KEYS} keys"
             ));
         }
+        // Each key as its own DeleteObject under the bucket policy: a key
+        // the caller may not delete is reported, the others are deleted.
+        let mut denied = Vec::new();
+        let objects = match bucket.policy() {
+            None => objects,
+            Some(_) => {
+                let caller = req
+                    .extensions
+                    .get::<crate::access::Caller>()
+                    .cloned()
+                    .unwrap_or_default();
+                let (may, may_not): (Vec<_>, Vec<_>) = objects.into_iter().partition(|o| {
+                    let action = crate::access::iam_action("DeleteObject", o.version_id.is_some());
+                    caller.may(&bucket, crate::access::Need::Write, &action, Some(&o.key))
+                });
+                denied = may_not
+                    .into_iter()
+                    .map(|o| DeleteError {
+                        code: Some("AccessDenied".into()),
+                        key: Some(o.key),
+                        message: Some("Access Denied".into()),
+                        version_id: o.version_id,
+                    })
+                    .collect();
+                may
+            }
+        };
         let quiet = req.input.delete.quiet.unwrap_or(false);
         let versioned = objects.iter().any(|o| o.version_id.is_some())
             || bucket.versioning() != hangar_model::bucket::Versioning::Off;
@@ -77,11 +104,11 @@ impl S3Api {
             };
             return Ok(S3Response::new(DeleteObjectsOutput {
                 deleted: Some(deleted),
-                errors: None,
+                errors: (!denied.is_empty()).then_some(denied),
                 request_charged: None,
             }));
         }
-        let (mut deleted, mut errors) = (Vec::new(), Vec::new());
+        let (mut deleted, mut errors) = (Vec::new(), denied);
         for o in objects {
             let v = match parse_version_id(o.version_id.as_deref()) {
                 Ok(v) => v,

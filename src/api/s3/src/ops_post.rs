@@ -149,6 +149,7 @@ fn put_input(p: PostObjectInput) -> S3Result<PutObjectInput> {
     b.set_content_type(p.content_type);
     b.set_metadata(p.metadata);
     b.set_tagging(p.tagging);
+    b.set_acl(p.acl);
     b.set_if_match(p.if_match);
     b.set_if_none_match(p.if_none_match);
     b.set_sse_customer_algorithm(p.sse_customer_algorithm);

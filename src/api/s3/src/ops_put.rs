@@ -471,6 +471,7 @@ impl S3Api {
         check_key_length(&input.key)?;
         // Checked before the body is read.
         let tags = crate::tagging::from_optional_header(input.tagging.as_deref())?;
+        let acl = crate::ops_acl::upload_acl(&bucket, input.acl.as_ref().map(|a| a.as_str()))?;
         let lock = crate::ops_object_lock::new_lock(
             &bucket,
             input.object_lock_mode.as_ref(),
@@ -527,6 +528,7 @@ impl S3Api {
             retention: Lww::default(),
             legal_hold: Lww::default(),
             sse_c: stored.sse_c,
+            acl: acl.map_or_else(Lww::default, |a| Lww::new(0, Some(a))),
         };
         lock.apply(&mut row);
         let row = match self.model.publish_if(&bucket, &input.key, row, cond).await {

@@ -75,8 +75,11 @@ pub fn service(api: S3Api) -> Endpoint {
 async fn handle(
     endpoint: Endpoint,
     metrics: Arc<S3Metrics>,
-    req: http::Request<Incoming>,
+    peer: std::net::SocketAddr,
+    mut req: http::Request<Incoming>,
 ) -> Result<http::Response<s3s::Body>, s3s::HttpError> {
+    // For `aws:SourceIp`: the socket's peer, never a header a client sets.
+    req.extensions_mut().insert(crate::access::PeerAddr(peer));
     let start = std::time::Instant::now();
     let head = req.method() == http::Method::HEAD;
     if crate::cors::is_preflight(&req) {
@@ -273,7 +276,7 @@ pub async fn serve(
             conn.timer(hyper_util::rt::TokioTimer::new())
                 .header_read_timeout(limits.header_timeout);
             let handler = hyper::service::service_fn(move |req| {
-                handle(service.clone(), metrics.clone(), req)
+                handle(service.clone(), metrics.clone(), peer, req)
             });
             let io = TokioIo::new(IdleTimeout::new(stream, limits.idle_timeout));
             if let Err(e) = conn.serve_connection(io, handler).await {

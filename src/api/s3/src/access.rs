@@ -1,0 +1,510 @@
+//! Who may do what on a bucket: a key's own permissions (Hangar's
+//! per-key bucket rights), the bucket policy and the public access block,
+//! combined the way S3 combines an account's permissions with a bucket
+//! policy (doc/security.md):
+//!
+//! 1. an explicit Deny of the policy refuses (but a key with the owner
+//!    right may always read, change and delete the policy, so that no
+//!    policy locks the bucket's owners out);
+//! 2. otherwise the key's own permission for the operation grants, and so
+//!    do the canned ACLs of the bucket and the object (unless the bucket's
+//!    `IgnorePublicAcls`);
+//! 3. otherwise an Allow of the policy grants — to anonymous requests only
+//!    while `RestrictPublicBuckets` does not hold or the policy is not
+//!    public;
+//! 4. otherwise the request is refused.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
+
+use hangar_model::access::CannedAcl;
+use hangar_model::bucket::BucketRow;
+use hangar_model::key::KeyRow;
+
+use crate::policy::Policy;
+use crate::policy_eval::{Decision, Request};
+
+/// The address of the client of a request (set by the S3 endpoint for
+/// `aws:SourceIp`; absent for requests that came another way, such as the
+/// console's proxy).
+#[derive(Debug, Clone, Copy)]
+pub struct PeerAddr(pub SocketAddr);
+
+/// What an operation needs on its bucket in Hangar's own permissions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Need {
+    /// Any authenticated key (ListBuckets).
+    Authenticated,
+    /// The key's create-bucket right.
+    CreateBucket,
+    Read,
+    Write,
+    Owner,
+}
+
+pub(crate) fn need_of(op: &str) -> Need {
+    match op {
+        "ListBuckets" => Need::Authenticated,
+        "CreateBucket" => Need::CreateBucket,
+        "HeadBucket"
+        | "GetBucketLocation"
+        | "ListObjects"
+        | "ListObjectsV2"
+        | "GetObject"
+        | "HeadObject"
+        | "GetObjectAttributes"
+        | "ListMultipartUploads"
+        | "ListParts"
+        | "ListObjectVersions"
+        | "GetObjectTagging"
+        | "GetObjectRetention"
+        | "GetObjectLegalHold"
+        | "GetObjectAcl" => Need::Read,
+        "PutObject"
+        | "PostObject"
+        | "CopyObject"
+        | "DeleteObject"
+        | "DeleteObjects"
+        | "CreateMultipartUpload"
+        | "UploadPart"
+        | "UploadPartCopy"
+        | "CompleteMultipartUpload"
+        | "AbortMultipartUpload"
+        | "PutObjectTagging"
+        | "DeleteObjectTagging"
+        | "PutObjectRetention"
+        | "PutObjectLegalHold"
+        | "PutObjectAcl" => Need::Write,
+        // Bucket configuration and everything else is the owner's business.
+        _ => Need::Owner,
+    }
+}
+
+/// The policy action of an S3 operation (`by_version`: the request names a
+/// version, which S3 authorises as the `…Version` action).
+pub(crate) fn iam_action(op: &str, by_version: bool) -> String {
+    let name = match op {
+        "GetObject" | "HeadObject" | "GetObjectAttributes" if by_version => "GetObjectVersion",
+        "GetObject" | "HeadObject" | "GetObjectAttributes" => "GetObject",
+        "DeleteObject" | "DeleteObjects" if by_version => "DeleteObjectVersion",
+        "DeleteObject" | "DeleteObjects" => "DeleteObject",
+        "GetObjectTagging" if by_version => "GetObjectVersionTagging",
+        "GetObjectAcl" if by_version => "GetObjectVersionAcl",
+        "PutObjectAcl" if by_version => "PutObjectVersionAcl",
+        "PutObjectTagging" if by_version => "PutObjectVersionTagging",
+        "DeleteObjectTagging" if by_version => "DeleteObjectVersionTagging",
+        "PutObject"
+        | "PostObject"
+        | "CopyObject"
+        | "CreateMultipartUpload"
+        | "UploadPart"
+        | "UploadPartCopy"
+        | "CompleteMultipartUpload" => "PutObject",
+        "HeadBucket" | "ListObjects" | "ListObjectsV2" => "ListBucket",
+        "ListObjectVersions" => "ListBucketVersions",
+        "ListMultipartUploads" => "ListBucketMultipartUploads",
+        "ListParts" => "ListMultipartUploadParts",
+        "AbortMultipartUpload" => "AbortMultipartUpload",
+        "DeleteBucketTagging" => "PutBucketTagging",
+        "GetBucketCors" => "GetBucketCORS",
+        "PutBucketCors" | "DeleteBucketCors" => "PutBucketCORS",
+        "GetBucketLifecycleConfiguration" => "GetLifecycleConfiguration",
+        "PutBucketLifecycleConfiguration" | "DeleteBucketLifecycle" => "PutLifecycleConfiguration",
+        "GetObjectLockConfiguration" => "GetBucketObjectLockConfiguration",
+        "PutObjectLockConfiguration" => "PutBucketObjectLockConfiguration",
+        "GetPublicAccessBlock" => "GetBucketPublicAccessBlock",
+        "PutPublicAccessBlock" | "DeletePublicAccessBlock" => "PutBucketPublicAccessBlock",
+        other => other,
+    };
+    format!("s3:{name}")
+}
+
+/// The ARN of a bucket, or of an object in it.
+pub(crate) fn resource(bucket: &str, key: Option<&str>) -> String {
+    match key {
+        Some(k) => format!("arn:aws:s3:::{bucket}/{k}"),
+        None => format!("arn:aws:s3:::{bucket}"),
+    }
+}
+
+/// The caller of a request, as the access check found it: kept in the
+/// request's extensions for operations that check a second resource (a
+/// copy's source, each key of DeleteObjects).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Caller {
+    /// `None` for an anonymous request.
+    pub key: Option<KeyRow>,
+    /// The request's condition keys (`aws:SourceIp`, `s3:prefix`, …).
+    pub keys: BTreeMap<&'static str, String>,
+}
+
+fn query_param(query: &str, name: &str) -> Option<String> {
+    query.split('&').find_map(|kv| {
+        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+        (k == name).then(|| {
+            urlencoding::decode(v)
+                .map(|c| c.into_owned())
+                .unwrap_or_else(|_| v.to_owned())
+        })
+    })
+}
+
+impl Caller {
+    /// The caller of a request of operation `op`, with its condition keys.
+    pub(crate) fn new(
+        key: Option<KeyRow>,
+        op: &str,
+        headers: &http::HeaderMap,
+        query: &str,
+        peer: Option<IpAddr>,
+    ) -> Caller {
+        let mut keys = BTreeMap::new();
+        let header = |name: &str| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        if let Some(ip) = peer {
+            keys.insert("aws:sourceip", ip.to_canonical().to_string());
+        }
+        // Hangar's S3 endpoint serves plain HTTP (TLS, if any, ends in a
+        // proxy it cannot vouch for).
+        keys.insert("aws:securetransport", "false".to_owned());
+        if let Some(ua) = header("user-agent") {
+            keys.insert("aws:useragent", ua);
+        }
+        if let Some(r) = header("referer") {
+            keys.insert("aws:referer", r);
+        }
+        keys.insert(
+            "aws:epochtime",
+            (hangar_util::time::now_msec() / 1000).to_string(),
+        );
+        match &key {
+            Some(k) => {
+                keys.insert("aws:principaltype", "User".to_owned());
+                keys.insert("aws:userid", k.access_key_id.clone());
+                keys.insert("aws:username", k.name.value.clone());
+                keys.insert("s3:signatureversion", "AWS4-HMAC-SHA256".to_owned());
+                let auth_type = if op == "PostObject" {
+                    "POST"
+                } else if headers.contains_key(http::header::AUTHORIZATION) {
+                    "REST-HEADER"
+                } else {
+                    "REST-QUERY-STRING"
+                };
+                keys.insert("s3:authtype", auth_type.to_owned());
+            }
+            None => {
+                keys.insert("aws:principaltype", "Anonymous".to_owned());
+            }
+        }
+        if matches!(op, "ListObjects" | "ListObjectsV2" | "ListObjectVersions") {
+            // A listing without a prefix is one of prefix "" (S3 lets
+            // `"s3:prefix": ""` allow listing the bucket's root).
+            keys.insert(
+                "s3:prefix",
+                query_param(query, "prefix").unwrap_or_default(),
+            );
+            if let Some(d) = query_param(query, "delimiter") {
+                keys.insert("s3:delimiter", d);
+            }
+            if let Some(m) = query_param(query, "max-keys") {
+                keys.insert("s3:max-keys", m);
+            }
+        }
+        if let Some(v) = query_param(query, "versionId") {
+            keys.insert("s3:versionid", v);
+        }
+        if let Some(acl) = header("x-amz-acl") {
+            keys.insert("s3:x-amz-acl", acl);
+        }
+        Caller { key, keys }
+    }
+
+    /// Whether the caller may do `action` (needing `need` of the key's own
+    /// permissions) on `bucket` or on object `object` of it.
+    pub(crate) fn may(
+        &self,
+        bucket: &BucketRow,
+        need: Need,
+        action: &str,
+        object: Option<&str>,
+    ) -> bool {
+        self.may_with_acl(bucket, need, action, object, None)
+    }
+
+    /// [`Caller::may`], the object's ACL known (`object_acl`: the ACL of
+    /// the object version a read is about).
+    pub(crate) fn may_with_acl(
+        &self,
+        bucket: &BucketRow,
+        need: Need,
+        action: &str,
+        object: Option<&str>,
+        object_acl: Option<CannedAcl>,
+    ) -> bool {
+        let block = bucket.public_access_block().unwrap_or_default();
+        let acl_allows = !block.ignore_public_acls
+            && acl_grants(bucket.acl(), object_acl, action, self.key.is_some());
+        let perm = self.key.as_ref().map(|k| k.permission(&bucket.name));
+        let key_allows = perm.is_some_and(|p| match need {
+            Need::Read => p.read,
+            Need::Write => p.write,
+            _ => p.owner,
+        });
+        let Some(text) = bucket.policy() else {
+            return key_allows || acl_allows;
+        };
+        let policy = match Policy::parse(text, &bucket.name) {
+            Ok(p) => p,
+            Err(e) => {
+                // Checked when it was put: only a policy stored by another
+                // version of Hangar can fail here.
+                tracing::warn!(bucket = %bucket.name, "stored bucket policy not understood: {e}");
+                return key_allows || acl_allows;
+            }
+        };
+        let request = Request {
+            principal: self.key.as_ref().map(|k| k.access_key_id.clone()),
+            action: action.to_owned(),
+            resource: resource(&bucket.name, object),
+            keys: self.keys.clone(),
+        };
+        combine(
+            policy.evaluate(&request),
+            key_allows || acl_allows,
+            perm.is_some_and(|p| p.owner),
+            action,
+            self.key.is_none() && block.restrict_public_buckets && policy.is_public(),
+        )
+    }
+}
+
+/// Whether canned ACLs grant `action`: the bucket's (READ: its listings;
+/// WRITE: writing and deleting its objects), or the object's (READ: the
+/// object). `signed`: the request is signed (`authenticated-read`).
+pub(crate) fn acl_grants(
+    bucket: CannedAcl,
+    object: Option<CannedAcl>,
+    action: &str,
+    signed: bool,
+) -> bool {
+    match action {
+        "s3:ListBucket" | "s3:ListBucketVersions" | "s3:ListBucketMultipartUploads" => {
+            bucket.grants_read(signed)
+        }
+        "s3:PutObject" | "s3:DeleteObject" | "s3:AbortMultipartUpload" => bucket.grants_write(),
+        "s3:GetObject" | "s3:GetObjectVersion" => object.is_some_and(|a| a.grants_read(signed)),
+        _ => false,
+    }
+}
+
+/// Combines a policy's decision with the key's own permission and the
+/// ACLs' grants (see the module's comment). `restricted`: the request is anonymous and
+/// `RestrictPublicBuckets` discards the policy's public grants.
+fn combine(
+    decision: Decision,
+    key_allows: bool,
+    key_owns: bool,
+    action: &str,
+    restricted: bool,
+) -> bool {
+    let manages_policy = matches!(
+        action,
+        "s3:GetBucketPolicy" | "s3:PutBucketPolicy" | "s3:DeleteBucketPolicy"
+    );
+    match decision {
+        Decision::Deny => key_owns && manages_policy,
+        _ if key_allows => true,
+        Decision::Allow => !restricted,
+        Decision::NoOpinion => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hangar_model::access::PublicAccessBlock;
+    use hangar_model::key::Permission;
+
+    const KEY1: &str = "GK000000000000000000000001";
+    const KEY2: &str = "GK000000000000000000000002";
+
+    fn key(id: &str, bucket: &str, p: Permission) -> KeyRow {
+        let mut k = KeyRow::new(id, "s", "n", 1);
+        k.buckets.update(bucket.to_owned(), 1, p);
+        k
+    }
+
+    fn bucket(policy: Option<&str>) -> BucketRow {
+        let mut b = BucketRow::new("b", "ab".repeat(32), 1, 1);
+        b.policy.update(2, policy.map(str::to_owned));
+        b
+    }
+
+    fn caller(k: Option<KeyRow>, ip: &str) -> Caller {
+        Caller {
+            key: k,
+            keys: BTreeMap::from([("aws:sourceip", ip.to_owned())]),
+        }
+    }
+
+    const READ: Permission = Permission {
+        read: true,
+        write: false,
+        owner: false,
+    };
+    const OWNER: Permission = Permission {
+        read: true,
+        write: true,
+        owner: true,
+    };
+
+    #[test]
+    fn without_a_policy_the_keys_permissions_decide() {
+        let b = bucket(None);
+        let reader = caller(Some(key(KEY1, "b", READ)), "127.0.0.1");
+        assert!(reader.may(&b, Need::Read, "s3:GetObject", Some("x")));
+        assert!(!reader.may(&b, Need::Write, "s3:PutObject", Some("x")));
+        assert!(!caller(None, "127.0.0.1").may(&b, Need::Read, "s3:GetObject", Some("x")));
+        let other = caller(Some(key(KEY1, "other", OWNER)), "127.0.0.1");
+        assert!(!other.may(&b, Need::Read, "s3:GetObject", Some("x")));
+    }
+
+    #[test]
+    fn a_policy_grants_denies_and_never_locks_the_owner_out() {
+        let b = bucket(Some(&format!(
+            r#"{{"Statement":[
+              {{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::b/pub/*"}},
+              {{"Effect":"Allow","Principal":{{"AWS":"{KEY2}"}},"Action":"s3:PutObject","Resource":"arn:aws:s3:::b/*"}},
+              {{"Effect":"Deny","Principal":"*","Action":"*","Resource":"*",
+                "Condition":{{"IpAddress":{{"aws:SourceIp":"10.0.0.0/8"}}}}}}
+            ]}}"#
+        )));
+        let anon = caller(None, "127.0.0.1");
+        assert!(anon.may(&b, Need::Read, "s3:GetObject", Some("pub/a")));
+        assert!(!anon.may(&b, Need::Read, "s3:GetObject", Some("priv/a")));
+        let second = caller(Some(key(KEY2, "nothing", OWNER)), "127.0.0.1");
+        assert!(second.may(&b, Need::Write, "s3:PutObject", Some("x")));
+        assert!(!second.may(&b, Need::Read, "s3:GetObject", Some("x")));
+        // The Deny wins over the key's own rights, but not over an owner
+        // managing the policy.
+        let owner_far = caller(Some(key(KEY1, "b", OWNER)), "10.1.2.3");
+        assert!(!owner_far.may(&b, Need::Read, "s3:GetObject", Some("pub/a")));
+        assert!(!owner_far.may(&b, Need::Owner, "s3:PutBucketTagging", None));
+        assert!(owner_far.may(&b, Need::Owner, "s3:DeleteBucketPolicy", None));
+        assert!(owner_far.may(&b, Need::Owner, "s3:PutBucketPolicy", None));
+        assert!(!caller(Some(key(KEY2, "b", READ)), "10.0.0.1").may(
+            &b,
+            Need::Owner,
+            "s3:DeleteBucketPolicy",
+            None
+        ));
+        let owner_near = caller(Some(key(KEY1, "b", OWNER)), "127.0.0.1");
+        assert!(owner_near.may(&b, Need::Owner, "s3:PutBucketTagging", None));
+    }
+
+    #[test]
+    fn restrict_public_buckets_drops_public_grants_to_anonymous_requests() {
+        let mut b = bucket(Some(&format!(
+            r#"{{"Statement":[
+              {{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::b/*"}},
+              {{"Effect":"Allow","Principal":{{"AWS":"{KEY2}"}},"Action":"s3:PutObject","Resource":"arn:aws:s3:::b/*"}}
+            ]}}"#
+        )));
+        b.public_access_block.update(
+            3,
+            Some(PublicAccessBlock {
+                restrict_public_buckets: true,
+                ..Default::default()
+            }),
+        );
+        assert!(!caller(None, "127.0.0.1").may(&b, Need::Read, "s3:GetObject", Some("a")));
+        let second = caller(Some(key(KEY2, "nothing", READ)), "127.0.0.1");
+        assert!(second.may(&b, Need::Read, "s3:GetObject", Some("a")));
+        assert!(second.may(&b, Need::Write, "s3:PutObject", Some("a")));
+    }
+
+    #[test]
+    fn canned_acls_grant_reads_and_writes_unless_ignored_or_denied() {
+        let mut b = bucket(None);
+        let anon = caller(None, "127.0.0.1");
+        let signed = caller(Some(key(KEY2, "nothing", READ)), "127.0.0.1");
+        assert!(!anon.may(&b, Need::Read, "s3:ListBucket", None));
+        b.acl.update(3, Some(CannedAcl::PublicRead));
+        assert!(anon.may(&b, Need::Read, "s3:ListBucket", None));
+        assert!(
+            !anon.may(&b, Need::Read, "s3:GetObject", Some("a")),
+            "a bucket's READ is listing"
+        );
+        assert!(!anon.may(&b, Need::Write, "s3:PutObject", Some("a")));
+        b.acl.update(4, Some(CannedAcl::PublicReadWrite));
+        assert!(anon.may(&b, Need::Write, "s3:PutObject", Some("a")));
+        assert!(anon.may(&b, Need::Write, "s3:DeleteObject", Some("a")));
+        assert!(!anon.may(&b, Need::Owner, "s3:PutBucketAcl", None));
+        b.acl.update(5, Some(CannedAcl::AuthenticatedRead));
+        assert!(!anon.may(&b, Need::Read, "s3:ListBucket", None));
+        assert!(signed.may(&b, Need::Read, "s3:ListBucket", None));
+        // An object's ACL.
+        let b = bucket(None);
+        let public = Some(CannedAcl::PublicRead);
+        assert!(anon.may_with_acl(&b, Need::Read, "s3:GetObject", Some("a"), public));
+        assert!(!anon.may_with_acl(&b, Need::Write, "s3:PutObject", Some("a"), public));
+        let auth = Some(CannedAcl::AuthenticatedRead);
+        assert!(!anon.may_with_acl(&b, Need::Read, "s3:GetObject", Some("a"), auth));
+        assert!(signed.may_with_acl(&b, Need::Read, "s3:GetObject", Some("a"), auth));
+        // IgnorePublicAcls, and a Deny, win over the ACL.
+        let mut ignored = bucket(None);
+        ignored.public_access_block.update(
+            3,
+            Some(PublicAccessBlock {
+                ignore_public_acls: true,
+                ..Default::default()
+            }),
+        );
+        assert!(!anon.may_with_acl(&ignored, Need::Read, "s3:GetObject", Some("a"), public));
+        let denied = bucket(Some(
+            r#"{"Statement":[{"Effect":"Deny","Principal":"*","Action":"s3:GetObject","Resource":"*"}]}"#,
+        ));
+        assert!(!anon.may_with_acl(&denied, Need::Read, "s3:GetObject", Some("a"), public));
+    }
+
+    #[test]
+    fn condition_keys_of_a_listing() {
+        let headers = http::HeaderMap::new();
+        let c = Caller::new(
+            None,
+            "ListObjectsV2",
+            &headers,
+            "list-type=2&prefix=home%2Fa%2F&max-keys=5",
+            Some("::ffff:127.0.0.1".parse().unwrap()),
+        );
+        assert_eq!(c.keys["s3:prefix"], "home/a/");
+        assert_eq!(c.keys["s3:max-keys"], "5");
+        assert_eq!(c.keys["aws:sourceip"], "127.0.0.1");
+        assert_eq!(c.keys["aws:principaltype"], "Anonymous");
+        assert!(!c.keys.contains_key("s3:delimiter"));
+        let c = Caller::new(None, "ListObjects", &headers, "", None);
+        assert_eq!(c.keys["s3:prefix"], "");
+        assert!(!c.keys.contains_key("aws:sourceip"));
+        let c = Caller::new(None, "GetObject", &headers, "versionId=abc", None);
+        assert!(!c.keys.contains_key("s3:prefix"));
+        assert_eq!(c.keys["s3:versionid"], "abc");
+    }
+
+    #[test]
+    fn actions_of_operations() {
+        assert_eq!(iam_action("HeadObject", false), "s3:GetObject");
+        assert_eq!(iam_action("GetObject", true), "s3:GetObjectVersion");
+        assert_eq!(iam_action("ListObjectsV2", false), "s3:ListBucket");
+        assert_eq!(iam_action("UploadPart", false), "s3:PutObject");
+        assert_eq!(iam_action("DeleteObjects", false), "s3:DeleteObject");
+        assert_eq!(iam_action("GetBucketPolicy", false), "s3:GetBucketPolicy");
+        assert_eq!(
+            iam_action("DeleteBucketLifecycle", false),
+            "s3:PutLifecycleConfiguration"
+        );
+    }
+}

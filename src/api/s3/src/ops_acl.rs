@@ -1,0 +1,330 @@
+//! Put/GetBucketAcl and Put/GetObjectAcl, and the `x-amz-acl` of uploads:
+//! canned ACLs only (`hangar_model::access::CannedAcl`, a register of the
+//! bucket row and of each object version), applied by [`crate::access`].
+//! An ACL body is accepted when a canned ACL says the same; other grants
+//! (`x-amz-grant-*` headers, grants to other accounts or e-mail addresses)
+//! answer `501 NotImplemented`. The owner shown is the bucket's creating
+//! key (`created_by`), for the bucket and its objects alike.
+
+use hangar_model::access::CannedAcl;
+use hangar_model::bucket::BucketRow;
+use s3s::dto::{
+    AccessControlPolicy, GetBucketAclInput, GetBucketAclOutput, GetObjectAclInput,
+    GetObjectAclOutput, Grant, Grantee, Owner, Permission, PutBucketAclInput, PutBucketAclOutput,
+    PutObjectAclInput, PutObjectAclOutput, Type,
+};
+use s3s::{S3Error, S3Request, S3Response, S3Result, s3_error};
+
+use crate::S3Api;
+use crate::error::OrS3;
+
+const ALL_USERS: &str = "http://acs.amazonaws.com/groups/global/AllUsers";
+const AUTHENTICATED_USERS: &str = "http://acs.amazonaws.com/groups/global/AuthenticatedUsers";
+
+/// The canned ACL of an `x-amz-acl` value; `aws-exec-read` and
+/// `log-delivery-write` (grants to AWS services) are not supported.
+pub(crate) fn canned(name: &str) -> S3Result<CannedAcl> {
+    CannedAcl::parse(name).ok_or_else(|| match name {
+        "aws-exec-read" | "log-delivery-write" => s3_error!(
+            NotImplemented,
+            "The canned ACL {name} is not supported by this server"
+        ),
+        _ => s3_error!(InvalidArgument, "Invalid canned ACL: {name}"),
+    })
+}
+
+/// The ACL an upload stores: `None` for none, `private` or
+/// `bucket-owner-*` (the same grants in Hangar, whose bucket owners own
+/// every object: not stored, so such uploads, which rclone and s3cmd make,
+/// keep their row format); refused when public and the bucket blocks
+/// public ACLs.
+pub(crate) fn upload_acl(bucket: &BucketRow, name: Option<&str>) -> S3Result<Option<CannedAcl>> {
+    let Some(acl) = name.map(canned).transpose()? else {
+        return Ok(None);
+    };
+    check_not_blocked(bucket, acl)?;
+    Ok(acl.is_public().then_some(acl))
+}
+
+/// `BlockPublicAcls`: a request setting a public ACL is refused.
+fn check_not_blocked(bucket: &BucketRow, acl: CannedAcl) -> S3Result<()> {
+    if acl.is_public()
+        && bucket
+            .public_access_block()
+            .is_some_and(|p| p.block_public_acls)
+    {
+        return Err(s3_error!(
+            AccessDenied,
+            "Access Denied: the bucket's public access block forbids public ACLs"
+        ));
+    }
+    Ok(())
+}
+
+fn not_expressible() -> S3Error {
+    s3_error!(
+        NotImplemented,
+        "Only ACLs that a canned ACL expresses (private, public-read, public-read-write, authenticated-read) are supported"
+    )
+}
+
+/// The canned ACL a request asks for: `x-amz-acl`, or an
+/// `AccessControlPolicy` body that one expresses; `x-amz-grant-*` → 501.
+fn requested(
+    acl: Option<&str>,
+    body: Option<&AccessControlPolicy>,
+    grant_headers: bool,
+) -> S3Result<CannedAcl> {
+    if grant_headers {
+        return Err(not_expressible());
+    }
+    match (acl, body) {
+        (Some(a), None) => canned(a),
+        (None, Some(p)) => from_policy(p),
+        (Some(_), Some(_)) => Err(s3_error!(
+            UnexpectedContent,
+            "This request does not support content with both x-amz-acl and a body"
+        )),
+        (None, None) => Err(s3_error!(
+            MalformedACLError,
+            "The XML you provided was not well-formed or did not validate against our published schema"
+        )),
+    }
+}
+
+/// The canned ACL an `AccessControlPolicy` expresses: the owner's
+/// FULL_CONTROL (to any canonical user: Hangar has one owner per bucket),
+/// and READ / WRITE of the AllUsers or AuthenticatedUsers group.
+fn from_policy(p: &AccessControlPolicy) -> S3Result<CannedAcl> {
+    let (mut all_read, mut all_write, mut auth_read) = (false, false, false);
+    for g in p.grants.iter().flatten() {
+        let grantee = g.grantee.as_ref().ok_or_else(not_expressible)?;
+        let perm = g.permission.as_ref().map(|p| p.as_str()).unwrap_or("");
+        match (grantee.type_.as_str(), grantee.uri.as_deref(), perm) {
+            (Type::CANONICAL_USER, _, Permission::FULL_CONTROL) => {}
+            (Type::GROUP, Some(ALL_USERS), Permission::READ) => all_read = true,
+            (Type::GROUP, Some(ALL_USERS), Permission::WRITE) => all_write = true,
+            (Type::GROUP, Some(AUTHENTICATED_USERS), Permission::READ) => auth_read = true,
+            _ => return Err(not_expressible()),
+        }
+    }
+    match (all_read, all_write, auth_read) {
+        (false, false, false) => Ok(CannedAcl::Private),
+        (true, false, false) => Ok(CannedAcl::PublicRead),
+        (true, true, false) => Ok(CannedAcl::PublicReadWrite),
+        (false, false, true) => Ok(CannedAcl::AuthenticatedRead),
+        _ => Err(not_expressible()),
+    }
+}
+
+fn owner_of(bucket: &BucketRow) -> Owner {
+    let id = bucket.created_by.clone().unwrap_or_else(|| "hangar".into());
+    Owner {
+        display_name: Some(id.clone()),
+        id: Some(id),
+    }
+}
+
+fn group(uri: &str, permission: &'static str) -> Grant {
+    Grant {
+        grantee: Some(Grantee {
+            display_name: None,
+            email_address: None,
+            id: None,
+            type_: Type::from_static(Type::GROUP),
+            uri: Some(uri.to_owned()),
+        }),
+        permission: Some(Permission::from_static(permission)),
+    }
+}
+
+/// The grants of a canned ACL: the owner's FULL_CONTROL, then the groups'.
+fn grants(acl: CannedAcl, owner: &Owner) -> Vec<Grant> {
+    let mut out = vec![Grant {
+        grantee: Some(Grantee {
+            display_name: owner.display_name.clone(),
+            email_address: None,
+            id: owner.id.clone(),
+            type_: Type::from_static(Type::CANONICAL_USER),
+            uri: None,
+        }),
+        permission: Some(Permission::from_static(Permission::FULL_CONTROL)),
+    }];
+    match acl {
+        CannedAcl::PublicRead => out.push(group(ALL_USERS, Permission::READ)),
+        CannedAcl::PublicReadWrite => {
+            out.push(group(ALL_USERS, Permission::READ));
+            out.push(group(ALL_USERS, Permission::WRITE));
+        }
+        CannedAcl::AuthenticatedRead => out.push(group(AUTHENTICATED_USERS, Permission::READ)),
+        _ => {}
+    }
+    out
+}
+
+impl S3Api {
+    pub(crate) async fn do_put_bucket_acl(
+        &self,
+        req: S3Request<PutBucketAclInput>,
+    ) -> S3Result<S3Response<PutBucketAclOutput>> {
+        let input = req.input;
+        let b = self.bucket(&input.bucket).await?;
+        let grant_headers = input.grant_full_control.is_some()
+            || input.grant_read.is_some()
+            || input.grant_read_acp.is_some()
+            || input.grant_write.is_some()
+            || input.grant_write_acp.is_some();
+        let acl = requested(
+            input.acl.as_ref().map(|a| a.as_str()),
+            input.access_control_policy.as_ref(),
+            grant_headers,
+        )?;
+        check_not_blocked(&b, acl)?;
+        self.model
+            .set_bucket_acl(&input.bucket, acl)
+            .await
+            .or_s3()?;
+        Ok(S3Response::new(PutBucketAclOutput {}))
+    }
+
+    pub(crate) async fn do_get_bucket_acl(
+        &self,
+        req: S3Request<GetBucketAclInput>,
+    ) -> S3Result<S3Response<GetBucketAclOutput>> {
+        let b = self.bucket(&req.input.bucket).await?;
+        let owner = owner_of(&b);
+        Ok(S3Response::new(GetBucketAclOutput {
+            grants: Some(grants(b.acl(), &owner)),
+            owner: Some(owner),
+        }))
+    }
+
+    pub(crate) async fn do_put_object_acl(
+        &self,
+        req: S3Request<PutObjectAclInput>,
+    ) -> S3Result<S3Response<PutObjectAclOutput>> {
+        let input = req.input;
+        let grant_headers = input.grant_full_control.is_some()
+            || input.grant_read.is_some()
+            || input.grant_read_acp.is_some()
+            || input.grant_write.is_some()
+            || input.grant_write_acp.is_some();
+        let acl = requested(
+            input.acl.as_ref().map(|a| a.as_str()),
+            input.access_control_policy.as_ref(),
+            grant_headers,
+        )?;
+        let b = self.bucket(&input.bucket).await?;
+        check_not_blocked(&b, acl)?;
+        let found = self
+            .object_for_read(&input.bucket, &input.key, input.version_id.as_deref())
+            .await?;
+        self.model.set_version_acl(&b, &found, acl).await.or_s3()?;
+        Ok(S3Response::new(PutObjectAclOutput {
+            request_charged: None,
+        }))
+    }
+
+    pub(crate) async fn do_get_object_acl(
+        &self,
+        req: S3Request<GetObjectAclInput>,
+    ) -> S3Result<S3Response<GetObjectAclOutput>> {
+        let input = req.input;
+        let b = self.bucket(&input.bucket).await?;
+        let found = self
+            .object_for_read(&input.bucket, &input.key, input.version_id.as_deref())
+            .await?;
+        let owner = owner_of(&b);
+        Ok(S3Response::new(GetObjectAclOutput {
+            grants: Some(grants(found.row.acl(), &owner)),
+            owner: Some(owner),
+            request_charged: None,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(grants: Vec<Grant>) -> AccessControlPolicy {
+        AccessControlPolicy {
+            grants: Some(grants),
+            owner: None,
+        }
+    }
+
+    #[test]
+    fn acl_bodies_that_a_canned_acl_expresses() {
+        let owner = Owner {
+            display_name: None,
+            id: Some("GK1".into()),
+        };
+        for acl in [
+            CannedAcl::Private,
+            CannedAcl::PublicRead,
+            CannedAcl::PublicReadWrite,
+            CannedAcl::AuthenticatedRead,
+        ] {
+            assert_eq!(from_policy(&policy(grants(acl, &owner))).unwrap(), acl);
+        }
+        let write_only = policy(vec![group(ALL_USERS, Permission::WRITE)]);
+        assert_eq!(
+            from_policy(&write_only).unwrap_err().code().as_str(),
+            "NotImplemented"
+        );
+        let read_acp = policy(vec![group(ALL_USERS, Permission::READ_ACP)]);
+        assert_eq!(
+            from_policy(&read_acp).unwrap_err().code().as_str(),
+            "NotImplemented"
+        );
+        assert_eq!(
+            requested(Some("private"), None, true)
+                .unwrap_err()
+                .code()
+                .as_str(),
+            "NotImplemented"
+        );
+        assert_eq!(
+            requested(None, None, false).unwrap_err().code().as_str(),
+            "MalformedACLError"
+        );
+        assert_eq!(
+            canned("log-delivery-write").unwrap_err().code().as_str(),
+            "NotImplemented"
+        );
+        assert_eq!(
+            canned("bogus").unwrap_err().code().as_str(),
+            "InvalidArgument"
+        );
+    }
+
+    #[test]
+    fn public_acls_are_refused_where_blocked_and_private_is_not_stored() {
+        let mut b = BucketRow::new("b", "ab".repeat(32), 1, 1);
+        assert_eq!(upload_acl(&b, Some("private")).unwrap(), None);
+        assert_eq!(upload_acl(&b, None).unwrap(), None);
+        assert_eq!(
+            upload_acl(&b, Some("public-read")).unwrap(),
+            Some(CannedAcl::PublicRead)
+        );
+        b.public_access_block.update(
+            2,
+            Some(hangar_model::access::PublicAccessBlock {
+                block_public_acls: true,
+                ..Default::default()
+            }),
+        );
+        assert_eq!(
+            upload_acl(&b, Some("public-read"))
+                .unwrap_err()
+                .code()
+                .as_str(),
+            "AccessDenied"
+        );
+        assert_eq!(
+            upload_acl(&b, Some("bucket-owner-full-control")).unwrap(),
+            None
+        );
+    }
+}

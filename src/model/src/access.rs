@@ -1,0 +1,125 @@
+//! Access-control configuration, as bucket and object rows store it (row
+//! format 10): a bucket's policy document and public access block, the
+//! canned ACLs of buckets and object versions. What they mean for a request is decided by the S3 layer, which
+//! parses the policy when it is put and again when it applies it.
+
+use serde::{Deserialize, Serialize};
+
+/// Largest bucket policy document, in bytes (S3's bound: 20 KB).
+pub const MAX_POLICY_LEN: usize = 20 * 1024;
+
+/// S3's `PublicAccessBlockConfiguration` of a bucket: each switch off when
+/// not given.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+pub struct PublicAccessBlock {
+    /// Refuse requests that set a public ACL.
+    pub block_public_acls: bool,
+    /// Ignore public ACLs when deciding access.
+    pub ignore_public_acls: bool,
+    /// Refuse a bucket policy that grants public access.
+    pub block_public_policy: bool,
+    /// While the bucket's policy is public, grant nothing to anonymous
+    /// requests through it.
+    pub restrict_public_buckets: bool,
+}
+
+/// An S3 canned ACL, the only ACLs Hangar keeps (doc/s3-compatibility.md,
+/// "ACLs"). The owner always has full control; the others get:
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+pub enum CannedAcl {
+    /// Nobody else (the default).
+    #[default]
+    Private,
+    /// Everyone, anonymous requests included, may read.
+    PublicRead,
+    /// Everyone may read and write (on a bucket: list, and write objects).
+    PublicReadWrite,
+    /// Any signed request may read.
+    AuthenticatedRead,
+    /// On an object: the bucket's owner may read (Hangar's bucket owners
+    /// always may).
+    BucketOwnerRead,
+    /// On an object: the bucket's owner has full control (always, in
+    /// Hangar).
+    BucketOwnerFullControl,
+}
+
+impl CannedAcl {
+    /// The ACL named by S3's `x-amz-acl` value.
+    pub fn parse(name: &str) -> Option<CannedAcl> {
+        Some(match name {
+            "private" => CannedAcl::Private,
+            "public-read" => CannedAcl::PublicRead,
+            "public-read-write" => CannedAcl::PublicReadWrite,
+            "authenticated-read" => CannedAcl::AuthenticatedRead,
+            "bucket-owner-read" => CannedAcl::BucketOwnerRead,
+            "bucket-owner-full-control" => CannedAcl::BucketOwnerFullControl,
+            _ => return None,
+        })
+    }
+
+    /// S3's name of the ACL.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CannedAcl::Private => "private",
+            CannedAcl::PublicRead => "public-read",
+            CannedAcl::PublicReadWrite => "public-read-write",
+            CannedAcl::AuthenticatedRead => "authenticated-read",
+            CannedAcl::BucketOwnerRead => "bucket-owner-read",
+            CannedAcl::BucketOwnerFullControl => "bucket-owner-full-control",
+        }
+    }
+
+    /// Whether it grants anything to someone who is not an owner (S3's
+    /// "public ACL", what `BlockPublicAcls` refuses and `IgnorePublicAcls`
+    /// ignores).
+    pub fn is_public(self) -> bool {
+        matches!(
+            self,
+            CannedAcl::PublicRead | CannedAcl::PublicReadWrite | CannedAcl::AuthenticatedRead
+        )
+    }
+
+    /// Whether it lets a caller read (`signed`: the request is signed).
+    pub fn grants_read(self, signed: bool) -> bool {
+        match self {
+            CannedAcl::PublicRead | CannedAcl::PublicReadWrite => true,
+            CannedAcl::AuthenticatedRead => signed,
+            _ => false,
+        }
+    }
+
+    /// Whether it lets anyone write.
+    pub fn grants_write(self) -> bool {
+        self == CannedAcl::PublicReadWrite
+    }
+}
+
+/// Where an upload in progress keeps the ACL of the object it will
+/// complete: a header of its row only Hangar writes (like Object Lock's).
+const MPU_ACL: &str = "x-hangar-acl";
+
+/// Records `acl` (if any) in the headers of an upload in progress.
+pub fn put_acl_in_headers(
+    headers: &mut std::collections::BTreeMap<String, String>,
+    acl: Option<CannedAcl>,
+) {
+    if let Some(a) = acl {
+        headers.insert(MPU_ACL.into(), a.as_str().into());
+    }
+}
+
+/// Takes the ACL recorded by [`put_acl_in_headers`] out of the headers of
+/// a completed upload: the object's register, stamped 0 like an upload's.
+pub fn take_acl_from_headers(
+    headers: &mut std::collections::BTreeMap<String, String>,
+) -> hangar_table::Lww<Option<CannedAcl>> {
+    headers
+        .remove(MPU_ACL)
+        .and_then(|a| CannedAcl::parse(&a))
+        .map_or_else(Default::default, |a| hangar_table::Lww::new(0, Some(a)))
+}

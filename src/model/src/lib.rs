@@ -47,6 +47,7 @@ mod model;
 pub mod multipart;
 pub mod object;
 pub mod object_lock;
+pub mod paxos;
 mod queues;
 mod rows;
 pub mod version;

@@ -67,6 +67,18 @@ pub fn model_error(e: ModelError) -> S3Error {
             PreconditionFailed,
             "At least one of the pre-conditions you specified did not hold"
         ),
+        ModelError::ConditionalWrite {
+            ref reason,
+            contended,
+            ..
+        } => {
+            tracing::warn!("{reason}");
+            if contended {
+                crate::admission::slow_down_because(reason)
+            } else {
+                service_unavailable(reason)
+            }
+        }
         ModelError::SourceChanged => s3_error!(
             OperationAborted,
             "The source object was overwritten or deleted while it was being copied; try again."

@@ -89,21 +89,32 @@ where
     let quorum = majority(&sets);
     let refusals = Arc::new(AtomicUsize::new(0));
     let highest = Arc::new(std::sync::Mutex::new(Ballot::ZERO));
+    // A refusal ends the phase at once: the ballot is beaten, and waiting
+    // for the other answers could mean waiting for a paused node's timeout.
+    let refused_now = Arc::new(tokio::sync::Notify::new());
     let refused = Arc::new(refused);
     let l = link.clone();
-    let result = hangar_cluster::call_quorum_per_version_with(
+    let quorum_call = hangar_cluster::call_quorum_per_version_with(
         &sets,
         quorum,
         |n| l.is_up(n),
         |n| {
             let fut = call(link.clone(), n);
-            let (refusals, highest, refused) = (refusals.clone(), highest.clone(), refused.clone());
+            let (refusals, highest, refused, refused_now) = (
+                refusals.clone(),
+                highest.clone(),
+                refused.clone(),
+                refused_now.clone(),
+            );
             async move {
                 let r = fut.await?;
                 if let Some(b) = refused(&r) {
                     refusals.fetch_add(1, Ordering::Relaxed);
-                    let mut h = highest.lock().expect("not poisoned");
-                    *h = (*h).max(b);
+                    {
+                        let mut h = highest.lock().expect("not poisoned");
+                        *h = (*h).max(b);
+                    }
+                    refused_now.notify_one();
                     return Err(NetError::Remote {
                         endpoint: "paxos".into(),
                         message: format!("refused: promised {b}"),
@@ -112,8 +123,14 @@ where
                 Ok(r)
             }
         },
-    )
-    .await;
+    );
+    let result = tokio::select! {
+        r = quorum_call => r,
+        _ = refused_now.notified() => {
+            clock.observe(*highest.lock().expect("not poisoned"));
+            return Err(PhaseError::Refused);
+        }
+    };
     clock.observe(*highest.lock().expect("not poisoned"));
     match result {
         Ok(r) => Ok(r),

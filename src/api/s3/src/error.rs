@@ -276,4 +276,22 @@ mod tests {
         let e = model_error(ModelError::BucketAlreadyOwnedByYou("b".into()));
         assert_eq!(*e.code(), S3ErrorCode::BucketAlreadyOwnedByYou);
     }
+
+    #[test]
+    fn an_undecided_conditional_write_is_503_with_retry_hints() {
+        for (contended, code) in [
+            (false, S3ErrorCode::ServiceUnavailable),
+            (true, S3ErrorCode::SlowDown),
+        ] {
+            let e = model_error(ModelError::ConditionalWrite {
+                reason: "conditional write of \"k\": no quorum".into(),
+                contended,
+                outcome_unknown: true,
+            });
+            assert_eq!(*e.code(), code);
+            let h = e.headers().expect("retry hints");
+            assert_eq!(h.get(http::header::RETRY_AFTER).unwrap(), "1");
+            assert!(e.message().unwrap().contains("conditional write"), "{e:?}");
+        }
+    }
 }

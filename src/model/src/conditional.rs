@@ -145,6 +145,53 @@ impl Conditional {
     }
 }
 
+impl Conditional {
+    /// Settles key `key` of bucket `part` ([`proposer::settle`]): after it,
+    /// no conditional write of the key that was left undecided can be
+    /// published any more.
+    pub(crate) async fn settle(&self, part: &[u8; 32], key: &str) -> Result<()> {
+        let inner = &self.inner;
+        let p = <ObjectTable as hangar_table::Schema>::layout_partition(part);
+        let nodes = inner.cluster.storage_nodes_of_partition(p);
+        let _write = inner.cluster.track_write(&nodes);
+        let link: Arc<dyn Link> = Arc::new(MeshLink::new(
+            inner.cluster.clone(),
+            inner.eps.clone(),
+            nodes.sets.clone(),
+        ));
+        let register = Settling {
+            objects: &inner.objects,
+            part: *part,
+        };
+        proposer::settle(link, &inner.clock, &PaxosKey::new(part, key), &register).await
+    }
+}
+
+/// The register of a settling round: it proposes nothing of its own.
+struct Settling<'a> {
+    objects: &'a Rows<ObjectTable>,
+    part: [u8; 32],
+}
+
+#[async_trait]
+impl Register for Settling<'_> {
+    async fn propose(&self) -> Result<Option<Proposal>> {
+        Ok(None)
+    }
+
+    async fn publish(&self, value: &Proposal) -> Result<()> {
+        if let Proposal::Publish { sort, row } = value {
+            let row = hangar_table::decode::<ObjectTable>(row)?;
+            self.objects.insert(&self.part, sort, row).await?;
+        }
+        Ok(())
+    }
+
+    async fn is_published(&self, _: &Proposal) -> Result<bool> {
+        Ok(false)
+    }
+}
+
 impl Inner {
     async fn decide(
         &self,

@@ -216,6 +216,8 @@ impl Link for SimLink {
 enum Cond {
     IfNoneMatch,
     IfMatch(String),
+    /// A settling round: no value of its own.
+    Settle,
 }
 
 /// One writer's view of the replicated cell: quorum reads and writes on
@@ -273,6 +275,7 @@ impl Register for SimRegister {
             (Cond::IfNoneMatch, Some(_)) => false,
             (Cond::IfMatch(e), Some(c)) => *e == c.etag,
             (Cond::IfMatch(_), None) => false,
+            (Cond::Settle, _) => false,
         };
         if !holds {
             return Ok(None);
@@ -744,4 +747,104 @@ async fn a_dead_value_is_not_reported_and_its_entry_is_collected() {
     ));
     let far = hangar_util::time::now_msec() + KEEP_MSEC + 1000;
     assert_eq!(a.sweep(far, 100).await.unwrap().removed, 1);
+}
+
+async fn settle(cluster: Arc<Cluster>, from: usize, key: &str, seed: u64, clock: Arc<BallotClock>) {
+    let net = Net {
+        seed,
+        max_delay_us: 200,
+        lose: 0,
+        believed_down: None,
+        crash_after_accept: None,
+    };
+    let link: Arc<dyn Link> = SimLink::new(from, cluster.clone(), net);
+    let reg = SimRegister {
+        cluster,
+        key: key.to_owned(),
+        writer: 0,
+        cond: Cond::Settle,
+        rng: Mutex::new(StdRng::seed_from_u64(seed)),
+        crash: None,
+    };
+    proposer::settle(link, &clock, &PaxosKey::new(&[7; 32], key), &reg)
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_settling_round_an_undecided_value_is_never_published() {
+    let clocks = clocks(3);
+    for seed in 0..30u64 {
+        let cluster = Cluster::new(3);
+        let key = PaxosKey::new(&[7; 32], "k");
+        let b1 = Ballot {
+            counter: hangar_util::time::now_msec(),
+            node: node(0),
+        };
+        let stale = Proposal::Publish {
+            sort: ByteBuf::from(b"k".to_vec()),
+            row: ByteBuf::from(
+                rmp_serde::to_vec(&Cell {
+                    ts: 5,
+                    writer: 1,
+                    etag: "etag-1".into(),
+                })
+                .unwrap(),
+            ),
+        };
+        // Writer 1's value accepted by one acceptor (seed even) or by a
+        // majority (seed odd: decided), never published.
+        let holders = if seed % 2 == 0 { 1 } else { 2 };
+        for a in &cluster.acceptors[..holders] {
+            a.prepare(&key, b1).await.unwrap();
+            a.accept(&key, b1, stale.clone()).await.unwrap();
+        }
+        settle(
+            cluster.clone(),
+            (seed % 3) as usize,
+            "k",
+            seed,
+            clocks[(seed % 3) as usize].clone(),
+        )
+        .await;
+        let after_settle = cluster.converged("k");
+        if holders == 2 {
+            assert_eq!(
+                after_settle.as_ref().map(|c| c.writer),
+                Some(1),
+                "seed {seed}: a decided value is completed"
+            );
+        }
+        // Whatever the settling round found is final: later rounds from
+        // every node never publish writer 1's value if it was not.
+        for w in 0..6u32 {
+            let net = Net {
+                seed: seed * 100 + u64::from(w),
+                max_delay_us: 500,
+                lose: 0,
+                believed_down: None,
+                crash_after_accept: None,
+            };
+            let from = (w % 3) as usize;
+            write(
+                cluster.clone(),
+                from,
+                10 + w,
+                "k",
+                Cond::IfNoneMatch,
+                net,
+                clocks[from].clone(),
+            )
+            .await;
+            let now = cluster.converged("k").unwrap();
+            if after_settle.is_none() {
+                assert_ne!(
+                    now.writer, 1,
+                    "seed {seed}: the settled-away value was published"
+                );
+            } else {
+                assert_eq!(Some(now), after_settle.clone(), "seed {seed}");
+            }
+        }
+    }
 }

@@ -160,6 +160,31 @@ pub async fn run(
     key: &PaxosKey,
     register: &dyn Register,
 ) -> Result<Outcome> {
+    rounds(link, clock, key, register, false).await
+}
+
+/// Settles `key`: completes a value an earlier round may have decided,
+/// then decides `Nothing`, so that no value accepted before can ever be
+/// completed later. After it returns `Ok`, whether a write's value is
+/// published is final (the start-up scan asks it before releasing the
+/// blocks of an interrupted upload). `register` proposes nothing of its
+/// own.
+pub async fn settle(
+    link: Arc<dyn Link>,
+    clock: &BallotClock,
+    key: &PaxosKey,
+    register: &dyn Register,
+) -> Result<()> {
+    rounds(link, clock, key, register, true).await.map(|_| ())
+}
+
+async fn rounds(
+    link: Arc<dyn Link>,
+    clock: &BallotClock,
+    key: &PaxosKey,
+    register: &dyn Register,
+    settling: bool,
+) -> Result<Outcome> {
     let start = Instant::now();
     // Values of this write sent in an accept: one of them may be completed
     // by a later round, whatever this proposer answers.
@@ -283,7 +308,7 @@ pub async fn run(
         }
         let value = match register.propose().await? {
             Some(v) => v,
-            None if sent.is_empty() => return Ok(Outcome::PreconditionFailed),
+            None if sent.is_empty() && !settling => return Ok(Outcome::PreconditionFailed),
             // A value of ours may sit accepted somewhere: decide "nothing"
             // in this ballot, so that no later round can complete it.
             None => Proposal::Nothing,

@@ -57,6 +57,7 @@ pub(crate) fn model_error(e: ModelError) -> AdminError {
         | ModelError::KeyExpired { .. } => ErrorCode::BadRequest,
         ModelError::Table(TableError::Replication(_) | TableError::Net(_))
         | ModelError::BucketCoordinator { .. }
+        | ModelError::ConditionalWrite { .. }
         | ModelError::Block(
             BlockError::Quorum { .. }
             | BlockError::Unavailable { .. }
@@ -82,6 +83,7 @@ fn next_step(e: &ModelError) -> &'static str {
         ModelError::KeyAlreadyExists(_) => ": `hangar key info` shows it",
         ModelError::Table(TableError::Replication(_) | TableError::Net(_))
         | ModelError::BucketCoordinator { .. }
+        | ModelError::ConditionalWrite { .. }
         | ModelError::Block(_) => {
             ": retry when more nodes are up (`hangar status` shows which are down)"
         }

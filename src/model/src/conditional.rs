@@ -1,45 +1,49 @@
-//! Conditional writes in a cluster (`If-None-Match: *`, `If-Match`): one
-//! coordinator per bucket partition checks and writes them one at a time.
+//! Conditional writes in a cluster (`If-None-Match: *`, `If-Match`),
+//! decided by a Paxos round per key over the nodes of the bucket's
+//! partition ([`crate::paxos`]; doc/replication.md, "Conditional writes").
 //!
 //! Last-writer-wins cannot decide "only if absent" between two writers on
-//! two nodes: both read "absent" and both write. So a conditional publish
-//! is sent, on `hangar/object/publish_if` ([`PublishIf`] → [`PublishIfReply`]),
-//! to the coordinator of the bucket's partition: the first node, by id, of
-//! the partition's nodes (newest synced layout version) that the failure
-//! detector reports up. The coordinator holds a lock for the key while it
-//! reads the current row (read quorum), checks the condition, and writes
-//! (write quorum), so of concurrent conditional writes of one key through
-//! any nodes, exactly one `If-None-Match: *` succeeds and the others get
-//! `412`. Unconditional writes stay leaderless.
+//! two nodes: both read "absent" and both write. Here the node that
+//! receives a conditional write proposes it: of concurrent conditional
+//! writes of one key through any nodes, one round at a time decides, each
+//! reads what the rounds before it published, so exactly one
+//! `If-None-Match: *` succeeds and the others get `412`, and of writers
+//! that match the same ETag at most one succeeds. There is no coordinator:
+//! any majority of the key's nodes decides, whoever the nodes believe up.
 //!
-//! What it does not promise (a consensus round would): while nodes
-//! disagree on who is up (a few ping intervals after a failure), two
-//! coordinators may act at once; an unconditional write may land between
-//! the coordinator's read and its write, as it may on S3.
+//! What it does not order: an unconditional write of the same key is not a
+//! round (it stays leaderless and pays nothing); it may land between a
+//! round's read and its publish, and then the higher timestamp wins, as
+//! between any two writes (S3 orders nothing there either).
+//!
+//! Older binaries sent a conditional write to a coordinator on
+//! `hangar/object/publish_if` ([`PublishIf`]); this node still serves that
+//! endpoint, by running the round itself.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use async_trait::async_trait;
-use hangar_net::{CallOpts, Endpoint, Handler, HandlerError, Request, Response};
-use hangar_util::{Hash, NodeId};
+use hangar_net::{Endpoint, Handler, HandlerError, Request, Response};
 use serde::{Deserialize, Serialize};
-use tokio::sync::Mutex;
+use serde_bytes::ByteBuf;
 
 use crate::bucket::Versioning;
 use crate::condition::{WriteCondition, stamped};
 use crate::object::{ObjectRow, ObjectTable};
+use crate::paxos::link::{MeshLink, PaxosEndpoints};
+use crate::paxos::messages::{PaxosKey, Proposal};
+use crate::paxos::proposer::{self, Link, Register};
+use crate::paxos::{Acceptor, BallotClock, Outcome};
 use crate::rows::Rows;
 use crate::versioning::VersionRef;
 use crate::{ModelError, Result};
 
-/// The endpoint's path.
+/// The endpoint older binaries send conditional writes to.
 pub const PATH: &str = "hangar/object/publish_if";
-/// Keys locked independently (a stripe per hash of bucket and key).
-const STRIPES: usize = 256;
-/// Calls the coordinator admits at once.
-const QUEUE: usize = 1024;
+/// Calls of older binaries admitted at once.
+const QUEUE: usize = 256;
 
-/// A conditional publish, sent to the coordinator.
+/// A conditional publish, as older binaries send it to a coordinator.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PublishIf {
     /// The bucket id (the object table's partition key).
@@ -49,55 +53,64 @@ pub struct PublishIf {
     pub row: ObjectRow,
     pub if_none_match_any: bool,
     pub if_match: Option<String>,
-    /// The bucket's versioning: `Off` writes the object row as before; else
-    /// the row is a new version ([`crate::versioned`]). Absent from the
-    /// calls of older binaries (`Off`).
     #[serde(default)]
     pub versioning: Versioning,
 }
 
-/// The coordinator's answer.
+/// The answer to a [`PublishIf`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum PublishIfReply {
-    /// The row as written (with its timestamp); boxed, the other variant
-    /// being empty (the same bytes on the wire).
+    /// The row as written (with its timestamp).
     Published(Box<ObjectRow>),
     /// The condition does not hold on the current object.
     PreconditionFailed,
 }
 
-/// The conditional writes of one node: the endpoint, and the key locks it
-/// serves with.
+/// The conditional writes of one node: its acceptor (served on the mesh)
+/// and its proposer.
 pub(crate) struct Conditional {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
     cluster: hangar_cluster::Cluster,
-    endpoint: Arc<Endpoint<PublishIf, PublishIfReply>>,
+    objects: Rows<ObjectTable>,
+    eps: Arc<PaxosEndpoints>,
+    clock: BallotClock,
+    _legacy: Arc<Endpoint<PublishIf, PublishIfReply>>,
 }
 
 impl Conditional {
-    /// Installs the coordinator's handler on the cluster's mesh.
+    /// Installs this node's acceptor (its state in `db`) and the legacy
+    /// endpoint on the cluster's mesh.
     pub(crate) fn new(
         cluster: &hangar_cluster::Cluster,
         objects: Rows<ObjectTable>,
+        db: hangar_db::Db,
     ) -> Result<Conditional> {
-        let endpoint = cluster
-            .mesh()
+        let mesh = cluster.mesh();
+        let eps =
+            PaxosEndpoints::new(mesh, Acceptor::new(db)).map_err(hangar_table::TableError::from)?;
+        let legacy = mesh
             .endpoint(PATH)
             .map_err(hangar_table::TableError::from)?;
-        endpoint.set_handler(
-            Coordinator {
-                objects,
-                locks: KeyLocks::new(),
+        let inner = Arc::new(Inner {
+            cluster: cluster.clone(),
+            objects,
+            eps,
+            clock: BallotClock::new(),
+            _legacy: legacy.clone(),
+        });
+        legacy.set_handler(
+            Legacy {
+                inner: Arc::downgrade(&inner),
             },
             QUEUE,
         );
-        Ok(Conditional {
-            cluster: cluster.clone(),
-            endpoint,
-        })
+        Ok(Conditional { inner })
     }
 
-    /// Publishes `row` as object `key` of bucket `part` if `cond` holds,
-    /// through the coordinator of the bucket's partition.
+    /// Publishes `row` as object `key` of bucket `part` if `cond` holds.
     pub(crate) async fn publish(
         &self,
         part: &[u8; 32],
@@ -105,7 +118,9 @@ impl Conditional {
         row: ObjectRow,
         cond: &WriteCondition,
     ) -> Result<ObjectRow> {
-        self.call(part, key, row, cond, Versioning::Off).await
+        self.inner
+            .decide(part, key, row, cond, Versioning::Off)
+            .await
     }
 
     /// Like [`Conditional::publish`] in a versioned bucket: the row becomes
@@ -118,7 +133,7 @@ impl Conditional {
         cond: &WriteCondition,
         mode: Versioning,
     ) -> Result<(ObjectRow, VersionRef)> {
-        let row = self.call(part, key, row, cond, mode).await?;
+        let row = self.inner.decide(part, key, row, cond, mode).await?;
         let id = match mode {
             Versioning::Enabled => VersionRef::Id {
                 ts: row.timestamp_msec,
@@ -128,8 +143,57 @@ impl Conditional {
         };
         Ok((row, id))
     }
+}
 
-    async fn call(
+impl Conditional {
+    /// Settles key `key` of bucket `part` ([`proposer::settle`]): after it,
+    /// no conditional write of the key that was left undecided can be
+    /// published any more.
+    pub(crate) async fn settle(&self, part: &[u8; 32], key: &str) -> Result<()> {
+        let inner = &self.inner;
+        let p = <ObjectTable as hangar_table::Schema>::layout_partition(part);
+        let nodes = inner.cluster.storage_nodes_of_partition(p);
+        let _write = inner.cluster.track_write(&nodes);
+        let link: Arc<dyn Link> = Arc::new(MeshLink::new(
+            inner.cluster.clone(),
+            inner.eps.clone(),
+            nodes.sets.clone(),
+        ));
+        let register = Settling {
+            objects: &inner.objects,
+            part: *part,
+        };
+        proposer::settle(link, &inner.clock, &PaxosKey::new(part, key), &register).await
+    }
+}
+
+/// The register of a settling round: it proposes nothing of its own.
+struct Settling<'a> {
+    objects: &'a Rows<ObjectTable>,
+    part: [u8; 32],
+}
+
+#[async_trait]
+impl Register for Settling<'_> {
+    async fn propose(&self) -> Result<Option<Proposal>> {
+        Ok(None)
+    }
+
+    async fn publish(&self, value: &Proposal) -> Result<()> {
+        if let Proposal::Publish { sort, row } = value {
+            let row = hangar_table::decode::<ObjectTable>(row)?;
+            self.objects.insert(&self.part, sort, row).await?;
+        }
+        Ok(())
+    }
+
+    async fn is_published(&self, _: &Proposal) -> Result<bool> {
+        Ok(false)
+    }
+}
+
+impl Inner {
+    async fn decide(
         &self,
         part: &[u8; 32],
         key: &str,
@@ -137,117 +201,154 @@ impl Conditional {
         cond: &WriteCondition,
         versioning: Versioning,
     ) -> Result<ObjectRow> {
-        let to = self.coordinator(part)?;
-        let msg = PublishIf {
-            bucket: part.to_vec(),
-            key: key.to_owned(),
+        let p = <ObjectTable as hangar_table::Schema>::layout_partition(part);
+        let nodes = self.cluster.storage_nodes_of_partition(p);
+        // Counted as a write of these versions: a node acknowledges a new
+        // layout version only once the rounds begun under older ones ended.
+        let _write = self.cluster.track_write(&nodes);
+        let link: Arc<dyn Link> = Arc::new(MeshLink::new(
+            self.cluster.clone(),
+            self.eps.clone(),
+            nodes.sets.clone(),
+        ));
+        let register = ObjectRegister {
+            objects: &self.objects,
+            part: *part,
+            key,
             row,
-            if_none_match_any: cond.if_none_match_any,
-            if_match: cond.if_match.clone(),
+            cond,
             versioning,
         };
-        let reply = self
-            .endpoint
-            .call(to, msg, CallOpts::default())
-            .await
-            .map_err(hangar_table::TableError::from)?;
-        match reply {
-            PublishIfReply::Published(row) => Ok(*row),
-            PublishIfReply::PreconditionFailed => Err(ModelError::PreconditionFailed),
+        match proposer::run(link, &self.clock, &PaxosKey::new(part, key), &register).await? {
+            Outcome::Published(v) => match v {
+                Proposal::Publish { row, .. } => Ok(hangar_table::decode::<ObjectTable>(&row)?),
+                Proposal::Nothing => Err(ModelError::Corrupt(
+                    "a conditional write decided nothing as its own value".into(),
+                )),
+            },
+            Outcome::PreconditionFailed => Err(ModelError::PreconditionFailed),
         }
     }
+}
 
-    /// The first live node, by id, of the bucket partition's read nodes.
-    fn coordinator(&self, part: &[u8; 32]) -> Result<NodeId> {
-        let p = <crate::object::ObjectTable as hangar_table::Schema>::layout_partition(part);
-        let mut nodes = self.cluster.layout().history().read_nodes_of_partition(p);
-        nodes.sort();
-        nodes
-            .into_iter()
-            .find(|n| self.cluster.is_up(*n))
-            .ok_or_else(|| {
-                ModelError::Table(hangar_table::TableError::Replication(
-                    hangar_table::replicated::ReplicationError::NoQuorum {
-                        stored: 0,
-                        nodes: 0,
-                        needed: 1,
-                        errors: vec!["no node of the bucket's partition is up".into()],
-                    },
-                ))
-            })
+/// The object row of one key as a Paxos register.
+struct ObjectRegister<'a> {
+    objects: &'a Rows<ObjectTable>,
+    part: [u8; 32],
+    key: &'a str,
+    row: ObjectRow,
+    cond: &'a WriteCondition,
+    versioning: Versioning,
+}
+
+fn proposal(sort: Vec<u8>, row: &ObjectRow) -> Proposal {
+    Proposal::Publish {
+        sort: ByteBuf::from(sort),
+        row: ByteBuf::from(hangar_table::encode::<ObjectTable>(row)),
+    }
+}
+
+#[async_trait]
+impl Register for ObjectRegister<'_> {
+    async fn propose(&self) -> Result<Option<Proposal>> {
+        if self.versioning != Versioning::Off {
+            return Ok(crate::versioned::plan_version(
+                self.objects,
+                &self.part,
+                self.key,
+                self.row.clone(),
+                self.cond,
+                self.versioning,
+            )
+            .await?
+            .map(|(sort, row, _)| proposal(sort, &row)));
+        }
+        let old = self.objects.get(&self.part, self.key.as_bytes()).await?;
+        if !self.cond.holds(old.as_ref().filter(|o| !o.is_deleted())) {
+            return Ok(None);
+        }
+        let row = stamped(self.row.clone(), old.as_ref());
+        Ok(Some(proposal(self.key.as_bytes().to_vec(), &row)))
+    }
+
+    async fn publish(&self, value: &Proposal) -> Result<()> {
+        if let Proposal::Publish { sort, row } = value {
+            let row = hangar_table::decode::<ObjectTable>(row)?;
+            self.objects.insert(&self.part, sort, row).await?;
+        }
+        Ok(())
+    }
+
+    async fn is_published(&self, value: &Proposal) -> Result<bool> {
+        let Proposal::Publish { sort, row } = value else {
+            return Ok(false);
+        };
+        let ours = hangar_table::decode::<ObjectTable>(row)?;
+        Ok(self
+            .objects
+            .get(&self.part, sort)
+            .await?
+            .is_some_and(|r| r.version == ours.version && !r.is_deleted()))
+    }
+}
+
+/// The endpoint of older binaries: the round is run here for them.
+struct Legacy {
+    inner: Weak<Inner>,
+}
+
+#[async_trait]
+impl Handler<PublishIf, PublishIfReply> for Legacy {
+    async fn handle(
+        &self,
+        req: Request<PublishIf>,
+    ) -> std::result::Result<Response<PublishIfReply>, HandlerError> {
+        let m = req.msg;
+        let Some(inner) = self.inner.upgrade() else {
+            return Err(HandlerError::new("shutting down"));
+        };
+        let part: [u8; 32] = m
+            .bucket
+            .as_slice()
+            .try_into()
+            .map_err(|_| HandlerError::new("bad bucket id"))?;
+        if m.key.len() > crate::paxos::messages::MAX_OBJECT_KEY {
+            return Err(HandlerError::new("object key too long"));
+        }
+        let cond = WriteCondition {
+            if_none_match_any: m.if_none_match_any,
+            if_match: m.if_match,
+        };
+        match inner
+            .decide(&part, &m.key, m.row, &cond, m.versioning)
+            .await
+        {
+            Ok(row) => Ok(Response::new(PublishIfReply::Published(Box::new(row)))),
+            Err(ModelError::PreconditionFailed) => {
+                Ok(Response::new(PublishIfReply::PreconditionFailed))
+            }
+            Err(e) => Err(HandlerError::new(e)),
+        }
     }
 }
 
 /// Locks of keys, a stripe per hash of bucket and key: one conditional
-/// write of a key at a time.
-pub(crate) struct KeyLocks(Vec<Mutex<()>>);
+/// write of a key at a time on a node whose rows are its own (no layout).
+pub(crate) struct KeyLocks(Vec<tokio::sync::Mutex<()>>);
+
+/// Keys locked independently.
+const STRIPES: usize = 256;
 
 impl KeyLocks {
     pub(crate) fn new() -> KeyLocks {
-        KeyLocks((0..STRIPES).map(|_| Mutex::new(())).collect())
+        KeyLocks((0..STRIPES).map(|_| tokio::sync::Mutex::new(())).collect())
     }
 
     /// Waits for and holds the lock of `key` of bucket `part`.
     pub(crate) async fn lock(&self, part: &[u8], key: &str) -> tokio::sync::MutexGuard<'_, ()> {
         let mut id = part.to_vec();
         id.extend_from_slice(key.as_bytes());
-        let stripe = Hash::of(&id).as_bytes()[0] as usize % STRIPES;
+        let stripe = hangar_util::Hash::of(&id).as_bytes()[0] as usize % STRIPES;
         self.0[stripe].lock().await
-    }
-}
-
-/// The coordinator's side: a lock per key stripe, then read, check, write.
-struct Coordinator {
-    objects: Rows<ObjectTable>,
-    locks: KeyLocks,
-}
-
-#[async_trait]
-impl Handler<PublishIf, PublishIfReply> for Coordinator {
-    async fn handle(
-        &self,
-        req: Request<PublishIf>,
-    ) -> std::result::Result<Response<PublishIfReply>, HandlerError> {
-        let m = req.msg;
-        if m.bucket.len() != 32 || m.key.len() > 1024 {
-            return Err(HandlerError::new("bad bucket id or key"));
-        }
-        let _held = self.locks.lock(&m.bucket, &m.key).await;
-        let cond = WriteCondition {
-            if_none_match_any: m.if_none_match_any,
-            if_match: m.if_match,
-        };
-        if m.versioning != Versioning::Off {
-            return match crate::versioned::write_version(
-                &self.objects,
-                &m.bucket,
-                &m.key,
-                m.row,
-                &cond,
-                m.versioning,
-            )
-            .await
-            {
-                Ok((row, _)) => Ok(Response::new(PublishIfReply::Published(Box::new(row)))),
-                Err(ModelError::PreconditionFailed) => {
-                    Ok(Response::new(PublishIfReply::PreconditionFailed))
-                }
-                Err(e) => Err(HandlerError::new(e)),
-            };
-        }
-        let old = self
-            .objects
-            .get(&m.bucket, m.key.as_bytes())
-            .await
-            .map_err(HandlerError::new)?;
-        if !cond.holds(old.as_ref().filter(|o| !o.is_deleted())) {
-            return Ok(Response::new(PublishIfReply::PreconditionFailed));
-        }
-        let row = stamped(m.row, old.as_ref());
-        self.objects
-            .insert(&m.bucket, m.key.as_bytes(), row.clone())
-            .await
-            .map_err(HandlerError::new)?;
-        Ok(Response::new(PublishIfReply::Published(Box::new(row))))
     }
 }

@@ -44,6 +44,17 @@ pub enum ModelError {
     NoSuchUpload,
     #[error("the condition on the existing object does not hold")]
     PreconditionFailed,
+    /// A conditional write could not be decided: too few of the key's
+    /// nodes answered, or concurrent writers of the key kept refusing its
+    /// rounds (`contended`). With `outcome_unknown`, a value of it may have
+    /// been accepted and may still be published by a later round: its data
+    /// must be kept (the upload is not aborted).
+    #[error("{reason}")]
+    ConditionalWrite {
+        reason: String,
+        contended: bool,
+        outcome_unknown: bool,
+    },
     #[error("the source object changed while it was being copied; try again")]
     SourceChanged,
     /// Stored metadata contradicts itself (e.g. a missing block entry).
@@ -55,4 +66,18 @@ pub enum ModelError {
     Db(#[from] hangar_db::DbError),
     #[error(transparent)]
     Block(#[from] hangar_block::BlockError),
+}
+
+impl ModelError {
+    /// Whether the write may still take effect later (its data must be
+    /// kept): a conditional write whose value may have been accepted.
+    pub fn outcome_unknown(&self) -> bool {
+        matches!(
+            self,
+            ModelError::ConditionalWrite {
+                outcome_unknown: true,
+                ..
+            }
+        )
+    }
 }

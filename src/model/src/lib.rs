@@ -54,6 +54,7 @@ mod model;
 pub mod multipart;
 pub mod object;
 pub mod object_lock;
+pub mod paxos;
 mod queues;
 mod rows;
 pub mod sse_c;

@@ -2,8 +2,7 @@
 //! ([`crate::lifecycle`]) with the model operations S3's own requests use.
 //!
 //! Who acts: every node runs the worker, and for each bucket only the
-//! first live node, by id, of the bucket's object partition acts (the node
-//! conditional writes pick as coordinator, `crate::conditional`); a node
+//! first live node, by id, of the bucket's object partition acts; a node
 //! without a layout acts on all its buckets. Two nodes act on the same
 //! bucket only while they disagree on who is up; then both may write a
 //! delete marker for the same expired object (a second, harmless marker)
@@ -122,8 +121,8 @@ impl Model {
     }
 
     /// Whether this node applies `bucket`'s rules: the first live node, by
-    /// id, of the bucket partition's read nodes (the coordinator of its
-    /// conditional writes), or any node before a layout.
+    /// id, of the bucket partition's read nodes, or any node before a
+    /// layout.
     fn acts_for_lifecycle(&self, bucket: &BucketRow) -> bool {
         let Some(cluster) = self.cluster().filter(|_| self.object_rows().is_spread()) else {
             return true;

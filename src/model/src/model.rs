@@ -38,7 +38,7 @@ pub struct Model {
     keys: ControlTable<KeyTable>,
     buckets: ControlTable<BucketTable>,
     objects: Rows<ObjectTable>,
-    /// Conditional writes in a cluster, through a coordinator.
+    /// Conditional writes in a cluster: a Paxos round per key.
     conditional: Option<Conditional>,
     versions: Rows<VersionTable>,
     mpus: Rows<MpuTable>,
@@ -98,7 +98,7 @@ impl Model {
         let cluster = cluster.map(|(c, _)| c);
         let objects = rows(&db, cluster)?;
         let conditional = cluster
-            .map(|c| Conditional::new(c, objects.clone()))
+            .map(|c| Conditional::new(c, objects.clone(), db.clone()))
             .transpose()?;
         let bucket_creation = cluster.map(BucketCreation::new).transpose()?;
         let model = Arc::new(Model {
@@ -842,8 +842,8 @@ impl Model {
             && spread
             && let Some(c) = &self.conditional
         {
-            // Checked and written by the bucket partition's coordinator,
-            // one conditional write of a key at a time (conditional.rs).
+            // Decided by a Paxos round over the bucket partition's nodes
+            // (conditional.rs).
             c.publish(&part, key, row, &cond).await?
         } else if cond.is_none() || spread {
             let old = self.objects.get(&part, key.as_bytes()).await?;

@@ -145,10 +145,28 @@ pub(crate) async fn write_version(
     objects: &Rows<ObjectTable>,
     part: &[u8],
     key: &str,
-    mut row: ObjectRow,
+    row: ObjectRow,
     cond: &WriteCondition,
     mode: Versioning,
 ) -> Result<(ObjectRow, VersionRef)> {
+    let (sort, row, id) = plan_version(objects, part, key, row, cond, mode)
+        .await?
+        .ok_or(ModelError::PreconditionFailed)?;
+    objects.insert(part, &sort, row.clone()).await?;
+    Ok((row, id))
+}
+
+/// What [`write_version`] would write, without writing it: the sort key,
+/// the stamped row and its version id, or `None` when `cond` does not hold
+/// (a conditional write's Paxos round proposes it, `crate::conditional`).
+pub(crate) async fn plan_version(
+    objects: &Rows<ObjectTable>,
+    part: &[u8],
+    key: &str,
+    mut row: ObjectRow,
+    cond: &WriteCondition,
+    mode: Versioning,
+) -> Result<Option<(Vec<u8>, ObjectRow, VersionRef)>> {
     let head = head_of(objects, part, key).await?;
     let floor = head.newest_ts.map_or(0, |t| t + 1);
     let latest = head.latest(key);
@@ -157,7 +175,7 @@ pub(crate) async fn write_version(
         .map(|f| &f.row)
         .filter(|r| !r.is_delete_marker());
     if !cond.holds(current) {
-        return Err(ModelError::PreconditionFailed);
+        return Ok(None);
     }
     row.timestamp_msec = now_msec().max(floor).max(row.timestamp_msec);
     let (sort, id) = match mode {
@@ -170,8 +188,7 @@ pub(crate) async fn write_version(
         ),
         Versioning::Suspended | Versioning::Off => (key.as_bytes().to_vec(), VersionRef::Null),
     };
-    objects.insert(part, &sort, row.clone()).await?;
-    Ok((row, id))
+    Ok(Some((sort, row, id)))
 }
 
 impl Model {
@@ -239,8 +256,9 @@ impl Model {
     }
 
     /// Publishes `row` in a versioned bucket (see [`write_version`]); a
-    /// conditional write goes through the bucket partition's coordinator
-    /// in a cluster, and holds this node's lock of the key otherwise.
+    /// conditional write is a Paxos round in a cluster
+    /// (`crate::conditional`), and holds this node's lock of the key
+    /// otherwise.
     pub(crate) async fn publish_versioned(
         &self,
         bucket: &BucketRow,

@@ -67,6 +67,18 @@ pub fn model_error(e: ModelError) -> S3Error {
             PreconditionFailed,
             "At least one of the pre-conditions you specified did not hold"
         ),
+        ModelError::ConditionalWrite {
+            ref reason,
+            contended,
+            ..
+        } => {
+            tracing::warn!("{reason}");
+            if contended {
+                crate::admission::slow_down_because(reason)
+            } else {
+                service_unavailable(reason)
+            }
+        }
         ModelError::SourceChanged => s3_error!(
             OperationAborted,
             "The source object was overwritten or deleted while it was being copied; try again."
@@ -365,5 +377,23 @@ mod tests {
         }
         let e = model_error(ModelError::BucketAlreadyOwnedByYou("b".into()));
         assert_eq!(*e.code(), S3ErrorCode::BucketAlreadyOwnedByYou);
+    }
+
+    #[test]
+    fn an_undecided_conditional_write_is_503_with_retry_hints() {
+        for (contended, code) in [
+            (false, S3ErrorCode::ServiceUnavailable),
+            (true, S3ErrorCode::SlowDown),
+        ] {
+            let e = model_error(ModelError::ConditionalWrite {
+                reason: "conditional write of \"k\": no quorum".into(),
+                contended,
+                outcome_unknown: true,
+            });
+            assert_eq!(*e.code(), code);
+            let h = e.headers().expect("retry hints");
+            assert_eq!(h.get(http::header::RETRY_AFTER).unwrap(), "1");
+            assert!(e.message().unwrap().contains("conditional write"), "{e:?}");
+        }
     }
 }

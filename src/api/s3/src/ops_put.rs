@@ -534,8 +534,12 @@ impl S3Api {
         let row = match self.model.publish_if(&bucket, &input.key, row, cond).await {
             Ok(row) => row,
             Err(e) => {
-                // The version was never published: release its blocks.
-                let _ = self.model.abort_upload(version).await;
+                // The version was never published: release its blocks,
+                // unless a later round may still publish it (its upload
+                // record then stays, and the start-up scan decides).
+                if !e.outcome_unknown() {
+                    let _ = self.model.abort_upload(version).await;
+                }
                 return Err(crate::error::model_error(e));
             }
         };

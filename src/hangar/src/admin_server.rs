@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use hangar_api_admin::auth::{Scope, TokenSigner};
 use hangar_api_admin::ops::{AdminOps, Health};
 use hangar_api_admin::proto::{AdminError, ErrorCode, Request};
 use hangar_model::key::KeyRow;
@@ -102,6 +103,9 @@ pub struct AdminState {
     /// Every node's report, for `status` and `stats`.
     pub reports: Arc<Endpoint<ReportRequest, NodeReport>>,
     pub presign: PresignSettings,
+    /// Signs admin tokens (`admin-token create`); `None` without
+    /// `admin_token`.
+    pub token_signer: Option<TokenSigner>,
 }
 
 impl AdminOps for AdminState {
@@ -236,6 +240,31 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
             };
             let b = model.set_bucket_website(&bucket, website).await.map_err(e)?;
             json!({"name": b.name, "website": b.website().is_some()})
+        }
+        Request::AdminTokenCreate {
+            scope,
+            expires_msec,
+        } => {
+            let sc = Scope::parse(&scope).ok_or_else(|| {
+                AdminError::bad(format!("no token scope {scope:?}: read or full"))
+            })?;
+            let signer = st.token_signer.as_ref().ok_or_else(|| {
+                AdminError::bad(
+                    "this node has no admin_token to sign with: set [admin] admin_token (the same on every node)",
+                )
+            })?;
+            if expires_msec.is_some_and(|t| t <= hangar_util::time::now_msec()) {
+                return Err(AdminError::bad("the expiry is in the past"));
+            }
+            // The token is the answer, never logged.
+            tracing::info!(
+                scope = sc.name(),
+                expires_msec,
+                "admin token created"
+            );
+            json!({"token": signer.mint(sc, expires_msec), "scope": sc.name(),
+                "expires_msec": expires_msec,
+                "expires": expires_msec.map(hangar_util::time::rfc3339)})
         }
         Request::BucketDelete { name } => {
             model.delete_bucket(&name).await.map_err(e)?;

@@ -141,6 +141,63 @@ pub enum BucketCmd {
     },
 }
 
+/// `hangar admin-token --help` examples.
+pub const ADMIN_TOKEN_EXAMPLES: &str = "\
+Examples:
+  hangar admin-token create --scope read --expires-in 30d     for a dashboard, for a month
+  hangar admin-token create --scope full --expires-in 12h     for a one-off script
+  curl -H \"Authorization: Bearer $(hangar admin-token create --scope read --expires-in 1h -q)\" \\
+       http://node1:3903/v2/GetClusterStatus
+
+A token works on every node whose admin_token is this node's; changing
+admin_token revokes every token made with it.";
+
+#[derive(Subcommand, Debug)]
+pub enum AdminTokenCmd {
+    /// Make a bearer token for the admin API with a scope and an expiry.
+    Create {
+        /// `read`: the GET operations and /metrics; `full`: everything.
+        #[arg(long, value_parser = ["read", "full"])]
+        scope: String,
+        #[command(flatten)]
+        expiry: ExpiryArgs,
+        /// Print the token alone.
+        #[arg(short = 'q', long)]
+        quiet: bool,
+    },
+}
+
+/// Runs an admin-token command.
+pub async fn admin_token(
+    client: &AdminClient,
+    cmd: AdminTokenCmd,
+    json: bool,
+) -> Result<(), CliError> {
+    let AdminTokenCmd::Create {
+        scope,
+        expiry,
+        quiet,
+    } = cmd;
+    let req = Request::AdminTokenCreate {
+        scope,
+        expires_msec: expiry.at(hangar_util::time::now_msec()),
+    };
+    let v = call(client, &req).await?;
+    if json {
+        print_json(&v);
+    } else if quiet {
+        println!("{}", s(&v, "token"));
+    } else {
+        println!("Token: {}", s(&v, "token"));
+        println!("Scope: {}", s(&v, "scope"));
+        println!(
+            "Expires: {}",
+            crate::expiry::describe(&v, hangar_util::time::now_msec())
+        );
+    }
+    Ok(())
+}
+
 #[derive(Subcommand, Debug)]
 pub enum NodeCmd {
     /// Print this node's `<id>@<address>`, the string other nodes connect to.

@@ -116,6 +116,9 @@ enum Cmd {
     /// Manage buckets and permissions.
     #[command(subcommand, after_help = cli::BUCKET_EXAMPLES)]
     Bucket(cli::BucketCmd),
+    /// Bearer tokens for the admin API with a scope and an expiry.
+    #[command(subcommand, name = "admin-token", after_help = cli::ADMIN_TOKEN_EXAMPLES)]
+    AdminToken(cli::AdminTokenCmd),
     /// Node identity and peering.
     #[command(subcommand)]
     Node(cli::NodeCmd),
@@ -327,6 +330,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             match cmd {
                 Cmd::Key(k) => cli::key(c, k, cli.json).await,
                 Cmd::Bucket(b) => cli::bucket(c, b, cli.json).await,
+                Cmd::AdminToken(t) => cli::admin_token(c, t, cli.json).await,
                 Cmd::Worker(w) => cli::worker(c, w, cli.json).await,
                 Cmd::Table(t) => cli::table(c, t, cli.json).await,
                 Cmd::Repair(r) => block_cli::repair(c, r, cli.json).await,

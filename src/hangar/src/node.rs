@@ -263,6 +263,10 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
             &cfg.s3_api.s3_region,
             cfg.s3_api.api_bind_addr.as_deref(),
         ),
+        token_signer: cfg
+            .admin_token()?
+            .as_deref()
+            .map(hangar_api_admin::auth::TokenSigner::new),
     });
     hangar_api_admin::socket::serve(&sock, state.clone())
         .await

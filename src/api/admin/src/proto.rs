@@ -156,6 +156,14 @@ pub enum Request {
         #[serde(default)]
         allow_missing_data: bool,
     },
+    /// A signed admin token (`auth`): `scope` `read` (the `GET`
+    /// operations) or `full`, valid until `expires_msec` (ms since the
+    /// epoch; absent: never) on every node with this node's `admin_token`.
+    AdminTokenCreate {
+        scope: String,
+        #[serde(default)]
+        expires_msec: Option<u64>,
+    },
     /// A presigned S3 URL for one request on a bucket, signed with one of
     /// the cluster's keys (the web console's object browser; the secret
     /// stays on the node). `action`: `get`, `put`, `delete` an object, or

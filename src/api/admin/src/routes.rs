@@ -100,6 +100,7 @@ pub const ROUTES: &[Route] = &[
     post("/v2/RetryBlockResync", "block_retry_now"),
     get("/v2/GetTableStatus", "table_status"),
     post("/v2/PresignObject", "presign_object"),
+    post("/v2/CreateAdminToken", "admin_token_create"),
 ];
 
 /// The route that carries `req`.
@@ -146,6 +147,7 @@ pub fn route_for(req: &Request) -> &'static Route {
         Request::BlockRetryNow { .. } => "/v2/RetryBlockResync",
         Request::TableStatus => "/v2/GetTableStatus",
         Request::PresignObject { .. } => "/v2/PresignObject",
+        Request::AdminTokenCreate { .. } => "/v2/CreateAdminToken",
     };
     ROUTES
         .iter()
@@ -324,6 +326,10 @@ mod tests {
                 allow: true,
                 index_document: Some(s("index.html")),
                 error_document: None,
+            },
+            AdminTokenCreate {
+                scope: s("read"),
+                expires_msec: Some(1_800_000_000_000),
             },
             PresignObject {
                 bucket: s("b"),

@@ -39,6 +39,11 @@ pub fn key_json(k: &KeyRow) -> Value {
     })
 }
 
+/// A bucket's quotas as the admin API shows them (null: no limit).
+fn quotas_json(q: hangar_model::bucket::BucketQuotas) -> Value {
+    json!({"max_size": q.max_size, "max_objects": q.max_objects})
+}
+
 /// The one place where model errors become admin errors.
 pub(crate) fn model_error(e: ModelError) -> AdminError {
     let code = match &e {
@@ -52,7 +57,8 @@ pub(crate) fn model_error(e: ModelError) -> AdminError {
         | ModelError::PreconditionFailed
         | ModelError::InvalidBucketState(_)
         | ModelError::ObjectLocked
-        | ModelError::SourceChanged => ErrorCode::Conflict,
+        | ModelError::SourceChanged
+        | ModelError::QuotaExceeded(_) => ErrorCode::Conflict,
         ModelError::InvalidBucketName { .. }
         | ModelError::Invalid(_)
         | ModelError::KeyExpired { .. } => ErrorCode::BadRequest,
@@ -187,7 +193,7 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
                 .await
                 .map_err(e)?
                 .ok_or_else(|| model_error(ModelError::NoSuchBucket(name.clone())))?;
-            let (objects, bytes) = model.bucket_usage(&b).await.map_err(e)?;
+            let usage = model.bucket_usage(&b).await.map_err(e)?;
             let keys: Vec<Value> = model
                 .list_keys()
                 .await
@@ -210,7 +216,20 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
                     "routing_rules": w.routing_rules.len()})
             });
             json!({"name": b.name, "id": b.id, "created": b.created_msec,
-                "objects": objects, "bytes": bytes, "keys": keys, "website": website})
+                "objects": usage.objects, "bytes": usage.bytes, "keys": keys, "website": website,
+                "quotas": quotas_json(b.quotas())})
+        }
+        Request::BucketSetQuotas {
+            bucket,
+            max_size,
+            max_objects,
+        } => {
+            let q = hangar_model::bucket::BucketQuotas {
+                max_size,
+                max_objects,
+            };
+            let b = model.set_bucket_quotas(&bucket, q).await.map_err(e)?;
+            json!({"name": b.name, "quotas": quotas_json(b.quotas())})
         }
         Request::BucketWebsite {
             bucket,

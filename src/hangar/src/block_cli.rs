@@ -242,7 +242,11 @@ fn scrub_permille(state: &Value) -> u64 {
 /// with a progress display, until the pass that `started` (the command's
 /// answer) began is done; answers the scrub's last state. A pass cancelled
 /// meanwhile fails (exit 1); a paused one is waited for.
-async fn wait_scrub(client: &AdminClient, started: &Value, timeout_secs: u64) -> Result<Value, CliError> {
+async fn wait_scrub(
+    client: &AdminClient,
+    started: &Value,
+    timeout_secs: u64,
+) -> Result<Value, CliError> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(timeout_secs);
     let since = started["pass_started_msec"].as_u64().unwrap_or(0);
     let mut bar = Progress::new();
@@ -269,7 +273,9 @@ async fn wait_scrub(client: &AdminClient, started: &Value, timeout_secs: u64) ->
         let st = w["scrub"].clone();
         let status = s(&st, "status");
         if status == "idle" {
-            let finished = st["last_pass_done_msec"].as_u64().is_some_and(|t| t >= since);
+            let finished = st["last_pass_done_msec"]
+                .as_u64()
+                .is_some_and(|t| t >= since);
             if finished {
                 bar.finish(&format!(
                     "scrub: pass done, {} blocks checked, {} corrupt, {} bytes read",

@@ -108,6 +108,12 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
         cfg.data_fsync,
         cfg.verify_blocks_on_read,
     )?;
+    // Before anything can write the object table (the mesh is not up yet):
+    // the scan then sees every row and no hook counts meanwhile.
+    let counted = hangar_model::usage::backfill(&db).await?;
+    if counted > 0 {
+        tracing::info!("bucket usage counters: {counted} object rows stored before them counted");
+    }
     let mesh = Mesh::start(MeshConfig::from_config(cfg)?).await?;
     tracing::info!("RPC mesh on {} as {}", cfg.rpc_bind_addr, mesh.peer_addr());
     let cluster = match Cluster::start(

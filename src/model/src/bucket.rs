@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use hangar_db::{DbError, Tx};
 use hangar_table::{
     CREATOR_ROW_FORMAT, Crdt, LIFECYCLE_ROW_FORMAT, Lww, NEWEST_ROW_FORMAT, OBJECT_LOCK_ROW_FORMAT,
-    ROW_FORMAT, Schema, VERSIONING_ROW_FORMAT, WEBSITE_ROW_FORMAT,
+    QUOTA_ROW_FORMAT, ROW_FORMAT, Schema, VERSIONING_ROW_FORMAT, WEBSITE_ROW_FORMAT,
 };
 use serde::{Deserialize, Serialize};
 
@@ -68,6 +68,33 @@ pub struct BucketRow {
     /// while never set).
     #[serde(default, skip_serializing_if = "Lww::is_unset")]
     pub lifecycle: Lww<Vec<LifecycleRule>>,
+    /// `hangar bucket set-quotas`: the most bytes and objects the bucket
+    /// may hold (row format 12; absent while never set). A configuration
+    /// register like `tags`.
+    #[serde(default, skip_serializing_if = "Lww::is_unset")]
+    pub quotas: Lww<BucketQuotas>,
+}
+
+/// A bucket's quotas (Garage's `bucket set-quotas`): `None` is no limit.
+/// Objects and bytes count every stored version (doc/operations.md,
+/// "Quotas").
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+pub struct BucketQuotas {
+    /// The most bytes of object data the bucket may hold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_size: Option<u64>,
+    /// The most object versions the bucket may hold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_objects: Option<u64>,
+}
+
+impl BucketQuotas {
+    /// Whether no limit is set.
+    pub fn is_unlimited(&self) -> bool {
+        self.max_size.is_none() && self.max_objects.is_none()
+    }
 }
 
 /// A bucket's versioning state (S3's `VersioningConfiguration/Status`).
@@ -109,6 +136,7 @@ impl Crdt for BucketRow {
                 self.website.merge(&other.website);
                 self.object_lock.merge(&other.object_lock);
                 self.lifecycle.merge(&other.lifecycle);
+                self.quotas.merge(&other.quotas);
             }
         }
     }
@@ -130,7 +158,13 @@ impl BucketRow {
             website: Lww::default(),
             object_lock: Lww::default(),
             lifecycle: Lww::default(),
+            quotas: Lww::default(),
         }
+    }
+
+    /// The bucket's quotas (no limit when never set).
+    pub fn quotas(&self) -> BucketQuotas {
+        self.quotas.value
     }
 
     /// The bucket's Object Lock configuration, `None` if not enabled.
@@ -192,7 +226,9 @@ impl Schema for BucketTable {
     type Row = BucketRow;
 
     fn format_of(row: &BucketRow) -> u8 {
-        if !row.lifecycle.is_unset() {
+        if !row.quotas.is_unset() {
+            QUOTA_ROW_FORMAT
+        } else if !row.lifecycle.is_unset() {
             LIFECYCLE_ROW_FORMAT
         } else if !row.object_lock.is_unset() {
             OBJECT_LOCK_ROW_FORMAT

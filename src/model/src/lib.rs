@@ -27,6 +27,8 @@ mod configuration;
 mod control;
 mod error;
 #[cfg(test)]
+mod format12_tests;
+#[cfg(test)]
 mod format3_tests;
 #[cfg(test)]
 mod format5_tests;
@@ -49,6 +51,7 @@ pub mod object;
 pub mod object_lock;
 mod queues;
 mod rows;
+pub mod usage;
 pub mod version;
 pub mod version_list;
 pub mod versioned;

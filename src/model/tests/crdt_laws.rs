@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use hangar_model::bucket::{BucketRow, CorsRule, Versioning, bucket_id, displaced};
+use hangar_model::bucket::{BucketQuotas, BucketRow, CorsRule, Versioning, bucket_id, displaced};
 use hangar_model::key::{KeyRow, Permission};
 use hangar_model::lifecycle::{LifecycleFilter, LifecycleRule};
 use hangar_model::multipart::{MpuRow, PartRow};
@@ -145,6 +145,7 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
         lww(lock_config()),
         lww(lifecycle_rules()),
         lww(website_config()),
+        lww(quotas()),
     )
         .prop_map(
             |(
@@ -159,6 +160,7 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
                 object_lock,
                 lifecycle,
                 website,
+                quotas,
             )| {
                 let mut b = BucketRow::new("bucket", id, created, updated);
                 b.deleted = deleted;
@@ -169,9 +171,23 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
                 b.object_lock = object_lock;
                 b.lifecycle = lifecycle;
                 b.website = website;
+                b.quotas = quotas;
                 b
             },
         )
+}
+
+/// No quota, or one of a few limits of each kind: concurrent
+/// `set-quotas` through different nodes, ties included.
+fn quotas() -> impl Strategy<Value = BucketQuotas> {
+    (
+        prop::option::of(prop_oneof![Just(1000u64), Just(1 << 30)]),
+        prop::option::of(prop_oneof![Just(1u64), Just(100)]),
+    )
+        .prop_map(|(max_size, max_objects)| BucketQuotas {
+            max_size,
+            max_objects,
+        })
 }
 
 fn retention_mode() -> impl Strategy<Value = RetentionMode> {

@@ -106,7 +106,11 @@ impl TokenSigner {
     pub fn mint(&self, scope: Scope, expires_msec: Option<u64>) -> String {
         let expiry = expires_msec.map_or_else(|| "never".to_owned(), |t| t.to_string());
         let m = mac(&self.0, scope.name(), &expiry);
-        format!("{SIGNED_PREFIX}{}.{expiry}.{}", scope.name(), hex::encode(m))
+        format!(
+            "{SIGNED_PREFIX}{}.{expiry}.{}",
+            scope.name(),
+            hex::encode(m)
+        )
     }
 }
 
@@ -320,7 +324,11 @@ mod tests {
             "hgt1.full.never.zz",
             "hgt1.root.never.00",
         ] {
-            assert_eq!(t.check_op(&bearer(bad), Verb::Get), Access::Refused, "{bad}");
+            assert_eq!(
+                t.check_op(&bearer(bad), Verb::Get),
+                Access::Refused,
+                "{bad}"
+            );
         }
         // The API is off without admin_token, signed tokens included.
         let off = Tokens::new(None, Some("ro"), None);

@@ -81,6 +81,17 @@ pub enum Request {
         #[serde(default)]
         error_document: Option<String>,
     },
+    /// Sets both quotas of a bucket (Garage's `bucket set-quotas`): a field
+    /// absent (or null) is no limit.
+    BucketSetQuotas {
+        bucket: String,
+        /// The most bytes the bucket may hold.
+        #[serde(default)]
+        max_size: Option<u64>,
+        /// The most object versions the bucket may hold.
+        #[serde(default)]
+        max_objects: Option<u64>,
+    },
     WorkerList,
     /// One worker's status and the settings it reads.
     WorkerInfo {

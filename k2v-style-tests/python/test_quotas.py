@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import time
 from pathlib import Path
 
@@ -20,7 +21,7 @@ import requests
 
 from admin_api_lib import call, ok, with_tokens
 import hangar_testlib
-from hangar_testlib import HANGAR_BIN, Node, bucket_name, random_bytes, s3_client
+from hangar_testlib import HANGAR_BIN, Node, bucket_name, random_bytes, s3_client, sign_v4
 from test_cluster_control import key_of
 from test_layout_cluster import laid_out_cluster
 
@@ -130,6 +131,32 @@ def test_a_full_bucket_refuses_writes_until_something_is_deleted(node):
     assert r.status_code in (200, 204), r.content
     assert usage(n, b) == (5, 13110)
     assert s3.get_object(Bucket=b, Key="o4")["Body"].read() == b"x"
+
+
+def test_a_body_that_cannot_fit_is_refused_before_it_is_sent(node):
+    """With `Expect: 100-continue`, a PUT whose declared length passes the
+    size quota gets its 403 at once: the body is never asked for."""
+    n, key = node
+    s3 = s3_client(n, key)
+    b = bucket_name("quota-early")
+    s3.create_bucket(Bucket=b)
+    n.cli("bucket", "set-quotas", b, "--max-size", "1M")
+    host = f"127.0.0.1:{n.s3_port}"
+    path = f"/{b}/huge"
+
+    def head_only(length: int) -> bytes:
+        signed = sign_v4("PUT", host, path, [], {"content-length": str(length), "expect": "100-continue"},
+                         "UNSIGNED-PAYLOAD", key)
+        with socket.create_connection(("127.0.0.1", n.s3_port), timeout=5) as sock:
+            lines = [f"PUT {path} HTTP/1.1"] + [f"{k}: {v}" for k, v in signed.headers.items()]
+            sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+            return sock.recv(65536)
+
+    answer = head_only(50 * MiB)
+    assert answer.startswith(b"HTTP/1.1 403"), answer[:200]
+    assert b"AccessDenied" in answer and b"maximum total size of objects for this bucket: 1000000" in answer
+    # A body that fits is asked for.
+    assert head_only(1000).startswith(b"HTTP/1.1 100"), "the body of a PUT that fits is asked for"
 
 
 def test_counters_follow_overwrites_deletes_multipart_and_versions(node):

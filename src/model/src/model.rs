@@ -649,8 +649,8 @@ impl Model {
     /// The object versions a bucket stores and their bytes
     /// ([`crate::usage`]): this node's counters, or once a layout spreads
     /// the rows, the largest of each counter among a read quorum of the
-    /// nodes of the bucket's partition. Two reads of a counter, whatever
-    /// the bucket holds.
+    /// nodes of the bucket's partition: one read, whatever the bucket
+    /// holds.
     pub async fn bucket_usage(&self, bucket: &BucketRow) -> Result<Usage> {
         let id = bucket.id_bytes();
         let (Some(ep), Some(cb)) = (&self.usage, &self.cluster_blocks) else {
@@ -902,8 +902,16 @@ impl Model {
     /// several nodes are each checked against what the others have not yet
     /// counted: together they may pass a quota by what was in flight.
     async fn check_quotas(&self, bucket: &BucketRow, key: &str, row: &ObjectRow) -> Result<()> {
+        self.check_quotas_for(bucket, key, crate::usage::share(row))
+            .await
+    }
+
+    /// [`Model::check_quotas`] for a write of `key` that would add `add`
+    /// (one object of its declared size): the S3 layer asks before it reads
+    /// a body, so that a body that cannot fit is refused without being
+    /// stored; the check at publication is the one that counts.
+    pub async fn check_quotas_for(&self, bucket: &BucketRow, key: &str, add: Usage) -> Result<()> {
         let q = bucket.quotas();
-        let add = crate::usage::share(row);
         if q.is_unlimited() || add == Usage::default() {
             return Ok(());
         }

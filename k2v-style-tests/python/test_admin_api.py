@@ -65,6 +65,10 @@ def test_signed_tokens_have_a_scope_and_an_expiry(api):
     full = ok(api, "POST", "/v2/CreateAdminToken", {"scope": "full"})
     assert full["expires_msec"] is None
     assert ok(api, "POST", "/v2/CreateKey", {"name": "signed-full"}, token=full["token"])["name"] == "signed-full"
+    # Only admin_token makes tokens: a signed one, even full, cannot make a
+    # token that would outlive it.
+    status, _, body = call(api, "POST", "/v2/CreateAdminToken", token=full["token"], body={"scope": "full"})
+    assert (status, body) == (403, b"")
     # Expiry: valid for 1.5 s, then 401 with a JSON reason.
     short = ok(api, "POST", "/v2/CreateAdminToken", {"scope": "full", "expires_msec": now + 1500})
     while int(time.time() * 1000) < now + 1500:

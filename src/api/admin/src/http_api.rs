@@ -130,6 +130,13 @@ async fn op_post<H: AdminOps>(
     if let Some(r) = refusal(ep.tokens.check_op(&headers, Verb::Post)) {
         return r;
     }
+    // Tokens are made with admin_token itself: a signed token that could
+    // make others would outlive its own expiry through them.
+    if route.op == "admin_token_create"
+        && crate::auth::bearer(&headers).is_some_and(|t| t.starts_with(crate::auth::SIGNED_PREFIX))
+    {
+        return StatusCode::FORBIDDEN.into_response();
+    }
     let body = match body {
         Ok(b) => b,
         Err(e) => {

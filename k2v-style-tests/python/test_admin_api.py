@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 
@@ -46,6 +47,58 @@ def test_the_read_only_token_reads_and_changes_nothing(api):
     assert (status, body) == (403, b"")
     names = [k["name"] for k in ok(api, "GET", "/v2/ListKeys")]
     assert "ro-made" not in names
+
+
+def test_signed_tokens_have_a_scope_and_an_expiry(api):
+    import time
+    now = int(time.time() * 1000)
+    ro = ok(api, "POST", "/v2/CreateAdminToken", {"scope": "read", "expires_msec": now + 3_600_000})
+    assert ro["scope"] == "read" and ro["token"].startswith("hgt1.read.") and ro["expires"], ro
+    # Read scope: GET routes and /metrics; a change is 403 with nothing else.
+    assert call(api, "GET", "/v2/ListKeys", token=ro["token"])[0] == 200
+    assert call(api, "GET", "/metrics", token=ro["token"])[0] == 200
+    status, _, body = call(api, "POST", "/v2/CreateKey", token=ro["token"], body={"name": "signed-ro"})
+    assert (status, body) == (403, b"")
+    # A read token cannot make itself a full one (the signer needs a full token).
+    status, _, _ = call(api, "POST", "/v2/CreateAdminToken", token=ro["token"], body={"scope": "full"})
+    assert status == 403
+    full = ok(api, "POST", "/v2/CreateAdminToken", {"scope": "full"})
+    assert full["expires_msec"] is None
+    assert ok(api, "POST", "/v2/CreateKey", {"name": "signed-full"}, token=full["token"])["name"] == "signed-full"
+    # Only admin_token makes tokens: a signed one, even full, cannot make a
+    # token that would outlive it.
+    status, _, body = call(api, "POST", "/v2/CreateAdminToken", token=full["token"], body={"scope": "full"})
+    assert (status, body) == (403, b"")
+    # Expiry: valid for 1.5 s, then 401 with a JSON reason.
+    short = ok(api, "POST", "/v2/CreateAdminToken", {"scope": "full", "expires_msec": now + 1500})
+    while int(time.time() * 1000) < now + 1500:
+        assert call(api, "GET", "/v2/ListKeys", token=short["token"])[0] == 200
+        time.sleep(0.2)
+    time.sleep(0.1)
+    status, headers, body = call(api, "GET", "/v2/ListKeys", token=short["token"])
+    assert status == 401 and json.loads(body)["code"] == "Expired", (status, body)
+    assert 'error="invalid_token"' in headers["www-authenticate"]
+    assert call(api, "GET", "/metrics", token=short["token"])[0] == 401
+    # A changed token (scope widened, expiry moved) is a wrong one: 403.
+    widened = ro["token"].replace("hgt1.read.", "hgt1.full.", 1)
+    status, _, body = call(api, "POST", "/v2/CreateKey", token=widened, body={"name": "w"})
+    assert (status, body) == (403, b"")
+    _, exp, mac = short["token"].split(".", 1)[1].split(".")
+    moved = f"hgt1.full.{int(exp) + 3_600_000}.{mac}"
+    assert call(api, "GET", "/v2/ListKeys", token=moved)[0] == 403
+    # A past expiry or an unknown scope is a bad request.
+    for body in ({"scope": "read", "expires_msec": now - 1}, {"scope": "root"}):
+        status, _, data = call(api, "POST", "/v2/CreateAdminToken", body=body)
+        assert status == 400 and json.loads(data)["code"] == "BadRequest", (body, data)
+    # The CLI makes them through the local socket; -q prints the token alone.
+    tok = api.cli("admin-token", "create", "--scope", "read", "--expires-in", "1h", "-q").stdout.strip()
+    assert tok.startswith("hgt1.read.") and call(api, "GET", "/v2/GetClusterStatus", token=tok)[0] == 200
+    text = api.cli("admin-token", "create", "--scope", "full", "--expires-in", "2d").stdout
+    assert "Scope: full" in text and re.search(r"Expires: \S+ \(in (47 h|2 days)\)", text), text
+    # No token appears in the log.
+    log = api.log.read_text(errors="replace")
+    for t in (ro["token"], full["token"], short["token"], tok):
+        assert t not in log and t.rsplit(".", 1)[1] not in log
 
 
 def test_metrics_take_the_metrics_token_or_an_admin_token(api):

@@ -245,9 +245,23 @@ def test_exit_codes_and_messages_say_what_to_do(api, tmp_path):
         res = api.cli(*args, check=False)
         assert res.returncode == EXIT[kind], (args, res)
         assert hint in res.stderr, (args, res.stderr)
-        if args[0] != "no-such-command":
-            e = error_of(api.cli(*args, "--json", check=False))
-            assert e["exit_code"] == EXIT[kind] and hint in e["message"], (args, e)
+        e = error_of(api.cli(*args, "--json", check=False))
+        assert e["exit_code"] == EXIT[kind] and hint in e["message"], (args, e)
+    # The command line's own errors answer the JSON object too, with --json
+    # anywhere on the line, and clap's text without it.
+    for args, hint in [(("--json", "bucket", "info"), "<NAME>"),
+                       (("bucket", "list", "--no-such-flag", "--json"), "--no-such-flag"),
+                       (("repair", "scrub", "sideways", "--json"), "sideways")]:
+        res = api.cli(*args, check=False)
+        assert res.returncode == EXIT["usage"], (args, res)
+        lines = res.stderr.strip().splitlines()
+        assert len(lines) == 1, (args, res.stderr)
+        e = json.loads(lines[0])["error"]
+        assert e["kind"] == "Usage" and e["exit_code"] == EXIT["usage"] and hint in e["message"], (args, e)
+    res = api.cli("bucket", "list", "--no-such-flag", check=False)
+    assert res.returncode == EXIT["usage"] and res.stderr.startswith("error: "), res
+    res = api.cli("--json", "--help")
+    assert res.returncode == 0 and "Usage:" in res.stdout, res
     # No node behind the socket, no config, a closed port, a wrong token.
     stopped = Node(tmp_path / "stopped")
     res = hangar("-c", str(stopped.config), "status")
@@ -297,6 +311,27 @@ def test_progress_is_plain_lines_when_piped(with_blocks):
     # With --json, stdout is the JSON alone.
     v = json.loads(api.cli("repair", "blocks", "--wait", "--json").stdout)
     assert v["resync"]["failed"] == 0
+
+
+def test_scrub_wait_shows_the_pass_until_it_is_done(with_blocks):
+    api = with_blocks
+    api.cli("worker", "set", "scrub-tranquility", "0")
+    blocks = api.cli_json("stats")["nodes"][0]["report"]["blocks"]["count"]
+    assert blocks >= 3
+    res = api.cli("repair", "scrub", "start", "--wait", "--timeout", "120", timeout=150)
+    m = re.match(r"Scrub done: (\d+) blocks checked, 0 corrupt\.", res.stdout)
+    assert m and int(m.group(1)) >= blocks, res
+    lines = res.stderr.strip().splitlines()
+    assert re.match(r"scrub: pass done, \d+ blocks checked, 0 corrupt, \d+ bytes read$", lines[-1]), res.stderr
+    assert "\r" not in res.stderr and "\x1b" not in res.stderr
+    v = json.loads(api.cli("repair", "scrub", "start", "--wait", "--json", timeout=150).stdout)
+    assert v["started"]["status"] == "running" and v["scrub"]["status"] == "idle", v
+    assert v["scrub"]["last_pass_done_msec"] >= v["started"]["pass_started_msec"], v
+    # --wait is for the commands that start a pass.
+    res = api.cli("repair", "scrub", "pause", "--wait", check=False)
+    assert res.returncode == EXIT["usage"] and "--wait" in res.stderr, res
+    code, out = run_in_pty(["-c", str(api.config), "repair", "scrub", "start", "--wait"])
+    assert code == 0 and b"\r\x1b[K" in out and b"Scrub done:" in out, out
 
 
 def run_in_pty(args: list[str], timeout: float = 60) -> tuple[int, bytes]:

@@ -258,6 +258,44 @@ def test_console_end_to_end(cluster, browser, tmp_path):
         [(key["access_key_id"], True, True, False)]
     shot("bucket-permissions")
 
+    # Quotas and website settings on the bucket's page.
+    assert text_of("#bucket-quotas") == "no size limit, no object limit"
+    form = d.find_element(By.CSS_SELECTOR, "form[aria-label='Quotas']")
+    form.find_element(By.ID, "quota-size").send_keys("10G")
+    form.find_element(By.ID, "quota-objects").send_keys("1000")
+    form.find_element(By.XPATH, ".//button[text()='Set quotas']").click()
+    wait.until(lambda _: d.find_element(By.ID, "bucket-quotas").text == "at most 10.0 GB, at most 1000 objects")
+    assert ok(ns[0], "GET", "/v2/GetBucketInfo", query={"name": bucket})["quotas"] == \
+        {"max_size": 10_000_000_000, "max_objects": 1000}
+    # A bad size is said under the form, and nothing changes.
+    form = d.find_element(By.CSS_SELECTOR, "form[aria-label='Quotas']")
+    box = form.find_element(By.ID, "quota-size")
+    box.clear()
+    box.send_keys("lots")
+    form.find_element(By.XPATH, ".//button[text()='Set quotas']").click()
+    wait.until(lambda _: "not a size" in form.find_element(By.CSS_SELECTOR, "p.error").text)
+    shot("bucket-quotas")
+    assert text_of("#bucket-website") == "no"
+    form = d.find_element(By.CSS_SELECTOR, "form[aria-label='Website']")
+    form.find_element(By.ID, "website-allow").click()
+    box = form.find_element(By.ID, "website-index")
+    box.clear()
+    box.send_keys("home.html")
+    form.find_element(By.ID, "website-error").send_keys("404.html")
+    form.find_element(By.XPATH, ".//button[text()='Save website settings']").click()
+    wait.until(lambda _: d.find_element(By.ID, "bucket-website").text
+               == "yes: index home.html, error document 404.html")
+    web = ok(ns[0], "GET", "/v2/GetBucketInfo", query={"name": bucket})["website"]
+    assert (web["index_document"], web["error_document"]) == ("home.html", "404.html"), web
+    shot("bucket-website")
+    # And off again: the form shows the bucket's settings, unchecked is deny.
+    form = d.find_element(By.CSS_SELECTOR, "form[aria-label='Website']")
+    assert form.find_element(By.ID, "website-allow").is_selected()
+    form.find_element(By.ID, "website-allow").click()
+    form.find_element(By.XPATH, ".//button[text()='Save website settings']").click()
+    wait.until(lambda _: d.find_element(By.ID, "bucket-website").text == "no")
+    assert ok(ns[0], "GET", "/v2/GetBucketInfo", query={"name": bucket})["website"] is None
+
     # Deleting: a second bucket and a second key, each by its row's button.
     doomed = "console-doomed-" + secrets.token_hex(3)
     ok(ns[0], "POST", "/v2/CreateBucket", {"name": doomed})

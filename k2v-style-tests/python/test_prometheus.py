@@ -260,7 +260,9 @@ def test_every_family_has_help_type_and_bounded_labels(busy_cluster):
         for name, labels in samples:
             assert family_of(name, types), f"sample {name} has no TYPE"
             assert set(labels) <= {"op", "code", "reason", "endpoint", "peer", "kind", "worker", "state", "table",
-                                   "queue", "dir", "version", "action", "le"}, (name, labels)
+                                   "queue", "dir", "version", "action", "quota", "le"}, (name, labels)
+            if "quota" in labels:
+                assert labels["quota"] in ("objects", "size"), labels
             if "peer" in labels:
                 assert labels["peer"] in ids, labels
             if "op" in labels:

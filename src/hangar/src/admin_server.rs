@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use hangar_api_admin::auth::{Scope, TokenSigner};
 use hangar_api_admin::ops::{AdminOps, Health};
 use hangar_api_admin::proto::{AdminError, ErrorCode, Request};
 use hangar_model::key::KeyRow;
@@ -38,6 +39,11 @@ pub fn key_json(k: &KeyRow) -> Value {
     })
 }
 
+/// A bucket's quotas as the admin API shows them (null: no limit).
+fn quotas_json(q: hangar_model::bucket::BucketQuotas) -> Value {
+    json!({"max_size": q.max_size, "max_objects": q.max_objects})
+}
+
 /// The one place where model errors become admin errors.
 pub(crate) fn model_error(e: ModelError) -> AdminError {
     let code = match &e {
@@ -51,7 +57,8 @@ pub(crate) fn model_error(e: ModelError) -> AdminError {
         | ModelError::PreconditionFailed
         | ModelError::InvalidBucketState(_)
         | ModelError::ObjectLocked
-        | ModelError::SourceChanged => ErrorCode::Conflict,
+        | ModelError::SourceChanged
+        | ModelError::QuotaExceeded(_) => ErrorCode::Conflict,
         ModelError::InvalidBucketName { .. }
         | ModelError::Invalid(_)
         | ModelError::KeyExpired { .. } => ErrorCode::BadRequest,
@@ -104,6 +111,9 @@ pub struct AdminState {
     /// Every node's report, for `status` and `stats`.
     pub reports: Arc<Endpoint<ReportRequest, NodeReport>>,
     pub presign: PresignSettings,
+    /// Signs admin tokens (`admin-token create`); `None` without
+    /// `admin_token`.
+    pub token_signer: Option<TokenSigner>,
 }
 
 impl AdminOps for AdminState {
@@ -185,7 +195,7 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
                 .await
                 .map_err(e)?
                 .ok_or_else(|| model_error(ModelError::NoSuchBucket(name.clone())))?;
-            let (objects, bytes) = model.bucket_usage(&b).await.map_err(e)?;
+            let usage = model.bucket_usage(&b).await.map_err(e)?;
             let keys: Vec<Value> = model
                 .list_keys()
                 .await
@@ -208,7 +218,20 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
                     "routing_rules": w.routing_rules.len()})
             });
             json!({"name": b.name, "id": b.id, "created": b.created_msec,
-                "objects": objects, "bytes": bytes, "keys": keys, "website": website})
+                "objects": usage.objects, "bytes": usage.bytes, "keys": keys, "website": website,
+                "quotas": quotas_json(b.quotas())})
+        }
+        Request::BucketSetQuotas {
+            bucket,
+            max_size,
+            max_objects,
+        } => {
+            let q = hangar_model::bucket::BucketQuotas {
+                max_size,
+                max_objects,
+            };
+            let b = model.set_bucket_quotas(&bucket, q).await.map_err(e)?;
+            json!({"name": b.name, "quotas": quotas_json(b.quotas())})
         }
         Request::BucketWebsite {
             bucket,
@@ -238,6 +261,31 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
             };
             let b = model.set_bucket_website(&bucket, website).await.map_err(e)?;
             json!({"name": b.name, "website": b.website().is_some()})
+        }
+        Request::AdminTokenCreate {
+            scope,
+            expires_msec,
+        } => {
+            let sc = Scope::parse(&scope).ok_or_else(|| {
+                AdminError::bad(format!("no token scope {scope:?}: read or full"))
+            })?;
+            let signer = st.token_signer.as_ref().ok_or_else(|| {
+                AdminError::bad(
+                    "this node has no admin_token to sign with: set [admin] admin_token (the same on every node)",
+                )
+            })?;
+            if expires_msec.is_some_and(|t| t <= hangar_util::time::now_msec()) {
+                return Err(AdminError::bad("the expiry is in the past"));
+            }
+            // The token is the answer, never logged.
+            tracing::info!(
+                scope = sc.name(),
+                expires_msec,
+                "admin token created"
+            );
+            json!({"token": signer.mint(sc, expires_msec), "scope": sc.name(),
+                "expires_msec": expires_msec,
+                "expires": expires_msec.map(hangar_util::time::rfc3339)})
         }
         Request::BucketDelete { name } => {
             model.delete_bucket(&name).await.map_err(e)?;

@@ -17,7 +17,8 @@ pub const REPAIR_EXAMPLES: &str = "\
 Examples:
   hangar repair blocks --wait        queue every block, then show the resync until it is done
   hangar repair tables               one anti-entropy pass now (a spinner while it runs)
-  hangar repair scrub start          then `hangar worker info block-scrub` shows where it is";
+  hangar repair scrub start          then `hangar worker info block-scrub` shows where it is
+  hangar repair scrub start --wait   start a pass and show its progress until it is done";
 
 /// Longest `repair blocks --wait` waits by default.
 const WAIT_DEFAULT_SECS: u64 = 3600;
@@ -46,6 +47,14 @@ pub enum RepairCmd {
     Scrub {
         #[arg(value_parser = ["start", "pause", "resume", "cancel"])]
         command: String,
+        /// With start or resume: then wait, showing the progress, until
+        /// the pass is done (exit 1 if it is cancelled meanwhile).
+        #[arg(long)]
+        wait: bool,
+        /// With --wait: give up after this many seconds (exit 5); the
+        /// scrub goes on.
+        #[arg(long, default_value_t = WAIT_DEFAULT_SECS, requires = "wait")]
+        timeout: u64,
     },
 }
 
@@ -99,7 +108,31 @@ pub async fn repair(client: &AdminClient, cmd: RepairCmd, json: bool) -> Result<
             return Ok(());
         }
         RepairCmd::ClearResyncQueue => (Request::ClearResyncQueue, "cleared"),
-        RepairCmd::Scrub { command } => {
+        RepairCmd::Scrub {
+            command,
+            wait: true,
+            timeout,
+        } => {
+            if command != "start" && command != "resume" {
+                return Err(format!(
+                    "--wait goes with `repair scrub start` or `resume`, not {command}"
+                )
+                .into());
+            }
+            let v = call(client, &Request::Scrub { command }).await?;
+            let done = wait_scrub(client, &v, timeout).await?;
+            if json {
+                print_json(&serde_json::json!({"started": v, "scrub": done}));
+            } else {
+                println!(
+                    "Scrub done: {} blocks checked, {} corrupt.",
+                    s(&done, "checked"),
+                    s(&done, "corrupt")
+                );
+            }
+            return Ok(());
+        }
+        RepairCmd::Scrub { command, .. } => {
             let v = call(client, &Request::Scrub { command }).await?;
             if json {
                 print_json(&v);
@@ -191,6 +224,90 @@ async fn with_spinner<T>(
         Err(_) => bar.finish(&format!("{what}: failed after {secs:.1} s")),
     }
     r
+}
+
+/// How far a scrub pass is through the hash space, in thousandths (the
+/// position of its cursor, the last hash checked: blocks are visited in
+/// hash order).
+fn scrub_permille(state: &Value) -> u64 {
+    let top = state["cursor"]
+        .as_str()
+        .and_then(|c| c.get(..8))
+        .and_then(|c| u32::from_str_radix(c, 16).ok())
+        .unwrap_or(0);
+    u64::from(top) * 1000 / u64::from(u32::MAX)
+}
+
+/// `repair scrub start|resume --wait`: polls the scrub worker every second,
+/// with a progress display, until the pass that `started` (the command's
+/// answer) began is done; answers the scrub's last state. A pass cancelled
+/// meanwhile fails (exit 1); a paused one is waited for.
+async fn wait_scrub(
+    client: &AdminClient,
+    started: &Value,
+    timeout_secs: u64,
+) -> Result<Value, CliError> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(timeout_secs);
+    let since = started["pass_started_msec"].as_u64().unwrap_or(0);
+    let mut bar = Progress::new();
+    // Where the command left the pass, before the first poll.
+    bar.update(
+        scrub_permille(started),
+        Some(1000),
+        &format!(
+            "scrub {}: {} blocks checked, {} corrupt, {} bytes read",
+            s(started, "status"),
+            s(started, "checked"),
+            s(started, "corrupt"),
+            s(started, "bytes")
+        ),
+    );
+    loop {
+        let w = call(
+            client,
+            &Request::WorkerInfo {
+                name: "block-scrub".into(),
+            },
+        )
+        .await?;
+        let st = w["scrub"].clone();
+        let status = s(&st, "status");
+        if status == "idle" {
+            let finished = st["last_pass_done_msec"]
+                .as_u64()
+                .is_some_and(|t| t >= since);
+            if finished {
+                bar.finish(&format!(
+                    "scrub: pass done, {} blocks checked, {} corrupt, {} bytes read",
+                    s(&st, "checked"),
+                    s(&st, "corrupt"),
+                    s(&st, "bytes")
+                ));
+                return Ok(st);
+            }
+            bar.finish("scrub: cancelled");
+            return Err(CliError::failed(
+                "the scrub was cancelled before its pass ended: `hangar repair scrub start` starts a new one",
+            ));
+        }
+        let msg = format!(
+            "scrub {status}: {} blocks checked, {} corrupt, {} bytes read",
+            s(&st, "checked"),
+            s(&st, "corrupt"),
+            s(&st, "bytes")
+        );
+        bar.update(scrub_permille(&st), Some(1000), &msg);
+        if std::time::Instant::now() >= deadline {
+            bar.finish(&msg);
+            return Err(CliError::new(
+                Exit::Unavailable,
+                format!(
+                    "the scrub is not done after {timeout_secs} s (it goes on): `hangar worker info block-scrub` shows where it is"
+                ),
+            ));
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    }
 }
 
 /// `repair blocks --wait`: polls the resync worker every second, with a

@@ -24,7 +24,9 @@ pub const BUCKET_EXAMPLES: &str = "\
 Examples:
   hangar bucket create photos
   hangar bucket allow photos --key my-app --read --write
-  hangar bucket info photos                  objects, bytes and the keys allowed
+  hangar bucket info photos                  objects, bytes, quotas and the keys allowed
+  hangar bucket set-quotas photos --max-size 10G --max-objects 1000
+  hangar bucket set-quotas photos --max-size none
   hangar bucket delete photos --yes          only when it is empty";
 
 #[derive(Subcommand, Debug)]
@@ -123,6 +125,17 @@ pub enum BucketCmd {
         #[command(flatten)]
         perm: PermFlags,
     },
+    /// Set a bucket's quotas: the most bytes and objects it may hold
+    /// (`none` removes a limit; a flag not given keeps its limit).
+    SetQuotas {
+        bucket: String,
+        /// The most bytes (`10G`, `500MiB`, a number of bytes) or `none`.
+        #[arg(long, value_parser = parse_quota_size)]
+        max_size: Option<Quota>,
+        /// The most object versions, or `none`.
+        #[arg(long, value_parser = parse_quota_count)]
+        max_objects: Option<Quota>,
+    },
     /// Make a bucket a website served by `[s3_web]`, or no longer one.
     Website {
         bucket: String,
@@ -139,6 +152,92 @@ pub enum BucketCmd {
         #[arg(short = 'e', long, requires = "allow")]
         error_document: Option<String>,
     },
+}
+
+/// `hangar admin-token --help` examples.
+pub const ADMIN_TOKEN_EXAMPLES: &str = "\
+Examples:
+  hangar admin-token create --scope read --expires-in 30d     for a dashboard, for a month
+  hangar admin-token create --scope full --expires-in 12h     for a one-off script
+  curl -H \"Authorization: Bearer $(hangar admin-token create --scope read --expires-in 1h -q)\" \\
+       http://node1:3903/v2/GetClusterStatus
+
+A token works on every node whose admin_token is this node's; changing
+admin_token revokes every token made with it.";
+
+#[derive(Subcommand, Debug)]
+pub enum AdminTokenCmd {
+    /// Make a bearer token for the admin API with a scope and an expiry.
+    Create {
+        /// `read`: the GET operations and /metrics; `full`: everything.
+        #[arg(long, value_parser = ["read", "full"])]
+        scope: String,
+        #[command(flatten)]
+        expiry: ExpiryArgs,
+        /// Print the token alone.
+        #[arg(short = 'q', long)]
+        quiet: bool,
+    },
+}
+
+/// Runs an admin-token command.
+pub async fn admin_token(
+    client: &AdminClient,
+    cmd: AdminTokenCmd,
+    json: bool,
+) -> Result<(), CliError> {
+    let AdminTokenCmd::Create {
+        scope,
+        expiry,
+        quiet,
+    } = cmd;
+    let req = Request::AdminTokenCreate {
+        scope,
+        expires_msec: expiry.at(hangar_util::time::now_msec()),
+    };
+    let v = call(client, &req).await?;
+    if json {
+        print_json(&v);
+    } else if quiet {
+        println!("{}", s(&v, "token"));
+    } else {
+        println!("Token: {}", s(&v, "token"));
+        println!("Scope: {}", s(&v, "scope"));
+        println!(
+            "Expires: {}",
+            crate::expiry::describe(&v, hangar_util::time::now_msec())
+        );
+    }
+    Ok(())
+}
+
+/// A quota given on the command line: a limit, or `none`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quota(pub Option<u64>);
+
+fn parse_quota_size(s: &str) -> Result<Quota, String> {
+    if s == "none" {
+        return Ok(Quota(None));
+    }
+    hangar_util::size::Size::parse(s).map(|v| Quota(Some(v.0)))
+}
+
+fn parse_quota_count(s: &str) -> Result<Quota, String> {
+    if s == "none" {
+        return Ok(Quota(None));
+    }
+    s.parse::<u64>()
+        .map(|n| Quota(Some(n)))
+        .map_err(|_| format!("{s:?} is not a number of objects, nor none"))
+}
+
+/// A quota as `bucket info` shows it.
+fn quota_text(v: &Value, unit: &str) -> String {
+    match v.as_u64() {
+        Some(n) if unit == "bytes" => format!("{n} bytes ({})", crate::layout_cli::human(n)),
+        Some(n) => format!("{n} {unit}"),
+        None => "none".into(),
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -366,6 +465,36 @@ pub async fn bucket(client: &AdminClient, cmd: BucketCmd, json: bool) -> Result<
         }
         BucketCmd::Allow { bucket, perm: p } => perm(bucket, p, true)?,
         BucketCmd::Deny { bucket, perm: p } => perm(bucket, p, false)?,
+        BucketCmd::SetQuotas {
+            bucket,
+            max_size,
+            max_objects,
+        } => {
+            if max_size.is_none() && max_objects.is_none() {
+                return Err(format!(
+                    "nothing to change for {bucket}: give --max-size and/or --max-objects (a limit or none)"
+                )
+                .into());
+            }
+            // A flag not given keeps the bucket's limit.
+            let cur = if max_size.is_none() || max_objects.is_none() {
+                call(
+                    client,
+                    &Request::BucketInfo {
+                        name: bucket.clone(),
+                    },
+                )
+                .await?["quotas"]
+                    .clone()
+            } else {
+                Value::Null
+            };
+            Request::BucketSetQuotas {
+                max_size: max_size.map_or(cur["max_size"].as_u64(), |q| q.0),
+                max_objects: max_objects.map_or(cur["max_objects"].as_u64(), |q| q.0),
+                bucket,
+            }
+        }
         BucketCmd::Website {
             bucket,
             allow,
@@ -394,6 +523,17 @@ pub async fn bucket(client: &AdminClient, cmd: BucketCmd, json: bool) -> Result<
                 println!("Website access denied for {bucket}.");
             }
         }
+        Request::BucketSetQuotas { bucket, .. } => {
+            println!("Quotas of {bucket}:");
+            println!(
+                "  max size: {}",
+                quota_text(&v["quotas"]["max_size"], "bytes")
+            );
+            println!(
+                "  max objects: {}",
+                quota_text(&v["quotas"]["max_objects"], "objects")
+            );
+        }
         Request::BucketList => {
             for b in v.as_array().cloned().unwrap_or_default() {
                 println!("{}", s(&b, "name"));
@@ -404,6 +544,11 @@ pub async fn bucket(client: &AdminClient, cmd: BucketCmd, json: bool) -> Result<
             println!("ID: {}", s(&v, "id"));
             println!("Objects: {}", s(&v, "objects"));
             println!("Size: {} bytes", s(&v, "bytes"));
+            println!(
+                "Quotas: max size {}, max objects {}",
+                quota_text(&v["quotas"]["max_size"], "bytes"),
+                quota_text(&v["quotas"]["max_objects"], "objects")
+            );
             match v.get("website").filter(|w| !w.is_null()) {
                 Some(w) => println!(
                     "Website: yes (index {}, error document {})",

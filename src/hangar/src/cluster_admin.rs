@@ -5,6 +5,8 @@
 
 use std::collections::BTreeSet;
 
+use futures::StreamExt;
+
 use hangar_api_admin::proto::AdminError;
 use hangar_layout::{LayoutHistory, NodeId};
 use serde_json::{Value, json};
@@ -13,7 +15,7 @@ use crate::admin_server::AdminState;
 use crate::layout_admin;
 use crate::node_report::{self, report_json};
 
-/// Most buckets `stats` counts the objects of (each is a listing).
+/// Most buckets `stats` shows (each is a read of its usage counters).
 pub const STATS_MAX_BUCKETS: usize = 10_000;
 
 fn node_id(row: &Value) -> Option<NodeId> {
@@ -66,8 +68,8 @@ pub async fn status(st: &AdminState) -> Result<Value, AdminError> {
     Ok(v)
 }
 
-/// `hangar stats`: per bucket its live objects and their bytes (a listing
-/// of each bucket, through the quorums), the totals, and per node its
+/// `hangar stats`: per bucket its stored object versions and their bytes
+/// (its usage counters, `hangar_model::usage`, through a read quorum), the totals, and per node its
 /// report (disks, table rows, block files, resync, scrub).
 pub async fn statistics(st: &AdminState) -> Result<Value, AdminError> {
     let model = st.model.as_ref();
@@ -84,14 +86,14 @@ pub async fn statistics(st: &AdminState) -> Result<Value, AdminError> {
     buckets.sort_by(|a, b| a.name.cmp(&b.name));
     let (mut objects, mut bytes) = (0u64, 0u64);
     let mut rows = Vec::with_capacity(buckets.len());
-    for b in &buckets {
-        let (n, size) = model
-            .bucket_usage(b)
-            .await
-            .map_err(crate::admin_server::model_error)?;
-        objects += n;
-        bytes += size;
-        rows.push(json!({"name": b.name, "id": b.id, "objects": n, "bytes": size}));
+    // Each bucket's counters: one read of a read quorum, a few at once.
+    let reads: Vec<_> = buckets.iter().map(|b| model.bucket_usage(b)).collect();
+    let usages: Vec<_> = futures::stream::iter(reads).buffered(16).collect().await;
+    for (b, u) in buckets.iter().zip(usages) {
+        let u = u.map_err(crate::admin_server::model_error)?;
+        objects += u.objects;
+        bytes += u.bytes;
+        rows.push(json!({"name": b.name, "id": b.id, "objects": u.objects, "bytes": u.bytes}));
     }
     let h = st.cluster.layout().history();
     let mut ids: BTreeSet<NodeId> = st.mesh.peer_status().iter().map(|p| p.id).collect();

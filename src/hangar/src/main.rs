@@ -116,6 +116,9 @@ enum Cmd {
     /// Manage buckets and permissions.
     #[command(subcommand, after_help = cli::BUCKET_EXAMPLES)]
     Bucket(cli::BucketCmd),
+    /// Bearer tokens for the admin API with a scope and an expiry.
+    #[command(subcommand, name = "admin-token", after_help = cli::ADMIN_TOKEN_EXAMPLES)]
+    AdminToken(cli::AdminTokenCmd),
     /// Node identity and peering.
     #[command(subcommand)]
     Node(cli::NodeCmd),
@@ -179,8 +182,46 @@ fn init_tracing() {
         .init();
 }
 
+/// Parses the command line. Clap's own help and version go out as clap
+/// prints them; its usage errors too, unless `--json` is on the line (it
+/// cannot be parsed when the rest of the line is wrong, so it is looked for
+/// in the arguments): then the error is the JSON object every other
+/// failure gives, with the usage exit code (doc/cli.md).
+fn parse_cli() -> Result<Cli, ExitCode> {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    match Cli::try_parse_from(&args) {
+        Ok(cli) => Ok(cli),
+        Err(e) if e.use_stderr() && wants_json(&args) => {
+            let rendered = e.render().to_string();
+            // Clap's text starts with `error: ` and ends with a hint to
+            // `--help`; the message keeps its first line and the tip.
+            let message = rendered
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with("Usage:"))
+                .map(|l| l.strip_prefix("error: ").unwrap_or(l))
+                .collect::<Vec<_>>()
+                .join(" ");
+            Err(CliError::new(Exit::Usage, message).report(true))
+        }
+        Err(e) => e.exit(),
+    }
+}
+
+/// Whether `--json` is one of the arguments (before a `--` that ends the
+/// options).
+fn wants_json(args: &[std::ffi::OsString]) -> bool {
+    args.iter()
+        .skip(1)
+        .take_while(|a| a.as_os_str() != "--")
+        .any(|a| a.as_os_str() == "--json")
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match parse_cli() {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
     init_tracing();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -289,6 +330,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             match cmd {
                 Cmd::Key(k) => cli::key(c, k, cli.json).await,
                 Cmd::Bucket(b) => cli::bucket(c, b, cli.json).await,
+                Cmd::AdminToken(t) => cli::admin_token(c, t, cli.json).await,
                 Cmd::Worker(w) => cli::worker(c, w, cli.json).await,
                 Cmd::Table(t) => cli::table(c, t, cli.json).await,
                 Cmd::Repair(r) => block_cli::repair(c, r, cli.json).await,

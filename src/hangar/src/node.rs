@@ -112,6 +112,12 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
         cfg.data_fsync,
         cfg.verify_blocks_on_read,
     )?;
+    // Before anything can write the object table (the mesh is not up yet):
+    // the scan then sees every row and no hook counts meanwhile.
+    let counted = hangar_model::usage::backfill(&db).await?;
+    if counted > 0 {
+        tracing::info!("bucket usage counters: {counted} object rows stored before them counted");
+    }
     let mesh = Mesh::start(MeshConfig::from_config(cfg)?).await?;
     tracing::info!("RPC mesh on {} as {}", cfg.rpc_bind_addr, mesh.peer_addr());
     let cluster = match Cluster::start(
@@ -276,6 +282,10 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
             &cfg.s3_api.s3_region,
             cfg.s3_api.api_bind_addr.as_deref(),
         ),
+        token_signer: cfg
+            .admin_token()?
+            .as_deref()
+            .map(hangar_api_admin::auth::TokenSigner::new),
     });
     hangar_api_admin::socket::serve(&sock, state.clone())
         .await

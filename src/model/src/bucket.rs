@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use hangar_db::{DbError, Tx};
 use hangar_table::{
     ACCESS_ROW_FORMAT, CREATOR_ROW_FORMAT, Crdt, LIFECYCLE_ROW_FORMAT, Lww, NEWEST_ROW_FORMAT,
-    OBJECT_LOCK_ROW_FORMAT, ROW_FORMAT, Schema, VERSIONING_ROW_FORMAT, WEBSITE_ROW_FORMAT,
+    OBJECT_LOCK_ROW_FORMAT, QUOTA_ROW_FORMAT, ROW_FORMAT, Schema, VERSIONING_ROW_FORMAT,
+    WEBSITE_ROW_FORMAT,
 };
 use serde::{Deserialize, Serialize};
 
@@ -83,6 +84,33 @@ pub struct BucketRow {
     /// absent while never set, which is `private` (row format 10).
     #[serde(default, skip_serializing_if = "Lww::is_unset")]
     pub acl: Lww<Option<CannedAcl>>,
+    /// `hangar bucket set-quotas`: the most bytes and objects the bucket
+    /// may hold (row format 12; absent while never set). A configuration
+    /// register like `tags`.
+    #[serde(default, skip_serializing_if = "Lww::is_unset")]
+    pub quotas: Lww<BucketQuotas>,
+}
+
+/// A bucket's quotas (Garage's `bucket set-quotas`): `None` is no limit.
+/// Objects and bytes count every stored version (doc/operations.md,
+/// "Quotas").
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+pub struct BucketQuotas {
+    /// The most bytes of object data the bucket may hold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_size: Option<u64>,
+    /// The most object versions the bucket may hold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_objects: Option<u64>,
+}
+
+impl BucketQuotas {
+    /// Whether no limit is set.
+    pub fn is_unlimited(&self) -> bool {
+        self.max_size.is_none() && self.max_objects.is_none()
+    }
 }
 
 /// A bucket's versioning state (S3's `VersioningConfiguration/Status`).
@@ -127,6 +155,7 @@ impl Crdt for BucketRow {
                 self.policy.merge(&other.policy);
                 self.public_access_block.merge(&other.public_access_block);
                 self.acl.merge(&other.acl);
+                self.quotas.merge(&other.quotas);
             }
         }
     }
@@ -151,6 +180,7 @@ impl BucketRow {
             policy: Lww::default(),
             public_access_block: Lww::default(),
             acl: Lww::default(),
+            quotas: Lww::default(),
         }
     }
 
@@ -167,6 +197,11 @@ impl BucketRow {
     /// The bucket's public access block, if any.
     pub fn public_access_block(&self) -> Option<PublicAccessBlock> {
         self.public_access_block.value
+    }
+
+    /// The bucket's quotas (no limit when never set).
+    pub fn quotas(&self) -> BucketQuotas {
+        self.quotas.value
     }
 
     /// The bucket's Object Lock configuration, `None` if not enabled.
@@ -228,7 +263,9 @@ impl Schema for BucketTable {
     type Row = BucketRow;
 
     fn format_of(row: &BucketRow) -> u8 {
-        if !row.policy.is_unset() || !row.public_access_block.is_unset() || !row.acl.is_unset() {
+        if !row.quotas.is_unset() {
+            QUOTA_ROW_FORMAT
+        } else if !row.policy.is_unset() || !row.public_access_block.is_unset() || !row.acl.is_unset() {
             ACCESS_ROW_FORMAT
         } else if !row.lifecycle.is_unset() {
             LIFECYCLE_ROW_FORMAT

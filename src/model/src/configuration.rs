@@ -154,6 +154,19 @@ impl Model {
         .await
     }
 
+    /// Sets the quotas of bucket `name` (replacing both limits).
+    pub async fn set_bucket_quotas(
+        &self,
+        name: &str,
+        quotas: crate::bucket::BucketQuotas,
+    ) -> Result<BucketRow> {
+        self.update_bucket(name, move |b, now| {
+            b.quotas.update(now, quotas);
+            Ok(())
+        })
+        .await
+    }
+
     /// Sets the versioning state of bucket `name` (enabled or suspended;
     /// a bucket never goes back to unversioned).
     pub async fn set_bucket_versioning(

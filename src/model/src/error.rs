@@ -57,6 +57,10 @@ pub enum ModelError {
     },
     #[error("the source object changed while it was being copied; try again")]
     SourceChanged,
+    /// The write would take the bucket past one of its quotas (S3: 403
+    /// AccessDenied with this message, as Garage answers).
+    #[error("{0}")]
+    QuotaExceeded(String),
     /// Stored metadata contradicts itself (e.g. a missing block entry).
     #[error("inconsistent metadata: {0}")]
     Corrupt(String),

@@ -34,6 +34,8 @@ mod format10_tests;
 #[cfg(test)]
 mod format11_tests;
 #[cfg(test)]
+mod format12_tests;
+#[cfg(test)]
 mod format3_tests;
 #[cfg(test)]
 mod format5_tests;
@@ -58,6 +60,7 @@ pub mod paxos;
 mod queues;
 mod rows;
 pub mod sse_c;
+pub mod usage;
 pub mod version;
 pub mod version_list;
 pub mod versioned;

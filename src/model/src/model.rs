@@ -24,6 +24,7 @@ use crate::multipart::{MpuTable, PartTable};
 use crate::object::{ObjectRow, ObjectTable};
 use crate::queues::{UploadOf, end_upload_record, queue_version_gc, record_upload};
 use crate::rows::Rows;
+use crate::usage::{Usage, UsageRequest};
 use crate::version::{BlockEntry, VersionTable};
 use crate::{ModelError, Result, VersionId};
 use hangar_table::sharded::ShardedTable;
@@ -52,6 +53,9 @@ pub struct Model {
     /// cluster), and the locks of the names this node coordinates.
     bucket_creation: Option<BucketCreation>,
     bucket_locks: KeyLocks,
+    /// Asks the nodes of a bucket's partition for its usage counters
+    /// (none without a cluster).
+    usage: Option<Arc<hangar_net::Endpoint<UsageRequest, Usage>>>,
 }
 
 /// Local tree of this node's one-time model state (markers, raw values).
@@ -101,6 +105,20 @@ impl Model {
             .map(|c| Conditional::new(c, objects.clone(), db.clone()))
             .transpose()?;
         let bucket_creation = cluster.map(BucketCreation::new).transpose()?;
+        let usage = match cluster {
+            Some(c) => {
+                let ep = c
+                    .mesh()
+                    .endpoint(crate::usage::PATH)
+                    .map_err(hangar_table::TableError::from)?;
+                ep.set_handler(
+                    crate::usage::UsageHandler { db: db.clone() },
+                    crate::usage::QUEUE,
+                );
+                Some(ep)
+            }
+            None => None,
+        };
         let model = Arc::new(Model {
             objects,
             conditional,
@@ -117,6 +135,7 @@ impl Model {
             key_locks: KeyLocks::new(),
             bucket_creation,
             bucket_locks: KeyLocks::new(),
+            usage,
         });
         if let Some(c) = &model.bucket_creation {
             c.serve(Arc::downgrade(&model));
@@ -627,20 +646,54 @@ impl Model {
         Ok(())
     }
 
-    /// Number of objects and bytes in a bucket (a full scan).
-    pub async fn bucket_usage(&self, bucket: &BucketRow) -> Result<(u64, u64)> {
-        let (mut n, mut bytes) = (0u64, 0u64);
-        let mut after: Option<Vec<u8>> = None;
-        loop {
-            let start = after.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
-            let page = self.list_objects(bucket, start, 1000).await?;
-            n += page.len() as u64;
-            bytes += page.iter().map(|(_, o)| o.size).sum::<u64>();
-            if page.len() < 1000 {
-                return Ok((n, bytes));
-            }
-            after = page.last().map(|(k, _)| k.clone());
+    /// The object versions a bucket stores and their bytes
+    /// ([`crate::usage`]): this node's counters, or once a layout spreads
+    /// the rows, the largest of each counter among a read quorum of the
+    /// nodes of the bucket's partition: one read, whatever the bucket
+    /// holds.
+    pub async fn bucket_usage(&self, bucket: &BucketRow) -> Result<Usage> {
+        let id = bucket.id_bytes();
+        let (Some(ep), Some(cb)) = (&self.usage, &self.cluster_blocks) else {
+            return Ok(crate::usage::local(&self.db, &id).await?);
+        };
+        if !self.objects.is_spread() {
+            return Ok(crate::usage::local(&self.db, &id).await?);
         }
+        let cluster = &cb.cluster;
+        let p = ObjectTable::layout_partition(&id);
+        let nodes = cluster.layout().history().read_nodes_of_partition(p);
+        let quorum = cluster.quorums().read.min(nodes.len()).max(1);
+        let answers = hangar_cluster::call_quorum(
+            cluster.mesh(),
+            ep,
+            &nodes,
+            UsageRequest {
+                bucket: id.to_vec(),
+            },
+            quorum,
+            hangar_net::CallOpts::default(),
+        )
+        .await
+        .map_err(|e| {
+            let down = nodes
+                .iter()
+                .copied()
+                .filter(|n| !cluster.is_up(*n))
+                .collect();
+            hangar_table::TableError::Replication(
+                hangar_table::replicated::ReplicationError::Quorum {
+                    op: "usage",
+                    tree: ObjectTable::TREE,
+                    partition: p,
+                    down,
+                    source: Box::new(e),
+                },
+            )
+        })?;
+        Ok(answers
+            .into_iter()
+            .map(|(_, u)| u)
+            .fold(Usage::default(), Usage::max))
     }
 
     // ---- objects ----
@@ -833,6 +886,7 @@ impl Model {
         row: ObjectRow,
         cond: WriteCondition,
     ) -> Result<ObjectRow> {
+        self.check_quotas(bucket, key, &row).await?;
         let part = bucket.id_bytes();
         let version = row.version;
         let spread = self.objects.is_spread();
@@ -874,6 +928,63 @@ impl Model {
         end_upload_record(&self.db, version).await?;
         self.wake_gc();
         Ok(published)
+    }
+
+    /// Refuses the publication of `row` as `key` if it would take the
+    /// bucket past a quota: what the bucket holds now ([`Model::bucket_usage`]),
+    /// plus the row, minus the null version it replaces (unless versioning
+    /// is enabled, where every write adds a version). As Garage, only a
+    /// write that adds objects (or bytes) is refused, so an overwrite that
+    /// does not grow the bucket always passes. Writes racing through
+    /// several nodes are each checked against what the others have not yet
+    /// counted: together they may pass a quota by what was in flight.
+    async fn check_quotas(&self, bucket: &BucketRow, key: &str, row: &ObjectRow) -> Result<()> {
+        self.check_quotas_for(bucket, key, crate::usage::share(row))
+            .await
+    }
+
+    /// [`Model::check_quotas`] for a write of `key` that would add `add`
+    /// (one object of its declared size): the S3 layer asks before it reads
+    /// a body, so that a body that cannot fit is refused without being
+    /// stored; the check at publication is the one that counts.
+    pub async fn check_quotas_for(&self, bucket: &BucketRow, key: &str, add: Usage) -> Result<()> {
+        let q = bucket.quotas();
+        if q.is_unlimited() || add == Usage::default() {
+            return Ok(());
+        }
+        let replaced = if bucket.versioning() == Versioning::Enabled {
+            Usage::default()
+        } else {
+            self.objects
+                .get(&bucket.id_bytes(), key.as_bytes())
+                .await?
+                .map(|o| crate::usage::share(&o))
+                .unwrap_or_default()
+        };
+        let now = self.bucket_usage(bucket).await?;
+        let more_objects = add.objects.saturating_sub(replaced.objects);
+        if let Some(max) = q.max_objects
+            && more_objects > 0
+            && now.objects.saturating_add(more_objects) > max
+        {
+            crate::usage::OBJECT_QUOTA_REFUSALS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return Err(ModelError::QuotaExceeded(format!(
+                "Object quota is reached, maximum objects for this bucket: {max}"
+            )));
+        }
+        let more_bytes = add.bytes.saturating_sub(replaced.bytes);
+        if let Some(max) = q.max_size
+            && more_bytes > 0
+            && now.bytes.saturating_add(more_bytes) > max
+        {
+            crate::usage::SIZE_QUOTA_REFUSALS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return Err(ModelError::QuotaExceeded(format!(
+                "Bucket size quota is reached, maximum total size of objects for this bucket: {max}. \
+                 The bucket is already {} bytes, and this object would add {more_bytes} bytes.",
+                now.bytes
+            )));
+        }
+        Ok(())
     }
 
     /// Ends a failed upload: its blocks are released.

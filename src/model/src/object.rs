@@ -243,10 +243,11 @@ impl Schema for ObjectTable {
     }
 
     /// Every version that is not the one the merge keeps — the one replaced,
-    /// or the one inserted if it lost — is queued for collection.
+    /// or the one inserted if it lost — is queued for collection; the
+    /// bucket's usage counters take the difference ([`crate::usage`]).
     fn updated(
         tx: &mut Tx<'_>,
-        _partition: &[u8],
+        partition: &[u8],
         _sort: &[u8],
         old: Option<&ObjectRow>,
         inserted: &ObjectRow,
@@ -257,6 +258,6 @@ impl Schema for ObjectTable {
                 queue_version_gc(tx, &loser.version);
             }
         }
-        Ok(())
+        crate::usage::tx_account(tx, partition, old, merged)
     }
 }

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use hangar_model::access::{CannedAcl, PublicAccessBlock};
-use hangar_model::bucket::{BucketRow, CorsRule, Versioning, bucket_id, displaced};
+use hangar_model::bucket::{BucketQuotas, BucketRow, CorsRule, Versioning, bucket_id, displaced};
 use hangar_model::key::{KeyRow, Permission};
 use hangar_model::lifecycle::{LifecycleFilter, LifecycleRule};
 use hangar_model::multipart::{MpuRow, PartRow};
@@ -185,6 +185,7 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
             lww(policy_document()),
             lww(public_access_block()),
             lww(canned_acl()),
+            lww(quotas()),
         ),
     )
         .prop_map(
@@ -200,7 +201,7 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
                 object_lock,
                 lifecycle,
                 website,
-                (policy, public_access_block, acl),
+                (policy, public_access_block, acl, quotas),
             )| {
                 let mut b = BucketRow::new("bucket", id, created, updated);
                 b.deleted = deleted;
@@ -214,9 +215,23 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
                 b.policy = policy;
                 b.public_access_block = public_access_block;
                 b.acl = acl;
+                b.quotas = quotas;
                 b
             },
         )
+}
+
+/// No quota, or one of a few limits of each kind: concurrent
+/// `set-quotas` through different nodes, ties included.
+fn quotas() -> impl Strategy<Value = BucketQuotas> {
+    (
+        prop::option::of(prop_oneof![Just(1000u64), Just(1 << 30)]),
+        prop::option::of(prop_oneof![Just(1u64), Just(100)]),
+    )
+        .prop_map(|(max_size, max_objects)| BucketQuotas {
+            max_size,
+            max_objects,
+        })
 }
 
 fn retention_mode() -> impl Strategy<Value = RetentionMode> {

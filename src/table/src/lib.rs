@@ -104,6 +104,13 @@ pub const ACCESS_ROW_FORMAT: u8 = 10;
 /// Object Lock or ACL field as well is format 11, which includes 3 to 10.
 pub const SSE_C_ROW_FORMAT: u8 = 11;
 
+/// Format 11 plus a bucket's quotas (`BucketRow::quotas`): a reader of
+/// an older format would drop them on its next merge (and stop enforcing
+/// them), so such rows say so. Written only for the bucket rows that carry
+/// them; a bucket row with quotas is format 12 whatever else it carries
+/// (12 includes 3 to 11).
+pub const QUOTA_ROW_FORMAT: u8 = 12;
+
 /// The previous format, still read.
 pub const LEGACY_ROW_FORMAT: u8 = 1;
 
@@ -266,7 +273,7 @@ pub fn storage_key<S: Schema>(partition: &[u8], sort: &[u8]) -> Vec<u8> {
 /// write of a table and every row sent to a peer is encoded.
 pub fn encode<S: Schema>(row: &S::Row) -> Vec<u8> {
     let format = S::format_of(row);
-    debug_assert!((ROW_FORMAT..=SSE_C_ROW_FORMAT).contains(&format));
+    debug_assert!((ROW_FORMAT..=QUOTA_ROW_FORMAT).contains(&format));
     let mut v = vec![format];
     rmp_serde::encode::write_named(&mut v, row).expect("table rows encode");
     v
@@ -281,7 +288,7 @@ pub fn decode<S: Schema>(v: &[u8]) -> Result<S::Row> {
         message,
     };
     match v.split_first() {
-        // Formats 3 to 11 are format 2 with more (defaulted) fields and
+        // Formats 3 to 12 are format 2 with more (defaulted) fields and
         // variants: one decoder.
         Some((
             &(ROW_FORMAT
@@ -293,7 +300,8 @@ pub fn decode<S: Schema>(v: &[u8]) -> Result<S::Row> {
             | OBJECT_LOCK_ROW_FORMAT
             | LIFECYCLE_ROW_FORMAT
             | ACCESS_ROW_FORMAT
-            | SSE_C_ROW_FORMAT),
+            | SSE_C_ROW_FORMAT
+            | QUOTA_ROW_FORMAT),
             body,
         )) => rmp_serde::from_slice(body).map_err(|e| err(e.to_string())),
         Some((&LEGACY_ROW_FORMAT, body)) => S::decode_old(LEGACY_ROW_FORMAT, body).map_err(err),
@@ -567,7 +575,7 @@ mod tests {
         let mut legacy = vec![LEGACY_ROW_FORMAT];
         rmp_serde::encode::write_named(&mut legacy, &MaxRow { v: 7 }).unwrap();
         let mut unknown = legacy.clone();
-        unknown[0] = SSE_C_ROW_FORMAT + 1;
+        unknown[0] = QUOTA_ROW_FORMAT + 1;
         db.write(move |tx| {
             tx.put("t", storage_key::<T>(b"p1", b"old"), legacy);
             tx.put("t", storage_key::<T>(b"p1", b"bad"), unknown);

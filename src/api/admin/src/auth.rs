@@ -2,7 +2,19 @@
 //! in constant time. A token is kept only as its blake3 hash, so the
 //! comparison takes the same time whatever the given token's length and
 //! content, and no token is held in memory longer than needed.
+//!
+//! Besides the configured tokens (`admin_token`: everything, for ever;
+//! `admin_read_token`: the `GET` operations), the endpoint accepts *signed
+//! tokens* ([`TokenSigner::mint`], `hangar admin-token create`, Garage v2's admin tokens
+//! with an expiry and a scope): `hgt1.<scope>.<expiry>.<mac>`, where the
+//! scope is `read` or `full`, the expiry ms since the epoch or `never`, and
+//! the mac the keyed blake3 of `<scope>.<expiry>` under a key derived from
+//! `admin_token`. Nothing is stored: every node whose `admin_token` is the
+//! same accepts them, and changing `admin_token` revokes them all. A signed
+//! token past its expiry is answered `401` (as a missing one), a valid one
+//! of too narrow a scope `403`.
 
+use hangar_util::time::now_msec;
 use subtle::ConstantTimeEq;
 
 use crate::routes::Verb;
@@ -14,6 +26,8 @@ pub enum Access {
     Allowed,
     /// No bearer token: `401`.
     Missing,
+    /// A signed token past its expiry: `401`.
+    Expired,
     /// A token that is wrong, or of a scope too narrow for the call: `403`.
     Refused,
     /// No admin token is configured: the admin API is off (`403`).
@@ -25,6 +39,116 @@ pub struct Tokens {
     admin: Option<[u8; 32]>,
     read: Option<[u8; 32]>,
     metrics: Option<[u8; 32]>,
+    /// The key of signed tokens, derived from `admin_token`.
+    signing: Option<[u8; 32]>,
+}
+
+/// What a token lets its bearer call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// The `GET` operations (and `/metrics`).
+    Read,
+    /// Every operation.
+    Full,
+}
+
+impl Scope {
+    /// The scope's name in a signed token and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Read => "read",
+            Scope::Full => "full",
+        }
+    }
+
+    /// The scope named `s`.
+    pub fn parse(s: &str) -> Option<Scope> {
+        match s {
+            "read" => Some(Scope::Read),
+            "full" => Some(Scope::Full),
+            _ => None,
+        }
+    }
+
+    fn allows(self, verb: Verb) -> bool {
+        self == Scope::Full || verb == Verb::Get
+    }
+}
+
+/// The first characters of a signed token.
+pub const SIGNED_PREFIX: &str = "hgt1.";
+
+fn signing_key(admin_token: &str) -> [u8; 32] {
+    blake3::derive_key("hangar 2026-12 admin token signing", admin_token.as_bytes())
+}
+
+fn mac(key: &[u8; 32], scope: &str, expiry: &str) -> [u8; 32] {
+    let mut h = blake3::Hasher::new_keyed(key);
+    h.update(scope.as_bytes());
+    h.update(b".");
+    h.update(expiry.as_bytes());
+    *h.finalize().as_bytes()
+}
+
+/// What signs tokens: the key derived from `admin_token` (the token itself
+/// is not kept).
+#[derive(Clone)]
+pub struct TokenSigner([u8; 32]);
+
+impl TokenSigner {
+    pub fn new(admin_token: &str) -> TokenSigner {
+        TokenSigner(signing_key(admin_token))
+    }
+
+    /// A signed token of `scope` that stops working at `expires_msec` (ms
+    /// since the epoch; `None`: never), for every node whose admin token
+    /// is this one's.
+    pub fn mint(&self, scope: Scope, expires_msec: Option<u64>) -> String {
+        let expiry = expires_msec.map_or_else(|| "never".to_owned(), |t| t.to_string());
+        let m = mac(&self.0, scope.name(), &expiry);
+        format!(
+            "{SIGNED_PREFIX}{}.{expiry}.{}",
+            scope.name(),
+            hex::encode(m)
+        )
+    }
+}
+
+impl std::fmt::Debug for TokenSigner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TokenSigner(..)")
+    }
+}
+
+/// A signed token checked: its scope if its mac is right and it has not
+/// expired at `now_msec`; [`Access::Expired`] or [`Access::Refused`] if not.
+fn check_signed(key: Option<&[u8; 32]>, token: &str, now_msec: u64) -> Result<Scope, Access> {
+    let rest = token.strip_prefix(SIGNED_PREFIX).ok_or(Access::Refused)?;
+    let mut parts = rest.splitn(3, '.');
+    let (Some(scope), Some(expiry), Some(given)) = (parts.next(), parts.next(), parts.next())
+    else {
+        return Err(Access::Refused);
+    };
+    let mut given_mac = [0u8; 32];
+    let (Some(key), Some(sc), Ok(())) = (
+        key,
+        Scope::parse(scope),
+        hex::decode_to_slice(given, &mut given_mac),
+    ) else {
+        return Err(Access::Refused);
+    };
+    if !bool::from(mac(key, scope, expiry).ct_eq(&given_mac)) {
+        return Err(Access::Refused);
+    }
+    // Only a token this node signed gets this far: its expiry is ours.
+    let expires = match expiry {
+        "never" => None,
+        t => Some(t.parse::<u64>().map_err(|_| Access::Refused)?),
+    };
+    if expires.is_some_and(|t| now_msec >= t) {
+        return Err(Access::Expired);
+    }
+    Ok(sc)
 }
 
 fn digest(t: &str) -> [u8; 32] {
@@ -53,6 +177,7 @@ impl Tokens {
             admin: admin.map(digest),
             read: read.map(digest),
             metrics: metrics.map(digest),
+            signing: admin.map(signing_key),
         }
     }
 
@@ -61,9 +186,17 @@ impl Tokens {
         if self.admin.is_none() && self.read.is_none() {
             return Access::Disabled;
         }
-        let Some(given) = bearer(headers).map(digest) else {
+        let Some(token) = bearer(headers) else {
             return Access::Missing;
         };
+        if token.starts_with(SIGNED_PREFIX) {
+            return match check_signed(self.signing.as_ref(), token, now_msec()) {
+                Ok(scope) if scope.allows(verb) => Access::Allowed,
+                Ok(_) => Access::Refused,
+                Err(a) => a,
+            };
+        }
+        let given = digest(token);
         // Both comparisons run whatever the first one says.
         let (full, read) = (matches(&given, &self.admin), matches(&given, &self.read));
         if full || (read && verb == Verb::Get) {
@@ -74,14 +207,22 @@ impl Tokens {
     }
 
     /// May a request with these headers read `/metrics`? Open without a
-    /// metrics token; with one, it or an admin token (full or read-only).
+    /// metrics token; with one, it or an admin token (full or read-only,
+    /// signed ones included).
     pub fn check_metrics(&self, headers: &http::HeaderMap) -> Access {
         if self.metrics.is_none() {
             return Access::Allowed;
         }
-        let Some(given) = bearer(headers).map(digest) else {
+        let Some(token) = bearer(headers) else {
             return Access::Missing;
         };
+        if token.starts_with(SIGNED_PREFIX) {
+            return match check_signed(self.signing.as_ref(), token, now_msec()) {
+                Ok(_) => Access::Allowed,
+                Err(a) => a,
+            };
+        }
+        let given = digest(token);
         let ok = [&self.metrics, &self.admin, &self.read].map(|w| matches(&given, w));
         if ok.iter().any(|x| *x) {
             Access::Allowed
@@ -151,6 +292,47 @@ mod tests {
             t.check_op(&with(Some("Bearer ful")), Verb::Get),
             Access::Refused
         );
+    }
+
+    #[test]
+    fn signed_tokens_have_a_scope_and_an_expiry() {
+        let t = Tokens::new(Some("full"), None, Some("m"));
+        let bearer = |tok: &str| with(Some(&format!("Bearer {tok}")));
+        let far = now_msec() + 3_600_000;
+        let read = TokenSigner::new("full").mint(Scope::Read, Some(far));
+        assert!(read.starts_with("hgt1.read."), "{read}");
+        assert_eq!(t.check_op(&bearer(&read), Verb::Get), Access::Allowed);
+        assert_eq!(t.check_op(&bearer(&read), Verb::Post), Access::Refused);
+        assert_eq!(t.check_metrics(&bearer(&read)), Access::Allowed);
+        let full = TokenSigner::new("full").mint(Scope::Full, None);
+        assert_eq!(t.check_op(&bearer(&full), Verb::Post), Access::Allowed);
+        let old = TokenSigner::new("full").mint(Scope::Full, Some(now_msec() - 1));
+        assert_eq!(t.check_op(&bearer(&old), Verb::Get), Access::Expired);
+        assert_eq!(t.check_metrics(&bearer(&old)), Access::Expired);
+        // Signed under another admin token, or changed: refused.
+        let other = TokenSigner::new("other").mint(Scope::Full, None);
+        assert_eq!(t.check_op(&bearer(&other), Verb::Get), Access::Refused);
+        let widened = read.replacen("hgt1.read.", "hgt1.full.", 1);
+        assert_eq!(t.check_op(&bearer(&widened), Verb::Get), Access::Refused);
+        let extended = old.replacen(&format!(".{}.", now_msec() - 1), &format!(".{far}."), 1);
+        assert_ne!(extended, old);
+        for bad in [
+            extended.as_str(),
+            "hgt1.",
+            "hgt1.full",
+            "hgt1.full.never",
+            "hgt1.full.never.zz",
+            "hgt1.root.never.00",
+        ] {
+            assert_eq!(
+                t.check_op(&bearer(bad), Verb::Get),
+                Access::Refused,
+                "{bad}"
+            );
+        }
+        // The API is off without admin_token, signed tokens included.
+        let off = Tokens::new(None, Some("ro"), None);
+        assert_eq!(off.check_op(&bearer(&full), Verb::Get), Access::Refused);
     }
 
     #[test]

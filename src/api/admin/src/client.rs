@@ -203,9 +203,10 @@ fn answer(url: &str, status: StatusCode, body: &[u8]) -> Result<Value, ClientErr
     }
     let refused = |why: String| ClientError::Refused(format!("the admin API at {url} {why}"));
     Err(match status {
-        StatusCode::UNAUTHORIZED => {
-            refused("needs a token: give --admin-token or set HANGAR_ADMIN_TOKEN".to_owned())
-        }
+        StatusCode::UNAUTHORIZED => refused(match serde_json::from_slice::<Value>(body) {
+            Ok(v) if v["message"].is_string() => v["message"].as_str().unwrap_or("").to_owned(),
+            _ => "needs a token: give --admin-token or set HANGAR_ADMIN_TOKEN".to_owned(),
+        }),
         StatusCode::FORBIDDEN => refused(match serde_json::from_slice::<Value>(body) {
             Ok(v) if v["message"].is_string() => v["message"].as_str().unwrap_or("").to_owned(),
             _ => "refused the token (wrong, or read-only for this operation: a change needs admin_token)".to_owned(),

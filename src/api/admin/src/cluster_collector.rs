@@ -95,6 +95,19 @@ impl ClusterCollector {
             "Merges on this node in which a live bucket lost to another bucket of its name not created from its tombstone: objects written under the losing id are hidden (doc/replication.md, Bucket creation)",
             hangar_model::bucket::BUCKET_ID_CONFLICTS.load(std::sync::atomic::Ordering::Relaxed),
         )?;
+        {
+            use hangar_model::usage::{OBJECT_QUOTA_REFUSALS, SIZE_QUOTA_REFUSALS};
+            use std::sync::atomic::Ordering::Relaxed;
+            counters(
+                e,
+                "hangar_quota_refusals",
+                "Writes (PutObject, CopyObject, CompleteMultipartUpload, PostObject) this node refused with 403 AccessDenied because they would pass a bucket quota, by quota: objects or size",
+                [
+                    ([("quota", "objects")], OBJECT_QUOTA_REFUSALS.load(Relaxed)),
+                    ([("quota", "size")], SIZE_QUOTA_REFUSALS.load(Relaxed)),
+                ],
+            )?;
+        }
         counter(
             e,
             "hangar_table_sync_passes",

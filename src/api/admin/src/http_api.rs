@@ -4,8 +4,9 @@
 //! [`AdminOps`]; plus `GET /metrics`, `GET /health` and the web console
 //! under `/console/` (`console`).
 //!
-//! A missing token is answered `401`, a wrong one or one of too narrow a
-//! scope `403`, with an empty body either way. An operation's failure is
+//! A missing token is answered `401` with an empty body, an expired
+//! signed one `401` with a body that says so, a wrong one or one of too
+//! narrow a scope `403` with an empty body. An operation's failure is
 //! its [`AdminError`] as JSON, with the status of its code.
 
 use std::sync::Arc;
@@ -68,6 +69,22 @@ pub(crate) fn refusal(access: Access) -> Option<Response> {
             )
                 .into_response(),
         ),
+        Access::Expired => {
+            let mut r = json(
+                StatusCode::UNAUTHORIZED,
+                &serde_json::json!({
+                    "code": "Expired",
+                    "message": "the token expired: `hangar admin-token create` makes a new one",
+                }),
+            );
+            r.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                http::HeaderValue::from_static(
+                    "Bearer error=\"invalid_token\", error_description=\"the token expired\"",
+                ),
+            );
+            Some(r)
+        }
         Access::Refused => Some(StatusCode::FORBIDDEN.into_response()),
         Access::Disabled => Some(json(
             StatusCode::FORBIDDEN,
@@ -112,6 +129,13 @@ async fn op_post<H: AdminOps>(
 ) -> Response {
     if let Some(r) = refusal(ep.tokens.check_op(&headers, Verb::Post)) {
         return r;
+    }
+    // Tokens are made with admin_token itself: a signed token that could
+    // make others would outlive its own expiry through them.
+    if route.op == "admin_token_create"
+        && crate::auth::bearer(&headers).is_some_and(|t| t.starts_with(crate::auth::SIGNED_PREFIX))
+    {
+        return StatusCode::FORBIDDEN.into_response();
     }
     let body = match body {
         Ok(b) => b,

@@ -81,6 +81,17 @@ pub enum Request {
         #[serde(default)]
         error_document: Option<String>,
     },
+    /// Sets both quotas of a bucket (Garage's `bucket set-quotas`): a field
+    /// absent (or null) is no limit.
+    BucketSetQuotas {
+        bucket: String,
+        /// The most bytes the bucket may hold.
+        #[serde(default)]
+        max_size: Option<u64>,
+        /// The most object versions the bucket may hold.
+        #[serde(default)]
+        max_objects: Option<u64>,
+    },
     WorkerList,
     /// One worker's status and the settings it reads.
     WorkerInfo {
@@ -155,6 +166,14 @@ pub enum Request {
         version: u64,
         #[serde(default)]
         allow_missing_data: bool,
+    },
+    /// A signed admin token (`auth`): `scope` `read` (the `GET`
+    /// operations) or `full`, valid until `expires_msec` (ms since the
+    /// epoch; absent: never) on every node with this node's `admin_token`.
+    AdminTokenCreate {
+        scope: String,
+        #[serde(default)]
+        expires_msec: Option<u64>,
     },
     /// A presigned S3 URL for one request on a bucket, signed with one of
     /// the cluster's keys (the web console's object browser; the secret

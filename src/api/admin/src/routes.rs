@@ -88,6 +88,7 @@ pub const ROUTES: &[Route] = &[
     post_with("/v2/AllowBucketKey", "bucket_permission", "allow", true),
     post_with("/v2/DenyBucketKey", "bucket_permission", "allow", false),
     post("/v2/UpdateBucketWebsite", "bucket_website"),
+    post("/v2/UpdateBucketQuotas", "bucket_set_quotas"),
     get("/v2/ListWorkers", "worker_list"),
     get("/v2/GetWorkerInfo", "worker_info"),
     post("/v2/SetWorkerVariable", "worker_set"),
@@ -100,6 +101,7 @@ pub const ROUTES: &[Route] = &[
     post("/v2/RetryBlockResync", "block_retry_now"),
     get("/v2/GetTableStatus", "table_status"),
     post("/v2/PresignObject", "presign_object"),
+    post("/v2/CreateAdminToken", "admin_token_create"),
 ];
 
 /// The route that carries `req`.
@@ -134,6 +136,7 @@ pub fn route_for(req: &Request) -> &'static Route {
         Request::BucketPermission { allow: true, .. } => "/v2/AllowBucketKey",
         Request::BucketPermission { allow: false, .. } => "/v2/DenyBucketKey",
         Request::BucketWebsite { .. } => "/v2/UpdateBucketWebsite",
+        Request::BucketSetQuotas { .. } => "/v2/UpdateBucketQuotas",
         Request::WorkerList => "/v2/ListWorkers",
         Request::WorkerInfo { .. } => "/v2/GetWorkerInfo",
         Request::WorkerSet { .. } => "/v2/SetWorkerVariable",
@@ -146,6 +149,7 @@ pub fn route_for(req: &Request) -> &'static Route {
         Request::BlockRetryNow { .. } => "/v2/RetryBlockResync",
         Request::TableStatus => "/v2/GetTableStatus",
         Request::PresignObject { .. } => "/v2/PresignObject",
+        Request::AdminTokenCreate { .. } => "/v2/CreateAdminToken",
     };
     ROUTES
         .iter()
@@ -324,6 +328,15 @@ mod tests {
                 allow: true,
                 index_document: Some(s("index.html")),
                 error_document: None,
+            },
+            BucketSetQuotas {
+                bucket: s("b"),
+                max_size: Some(10 << 30),
+                max_objects: None,
+            },
+            AdminTokenCreate {
+                scope: s("read"),
+                expires_msec: Some(1_800_000_000_000),
             },
             PresignObject {
                 bucket: s("b"),

@@ -500,6 +500,18 @@ impl S3Api {
             input.sse_customer_key.as_deref(),
             input.sse_customer_key_md5.as_deref(),
         )?;
+        // A body that cannot fit the bucket's quotas is refused before it
+        // is read (with `Expect: 100-continue`, before it is even sent).
+        if let Some(size) = declared_length(&headers) {
+            let add = hangar_model::usage::Usage {
+                objects: 1,
+                bytes: size,
+            };
+            self.model
+                .check_quotas_for(&bucket, &input.key, add)
+                .await
+                .map_err(crate::error::model_error)?;
+        }
         let version = hangar_model::new_version_id();
         let stored = self
             .store_body(

@@ -188,12 +188,50 @@ async function bucketDetail(name) {
     h("dl", { class: "facts" },
       h("dt", {}, "Id"), h("dd", { class: "mono" }, b.id),
       h("dt", {}, "Created"), h("dd", {}, when(b.created)),
-      h("dt", {}, "Objects"), h("dd", {}, String(b.objects)),
-      h("dt", {}, "Size"), h("dd", {}, bytes(b.bytes))),
+      h("dt", {}, "Objects"), h("dd", { id: "bucket-objects" }, String(b.objects)),
+      h("dt", {}, "Size"), h("dd", {}, bytes(b.bytes)),
+      h("dt", {}, "Quotas"), h("dd", { id: "bucket-quotas" }, quotaText(b.quotas)),
+      h("dt", {}, "Website"), h("dd", { id: "bucket-website" }, websiteText(b.website))),
     table("Keys with access", ["Key", "Name", "Permissions"], b.keys.map((k) => [
       h("a", { href: `#keys/${encodeURIComponent(k.access_key_id)}`, class: "mono" }, k.access_key_id), k.name || "—", flags(k)]), "no key has access"),
     h("h2", {}, "Permissions"),
-    permissionForm({ bucket: b.name, keys: keys.map((k) => [k.access_key_id, `${k.name || "(no name)"} ${k.access_key_id}`]) }));
+    permissionForm({ bucket: b.name, keys: keys.map((k) => [k.access_key_id, `${k.name || "(no name)"} ${k.access_key_id}`]) }),
+    h("h2", {}, "Quotas"),
+    form("Quotas", [
+      field("Max size (like 10G; empty: no limit)", { name: "max_size", id: "quota-size", value: b.quotas.max_size ?? "" }),
+      field("Max objects (empty: no limit)", { name: "max_objects", id: "quota-objects", inputmode: "numeric", value: b.quotas.max_objects ?? "" }),
+    ], "Set quotas", (v) => api("UpdateBucketQuotas", {
+      bucket: b.name,
+      max_size: v.max_size.trim() ? parseBytes(v.max_size) : undefined,
+      max_objects: v.max_objects.trim() ? count(v.max_objects) : undefined,
+    }, { post: true })),
+    h("h2", {}, "Website"),
+    form("Website", [
+      field("Serve as a website", { name: "allow", type: "checkbox", id: "website-allow", checked: b.website !== null }),
+      field("Index document", { name: "index_document", id: "website-index", value: b.website?.index_document ?? "index.html" }),
+      field("Error document (optional)", { name: "error_document", id: "website-error", value: b.website?.error_document ?? "" }),
+    ], "Save website settings", (v) => api("UpdateBucketWebsite", {
+      bucket: b.name, allow: v.allow,
+      index_document: v.allow ? v.index_document.trim() : undefined,
+      error_document: v.allow && v.error_document.trim() ? v.error_document.trim() : undefined,
+    }, { post: true })));
+}
+
+function quotaText(q) {
+  const size = q.max_size === null ? "no size limit" : `at most ${bytes(q.max_size)}`;
+  const objects = q.max_objects === null ? "no object limit"
+    : `at most ${q.max_objects} object${q.max_objects === 1 ? "" : "s"}`;
+  return `${size}, ${objects}`;
+}
+
+function websiteText(w) {
+  if (!w) return "no";
+  return `yes: index ${w.index_document ?? "—"}, error document ${w.error_document ?? "none"}`;
+}
+
+function count(s) {
+  if (!/^\s*\d+\s*$/.test(s)) throw new Error(`${s} is not a number of objects`);
+  return Number(s);
 }
 
 const keys = {

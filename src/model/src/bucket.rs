@@ -265,7 +265,10 @@ impl Schema for BucketTable {
     fn format_of(row: &BucketRow) -> u8 {
         if !row.quotas.is_unset() {
             QUOTA_ROW_FORMAT
-        } else if !row.policy.is_unset() || !row.public_access_block.is_unset() || !row.acl.is_unset() {
+        } else if !row.policy.is_unset()
+            || !row.public_access_block.is_unset()
+            || !row.acl.is_unset()
+        {
             ACCESS_ROW_FORMAT
         } else if !row.lifecycle.is_unset() {
             LIFECYCLE_ROW_FORMAT

@@ -75,6 +75,8 @@ fn object(size: usize) -> ObjectRow {
         tags: Default::default(),
         retention: Default::default(),
         legal_hold: Default::default(),
+        sse_c: None,
+        acl: Default::default(),
     }
 }
 

@@ -12,8 +12,7 @@ use std::collections::BTreeMap;
 use hangar_db::{DbError, Tx};
 use hangar_table::{
     ACCESS_ROW_FORMAT, Crdt, Lww, NEWEST_ROW_FORMAT, OBJECT_LOCK_ROW_FORMAT, ROW_FORMAT,
-    SSE_C_ROW_FORMAT, Schema,
-    VERSIONING_ROW_FORMAT,
+    SSE_C_ROW_FORMAT, Schema, VERSIONING_ROW_FORMAT,
 };
 use serde::{Deserialize, Serialize};
 
@@ -259,5 +258,15 @@ impl Schema for ObjectTable {
             }
         }
         crate::usage::tx_account(tx, partition, old, merged)
+    }
+
+    /// The row leaves the bucket's usage counters of this node with it.
+    fn dropped(
+        tx: &mut Tx<'_>,
+        partition: &[u8],
+        _sort: &[u8],
+        row: &ObjectRow,
+    ) -> Result<(), DbError> {
+        crate::usage::tx_forget(tx, partition, row)
     }
 }

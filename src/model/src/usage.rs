@@ -131,6 +131,30 @@ pub(crate) fn tx_account(
     Ok(())
 }
 
+/// Takes `row` out of bucket `bucket`'s counters, in `tx`: the row leaves
+/// this node (its partition moved away, `Schema::dropped`), so that the
+/// counters still count exactly the rows stored here.
+pub(crate) fn tx_forget(tx: &mut Tx<'_>, bucket: &[u8], row: &ObjectRow) -> Result<(), DbError> {
+    let gone = share(row);
+    if gone == Usage::default() {
+        return Ok(());
+    }
+    let cur = tx
+        .get(USAGE_TREE, bucket)?
+        .map(|v| Usage::decode(&v))
+        .unwrap_or_default();
+    let new = Usage {
+        objects: cur.objects.saturating_sub(gone.objects),
+        bytes: cur.bytes.saturating_sub(gone.bytes),
+    };
+    if new == Usage::default() {
+        tx.delete(USAGE_TREE, bucket.to_vec());
+    } else {
+        tx.put(USAGE_TREE, bucket.to_vec(), new.encode());
+    }
+    Ok(())
+}
+
 /// This node's counters of bucket `bucket` (its id).
 pub async fn local(db: &Db, bucket: &[u8]) -> Result<Usage, DbError> {
     Ok(db
@@ -283,5 +307,61 @@ mod tests {
         };
         assert_eq!(Usage::decode(&u.encode()), u);
         assert_eq!(Usage::decode(b"short"), Usage::default());
+    }
+
+    #[tokio::test]
+    async fn a_row_that_leaves_with_its_partition_leaves_the_counters() {
+        use std::sync::Arc;
+
+        use hangar_db::{DbOptions, SledEngine};
+
+        let d = tempfile::tempdir().unwrap();
+        let db = Db::new(
+            Arc::new(SledEngine::open(d.path(), 1 << 20).unwrap()),
+            DbOptions::default(),
+        );
+        let bucket = [3u8; 32];
+        let a = row(ObjectData::Inline(vec![1; 10]), 10);
+        let b = row(ObjectData::Blocks { count: 1 }, 5000);
+        db.write(move |tx| {
+            tx_account(tx, &bucket, None, &a)?;
+            tx_account(tx, &bucket, None, &b)?;
+            Ok::<_, DbError>(())
+        })
+        .await
+        .unwrap();
+        let counted = |db: &Db| {
+            db.get(USAGE_TREE, &bucket)
+                .unwrap()
+                .map(|v| Usage::decode(&v))
+                .unwrap_or_default()
+        };
+        assert_eq!(
+            counted(&db),
+            Usage {
+                objects: 2,
+                bytes: 5010
+            }
+        );
+        let a = row(ObjectData::Inline(vec![1; 10]), 10);
+        db.write(move |tx| tx_forget(tx, &bucket, &a))
+            .await
+            .unwrap();
+        assert_eq!(
+            counted(&db),
+            Usage {
+                objects: 1,
+                bytes: 5000
+            }
+        );
+        let b = row(ObjectData::Blocks { count: 1 }, 5000);
+        db.write(move |tx| tx_forget(tx, &bucket, &b))
+            .await
+            .unwrap();
+        assert_eq!(counted(&db), Usage::default());
+        assert!(
+            db.get(USAGE_TREE, &bucket).unwrap().is_none(),
+            "nothing left behind"
+        );
     }
 }

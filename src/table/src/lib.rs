@@ -209,6 +209,22 @@ pub trait Schema: Send + Sync + 'static {
     /// blocks (block-files.md, "Resync").
     const DROP_LOST_PARTITIONS: bool = true;
 
+    /// Called in the transaction that deletes `row` because its partition
+    /// left this node ([`Schema::DROP_LOST_PARTITIONS`]): undoes what the
+    /// row counts in this node's local state (a table whose hook keeps
+    /// counters of its rows takes the row out of them). Effects on other
+    /// tables, done where the row was merged, stay done. The default has
+    /// none.
+    fn dropped(
+        tx: &mut Tx<'_>,
+        partition: &[u8],
+        sort: &[u8],
+        row: &Self::Row,
+    ) -> std::result::Result<(), DbError> {
+        let _ = (tx, partition, sort, row);
+        Ok(())
+    }
+
     /// The layout partition of the rows of partition key `partition`: where
     /// a sharded table stores them. The default is
     /// [`layout_partition_of`] (the first byte of the key's blake3 hash);

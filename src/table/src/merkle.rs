@@ -401,16 +401,23 @@ pub async fn mark_held(
     .await
 }
 
+/// What [`drop_rows`] calls for each row it deletes, with the row's storage
+/// key and stored value.
+pub type Forget = fn(&mut Tx<'_>, &[u8], &[u8]) -> Result<(), DbError>;
+
 /// Deletes up to `limit` rows of partition `p` from table tree `tree`,
 /// with their index entries, in one transaction, and returns how many (0:
-/// none is left). No hook runs: the rows leave this node's custody, their
-/// values do not change. The `held` mark stays.
+/// none is left). No update hook runs: the rows leave this node's custody,
+/// their values do not change; `forget` is called in the transaction with
+/// each row's storage key and stored value, to undo what the row counted
+/// in local state. The `held` mark stays.
 pub async fn drop_rows(
     db: &Db,
     tree: &'static str,
     index: &'static str,
     p: Partition,
     limit: usize,
+    forget: Forget,
 ) -> Result<u64, DbError> {
     let page = leaves(db, index, p, &[], None, limit).await?;
     if page.is_empty() {
@@ -422,6 +429,9 @@ pub async fn drop_rows(
             // Read again inside the transaction: a straggling write may
             // have changed the row since the page was read.
             if let Some(old) = tx_leaf_hash(tx, index, p, &leaf.key)? {
+                if let Some(v) = tx.get(tree, &leaf.key)? {
+                    forget(tx, &leaf.key, &v)?;
+                }
                 tx.delete(tree, leaf.key.clone());
                 tx_update_hashed(tx, index, p, &leaf.key, Some(old), None)?;
                 dropped += 1;
@@ -551,7 +561,9 @@ mod tests {
 
         let mut dropped = 0;
         loop {
-            let n = drop_rows(&db, TREE, INDEX, 7, 500).await.unwrap();
+            let n = drop_rows(&db, TREE, INDEX, 7, 500, |_, _, _| Ok(()))
+                .await
+                .unwrap();
             assert!(n <= 500);
             if n == 0 {
                 break;

@@ -149,7 +149,7 @@ impl<S: Schema> ShardedSyncable for ShardedTable<S> {
                 continue;
             }
             loop {
-                let n = merkle::drop_rows(db, S::TREE, index, *p, PAGE).await?;
+                let n = merkle::drop_rows(db, S::TREE, index, *p, PAGE, forget::<S>).await?;
                 dropped += n;
                 if n == 0 {
                     break;
@@ -163,6 +163,18 @@ impl<S: Schema> ShardedSyncable for ShardedTable<S> {
         }
         Ok(dropped)
     }
+}
+
+/// Undoes, for a row leaving with its partition, what it counted locally
+/// ([`Schema::dropped`]).
+fn forget<S: Schema>(
+    tx: &mut hangar_db::Tx<'_>,
+    key: &[u8],
+    stored: &[u8],
+) -> Result<(), hangar_db::DbError> {
+    let row = crate::decode::<S>(stored)?;
+    let (partition, sort) = key.split_at(S::PARTITION_LEN.min(key.len()));
+    S::dropped(tx, partition, sort, &row)
 }
 
 fn bad<S: Schema>(message: impl Into<String>) -> TableError {

@@ -44,6 +44,14 @@ def key_md5(key: bytes) -> str:
     return base64.b64encode(hashlib.md5(key).digest()).decode()
 
 
+def own_bytes(n: int, seed: int) -> bytes:
+    """Random bytes no other module writes: the node is shared by the whole
+    session, and other modules store `random_bytes(n, seed)` in plain text
+    (the same seed gives the same leading bytes whatever `n`), which the
+    on-disk checks below would take for a leak."""
+    return random_bytes(n, 0x55EC_0000 + seed)
+
+
 def marked(n: int, marker: bytes) -> bytes:
     """A compressible body made of a recognisable marker."""
     return (marker * (n // len(marker) + 1))[:n]
@@ -96,7 +104,7 @@ def test_an_encrypted_put_stores_no_plaintext(tmp_path):
         s3.create_bucket(Bucket="sse-disk")
         small = marked(1000, b"SSEC-INLINE-MARKER ")
         text = marked(2 * MiB + 77, b"SSEC-COMPRESSIBLE-MARKER ")
-        noise = random_bytes(MiB + 500, 4242)
+        noise = own_bytes(MiB + 500, 4242)
         bodies = {"small": small, "text": text, "noise": noise}
         answers = {k: s3.put_object(Bucket="sse-disk", Key=k, Body=b, **sse(KEY_A)) for k, b in bodies.items()}
         # A plain object as a witness that the search finds what is there.
@@ -122,7 +130,7 @@ def test_an_encrypted_put_stores_no_plaintext(tmp_path):
 
 
 def test_equal_plaintexts_under_two_keys_are_two_blocks(node, s3, bucket):
-    body = random_bytes(MiB, 77)
+    body = own_bytes(MiB, 77)
     before = {p for p in node.data.rglob("*") if p.is_file()}
     s3.put_object(Bucket=bucket, Key="a", Body=body, **sse(KEY_A))
     s3.put_object(Bucket=bucket, Key="b", Body=body, **sse(KEY_B))
@@ -133,7 +141,7 @@ def test_equal_plaintexts_under_two_keys_are_two_blocks(node, s3, bucket):
 
 
 def test_head_and_ranges_need_the_key(s3, bucket):
-    body = random_bytes(2 * MiB + 10, 5)
+    body = own_bytes(2 * MiB + 10, 5)
     s3.put_object(Bucket=bucket, Key="o", Body=body, ContentType="text/x-test", **sse(KEY_A))
     h = s3.head_object(Bucket=bucket, Key="o", **sse(KEY_A))
     echoed(h, KEY_A)
@@ -158,7 +166,7 @@ def test_wrong_missing_and_unexpected_keys_get_s3_errors(s3, bucket):
 
 def test_versions_and_checksums_of_encrypted_objects(s3, bucket):
     s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
-    one, two = random_bytes(MiB + 7, 51), b"second, small"
+    one, two = own_bytes(MiB + 7, 51), b"second, small"
     v1 = s3.put_object(Bucket=bucket, Key="v", Body=one, ChecksumAlgorithm="CRC32", **sse(KEY_A))
     v2 = s3.put_object(Bucket=bucket, Key="v", Body=two, **sse(KEY_B))
     got = s3.get_object(Bucket=bucket, Key="v", VersionId=v1["VersionId"], ChecksumMode="ENABLED", **sse(KEY_A))
@@ -243,7 +251,7 @@ def test_a_node_may_require_https_for_sse_c(tmp_path):
 
 
 def test_copies_between_plain_and_encrypted(s3, bucket):
-    body = random_bytes(MiB + 300, 9)
+    body = own_bytes(MiB + 300, 9)
     s3.put_object(Bucket=bucket, Key="plain", Body=body)
     r = s3.copy_object(Bucket=bucket, Key="enc-a", CopySource={"Bucket": bucket, "Key": "plain"}, **sse(KEY_A))
     echoed(r, KEY_A)
@@ -283,7 +291,7 @@ def multipart(s3, bucket, key, parts: list[bytes], enc: dict) -> dict:
 
 
 def test_multipart_with_sse_c(node, s3, bucket):
-    parts = [random_bytes(5 * MiB, 11), marked(MiB + 3, b"SSEC-MULTIPART-MARKER ")]
+    parts = [own_bytes(5 * MiB, 11), marked(MiB + 3, b"SSEC-MULTIPART-MARKER ")]
     body = b"".join(parts)
     # CompleteMultipartUpload's answer has no SSE-C fields (as on AWS).
     multipart(s3, bucket, "mp", parts, sse(KEY_A))
@@ -307,7 +315,7 @@ def test_parts_need_the_uploads_key(s3, bucket):
 
 
 def test_upload_part_copy_decrypts_the_source_and_encrypts_the_part(s3, bucket):
-    src = random_bytes(6 * MiB, 12)
+    src = own_bytes(6 * MiB, 12)
     s3.put_object(Bucket=bucket, Key="src", Body=src, **sse(KEY_A))
     up = s3.create_multipart_upload(Bucket=bucket, Key="dst", **sse(KEY_B))
     base = dict(Bucket=bucket, Key="dst", UploadId=up["UploadId"])
@@ -328,7 +336,7 @@ def test_aws_cli_sse_c(node, admin_key, bucket, tmp_path):
 
     cli = AwsCli(node, admin_key, tmp_path)
     src = tmp_path / "in.bin"
-    src.write_bytes(random_bytes(3 * MiB + 1, 21))
+    src.write_bytes(own_bytes(3 * MiB + 1, 21))
     keyfile = tmp_path / "k"
     keyfile.write_bytes(KEY_A)
     sse_c = ["--sse-c", "AES256", "--sse-c-key", f"fileb://{keyfile}"]
@@ -359,7 +367,7 @@ def test_a_corrupt_sealed_block_is_replaced_from_a_replica(three):
     b = bucket_name("ssec-scrub")
     s3_client(nodes[0], key).create_bucket(Bucket=b)
     before = set(block_files(nodes[1]))
-    body = random_bytes(2 * MiB + 100, 41)
+    body = own_bytes(2 * MiB + 100, 41)
     s3_client(nodes[0], key).put_object(Bucket=b, Key="o", Body=body, **sse(KEY_A))
     wait_for(lambda: all(len(set(block_files(n)) - before) == 3 for n in nodes), 30, "3 sealed blocks everywhere")
     victim = sorted(set(block_files(nodes[1])) - before)[0]
@@ -380,12 +388,12 @@ def test_sse_c_through_every_node_of_a_cluster(three):
     clients = [s3_client(n, key) for n in nodes]
     b = bucket_name("cluster-ssec")
     clients[0].create_bucket(Bucket=b)
-    noise = random_bytes(2 * MiB + 5, 31)
+    noise = own_bytes(2 * MiB + 5, 31)
     small = marked(700, b"SSEC-CLUSTER-INLINE ")
     text = marked(MiB + 9, b"SSEC-CLUSTER-TEXT ")
     clients[0].put_object(Bucket=b, Key="noise", Body=noise, **sse(KEY_A))
     clients[1].put_object(Bucket=b, Key="small", Body=small, **sse(KEY_A))
-    parts = [random_bytes(5 * MiB, 32), text]
+    parts = [own_bytes(5 * MiB, 32), text]
     up = clients[2].create_multipart_upload(Bucket=b, Key="mp", **sse(KEY_B))
     done = []
     for i, p in enumerate(parts, 1):

@@ -1,22 +1,28 @@
-//! Every S3 operation in issue 2's scope, through the AWS Rust SDK against a real
+//! Every S3 operation in issue 2's scope, and issue 11's (versioning, object lock,
+//! lifecycle, websites, SSE-C, policies and ACLs), through the AWS Rust SDK against a real
 //! `hangar server` (one per test, see `hangar_sdk_tests::TestServer`).
 
+mod access;
 mod buckets;
 mod checksums;
 mod conditional;
 mod copy;
 mod delete_objects;
+mod lifecycle;
 mod list;
 mod metadata;
 mod multipart;
 mod not_implemented;
+mod object_lock;
 mod objects;
 mod permissions;
 mod presigned;
 mod ranges;
+mod sse_c;
 mod tagging_cors;
 mod versioning;
 mod vhost;
+mod website;
 
 use std::fmt::Debug;
 

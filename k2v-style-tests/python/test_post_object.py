@@ -231,3 +231,18 @@ def test_form_checksum_and_content_md5_are_verified(node, admin_key, s3, bucket)
     fields, conds = basic(bucket, "legacy", redirect="http://app.test/ok")
     r = post(node, admin_key, bucket, fields, conds, data)
     assert r.status_code == 303 and r.headers["Location"].startswith("http://app.test/ok?bucket=")
+
+
+
+def test_an_x_amz_tagging_field_tags_the_object(node, admin_key, s3, bucket):
+    # The header's form, as a form field (S3's XML `tagging` field is not
+    # read: doc/s3-compatibility.md, PostObject).
+    fields, conditions = basic(bucket, "tagged.txt", **{"x-amz-tagging": "team=blue%20sky&a%2Bb=x"})
+    r = post(node, admin_key, bucket, fields, conditions, b"tagged")
+    assert r.status_code == 204, r.content
+    tags = s3.get_object_tagging(Bucket=bucket, Key="tagged.txt")["TagSet"]
+    assert {t["Key"]: t["Value"] for t in tags} == {"team": "blue sky", "a+b": "x"}
+    fields, conditions = basic(bucket, "bad-tags.txt", **{"x-amz-tagging": "k=1&k=2"})
+    r = post(node, admin_key, bucket, fields, conditions, b"never stored")
+    assert r.status_code == 400, r.content
+    assert s3.list_objects_v2(Bucket=bucket, Prefix="bad-tags").get("KeyCount") == 0

@@ -13,40 +13,13 @@ import pytest
 import requests
 from botocore.exceptions import ClientError
 
-from hangar_testlib import Node, bucket_name, error_code, http_status, s3_client
-from test_bucket_policy import anonymous
-from test_cluster_control import key_of
-from test_layout_cluster import laid_out_cluster
+from hangar_testlib import bucket_name, error_code, http_status, s3_client
+# The same set-ups as the policy tests: one node or three, an owner key
+# that may create buckets and a key without permissions.
+from test_bucket_policy import anonymous, cluster, one, three  # noqa: F401
 
 ALL_USERS = "http://acs.amazonaws.com/groups/global/AllUsers"
 AUTH_USERS = "http://acs.amazonaws.com/groups/global/AuthenticatedUsers"
-
-
-@pytest.fixture(scope="module")
-def one(tmp_path_factory):
-    n = Node(tmp_path_factory.mktemp("acl1"))
-    n.start()
-    key = n.create_key("owner", create_bucket=True)
-    other = n.create_key("other")
-    yield [n], key, other
-    n.stop()
-
-
-@pytest.fixture(scope="module")
-def three(tmp_path_factory):
-    nodes = laid_out_cluster(tmp_path_factory, "acl3")
-    first = nodes[0]
-    key = key_of(first.cli_json("key", "create", "owner"), "owner")
-    first.cli("key", "allow", key.id, "--create-bucket")
-    other = key_of(first.cli_json("key", "create", "other"), "other")
-    yield nodes, key, other
-    for n in nodes:
-        n.stop()
-
-
-@pytest.fixture(params=["one", "three"])
-def cluster(request):
-    return request.getfixturevalue(request.param)
 
 
 def status(call) -> tuple[int, str]:

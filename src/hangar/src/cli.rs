@@ -234,7 +234,7 @@ fn parse_quota_count(s: &str) -> Result<Quota, String> {
 /// A quota as `bucket info` shows it.
 fn quota_text(v: &Value, unit: &str) -> String {
     match v.as_u64() {
-        Some(n) if unit == "bytes" => format!("{n} bytes ({})", crate::layout_cli::human(n)),
+        Some(n) if unit == "bytes" => format!("{n} bytes ({})", crate::units::human(n)),
         Some(n) => format!("{n} {unit}"),
         None => "none".into(),
     }

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::cli::{call, print_json, s};
 use crate::cli_error::CliError;
+use crate::units::human;
 use hangar_api_admin::client::AdminClient;
 use hangar_api_admin::proto::Request;
 
@@ -89,22 +90,6 @@ pub enum LayoutCmd {
 
 fn parse_capacity(s: &str) -> Result<u64, String> {
     Size::parse(s).map(|s| s.0)
-}
-
-/// A byte count in decimal units, as capacities are given (`-c 1T`).
-pub fn human(b: u64) -> String {
-    const UNITS: [&str; 6] = ["B", "KB", "MB", "GB", "TB", "PB"];
-    let mut x = b as f64;
-    let mut u = 0;
-    while x >= 1000.0 && u + 1 < UNITS.len() {
-        x /= 1000.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{b} B")
-    } else {
-        format!("{x:.1} {}", UNITS[u])
-    }
 }
 
 fn size(v: &Value) -> String {

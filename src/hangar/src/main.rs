@@ -21,6 +21,7 @@ mod progress;
 mod single_node;
 mod stats_cli;
 mod status_cli;
+mod units;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -114,7 +114,7 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
     )?;
     // Before anything can write the object table (the mesh is not up yet):
     // the scan then sees every row and no hook counts meanwhile.
-    let counted = hangar_model::usage::backfill(&db).await?;
+    let counted = hangar_model::usage_backfill::backfill(&db).await?;
     if counted > 0 {
         tracing::info!("bucket usage counters: {counted} object rows stored before them counted");
     }

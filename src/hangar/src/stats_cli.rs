@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::cli::{call, print_json, s};
 use crate::cli_error::CliError;
-use crate::layout_cli::human;
+use crate::units::human;
 
 /// `hangar stats --help` examples.
 pub const EXAMPLES: &str = "\

@@ -27,7 +27,7 @@ pub async fn status(client: &AdminClient, json: bool) -> Result<(), CliError> {
     let now = hangar_util::time::now_msec();
     let size = |x: &Value| {
         x.as_u64()
-            .map(crate::layout_cli::human)
+            .map(crate::units::human)
             .unwrap_or_else(|| "-".into())
     };
     let free = |d: &Value| {

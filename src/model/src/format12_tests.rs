@@ -4,7 +4,7 @@
 //! its next merge; every other bucket row keeps its format byte for byte.
 //! And the usage counters the quotas are checked against
 //! ([`crate::usage`]): kept by the object table's hook through overwrites,
-//! deletes and versions, equal to a recount ([`crate::usage::backfill`]).
+//! deletes and versions, equal to a recount ([`crate::usage_backfill::backfill`]).
 
 use std::sync::Arc;
 
@@ -14,8 +14,8 @@ use hangar_table::{
 
 use crate::bucket::{BucketQuotas, BucketRow, BucketTable, Versioning};
 use crate::format_tests::{fixstr as s, test_model};
-use crate::model::MODEL_STATE_TREE;
 use crate::object::{ObjectData, ObjectRow};
+use crate::state::MODEL_STATE_TREE;
 use crate::usage::{USAGE_COUNTED, USAGE_TREE, Usage};
 use crate::versioning::VersionRef;
 use crate::{Model, ModelError};
@@ -96,7 +96,7 @@ async fn recount(model: &Arc<Model>, b: &BucketRow) -> (u64, u64) {
     })
     .await
     .unwrap();
-    crate::usage::backfill(&db).await.unwrap();
+    crate::usage_backfill::backfill(&db).await.unwrap();
     usage(model, b).await
 }
 
@@ -203,10 +203,10 @@ async fn the_backfill_counts_rows_stored_before_the_counters_once() {
     .await
     .unwrap();
     assert_eq!(usage(&model, &b).await, (0, 0));
-    assert_eq!(crate::usage::backfill(&db).await.unwrap(), 2);
+    assert_eq!(crate::usage_backfill::backfill(&db).await.unwrap(), 2);
     assert_eq!(usage(&model, &b).await, (2, 7));
     // Marked done: a second start does not count again.
-    assert_eq!(crate::usage::backfill(&db).await.unwrap(), 0);
+    assert_eq!(crate::usage_backfill::backfill(&db).await.unwrap(), 0);
     model.publish(&b, "c", object(5)).await.unwrap();
     assert_eq!(usage(&model, &b).await, (3, 12));
     assert_eq!(

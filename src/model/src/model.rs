@@ -59,7 +59,7 @@ pub struct Model {
 }
 
 /// Local tree of this node's one-time model state (markers, raw values).
-pub const MODEL_STATE_TREE: &str = "model_state";
+pub use crate::state::MODEL_STATE_TREE;
 /// Marker: the Merkle indexes of the sharded tables were repaired once.
 const MERKLE_INDEXED: &[u8] = b"merkle_indexed";
 
@@ -939,8 +939,7 @@ impl Model {
     /// several nodes are each checked against what the others have not yet
     /// counted: together they may pass a quota by what was in flight.
     async fn check_quotas(&self, bucket: &BucketRow, key: &str, row: &ObjectRow) -> Result<()> {
-        self.check_quotas_for(bucket, key, crate::usage::share(row))
-            .await
+        self.check_quotas_for(bucket, key, row.usage()).await
     }
 
     /// [`Model::check_quotas`] for a write of `key` that would add `add`
@@ -958,7 +957,7 @@ impl Model {
             self.objects
                 .get(&bucket.id_bytes(), key.as_bytes())
                 .await?
-                .map(|o| crate::usage::share(&o))
+                .map(|o| o.usage())
                 .unwrap_or_default()
         };
         let now = self.bucket_usage(bucket).await?;

@@ -137,6 +137,19 @@ impl ObjectRow {
         }
     }
 
+    /// What this row adds to its bucket's usage counters ([`crate::usage`]):
+    /// one object and its bytes when it holds data (inline or blocks),
+    /// nothing for a delete marker or a tombstone.
+    pub fn usage(&self) -> crate::usage::Usage {
+        match self.data {
+            ObjectData::Inline(_) | ObjectData::Blocks { .. } => crate::usage::Usage {
+                objects: 1,
+                bytes: self.size,
+            },
+            ObjectData::Deleted | ObjectData::DeleteMarker => crate::usage::Usage::default(),
+        }
+    }
+
     /// The version's canned ACL (`private` when never set).
     pub fn acl(&self) -> CannedAcl {
         self.acl.value.unwrap_or_default()
@@ -257,7 +270,12 @@ impl Schema for ObjectTable {
                 queue_version_gc(tx, &loser.version);
             }
         }
-        crate::usage::tx_account(tx, partition, old, merged)
+        crate::usage::tx_change(
+            tx,
+            partition,
+            old.map(ObjectRow::usage).unwrap_or_default(),
+            merged.usage(),
+        )
     }
 
     /// The row leaves the bucket's usage counters of this node with it.
@@ -267,6 +285,6 @@ impl Schema for ObjectTable {
         _sort: &[u8],
         row: &ObjectRow,
     ) -> Result<(), DbError> {
-        crate::usage::tx_forget(tx, partition, row)
+        crate::usage::tx_change(tx, partition, row.usage(), crate::usage::Usage::default())
     }
 }

@@ -7,7 +7,6 @@ through the first node applies on the third)."""
 
 from __future__ import annotations
 
-import time
 
 import pytest
 import requests
@@ -16,26 +15,10 @@ from botocore.exceptions import ClientError
 from hangar_testlib import bucket_name, error_code, http_status, s3_client
 # The same set-ups as the policy tests: one node or three, an owner key
 # that may create buckets and a key without permissions.
-from test_bucket_policy import anonymous, cluster, one, three  # noqa: F401
+from test_bucket_policy import anonymous, cluster, eventually, one, status, three  # noqa: F401
 
 ALL_USERS = "http://acs.amazonaws.com/groups/global/AllUsers"
 AUTH_USERS = "http://acs.amazonaws.com/groups/global/AuthenticatedUsers"
-
-
-def status(call) -> tuple[int, str]:
-    try:
-        call()
-    except ClientError as e:
-        return http_status(e), error_code(e)
-    return 200, ""
-
-
-def eventually(cond, timeout: float = 10, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout}s: {what}")
-        time.sleep(0.2)
 
 
 def groups(acl: dict) -> set[tuple[str, str]]:

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use hangar_block::BlockManager;
 use hangar_db::Db;
+use hangar_table::fence::FenceOp;
 use hangar_table::{Schema, Table};
 use hangar_util::Hash;
 use hangar_util::time::now_msec;
@@ -62,6 +63,9 @@ pub struct Model {
 pub use crate::state::MODEL_STATE_TREE;
 /// Marker: the Merkle indexes of the sharded tables were repaired once.
 const MERKLE_INDEXED: &[u8] = b"merkle_indexed";
+/// How long a bucket deletion's fence refuses writes before it is sealed
+/// (one round trip later) or, when the deletion died, expires.
+const DELETE_FENCE_TTL_MSEC: u64 = 2 * 60 * 1000;
 
 /// The blocks of a cluster node.
 struct ClusterBlocks {
@@ -600,14 +604,43 @@ impl Model {
     }
 
     /// Deletes an empty bucket and every key's permissions on it.
+    ///
+    /// A PUT racing the deletion must not be acknowledged into a bucket
+    /// that is then deleted: the bucket's id is first closed to new objects
+    /// on a write quorum of its partition's nodes, and only then checked
+    /// empty there ([`hangar_table::fence`] says why that suffices). Found
+    /// not empty, the fence is opened again (or expires) and the answer is
+    /// `BucketNotEmpty`; otherwise it is made permanent before the bucket's
+    /// tombstone is written, so that a writer that found the bucket before
+    /// its deletion is refused however late it publishes.
     pub async fn delete_bucket(&self, name: &str) -> Result<()> {
         self.buckets.check_writable()?;
         let bucket = self
             .get_bucket(name)
             .await?
             .ok_or_else(|| ModelError::NoSuchBucket(name.to_owned()))?;
+        // A look without a fence first: deleting a bucket that plainly
+        // holds objects does not disturb its writers.
         if self.holds_any_version(&bucket).await? {
             return Err(ModelError::BucketNotEmpty(name.to_owned()));
+        }
+        let part = bucket.id_bytes();
+        let token: u64 = rand::random();
+        let close = FenceOp::Close {
+            ttl_msec: DELETE_FENCE_TTL_MSEC,
+        };
+        for op in [close, FenceOp::Seal] {
+            let found = match self.objects.fence(&part, token, op).await {
+                Ok(a) => a.live,
+                Err(e) => {
+                    self.open_fence(&part, token).await;
+                    return Err(e);
+                }
+            };
+            if found {
+                self.open_fence(&part, token).await;
+                return Err(ModelError::BucketNotEmpty(name.to_owned()));
+            }
         }
         let holders: Vec<String> = self
             .list_keys()
@@ -644,6 +677,14 @@ impl Model {
             self.replicate_key(k).await?;
         }
         Ok(())
+    }
+
+    /// Removes fence `token` of a bucket's objects after a deletion gave
+    /// up; where the removal does not arrive, the fence expires.
+    async fn open_fence(&self, part: &[u8], token: u64) {
+        if let Err(e) = self.objects.fence(part, token, FenceOp::Open).await {
+            tracing::warn!("opening the fence of a bucket whose deletion gave up: {e}");
+        }
     }
 
     /// The object versions a bucket stores and their bytes
@@ -918,7 +959,7 @@ impl Model {
                         return Err(ModelError::PreconditionFailed);
                     }
                     let row = stamped(row, old.as_ref());
-                    Table::<ObjectTable>::tx_insert(tx, &part, key.as_bytes(), &row)?;
+                    Table::<ObjectTable>::tx_insert_admitted(tx, &part, key.as_bytes(), &row)?;
                     Ok(row)
                 })
                 .await?

@@ -233,6 +233,8 @@ impl Schema for ObjectTable {
     const PARTITION_LEN: usize = 32;
     type Row = ObjectRow;
     const MERKLE_TREE: Option<&'static str> = Some("merkle:object");
+    // A bucket's deletion closes its id to new objects (Model::delete_bucket).
+    const FENCE_TREE: Option<&'static str> = Some("fence:object");
 
     fn is_tombstone(row: &ObjectRow) -> bool {
         row.is_deleted()

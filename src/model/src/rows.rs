@@ -14,9 +14,10 @@
 
 use std::ops::Bound;
 
-use hangar_db::{Db, DbError};
+use hangar_db::Db;
+use hangar_table::fence::{self, FenceAnswer, FenceOp};
 use hangar_table::sharded::ShardedTable;
-use hangar_table::{Schema, Table};
+use hangar_table::{Schema, Table, TableError};
 
 use crate::Result;
 
@@ -111,12 +112,27 @@ impl<S: Schema> Rows<S> {
             .db()
             .write(move |tx| {
                 for (p, s, row) in &rows {
-                    Table::<S>::tx_insert(tx, p, s, row).map_err(DbError::from)?;
+                    Table::<S>::tx_insert_admitted(tx, p, s, row)?;
                 }
-                Ok::<_, DbError>(())
+                Ok::<_, TableError>(())
             })
             .await?;
         Ok(())
+    }
+
+    /// Applies a fence operation to `partition` ([`hangar_table::fence`]):
+    /// on a write quorum of its nodes once the rows are spread, otherwise
+    /// in this node's store.
+    pub(crate) async fn fence(
+        &self,
+        partition: &[u8],
+        token: u64,
+        op: FenceOp,
+    ) -> Result<FenceAnswer> {
+        Ok(match self.spread() {
+            Some(t) => t.fence(partition, token, op).await?,
+            None => fence::apply_local(&self.local, partition, token, op).await?,
+        })
     }
 
     /// Up to `limit` rows of `partition` after `start`, tombstones included.

@@ -16,6 +16,7 @@
 //! `doc/table-rows.md`.
 
 pub mod crdt;
+pub mod fence;
 pub mod full_sync;
 pub mod gc_rpc;
 pub mod merkle;
@@ -127,6 +128,18 @@ pub enum TableError {
     Net(#[from] hangar_net::NetError),
     #[error("table {tree}: a peer sent a bad answer: {message}")]
     BadAnswer { tree: &'static str, message: String },
+    /// A live row refused because its partition key is fenced
+    /// ([`fence`]): on a writer's replica, or by enough replicas that the
+    /// write lost its quorum.
+    #[error("table {tree}: row refused: {}", fence::FENCED)]
+    Fenced { tree: &'static str },
+    #[error("table {tree} has no fences")]
+    NotFenceable { tree: &'static str },
+    #[error(
+        "table {tree}: too many fences on one partition key (at most {})",
+        fence::MAX_FENCES
+    )]
+    TooManyFences { tree: &'static str },
 }
 
 impl From<TableError> for DbError {
@@ -137,13 +150,15 @@ impl From<TableError> for DbError {
                 engine: tree,
                 message,
             },
-            e
-            @ (TableError::Replication(_) | TableError::Net(_) | TableError::BadAnswer { .. }) => {
-                DbError::Engine {
-                    engine: "table replication",
-                    message: e.to_string(),
-                }
-            }
+            e @ (TableError::Replication(_)
+            | TableError::Net(_)
+            | TableError::BadAnswer { .. }
+            | TableError::Fenced { .. }
+            | TableError::NotFenceable { .. }
+            | TableError::TooManyFences { .. }) => DbError::Engine {
+                engine: "table replication",
+                message: e.to_string(),
+            },
         }
     }
 }
@@ -208,6 +223,11 @@ pub trait Schema: Send + Sync + 'static {
     /// over itself: the block reference table, whose rows leave with their
     /// blocks (block-files.md, "Resync").
     const DROP_LOST_PARTITIONS: bool = true;
+
+    /// `Some(tree)` for a sharded table whose partition keys can be closed
+    /// to new live rows ([`fence`]): the local tree holding the fences.
+    /// `None` (the default): writes are never refused.
+    const FENCE_TREE: Option<&'static str> = None;
 
     /// Called in the transaction that deletes `row` because its partition
     /// left this node ([`Schema::DROP_LOST_PARTITIONS`]): undoes what the
@@ -468,6 +488,22 @@ impl<S: Schema> Table<S> {
         }
         tx.put(S::TREE, key, value);
         Ok(merged)
+    }
+
+    /// [`Table::tx_insert`] for a writer's row (a client's write on this
+    /// node, or one a peer sends to the update endpoint): a live row whose
+    /// partition key is fenced is refused with [`TableError::Fenced`],
+    /// nothing written. Anti-entropy merges with [`Table::tx_insert`].
+    pub fn tx_insert_admitted(
+        tx: &mut Tx<'_>,
+        partition: &[u8],
+        sort: &[u8],
+        row: &S::Row,
+    ) -> Result<S::Row> {
+        if fence::tx_refuses::<S>(tx, partition, row, hangar_util::time::now_msec())? {
+            return Err(TableError::Fenced { tree: S::TREE });
+        }
+        Self::tx_insert(tx, partition, sort, row)
     }
 
     /// Deletes a row inside a write transaction. Only for rows whose

@@ -548,13 +548,32 @@ pub(crate) async fn merge_rows<S: Schema>(
         .await
 }
 
-/// Serves an update: checks the rows a peer sent and merges them.
+/// Merges a writer's rows (not anti-entropy's) in one transaction, with
+/// [`Table::tx_insert_admitted`]: nothing is stored when one is refused by
+/// a fence.
+async fn merge_written<S: Schema>(table: &Table<S>, rows: KeyedRows<S>) -> Result<()> {
+    table
+        .db()
+        .write(move |tx| {
+            for (k, row) in &rows {
+                let (p, s) = k.split_at(S::PARTITION_LEN);
+                Table::<S>::tx_insert_admitted(tx, p, s, row)?;
+            }
+            Ok::<_, TableError>(())
+        })
+        .await
+}
+
+/// Serves an update: checks the rows a peer sent and merges them (a live
+/// row of a fenced partition key is refused, `crate::fence`).
 pub(crate) async fn serve_update<S: Schema>(
     table: &Table<S>,
     req: Request<UpdateRows>,
 ) -> std::result::Result<Response<()>, HandlerError> {
     let rows = check_rows::<S>(req.msg.rows).map_err(HandlerError::new)?;
-    merge_rows(table, rows).await.map_err(HandlerError::new)?;
+    merge_written(table, rows)
+        .await
+        .map_err(HandlerError::new)?;
     Ok(Response::new(()))
 }
 

@@ -162,6 +162,8 @@ pub(crate) struct Endpoints {
     pub range: Arc<Endpoint<ReadRange, RangeRows>>,
     pub merkle: Arc<Endpoint<MerkleRequest, MerkleResponse>>,
     pub gc: Arc<Endpoint<crate::gc_rpc::GcRows, Vec<bool>>>,
+    /// For tables with [`Schema::FENCE_TREE`] only.
+    pub fence: Option<Arc<Endpoint<crate::fence::FenceRequest, crate::fence::FenceAnswer>>>,
 }
 
 /// A table whose rows live on the nodes of their layout partition. See the
@@ -203,6 +205,10 @@ impl<S: Schema> ShardedTable<S> {
             range: mesh.endpoint(&endpoint_path::<S>("range"))?,
             merkle: mesh.endpoint(&endpoint_path::<S>("merkle"))?,
             gc: mesh.endpoint(&endpoint_path::<S>("gc"))?,
+            fence: match S::FENCE_TREE {
+                Some(_) => Some(mesh.endpoint(&endpoint_path::<S>("fence"))?),
+                None => None,
+            },
         });
         let table = Table::new(db);
         let h = Handlers::<S> {
@@ -220,6 +226,14 @@ impl<S: Schema> ShardedTable<S> {
             },
             HANDLER_QUEUE,
         );
+        if let Some(ep) = &eps.fence {
+            ep.set_handler(
+                crate::fence::FenceHandler::<S> {
+                    table: table.clone(),
+                },
+                HANDLER_QUEUE,
+            );
+        }
         Ok(ShardedTable {
             table,
             cluster,
@@ -261,7 +275,7 @@ impl<S: Schema> ShardedTable<S> {
         .await?)
     }
 
-    fn quorum_error(
+    pub(crate) fn quorum_error(
         &self,
         op: &'static str,
         p: Partition,
@@ -374,7 +388,13 @@ impl<S: Schema> ShardedTable<S> {
                     CallOpts::default(),
                 )
                 .await
-                .map_err(|e| self.quorum_error("insert", nodes.partition, &nodes.nodes(), e))
+                .map_err(|e| {
+                    if fenced(&e) {
+                        TableError::Fenced { tree: S::TREE }
+                    } else {
+                        self.quorum_error("insert", nodes.partition, &nodes.nodes(), e)
+                    }
+                })
         }))
         .buffer_unordered(INSERT_PARALLELISM);
         while let Some(r) = calls.next().await {
@@ -652,6 +672,15 @@ pub(crate) fn batches(rows: Vec<WireRow>) -> Vec<Vec<WireRow>> {
         }
     }
     out
+}
+
+/// Whether some replica refused a write because of a fence
+/// ([`crate::fence`]): the write failed because of it, whatever else went
+/// wrong, and the caller should say so.
+fn fenced(e: &QuorumError) -> bool {
+    matches!(e, QuorumError::Failed { errors, .. } if errors.iter().any(|(_, e)| {
+        matches!(e, NetError::Remote { message, .. } if message.contains(crate::fence::FENCED))
+    }))
 }
 
 /// A key of a range read being merged: the merge of the rows decoded so

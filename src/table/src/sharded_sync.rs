@@ -41,7 +41,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use hangar_cluster::Cluster;
 use hangar_layout::Partition;
-use hangar_net::CallOpts;
+use hangar_net::{CallOpts, NetError};
 use hangar_util::NodeId;
 use hangar_util::time::now_msec;
 use hangar_util::worker::{WorkerRegistry, WorkerState};
@@ -414,12 +414,28 @@ impl<S: Schema> ShardedTable<S> {
         // Pushed after the pull, so that a row both sides held differently
         // goes back merged.
         let rows = read_all::<S>(self.local().db(), push).await?;
-        let pushed = rows.len() as u64;
+        let mut pushed = 0;
         for rows in batches(rows) {
-            self.eps
+            let n = rows.len() as u64;
+            match self
+                .eps
                 .update
                 .call(peer, UpdateRows { rows }, CallOpts::background())
-                .await?;
+                .await
+            {
+                Ok(_) => pushed += n,
+                // The peer refuses writers' live rows of a fenced key, and
+                // takes a push for a write. Its own pass pulls them: pulls
+                // merge regardless of fences.
+                Err(NetError::Remote { message, .. }) if message.contains(crate::fence::FENCED) => {
+                    tracing::debug!(
+                        "table {}: {} refused {n} rows of a fenced key; it pulls them",
+                        S::TREE,
+                        peer.short()
+                    );
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
         Ok((pulled, pushed))
     }

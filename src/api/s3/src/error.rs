@@ -87,6 +87,15 @@ pub fn model_error(e: ModelError) -> S3Error {
             "The source object was overwritten or deleted while it was being copied; try again."
         ),
         ModelError::Block(b) => block_error(b),
+        // A DeleteBucket closed the bucket to new objects while this write
+        // was on its way (hangar_table::fence): the bucket is gone, or will
+        // be unless the deletion finds it not empty.
+        ModelError::Table(TableError::Fenced { .. } | TableError::TooManyFences { .. }) => {
+            s3_error!(
+                OperationAborted,
+                "A DeleteBucket of this bucket was in progress or done: the write was refused. Retry if the bucket still exists."
+            )
+        }
         ModelError::Table(e @ (TableError::Replication(_) | TableError::Net(_))) => {
             // Too few nodes reachable: the client may retry elsewhere or later.
             tracing::warn!("replication: {e}");
@@ -332,6 +341,14 @@ mod tests {
                     .collect(),
             },
         }
+    }
+
+    #[test]
+    fn a_write_refused_by_a_bucket_deletion_is_operation_aborted() {
+        let e = model_error(ModelError::Table(TableError::Fenced { tree: "object" }));
+        assert_eq!(*e.code(), S3ErrorCode::OperationAborted);
+        assert_eq!(e.status_code(), Some(hyper::StatusCode::CONFLICT));
+        assert!(e.message().unwrap().contains("DeleteBucket"), "{e:?}");
     }
 
     #[test]

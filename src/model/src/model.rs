@@ -64,8 +64,10 @@ pub use crate::state::MODEL_STATE_TREE;
 /// Marker: the Merkle indexes of the sharded tables were repaired once.
 const MERKLE_INDEXED: &[u8] = b"merkle_indexed";
 /// How long a bucket deletion's fence refuses writes before it is sealed
-/// (one round trip later) or, when the deletion died, expires.
-const DELETE_FENCE_TTL_MSEC: u64 = 2 * 60 * 1000;
+/// (one round trip later) or, when the deletion died, expires. Short, for
+/// the writers of a bucket whose deleting node died; safe however short,
+/// since the seal looks for rows again.
+const DELETE_FENCE_TTL_MSEC: u64 = 30 * 1000;
 
 /// The blocks of a cluster node.
 struct ClusterBlocks {

@@ -288,7 +288,8 @@ impl Cluster {
     /// RTT, this node first), done when the cluster's read quorum
     /// succeeded; the other targets are called only when one of those fails
     /// or after [`READ_HEDGE_RTT_FACTOR`] × the slowest one's RTT, at least
-    /// [`READ_HEDGE_MIN`] ([`quorum_call::call_quorum_hedged`]).
+    /// [`READ_HEDGE_MIN`] and at most [`READ_HEDGE_MAX`]
+    /// ([`quorum_call::call_quorum_hedged`]).
     pub async fn call_read_quorum<Req, Resp>(
         &self,
         endpoint: &Arc<Endpoint<Req, Resp>>,

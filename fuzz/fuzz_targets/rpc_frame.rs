@@ -15,6 +15,7 @@ use hangar_cluster::{LayoutPush, LayoutPushReply};
 use hangar_fuzz as _;
 use hangar_model::bucket_create::{CreateBucket, CreateReply};
 use hangar_model::conditional::{PublishIf, PublishIfReply};
+use hangar_model::paxos::messages::{AcceptReply, PrepareReply};
 use hangar_net::wire;
 use hangar_table::gc_rpc::GcRows;
 use hangar_table::replicated::{PullRows, ReadRow, RowPage, UpdateRows};
@@ -36,7 +37,7 @@ fn message<T: DeserializeOwned>(bytes: &[u8]) {
 }
 
 fn decode_as(which: u8, msg: &[u8]) {
-    match which % 17 {
+    match which % 22 {
         0 => message::<UpdateRows>(msg),
         1 => message::<ReadRow>(msg),
         2 => message::<PullRows>(msg),
@@ -53,7 +54,74 @@ fn decode_as(which: u8, msg: &[u8]) {
         13 => message::<LayoutPush>(msg),
         14 => message::<LayoutPushReply>(msg),
         15 => message::<(PublishIf, PublishIfReply)>(msg),
-        _ => message::<(CreateBucket, CreateReply)>(msg),
+        16 => message::<(CreateBucket, CreateReply)>(msg),
+        17 => paxos::prepare(msg),
+        18 => paxos::accept(msg),
+        19 => paxos::commit(msg),
+        20 => message::<PrepareReply>(msg),
+        _ => message::<AcceptReply>(msg),
+    }
+}
+
+/// The conditional-write Paxos messages as an acceptor takes them: decoded,
+/// refused if the handler would refuse them (`PaxosKey::check`,
+/// `Proposal::check`), then applied to an acceptor's state with the
+/// ballots and values the peer chose (`AcceptorState`, what
+/// `Acceptor::{prepare, accept, commit}` run in their transaction).
+mod paxos {
+    use hangar_model::paxos::messages::{Accept, Commit, Prepare, Proposal};
+    use hangar_model::paxos::{AcceptorState, Ballot};
+    use hangar_net::wire;
+    use hangar_util::NodeId;
+
+    /// A state that has promised, accepted and seen a commit already, so
+    /// that every comparison of a transition is reached.
+    fn state() -> AcceptorState {
+        let mut s = AcceptorState::default();
+        let b = Ballot {
+            counter: 1_000,
+            node: NodeId([7; 32]),
+        };
+        s.accept(b, Proposal::Nothing, Ballot::ZERO, 1_000);
+        s.commit(b, 1_000);
+        s
+    }
+
+    pub fn prepare(msg: &[u8]) {
+        let Ok(m) = wire::decode_message::<Prepare>(msg) else {
+            return;
+        };
+        if m.key.check().is_err() {
+            return;
+        }
+        let mut s = state();
+        let _ = s.prepare(m.ballot, m.ballot, u64::MAX);
+        let _ = s.prepare(m.ballot, Ballot::ZERO, m.ballot.counter);
+    }
+
+    pub fn accept(msg: &[u8]) {
+        let Ok(m) = wire::decode_message::<Accept>(msg) else {
+            return;
+        };
+        if m.key.check().is_err() || m.value.check().is_err() {
+            return;
+        }
+        let mut s = state();
+        let _ = s.accept(m.ballot, m.value, Ballot::ZERO, m.ballot.counter);
+        let _ = s.prepare(m.ballot, m.ballot, u64::MAX);
+        s.commit(m.ballot, m.ballot.counter);
+    }
+
+    pub fn commit(msg: &[u8]) {
+        let Ok(m) = wire::decode_message::<Commit>(msg) else {
+            return;
+        };
+        if m.key.check().is_err() {
+            return;
+        }
+        let mut s = state();
+        s.commit(m.ballot, m.ballot.counter);
+        let _ = s.prepare(m.ballot, Ballot::ZERO, u64::MAX);
     }
 }
 

@@ -50,6 +50,16 @@ impl StorageNodes {
     }
 }
 
+/// Least time a quorum read waits for its closest replicas before it asks
+/// the others too ([`Cluster::call_read_quorum`]).
+pub const READ_HEDGE_MIN: Duration = Duration::from_millis(20);
+/// A quorum read asks the other replicas after this many times the ping RTT
+/// of the slowest replica it asked first (at least [`READ_HEDGE_MIN`]).
+pub const READ_HEDGE_RTT_FACTOR: u32 = 3;
+/// Most time a quorum read waits before it asks the other replicas, whatever
+/// the RTT (a replica of unknown RTT counts as far).
+pub const READ_HEDGE_MAX: Duration = Duration::from_millis(500);
+
 /// Writes in flight, counted by the newest layout version they were sent
 /// under: a node acknowledges version `v` ([`Cluster::writes_before`] = 0)
 /// only once no write it sent under an older version is still running, so
@@ -203,10 +213,41 @@ impl Cluster {
         }
     }
 
-    /// The nodes a read of `hash` goes to: its partition's nodes in the
-    /// newest fully synced version (doc/layout.md §7).
+    /// Whether some active layout version assigns partitions to nodes
+    /// (`storage_nodes_of_partition(p)` is then never empty), without
+    /// building any set.
+    pub fn is_laid_out(&self) -> bool {
+        self.inner
+            .layout
+            .history()
+            .versions
+            .iter()
+            .any(|v| v.is_assigned())
+    }
+
+    /// Whether this node is one of the nodes of partition `p` in some
+    /// active layout version (it then holds a replica of the partition's
+    /// data).
+    pub fn stores_partition(&self, p: Partition) -> bool {
+        let me = self.id();
+        self.inner
+            .layout
+            .history()
+            .versions
+            .iter()
+            .any(|v| v.nodes_of_partition(p).contains(&me))
+    }
+
+    /// The nodes a read of partition `p` goes to: its nodes in the newest
+    /// fully synced version (doc/layout.md §7).
+    pub fn read_nodes_of_partition(&self, p: Partition) -> Vec<NodeId> {
+        self.inner.layout.read_version().nodes_of_partition(p)
+    }
+
+    /// The nodes a read of `hash` goes to (see
+    /// [`Cluster::read_nodes_of_partition`]).
     pub fn read_nodes_of(&self, hash: &Hash) -> Vec<NodeId> {
-        self.inner.layout.history().read_nodes(hash)
+        self.read_nodes_of_partition(partition_of(hash))
     }
 
     /// Every storage node of every active layout version: who may hold data.
@@ -241,6 +282,52 @@ impl Cluster {
         Resp: Message,
     {
         quorum_call::call_quorum(&self.inner.mesh, endpoint, targets, msg, quorum, opts).await
+    }
+
+    /// A read: `msg` to the closest read-quorum nodes of `targets` (by ping
+    /// RTT, this node first), done when the cluster's read quorum
+    /// succeeded; the other targets are called only when one of those fails
+    /// or after [`READ_HEDGE_RTT_FACTOR`] × the slowest one's RTT, at least
+    /// [`READ_HEDGE_MIN`] and at most [`READ_HEDGE_MAX`]
+    /// ([`quorum_call::call_quorum_hedged`]).
+    pub async fn call_read_quorum<Req, Resp>(
+        &self,
+        endpoint: &Arc<Endpoint<Req, Resp>>,
+        targets: &[NodeId],
+        msg: Req,
+        opts: CallOpts,
+    ) -> Result<Vec<(NodeId, Resp)>, QuorumError>
+    where
+        Req: Message + Clone,
+        Resp: Message,
+    {
+        let quorum = self.inner.quorums.read;
+        let mut order: Vec<(bool, Duration, NodeId)> = targets
+            .iter()
+            .map(|&n| (!self.is_up(n), self.rtt(n).unwrap_or(Duration::MAX), n))
+            .collect();
+        order.sort();
+        let slowest = order
+            .iter()
+            .take(quorum)
+            .map(|(_, rtt, _)| *rtt)
+            .max()
+            .unwrap_or_default();
+        let hedge = slowest
+            .saturating_mul(READ_HEDGE_RTT_FACTOR)
+            .max(READ_HEDGE_MIN)
+            .min(READ_HEDGE_MAX);
+        let order: Vec<NodeId> = order.into_iter().map(|(_, _, n)| n).collect();
+        quorum_call::call_quorum_hedged(
+            &self.inner.mesh,
+            endpoint,
+            &order,
+            msg,
+            quorum,
+            opts,
+            hedge,
+        )
+        .await
     }
 
     /// A write: `msg` to every node of `nodes`, done when the cluster's

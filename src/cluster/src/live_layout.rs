@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use hangar_layout::{LayoutHistory, NodeId};
+use hangar_layout::{LayoutHistory, LayoutVersion, NodeId};
 use hangar_net::{
     CallOpts, Endpoint, Handler, HandlerError, Mesh, NetError, Priority, Request, Response,
 };
@@ -68,6 +68,24 @@ pub struct ClusterLayout {
     inner: Arc<Inner>,
 }
 
+/// The published history and what every read looks up in it.
+struct Published {
+    history: Arc<LayoutHistory>,
+    /// `history.read_version()`, found once per change: finding it hashes
+    /// every kept version (`LayoutHistory::synced_version`), too much for
+    /// each row and block read.
+    read_version: Arc<LayoutVersion>,
+}
+
+impl Published {
+    fn of(h: &LayoutHistory) -> Published {
+        Published {
+            read_version: Arc::new(h.read_version().clone()),
+            history: Arc::new(h.clone()),
+        }
+    }
+}
+
 struct Inner {
     me: NodeId,
     replication_factor: usize,
@@ -80,7 +98,7 @@ struct Inner {
     /// A copy of `history`, replaced (under the mutex above) after each
     /// change, for the look-ups of every table and block operation, which
     /// must neither wait for a file write nor copy the history.
-    published: RwLock<Arc<LayoutHistory>>,
+    published: RwLock<Published>,
     peers: Mutex<BTreeMap<NodeId, PeerLayoutState>>,
 }
 
@@ -108,7 +126,7 @@ impl ClusterLayout {
                 data_dirs,
                 mesh,
                 endpoint,
-                published: RwLock::new(Arc::new(history.clone())),
+                published: RwLock::new(Published::of(&history)),
                 history: tokio::sync::Mutex::new(history),
                 peers: Mutex::new(BTreeMap::new()),
             }),
@@ -138,6 +156,17 @@ impl ClusterLayout {
     /// or merge that has not finished writing its file yet.
     pub fn history(&self) -> Arc<LayoutHistory> {
         self.inner.published()
+    }
+
+    /// The version reads go to in [`Self::history`]
+    /// ([`LayoutHistory::read_version`]), without computing it again.
+    pub fn read_version(&self) -> Arc<LayoutVersion> {
+        self.inner
+            .published
+            .read()
+            .expect("published lock")
+            .read_version
+            .clone()
     }
 
     /// The cluster's replication factor (fixed for the cluster's life).
@@ -190,13 +219,17 @@ impl ClusterLayout {
 
 impl Inner {
     fn published(&self) -> Arc<LayoutHistory> {
-        self.published.read().expect("published lock").clone()
+        self.published
+            .read()
+            .expect("published lock")
+            .history
+            .clone()
     }
 
     /// Makes `h` what [`ClusterLayout::history`] returns. Called with the
     /// history mutex held, so copies are published in the order of changes.
     fn publish(&self, h: &LayoutHistory) {
-        *self.published.write().expect("published lock") = Arc::new(h.clone());
+        *self.published.write().expect("published lock") = Published::of(h);
     }
 
     /// Merges a peer's history; persists and logs when something changed.

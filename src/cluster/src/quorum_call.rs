@@ -3,7 +3,11 @@
 //!
 //! What they promise:
 //! - every target is called in parallel, this node included (the mesh runs
-//!   a call to itself directly, without the network);
+//!   a call to itself directly, without the network) — except by
+//!   [`call_quorum_hedged`], the read's call, which calls the first
+//!   `quorum` targets in the caller's order (closest first) and the others
+//!   only when one of those fails or the quorum has not answered within a
+//!   hedge delay;
 //! - the call returns as soon as the quorum succeeded, with those
 //!   responses; the calls still running go on in their own tasks, so slow
 //!   replicas still get the message (dropping the returned future does not
@@ -22,6 +26,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use hangar_layout::{NodeId, WriteSet};
 use hangar_net::{CallOpts, Endpoint, Mesh, Message, NetError};
@@ -114,6 +119,40 @@ where
         quorum,
         |n| mesh.is_up(n),
         mesh_call(endpoint, msg, opts),
+    )
+    .await
+}
+
+/// Sends `msg` to the first `quorum` nodes of `targets`, which the caller
+/// gives in its order of preference (closest first), and to the others only
+/// when needed: the next one as soon as a call fails, and every other one
+/// once `hedge` has passed without the quorum. Returns the responses of the
+/// first `quorum` that succeed; fails like [`call_quorum`] (nodes known down
+/// are skipped, and [`QuorumError::NotEnoughNodes`] is answered at once).
+///
+/// For reads: any `quorum` answers meet every write quorum, whichever nodes
+/// give them, so the read sees what [`call_quorum`] would; but a read that
+/// its closest replicas answer in time costs the other replicas nothing,
+/// and a silent replica delays it by `hedge`, not by the call's timeout.
+pub async fn call_quorum_hedged<Req, Resp>(
+    mesh: &Mesh,
+    endpoint: &Arc<Endpoint<Req, Resp>>,
+    targets: &[NodeId],
+    msg: Req,
+    quorum: usize,
+    opts: CallOpts,
+    hedge: Duration,
+) -> Result<Vec<(NodeId, Resp)>, QuorumError>
+where
+    Req: Message + Clone,
+    Resp: Message,
+{
+    run_hedged(
+        targets.to_vec(),
+        quorum,
+        |n| mesh.is_up(n),
+        mesh_call(endpoint, msg, opts),
+        hedge,
     )
     .await
 }
@@ -408,22 +447,128 @@ where
             }
         };
     }
+    conclude(&tracker, progress, ok, errors, targets.len())
+}
+
+/// The result of a quorum call that stopped at `progress` after `called`
+/// calls, with the answers `ok` and `errors`.
+fn conclude<Resp>(
+    tracker: &Tracker,
+    progress: Progress,
+    ok: Vec<(NodeId, Resp)>,
+    errors: Vec<(NodeId, NetError)>,
+    called: usize,
+) -> Result<Vec<(NodeId, Resp)>, QuorumError> {
     match progress {
         Progress::Reached => {
             let answered = ok.len() + errors.len();
-            if answered < targets.len() {
+            if answered < called {
                 debug!(
                     "quorum call: quorum reached, {} calls go on in the background",
-                    targets.len() - answered
+                    called - answered
                 );
             }
             Ok(ok)
         }
         Progress::OutOfReach(i) => Err(tracker.out_of_reach(i, errors)),
         // Every call answered and yet the tracker waits: cannot happen, as
-        // each answer is recorded; report it as out of reach.
+        // each answer is recorded (and a hedged call calls every node before
+        // giving up); report it as out of reach.
         Progress::Pending => Err(tracker.out_of_reach(0, errors)),
     }
+}
+
+/// The hedged quorum call ([`call_quorum_hedged`]) over any per-node call:
+/// one set, `targets` in the order they are to be called.
+pub(crate) async fn run_hedged<Resp, F, Fut>(
+    targets: Vec<NodeId>,
+    quorum: usize,
+    is_up: impl Fn(NodeId) -> bool,
+    call: F,
+    hedge: Duration,
+) -> Result<Vec<(NodeId, Resp)>, QuorumError>
+where
+    Resp: Send + 'static,
+    F: Fn(NodeId) -> Fut,
+    Fut: Future<Output = Result<Resp, NetError>> + Send + 'static,
+{
+    let mut tracker = Tracker::new(
+        vec![Set {
+            version: None,
+            nodes: targets.clone(),
+        }],
+        quorum,
+    );
+    tracker.mark_down(is_up)?;
+    // The caller's order, each node once, without the nodes known down.
+    let callable = tracker.to_call();
+    let mut order: Vec<NodeId> = Vec::with_capacity(callable.len());
+    for n in targets {
+        if callable.contains(&n) && !order.contains(&n) {
+            order.push(n);
+        }
+    }
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    // As in `run`, a task per call, so that it goes on after the quorum.
+    let launch = |node: NodeId| {
+        let tx = tx.clone();
+        let fut = call(node);
+        tokio::spawn(async move {
+            let _ = tx.send((node, fut.await));
+        });
+    };
+    let mut next = quorum.min(order.len());
+    order[..next].iter().for_each(|n| launch(*n));
+    let mut in_flight = next;
+    let hedge_at = tokio::time::Instant::now() + hedge;
+    let mut ok = Vec::new();
+    let mut errors = Vec::new();
+    let mut progress = tracker.progress();
+    while progress == Progress::Pending {
+        if in_flight == 0 {
+            // Nothing more can answer.
+            if next == order.len() {
+                break;
+            }
+            launch(order[next]);
+            next += 1;
+            in_flight += 1;
+        }
+        tokio::select! {
+            Some((node, result)) = rx.recv() => {
+                in_flight -= 1;
+                progress = match result {
+                    Ok(resp) => {
+                        ok.push((node, resp));
+                        tracker.record(node, true)
+                    }
+                    Err(e) => {
+                        debug!(node = %node.short(), error = %e, "quorum call: one call failed");
+                        errors.push((node, e));
+                        let p = tracker.record(node, false);
+                        // Its answer is owed by the next node.
+                        if p == Progress::Pending && next < order.len() {
+                            launch(order[next]);
+                            next += 1;
+                            in_flight += 1;
+                        }
+                        p
+                    }
+                };
+            }
+            () = tokio::time::sleep_until(hedge_at), if next < order.len() => {
+                debug!(
+                    "quorum call: no quorum after {hedge:?}, calling {} more nodes",
+                    order.len() - next
+                );
+                order[next..].iter().for_each(|n| launch(*n));
+                in_flight += order.len() - next;
+                next = order.len();
+            }
+            else => break,
+        }
+    }
+    conclude(&tracker, progress, ok, errors, next)
 }
 
 #[cfg(test)]
@@ -656,6 +801,128 @@ mod tests {
             2,
             |n| n == node(1),
             fake(f, log.clone()),
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            matches!(e, QuorumError::NotEnoughNodes { up: 1, .. }),
+            "{e}"
+        );
+        assert!(log.lock().unwrap().0.is_empty());
+    }
+
+    fn nodes(of: &[u8]) -> Vec<NodeId> {
+        of.iter().map(|&i| node(i)).collect()
+    }
+
+    fn answered(r: &[(NodeId, u8)]) -> Vec<u8> {
+        let mut got: Vec<u8> = r.iter().map(|(_, v)| *v).collect();
+        got.sort();
+        got
+    }
+
+    #[tokio::test]
+    async fn hedged_calls_only_the_first_quorum_when_they_answer() {
+        let (f, log) = fakes(&[(1, Fake::Ok), (2, Fake::Ok), (3, Fake::Ok)]);
+        let hedge = Duration::from_millis(200);
+        let r = run_hedged(nodes(&[2, 1, 3]), 2, |_| true, fake(f, log.clone()), hedge)
+            .await
+            .unwrap();
+        assert_eq!(answered(&r), vec![1, 2]);
+        // Past the hedge delay, node 3 has still not been called.
+        tokio::time::sleep(hedge * 2).await;
+        assert_eq!(log.lock().unwrap().0, nodes(&[2, 1]));
+    }
+
+    #[tokio::test]
+    async fn hedged_calls_the_next_node_at_once_when_one_fails() {
+        let (f, log) = fakes(&[(1, Fake::Fail), (2, Fake::Ok), (3, Fake::Ok)]);
+        let hedge = Duration::from_secs(30);
+        let start = Instant::now();
+        let r = run_hedged(nodes(&[1, 2, 3]), 2, |_| true, fake(f, log.clone()), hedge)
+            .await
+            .unwrap();
+        assert!(
+            start.elapsed() < Duration::from_secs(1),
+            "took {:?}",
+            start.elapsed()
+        );
+        assert_eq!(answered(&r), vec![2, 3]);
+        assert_eq!(log.lock().unwrap().0, nodes(&[1, 2, 3]));
+    }
+
+    #[tokio::test]
+    async fn hedged_calls_the_others_when_the_hedge_delay_passes() {
+        // Node 2 is silent (a paused process): the read waits for the hedge
+        // delay, not for the call's timeout.
+        let (f, log) = fakes(&[
+            (1, Fake::Ok),
+            (2, Fake::Never),
+            (3, Fake::Ok),
+            (4, Fake::Ok),
+        ]);
+        let hedge = Duration::from_millis(150);
+        let start = Instant::now();
+        let r = run_hedged(
+            nodes(&[1, 2, 3, 4]),
+            2,
+            |_| true,
+            fake(f, log.clone()),
+            hedge,
+        )
+        .await
+        .unwrap();
+        let took = start.elapsed();
+        assert!(took >= hedge && took < hedge * 4, "took {took:?}");
+        assert_eq!(answered(&r)[0], 1);
+        assert_eq!(r.len(), 2);
+        // Every node not called yet was called at the hedge delay.
+        assert_eq!(log.lock().unwrap().0.len(), 4);
+    }
+
+    #[tokio::test]
+    async fn hedged_fails_fast_and_skips_down_nodes() {
+        // 1 and 2 fail, 3 never answers: out of reach after the second
+        // failure, without waiting for the hedge delay.
+        let (f, log) = fakes(&[(1, Fake::Fail), (2, Fake::Fail), (3, Fake::Never)]);
+        let start = Instant::now();
+        let e = run_hedged(
+            nodes(&[1, 2, 3]),
+            2,
+            |_| true,
+            fake(f, log.clone()),
+            Duration::from_secs(30),
+        )
+        .await
+        .unwrap_err();
+        assert!(start.elapsed() < Duration::from_secs(1));
+        assert!(
+            matches!(e, QuorumError::Failed { ok: 0, ref errors, .. } if errors.len() == 2),
+            "{e}"
+        );
+
+        // Node 1, first in order, is down: 2 and 3 are called at once.
+        let (f, log) = fakes(&[(1, Fake::Ok), (2, Fake::Ok), (3, Fake::Ok)]);
+        let r = run_hedged(
+            nodes(&[1, 2, 3, 2]),
+            2,
+            |n| n != node(1),
+            fake(f.clone(), log.clone()),
+            Duration::from_secs(30),
+        )
+        .await
+        .unwrap();
+        assert_eq!(answered(&r), vec![2, 3]);
+        assert_eq!(log.lock().unwrap().0, nodes(&[2, 3]));
+
+        // Two down of three: nobody is called.
+        let (f, log) = fakes(&[(1, Fake::Ok), (2, Fake::Ok), (3, Fake::Ok)]);
+        let e = run_hedged(
+            nodes(&[1, 2, 3]),
+            2,
+            |n| n == node(3),
+            fake(f, log.clone()),
+            Duration::from_secs(30),
         )
         .await
         .unwrap_err();

@@ -129,7 +129,7 @@ impl Model {
         };
         let part = bucket.id_bytes();
         let p = <crate::object::ObjectTable as hangar_table::Schema>::layout_partition(&part);
-        let mut nodes = cluster.layout().history().read_nodes_of_partition(p);
+        let mut nodes = cluster.read_nodes_of_partition(p);
         nodes.sort();
         nodes.into_iter().find(|n| cluster.is_up(*n)) == Some(cluster.id())
     }

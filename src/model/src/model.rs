@@ -704,7 +704,7 @@ impl Model {
         }
         let cluster = &cb.cluster;
         let p = ObjectTable::layout_partition(&id);
-        let nodes = cluster.layout().history().read_nodes_of_partition(p);
+        let nodes = cluster.read_nodes_of_partition(p);
         let quorum = cluster.quorums().read.min(nodes.len()).max(1);
         let answers = hangar_cluster::call_quorum(
             cluster.mesh(),

@@ -63,9 +63,7 @@ impl<S: Schema> Rows<S> {
 
     /// The sharded table if a layout assigns partitions to nodes.
     fn spread(&self) -> Option<&ShardedTable<S>> {
-        self.sharded
-            .as_ref()
-            .filter(|t| !t.cluster().storage_nodes_of_partition(0).is_empty())
+        self.sharded.as_ref().filter(|t| t.cluster().is_laid_out())
     }
 
     /// Collects due tombstones with every replica (a no-op report before
@@ -212,12 +210,8 @@ impl<S: Schema> Rows<S> {
     /// (in some active layout version) — for reads that may skip the quorum.
     fn local_replica(&self, partition: &[u8]) -> Option<&Table<S>> {
         let t = self.spread()?;
-        let p = S::layout_partition(partition);
-        let me = t.cluster().id();
         t.cluster()
-            .storage_nodes_of_partition(p)
-            .nodes()
-            .contains(&me)
+            .stores_partition(S::layout_partition(partition))
             .then_some(&self.local)
     }
 

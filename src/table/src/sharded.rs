@@ -28,10 +28,13 @@
 //!   fails at once, sending nothing, when some set has fewer live nodes
 //!   than the write quorum ([`ReplicationError::Quorum`] names the nodes
 //!   down).
-//! - [`ShardedTable::get`] and [`ShardedTable::range`] ask every read node
-//!   of the partition (the newest synced layout version's) at once and
-//!   answer from the first read quorum: with read + write quorum above the
-//!   replication factor, a row whose insert returned is seen. Replicas that
+//! - [`ShardedTable::get`] and [`ShardedTable::range`] ask the closest read
+//!   quorum of the partition's read nodes (the newest synced layout
+//!   version's; this node first when it is one), the others only when one
+//!   of those fails or does not answer within the hedge delay
+//!   ([`Cluster::call_read_quorum`]), and answer from the first read quorum
+//!   of answers: with read + write quorum above the replication factor, a
+//!   row whose insert returned is seen, whichever replicas answer. Replicas that
 //!   answered without the merged row, or with an older one, are sent it in
 //!   the background (read repair).
 //! - Nothing a peer sends is trusted for size: rows per message, key and
@@ -42,7 +45,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::marker::PhantomData;
 use std::ops::Bound;
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::StreamExt;
@@ -403,17 +405,16 @@ impl<S: Schema> ShardedTable<S> {
         Ok(())
     }
 
-    /// The read nodes of layout partition `p`, closest (by ping RTT) first.
+    /// The read nodes of layout partition `p` (the read orders them).
     fn read_nodes(&self, p: Partition) -> Vec<NodeId> {
-        let mut nodes = self.cluster.layout().history().read_nodes_of_partition(p);
-        nodes.sort_by_key(|n| self.cluster.rtt(*n).unwrap_or(Duration::MAX));
-        nodes
+        self.cluster.read_nodes_of_partition(p)
     }
 
-    /// Reads row (`partition`, `sort`) from a read quorum of its nodes and
-    /// returns the merge of their answers (`None` when none holds it);
-    /// replicas that lacked it or held an older row are repaired in the
-    /// background.
+    /// Reads row (`partition`, `sort`) from a read quorum of its nodes (the
+    /// closest first, the others only if those fail or are slow:
+    /// [`Cluster::call_read_quorum`]) and returns the merge of their answers
+    /// (`None` when none holds it); replicas that answered without it or
+    /// with an older row are repaired in the background.
     pub async fn get(&self, partition: &[u8], sort: &[u8]) -> Result<Option<S::Row>> {
         let p = S::layout_partition(partition);
         let key = crate::storage_key::<S>(partition, sort);
@@ -423,13 +424,12 @@ impl<S: Schema> ShardedTable<S> {
         }
         let answers = self
             .cluster
-            .call_quorum(
+            .call_read_quorum(
                 &self.eps.read,
                 &targets,
                 ReadRow {
                     key: ByteBuf::from(key.clone()),
                 },
-                self.cluster.quorums().read,
                 CallOpts::default(),
             )
             .await
@@ -559,13 +559,7 @@ impl<S: Schema> ShardedTable<S> {
         };
         let answers = self
             .cluster
-            .call_quorum(
-                &self.eps.range,
-                &targets,
-                msg,
-                self.cluster.quorums().read,
-                CallOpts::default(),
-            )
+            .call_read_quorum(&self.eps.range, &targets, msg, CallOpts::default())
             .await
             .map_err(|e| self.quorum_error("range", p, &targets, e))?;
         let bad = |message: String| TableError::BadAnswer {

@@ -507,6 +507,8 @@ async fn adding_a_node_inserts_reach_both_versions_sync_reports_the_new_one_and_
     for q in 0..40 {
         assert_eq!(local_count(&nodes[0], q).await, 2, "partition key {q}");
     }
+    // Reads still go to version 1: version 2 is not synced yet.
+    assert_eq!(nodes[0].cluster.layout().read_version().version, 1);
     // Every node synced and reading version 2: version 1 retires, and a
     // pass on node 0 deletes the rows of the partitions it no longer holds,
     // and only those.
@@ -532,6 +534,11 @@ async fn adding_a_node_inserts_reach_both_versions_sync_reports_the_new_one_and_
         })
         .await
     );
+    // The read version the live layout published with the change is the
+    // one the history gives.
+    let layout = nodes[0].cluster.layout();
+    assert_eq!(layout.read_version().version, v2);
+    assert_eq!(*layout.read_version(), *layout.history().read_version());
     let kept: BTreeSet<Partition> = nodes[0]
         .cluster
         .layout()
@@ -708,8 +715,13 @@ async fn the_sync_worker_repairs_every_interval() {
         Duration::from_secs(5),
         local_count(&nodes[1], 6).await == 20
     ));
+    // The rows land during the pass; its count is reported when it ends.
+    assert!(
+        eventually!(Duration::from_secs(5), workers.list()[0].processed >= 20),
+        "{:?}",
+        workers.list()[0]
+    );
     let w = &workers.list()[0];
-    assert!(w.processed >= 20, "{w:?}");
     assert!(w.progress.contains("layout version 1"), "{w:?}");
     task.abort();
     shutdown(&nodes).await;

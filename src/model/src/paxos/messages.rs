@@ -32,8 +32,9 @@ impl PaxosKey {
         k
     }
 
-    /// Refuses what a peer should never send.
-    pub(crate) fn check(&self) -> Result<(), String> {
+    /// Refuses what a peer should never send (the acceptor's handlers call
+    /// it before anything else).
+    pub fn check(&self) -> Result<(), String> {
         if self.bucket.len() != 32 || self.key.len() > MAX_OBJECT_KEY {
             return Err("bad bucket id or object key".into());
         }
@@ -54,8 +55,9 @@ pub enum Proposal {
 }
 
 impl Proposal {
-    /// Bytes a peer may send in one value.
-    pub(crate) fn check(&self) -> Result<(), String> {
+    /// Refuses a value larger than a peer may send (the accept handler
+    /// calls it before anything else).
+    pub fn check(&self) -> Result<(), String> {
         match self {
             Proposal::Publish { sort, row }
                 if sort.len() > hangar_table::replicated::MAX_KEY_LEN

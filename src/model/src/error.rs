@@ -20,6 +20,9 @@ pub enum ModelError {
         /// The coordinator refused the call as overloaded.
         overloaded: bool,
     },
+    /// A removal of a name that is no alias of the bucket.
+    #[error("{alias} is not an alias of bucket {bucket}")]
+    NoSuchAlias { alias: String, bucket: String },
     #[error("bucket {0} is not empty")]
     BucketNotEmpty(String),
     #[error("invalid bucket name {name:?}: {reason}")]

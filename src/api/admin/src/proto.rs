@@ -58,6 +58,48 @@ pub enum Request {
     BucketDelete {
         name: String,
     },
+    /// Garage v2's AddBucketAlias (`hangar bucket alias`): makes
+    /// `globalAlias` another name of the bucket (`bucketId`: its id; or
+    /// `bucket`: its name or an alias). `localAlias` (a name only one key
+    /// sees) is answered NotImplemented.
+    BucketAlias {
+        #[serde(default, rename = "bucketId", skip_serializing_if = "Option::is_none")]
+        bucket_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bucket: Option<String>,
+        #[serde(
+            default,
+            rename = "globalAlias",
+            skip_serializing_if = "Option::is_none"
+        )]
+        global_alias: Option<String>,
+        #[serde(
+            default,
+            rename = "localAlias",
+            skip_serializing_if = "Option::is_none"
+        )]
+        local_alias: Option<LocalAlias>,
+    },
+    /// Garage v2's RemoveBucketAlias (`hangar bucket unalias`): the same
+    /// fields; the bucket stays.
+    BucketUnalias {
+        #[serde(default, rename = "bucketId", skip_serializing_if = "Option::is_none")]
+        bucket_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bucket: Option<String>,
+        #[serde(
+            default,
+            rename = "globalAlias",
+            skip_serializing_if = "Option::is_none"
+        )]
+        global_alias: Option<String>,
+        #[serde(
+            default,
+            rename = "localAlias",
+            skip_serializing_if = "Option::is_none"
+        )]
+        local_alias: Option<LocalAlias>,
+    },
     BucketPermission {
         bucket: String,
         key: String,
@@ -206,6 +248,15 @@ pub enum Request {
     },
 }
 
+/// A local alias as Garage's admin API v2 names it: a name of a bucket
+/// that only one access key sees.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LocalAlias {
+    pub access_key_id: String,
+    pub alias: String,
+}
+
 /// The node's answer on the socket: a JSON value, or an error.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -227,6 +278,8 @@ pub enum ErrorCode {
     Unavailable,
     /// The node failed (500); its log says more.
     Internal,
+    /// Hangar does not do that (yet) (501).
+    NotImplemented,
 }
 
 impl ErrorCode {
@@ -239,6 +292,7 @@ impl ErrorCode {
             ErrorCode::Conflict => S::CONFLICT,
             ErrorCode::Unavailable => S::SERVICE_UNAVAILABLE,
             ErrorCode::Internal => S::INTERNAL_SERVER_ERROR,
+            ErrorCode::NotImplemented => S::NOT_IMPLEMENTED,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Bucket operations: ListBuckets, CreateBucket, HeadBucket, DeleteBucket,
 //! GetBucketLocation.
 
+use hangar_model::bucket::BucketRow;
 use s3s::dto::{
     Bucket, CreateBucketInput, CreateBucketOutput, DeleteBucketInput, DeleteBucketOutput,
     GetBucketLocationInput, GetBucketLocationOutput, HeadBucketInput, HeadBucketOutput,
@@ -31,15 +32,23 @@ impl S3Api {
             .or_s3()?
             .ok_or_else(|| s3_error!(InvalidAccessKeyId))?;
         let prefix = req.input.prefix.as_deref().unwrap_or("");
-        let buckets = self
+        // A bucket's aliases are listed as buckets too (as Garage lists
+        // its global aliases): each is a name clients address it by.
+        let mut names: Vec<(String, BucketRow)> = self
             .model
             .list_buckets()
             .await
             .or_s3()?
             .into_iter()
-            .filter(|b| key.permission(&b.name).any() && b.name.starts_with(prefix))
-            .map(|b| Bucket {
-                name: Some(b.name),
+            .map(|b| (b.name.clone(), b))
+            .chain(self.model.list_aliases().await.or_s3()?)
+            .filter(|(n, b)| key.permission(&b.name).any() && n.starts_with(prefix))
+            .collect();
+        names.sort_by(|a, b| a.0.cmp(&b.0));
+        let buckets = names
+            .into_iter()
+            .map(|(name, b)| Bucket {
+                name: Some(name),
                 creation_date: Some(timestamp(b.created_msec)),
                 bucket_region: Some(self.settings.region.clone()),
             })

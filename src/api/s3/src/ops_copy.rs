@@ -40,7 +40,7 @@ impl S3Api {
         source: &CopySource,
         conditions: Preconditions<'_>,
     ) -> S3Result<(String, String, FoundVersion)> {
-        let (bucket, key, version_id) = match source {
+        let (mut bucket, key, version_id) = match source {
             CopySource::Bucket {
                 bucket,
                 key,
@@ -67,6 +67,8 @@ impl S3Api {
             if !caller.may(&src, crate::access::Need::Read, &action, Some(&key)) {
                 return Err(s3_error!(AccessDenied, "Access Denied to the copy source"));
             }
+            // The bucket's own name, also when the source names an alias.
+            bucket = src.name;
         }
         let found = self
             .object_for_read(&bucket, &key, version_id.as_deref())
@@ -120,7 +122,7 @@ impl S3Api {
         let by_version = version_id_of(&input.copy_source).is_some();
         // Encrypting, decrypting or changing the key changes the object.
         let sse_involved = src_sse.is_some() || dst_sse.is_some();
-        if src_bucket == input.bucket
+        if src_bucket == dst_b.name
             && src_key == input.key
             && !replace
             && !by_version

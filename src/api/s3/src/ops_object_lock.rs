@@ -166,7 +166,9 @@ impl S3Api {
             return Ok(false);
         };
         let key = self.model.get_signing_key(&c.access_key).await.or_s3()?;
-        Ok(key.is_some_and(|k| k.permission(bucket).owner))
+        // Permissions name the bucket by its own name, not by an alias.
+        let name = self.bucket(bucket).await?.name;
+        Ok(key.is_some_and(|k| k.permission(&name).owner))
     }
 
     /// A bypass asked for (`x-amz-bypass-governance-retention: true`) by a

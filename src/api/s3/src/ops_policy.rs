@@ -29,7 +29,9 @@ impl S3Api {
     ) -> S3Result<S3Response<PutBucketPolicyOutput>> {
         let input = req.input;
         let b = self.bucket(&input.bucket).await?;
-        let policy = Policy::parse(&input.policy, &input.bucket)?;
+        // Its resources name the bucket by its own name (it is evaluated
+        // so, whichever name a request uses), also when put through an alias.
+        let policy = Policy::parse(&input.policy, &b.name)?;
         // BlockPublicPolicy: a public policy is refused, as S3 does.
         if b.public_access_block()
             .is_some_and(|p| p.block_public_policy)

@@ -4,11 +4,14 @@ read through the bucket's name and the other way round, through every
 node, with boto3 and aws-cli; a key is authorised through an alias exactly
 as through the name (its grants, the bucket policy); a bucket cannot be
 created under an alias's name until the alias is removed; deleting a
-bucket removes its aliases; ListBuckets lists aliases as buckets."""
+bucket removes its aliases; ListBuckets lists aliases as buckets;
+multipart uploads, copies and Object Lock's owner bypass work across the
+two names."""
 
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from botocore.exceptions import ClientError
@@ -176,3 +179,30 @@ def test_local_aliases_are_refused_as_not_built(cluster):
     b, _ = aliased(cluster, "local", key, "--read")
     r = cluster[0].cli("bucket", "alias", b, bucket_name("local-x"), "--local", key.id, check=False)
     assert r.returncode == 2 and "local aliases" in r.stderr and "not built" in r.stderr, r.stderr
+
+
+def test_uploads_copies_and_object_lock_through_an_alias(cluster):
+    key = new_key(cluster[0], "locker", create_bucket=True)
+    c = [s3_client(n, key) for n in cluster]
+    b, a = bucket_name("locked"), bucket_name("locked-alias")
+    c[0].create_bucket(Bucket=b, ObjectLockEnabledForBucket=True)
+    cluster[1].cli("bucket", "alias", b, a)
+    # A multipart upload started through the alias, completed through the name.
+    up = c[1].create_multipart_upload(Bucket=a, Key="mpu")["UploadId"]
+    etag = c[2].upload_part(Bucket=b, Key="mpu", UploadId=up, PartNumber=1, Body=b"p" * 10)["ETag"]
+    c[0].complete_multipart_upload(Bucket=b, Key="mpu", UploadId=up,
+                                   MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]})
+    assert c[2].get_object(Bucket=a, Key="mpu")["Body"].read() == b"p" * 10
+    # A copy onto itself through two names of the bucket is a copy onto itself.
+    with pytest.raises(ClientError) as e:
+        c[0].copy_object(Bucket=a, Key="mpu", CopySource={"Bucket": b, "Key": "mpu"})
+    assert (http_status(e.value), error_code(e.value)) == (400, "InvalidRequest")
+    c[1].copy_object(Bucket=a, Key="copy", CopySource={"Bucket": b, "Key": "mpu"})
+    assert c[2].get_object(Bucket=b, Key="copy")["Body"].read() == b"p" * 10
+    # The bucket's owner may bypass GOVERNANCE retention through the alias.
+    until = datetime.now(timezone.utc) + timedelta(hours=1)
+    v = c[0].put_object(Bucket=a, Key="held", Body=b"h", ObjectLockMode="GOVERNANCE",
+                        ObjectLockRetainUntilDate=until)["VersionId"]
+    assert status(lambda: c[1].delete_object(Bucket=a, Key="held", VersionId=v)) == (403, "AccessDenied")
+    c[2].delete_object(Bucket=a, Key="held", VersionId=v, BypassGovernanceRetention=True)
+    assert status(lambda: c[0].head_object(Bucket=b, Key="held", VersionId=v))[0] == 404

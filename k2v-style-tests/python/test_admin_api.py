@@ -269,11 +269,22 @@ def test_bucket_aliases_end_to_end(api):
         assert status == code, (body, status, data)
     status, _, data = call(api, "POST", "/v2/CreateBucket", body={"name": "api-alias-1"})
     assert status == 409 and json.loads(data)["code"] == "Conflict", data
+    # A local alias: one key's name of the bucket.
+    k = ok(api, "POST", "/v2/CreateKey", {"name": "alias-key"})["access_key_id"]
+    local = {"accessKeyId": k, "alias": "api-mine"}
+    info = ok(api, "POST", "/v2/AddBucketAlias", {"bucket": "api-aliased", "localAlias": local})
+    assert info["local_aliases"] == [{"access_key_id": k, "alias": "api-mine"}], info
+    assert info["aliases"] == ["api-alias-1", "api-alias-2"]
     status, _, data = call(api, "POST", "/v2/AddBucketAlias",
                            body={"bucket": "api-aliased",
-                                 "localAlias": {"accessKeyId": "GK" + "0" * 24, "alias": "mine"}})
-    assert status == 501 and json.loads(data)["code"] == "NotImplemented", data
-    assert "not built" in json.loads(data)["message"]
+                                 "localAlias": {"accessKeyId": "GK" + "0" * 24, "alias": "api-mine"}})
+    assert status == 404 and json.loads(data)["code"] == "NotFound", data
+    status, _, data = call(api, "POST", "/v2/AddBucketAlias",
+                           body={"bucket": "api-aliased", "globalAlias": "x-y-z", "localAlias": local})
+    assert status == 400, data
+    # Without the bucket: the key's alias names it.
+    info = ok(api, "POST", "/v2/RemoveBucketAlias", {"bucket": "api-mine", "localAlias": local})
+    assert info["local_aliases"] == [] and info["name"] == "api-aliased"
     info = ok(api, "POST", "/v2/RemoveBucketAlias", {"bucketId": b["id"], "globalAlias": "api-alias-1"})
     assert info["aliases"] == ["api-alias-2"]
     status, _, data = call(api, "POST", "/v2/RemoveBucketAlias", body={"bucket": "api-aliased", "globalAlias": "api-alias-1"})

@@ -4,7 +4,9 @@ read through the bucket's name and the other way round, through every
 node, with boto3 and aws-cli; a key is authorised through an alias exactly
 as through the name (its grants, the bucket policy); a bucket cannot be
 created under an alias's name until the alias is removed; deleting a
-bucket removes its aliases; ListBuckets lists aliases as buckets;
+bucket removes its aliases; ListBuckets lists aliases as buckets; a local
+alias is one key's name of a bucket, hiding any other bucket of the name
+from that key only;
 multipart uploads, copies and Object Lock's owner bypass work across the
 two names."""
 
@@ -174,11 +176,49 @@ def test_deleting_a_bucket_removes_its_aliases(cluster):
     cluster[2].cli("bucket", "create", a)
 
 
-def test_local_aliases_are_refused_as_not_built(cluster):
-    key = new_key(cluster[0], "local")
-    b, _ = aliased(cluster, "local", key, "--read")
-    r = cluster[0].cli("bucket", "alias", b, bucket_name("local-x"), "--local", key.id, check=False)
-    assert r.returncode == 2 and "local aliases" in r.stderr and "not built" in r.stderr, r.stderr
+def test_a_local_alias_is_one_key_s_name_of_a_bucket(cluster, tmp_path):
+    key, other = new_key(cluster[0], "local", create_bucket=True), new_key(cluster[0], "local-other")
+    b, _ = aliased(cluster, "local", key, "--read", "--write")
+    cluster[0].cli("bucket", "allow", b, "--key", other.id, "--read", "--write")
+    mine, shadow = bucket_name("local-mine"), bucket_name("local-shadow")
+    # A bucket of its own name, which the local alias then hides from `key`.
+    cluster[2].cli("bucket", "create", shadow)
+    cluster[2].cli("bucket", "allow", shadow, "--key", other.id, "--read", "--write")
+    out = cluster[1].cli("bucket", "alias", b, mine, "--local", key.name).stdout
+    assert f"Local alias {mine} of key {key.id} now names bucket {b}." in out, out
+    info = cluster[2].cli_json("bucket", "alias", b, shadow, "--local", key.id)
+    assert info["local_aliases"] == [{"access_key_id": key.id, "alias": n} for n in sorted([mine, shadow])], info
+    assert info["aliases"] != [] and mine not in info["aliases"]
+    text = cluster[0].cli("bucket", "info", b).stdout
+    assert f"Local aliases: {mine} (key {key.id})" in text, text
+    for n in cluster:
+        c, o = s3_client(n, key), s3_client(n, other)
+        c.put_object(Bucket=mine, Key=f"mine-{n.s3_port}", Body=b"m")
+        assert o.get_object(Bucket=b, Key=f"mine-{n.s3_port}")["Body"].read() == b"m"
+        # Only `key` has these names.
+        assert status(lambda: o.head_bucket(Bucket=mine))[0] == 404
+        c.put_object(Bucket=shadow, Key="hidden", Body=b"h")
+        assert status(lambda: o.get_object(Bucket=shadow, Key="hidden")) == (404, "NoSuchKey")
+        assert o.get_object(Bucket=b, Key="hidden")["Body"].read() == b"h"
+        names = {x["Name"] for x in c.list_buckets()["Buckets"]}
+        assert {mine, shadow, b} <= names, names
+        assert mine not in {x["Name"] for x in o.list_buckets()["Buckets"]}
+    AwsCli(cluster[2], key, tmp_path).run("s3", "ls", f"s3://{mine}/")
+    # The key cannot create a bucket under its own alias; another key can.
+    assert status(lambda: s3_client(cluster[1], key).create_bucket(Bucket=mine)) == (409, "BucketAlreadyExists")
+    third = bucket_name("local-third")
+    cluster[0].cli("bucket", "create", third)
+    r = cluster[0].cli("bucket", "alias", third, mine, "--local", key.id, check=False)
+    assert r.returncode == 4, r.stderr
+    # For a local alias the bucket is named as the key names it: here, b.
+    info = cluster[0].cli_json("bucket", "alias", shadow, mine, "--local", key.id)
+    assert info["name"] == b, info
+    info = cluster[1].cli_json("bucket", "unalias", mine, "--local", key.id)
+    assert info["name"] == b and [x["alias"] for x in info["local_aliases"]] == [shadow]
+    for n in cluster:
+        assert status(lambda: s3_client(n, key).head_bucket(Bucket=mine))[0] == 404
+    r = cluster[2].cli("bucket", "unalias", b, mine, "--local", key.id, check=False)
+    assert r.returncode == 3, r.stderr
 
 
 def test_uploads_copies_and_object_lock_through_an_alias(cluster):

@@ -128,24 +128,33 @@ async fn bucket_info(model: &Model, b: &BucketRow) -> Result<Value, AdminError> 
             "routing_rules": w.routing_rules.len()})
     });
     let aliases = model.bucket_aliases(b).await.map_err(e)?;
+    let local: Vec<Value> = model
+        .bucket_local_aliases(b)
+        .await
+        .map_err(e)?
+        .into_iter()
+        .map(|(k, a)| json!({"access_key_id": k, "alias": a}))
+        .collect();
     Ok(
         json!({"name": b.name, "id": b.id, "created": b.created_msec,
         "objects": usage.objects, "bytes": usage.bytes, "keys": keys, "website": website,
-        "quotas": quotas_json(b.quotas()), "aliases": aliases}),
+        "quotas": quotas_json(b.quotas()), "aliases": aliases, "local_aliases": local}),
     )
 }
 
-/// The bucket and the global alias of an AddBucketAlias or
-/// RemoveBucketAlias: the bucket by `bucket_id` (its id, or a name as
-/// Garage's CLI sends) or by `bucket`, exactly one; `global_alias`, as
-/// local aliases (one key's names) are not built.
+/// The bucket, the alias and for a local alias its key (the access key
+/// id) of an AddBucketAlias or RemoveBucketAlias: the bucket by
+/// `bucket_id` (its id, or a name as Garage's CLI sends) or by `bucket`,
+/// exactly one; `global_alias` or `local_alias`, exactly one. For a local
+/// alias the bucket is named as that key names it (its local aliases
+/// first).
 async fn alias_request(
     model: &Model,
     bucket_id: Option<String>,
     bucket: Option<String>,
     global_alias: Option<String>,
     local_alias: Option<hangar_api_admin::proto::LocalAlias>,
-) -> Result<(BucketRow, String), AdminError> {
+) -> Result<(BucketRow, String, Option<String>), AdminError> {
     let which = match (bucket_id, bucket) {
         (Some(b), None) | (None, Some(b)) => b,
         _ => {
@@ -154,14 +163,14 @@ async fn alias_request(
             ));
         }
     };
-    let alias = match (global_alias, local_alias) {
-        (Some(a), None) => a,
-        (None, Some(_)) => {
-            return Err(AdminError::new(
-                ErrorCode::NotImplemented,
-                "local aliases (a bucket name only one key sees) are not built: use a global \
-                 alias (globalAlias, `hangar bucket alias` without --local)",
-            ));
+    let (alias, key) = match (global_alias, local_alias) {
+        (Some(a), None) => (a, None),
+        (None, Some(l)) => {
+            let k = model
+                .find_key(&l.access_key_id)
+                .await
+                .map_err(model_error)?;
+            (l.alias, Some(k.access_key_id))
         }
         _ => {
             return Err(AdminError::bad(
@@ -169,8 +178,15 @@ async fn alias_request(
             ));
         }
     };
-    let b = model.find_bucket(&which).await.map_err(model_error)?;
-    Ok((b, alias))
+    let b = match model
+        .get_bucket_as(&which, key.as_deref())
+        .await
+        .map_err(model_error)?
+    {
+        Some(b) => b,
+        None => model.find_bucket(&which).await.map_err(model_error)?,
+    };
+    Ok((b, alias, key))
 }
 
 /// What the admin operations run on.
@@ -287,8 +303,13 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
             global_alias,
             local_alias,
         } => {
-            let (b, alias) = alias_request(model, bucket_id, bucket, global_alias, local_alias).await?;
-            let b = model.add_bucket_alias(&b.name, &alias).await.map_err(e)?;
+            let (b, alias, key) =
+                alias_request(model, bucket_id, bucket, global_alias, local_alias).await?;
+            let b = match key {
+                Some(k) => model.add_local_bucket_alias(&k, &b.name, &alias).await,
+                None => model.add_bucket_alias(&b.name, &alias).await,
+            }
+            .map_err(e)?;
             bucket_info(model, &b).await?
         }
         Request::BucketUnalias {
@@ -297,8 +318,13 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
             global_alias,
             local_alias,
         } => {
-            let (b, alias) = alias_request(model, bucket_id, bucket, global_alias, local_alias).await?;
-            let b = model.remove_bucket_alias(&b.name, &alias).await.map_err(e)?;
+            let (b, alias, key) =
+                alias_request(model, bucket_id, bucket, global_alias, local_alias).await?;
+            let b = match key {
+                Some(k) => model.remove_local_bucket_alias(&k, &b.name, &alias).await,
+                None => model.remove_bucket_alias(&b.name, &alias).await,
+            }
+            .map_err(e)?;
             bucket_info(model, &b).await?
         }
         Request::BucketSetQuotas {

@@ -123,8 +123,9 @@ pub enum BucketCmd {
         /// The new name (S3 bucket naming rules; not a bucket's nor another
         /// alias's name).
         alias: String,
-        /// A name only this key sees (a local alias): not built, refused.
-        #[arg(long, value_name = "ACCESS_KEY_ID")]
+        /// A name only this key sees (a local alias): key id, id prefix or
+        /// name.
+        #[arg(long, value_name = "KEY")]
         local: Option<String>,
     },
     /// Remove an alias of a bucket; the bucket stays, under its own name.
@@ -133,8 +134,8 @@ pub enum BucketCmd {
         bucket: String,
         /// The alias to remove.
         alias: Option<String>,
-        /// A local alias of this key: not built, refused.
-        #[arg(long, value_name = "ACCESS_KEY_ID")]
+        /// A local alias of this key (key id, id prefix or name).
+        #[arg(long, value_name = "KEY")]
         local: Option<String>,
     },
     /// Grant a key permissions on a bucket.
@@ -466,7 +467,7 @@ pub async fn key(client: &AdminClient, cmd: KeyCmd, json: bool) -> Result<(), Cl
 }
 
 /// The alias of `hangar bucket alias|unalias`: global, or for `--local
-/// <key>` a local one (which the node refuses as not built).
+/// <key>` a local one of that key.
 fn alias_names(
     alias: String,
     local: Option<String>,
@@ -480,6 +481,25 @@ fn alias_names(
                 alias,
             }),
         ),
+    }
+}
+
+/// How the CLI names an alias in its sentences: a local alias with the id
+/// of its key as the bucket `info` lists it (the key as given otherwise).
+fn alias_text(
+    global: Option<String>,
+    local: Option<hangar_api_admin::proto::LocalAlias>,
+    info: &Value,
+) -> String {
+    match (global, local) {
+        (_, Some(l)) => {
+            let id = info["local_aliases"]
+                .as_array()
+                .and_then(|a| a.iter().find(|x| x["alias"] == l.alias.as_str()))
+                .map_or(l.access_key_id.clone(), |x| s(x, "access_key_id"));
+            format!("Local alias {} of key {id}", l.alias)
+        }
+        (g, None) => format!("Alias {}", g.unwrap_or_default()),
     }
 }
 
@@ -596,14 +616,22 @@ pub async fn bucket(client: &AdminClient, cmd: BucketCmd, json: bool) -> Result<
     }
     match req {
         Request::BucketCreate { name } => println!("Bucket {name} created."),
-        Request::BucketAlias { global_alias, .. } => println!(
-            "Alias {} now names bucket {}.",
-            global_alias.unwrap_or_default(),
+        Request::BucketAlias {
+            global_alias,
+            local_alias,
+            ..
+        } => println!(
+            "{} now names bucket {}.",
+            alias_text(global_alias, local_alias, &v),
             s(&v, "name")
         ),
-        Request::BucketUnalias { global_alias, .. } => println!(
-            "Alias {} of bucket {} removed.",
-            global_alias.unwrap_or_default(),
+        Request::BucketUnalias {
+            global_alias,
+            local_alias,
+            ..
+        } => println!(
+            "{} of bucket {} removed.",
+            alias_text(global_alias, local_alias, &v),
             s(&v, "name")
         ),
         Request::BucketDelete { name } => println!("Bucket {name} deleted."),
@@ -641,6 +669,16 @@ pub async fn bucket(client: &AdminClient, cmd: BucketCmd, json: bool) -> Result<
             let aliases = names_of(&v["aliases"]);
             if !aliases.is_empty() {
                 println!("Aliases: {}", aliases.join(", "));
+            }
+            let local: Vec<String> = v["local_aliases"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .iter()
+                .map(|l| format!("{} (key {})", s(l, "alias"), s(l, "access_key_id")))
+                .collect();
+            if !local.is_empty() {
+                println!("Local aliases: {}", local.join(", "));
             }
             println!("Objects: {}", s(&v, "objects"));
             println!("Size: {} bytes", s(&v, "bytes"));

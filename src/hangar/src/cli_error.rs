@@ -104,7 +104,7 @@ impl From<&str> for CliError {
 impl From<AdminError> for CliError {
     fn from(e: AdminError) -> Self {
         let exit = match e.code {
-            ErrorCode::BadRequest | ErrorCode::NotImplemented => Exit::Usage,
+            ErrorCode::BadRequest => Exit::Usage,
             ErrorCode::NotFound => Exit::NotFound,
             ErrorCode::Conflict => Exit::Conflict,
             ErrorCode::Unavailable => Exit::Unavailable,

@@ -1,5 +1,6 @@
 //! Bucket aliases: more names under which every client reaches a bucket
-//! (Garage's global aliases, `hangar bucket alias|unalias`).
+//! (Garage's global aliases, `hangar bucket alias|unalias`), or one key
+//! does (local aliases).
 //!
 //! A bucket keeps its own name (the `bucket` table's sort key, which key
 //! permissions name); an alias is a row of the `bucket_alias` table, keyed
@@ -17,6 +18,13 @@
 //! Deleting a bucket turns its aliases into tombstones; an alias whose
 //! bucket is gone (deleted, or deleted and re-created under another id)
 //! resolves to nothing whatever the order in which the rows arrive.
+//!
+//! A local alias (Garage's `--local <key>`) is a name of a bucket that one
+//! access key alone sees: a row of the same table keyed `<key id>/<alias>`
+//! ([`alias_sort_key`]), changed by the same coordinator, resolved first
+//! for the requests that key signs ([`Model::get_bucket_as`]). It may take
+//! a bucket's name (hiding it from that key only); that key cannot create
+//! a bucket under it.
 
 use std::ops::Bound;
 use std::sync::Weak;
@@ -30,6 +38,7 @@ use serde::{Deserialize, Serialize};
 use serde_bytes::ByteBuf;
 
 use crate::bucket::{BucketRow, BucketTable, check_bucket_name};
+use crate::key::{KeyTable, valid_key_id};
 use crate::{Model, ModelError, Result};
 
 /// The endpoint of alias changes, served by the coordinator of the alias.
@@ -92,6 +101,19 @@ pub struct AliasChange {
     pub bucket_id: String,
     /// true: make `alias` a name of the bucket; false: remove it.
     pub add: bool,
+    /// For a local alias, the access key whose name it is.
+    #[serde(default)]
+    pub key: Option<String>,
+}
+
+/// The sort key of alias `alias`: itself for a global alias, `<access key
+/// id>/<alias>` for a local one (a bucket name has no `/`, so the two never
+/// meet).
+pub fn alias_sort_key(key: Option<&str>, alias: &str) -> String {
+    match key {
+        Some(k) => format!("{k}/{alias}"),
+        None => alias.to_owned(),
+    }
 }
 
 /// What the coordinator decided.
@@ -109,6 +131,8 @@ pub enum AliasDecision {
     NotAnAlias,
     /// The alias is refused (the coordinator's naming rules).
     InvalidName,
+    /// The key of a local alias does not exist.
+    NoSuchKey,
     /// The coordinator could not reach its quorums: `message` says why.
     Unavailable,
 }
@@ -135,12 +159,45 @@ impl Model {
     /// its aliases), through the coordinator of the alias name; returns
     /// the bucket. Adding an alias the bucket already has changes nothing.
     pub async fn add_bucket_alias(&self, bucket: &str, alias: &str) -> Result<BucketRow> {
+        self.add_alias(None, bucket, alias).await
+    }
+
+    /// Makes `alias` a name of bucket `bucket` that only access key `key`
+    /// sees (a local alias): its requests naming `alias` reach the bucket,
+    /// before any bucket or global alias of that name. Its permissions on
+    /// the bucket still decide what it may do there.
+    pub async fn add_local_bucket_alias(
+        &self,
+        key: &str,
+        bucket: &str,
+        alias: &str,
+    ) -> Result<BucketRow> {
+        self.add_alias(Some(key), bucket, alias).await
+    }
+
+    async fn add_alias(&self, key: Option<&str>, bucket: &str, alias: &str) -> Result<BucketRow> {
         check_bucket_name(alias, self.allow_punycode())?;
         let b = self
             .get_bucket(bucket)
             .await?
             .ok_or_else(|| ModelError::NoSuchBucket(bucket.to_owned()))?;
-        self.change_alias(&b, alias, true).await?;
+        self.change_alias(&b, key, alias, true).await?;
+        Ok(b)
+    }
+
+    /// Removes local alias `alias` of access key `key` from bucket
+    /// `bucket`; the bucket stays.
+    pub async fn remove_local_bucket_alias(
+        &self,
+        key: &str,
+        bucket: &str,
+        alias: &str,
+    ) -> Result<BucketRow> {
+        let b = self
+            .get_bucket(bucket)
+            .await?
+            .ok_or_else(|| ModelError::NoSuchBucket(bucket.to_owned()))?;
+        self.change_alias(&b, Some(key), alias, false).await?;
         Ok(b)
     }
 
@@ -158,24 +215,44 @@ impl Model {
                  (delete the bucket to free it)"
             )));
         }
-        self.change_alias(&b, alias, false).await?;
+        self.change_alias(&b, None, alias, false).await?;
         Ok(b)
     }
 
-    /// The live aliases of `bucket`, sorted.
+    /// The live global aliases of `bucket`, sorted.
     pub async fn bucket_aliases(&self, bucket: &BucketRow) -> Result<Vec<String>> {
         Ok(self
             .live_aliases()
             .await?
             .into_iter()
-            .filter(|(_, a)| a.names(bucket))
-            .map(|(n, _)| n)
+            .filter(|(k, _, a)| k.is_none() && a.names(bucket))
+            .map(|(_, n, _)| n)
             .collect())
     }
 
-    /// Every live alias whose bucket is live, with that bucket, sorted by
-    /// alias (ListBuckets lists them as buckets).
+    /// The live local aliases of `bucket`: (access key id, alias), sorted.
+    pub async fn bucket_local_aliases(&self, bucket: &BucketRow) -> Result<Vec<(String, String)>> {
+        Ok(self
+            .live_aliases()
+            .await?
+            .into_iter()
+            .filter_map(|(k, n, a)| Some((k?, n)).filter(|_| a.names(bucket)))
+            .collect())
+    }
+
+    /// Every live global alias whose bucket is live, with that bucket,
+    /// sorted by alias (ListBuckets lists them as buckets).
     pub async fn list_aliases(&self) -> Result<Vec<(String, BucketRow)>> {
+        self.aliases_of(None).await
+    }
+
+    /// The live local aliases of access key `key` whose bucket is live,
+    /// with that bucket, sorted by alias.
+    pub async fn list_local_aliases(&self, key: &str) -> Result<Vec<(String, BucketRow)>> {
+        self.aliases_of(Some(key)).await
+    }
+
+    async fn aliases_of(&self, key: Option<&str>) -> Result<Vec<(String, BucketRow)>> {
         let buckets: std::collections::BTreeMap<String, BucketRow> = self
             .list_buckets()
             .await?
@@ -186,15 +263,17 @@ impl Model {
             .live_aliases()
             .await?
             .into_iter()
-            .filter_map(|(n, a)| {
+            .filter(|(k, _, _)| k.as_deref() == key)
+            .filter_map(|(_, n, a)| {
                 let b = buckets.get(&a.bucket_id).filter(|b| a.names(b))?;
                 Some((n, b.clone()))
             })
             .collect())
     }
 
-    /// The live alias rows this node holds (every node holds them all).
-    async fn live_aliases(&self) -> Result<Vec<(String, AliasRow)>> {
+    /// The live alias rows this node holds (every node holds them all):
+    /// (the key of a local alias, the alias, the row).
+    async fn live_aliases(&self) -> Result<Vec<(Option<String>, String, AliasRow)>> {
         let rows = self
             .alias_table()
             .local()
@@ -203,8 +282,29 @@ impl Model {
         Ok(rows
             .into_iter()
             .filter(|(_, a)| !a.deleted)
-            .map(|(k, a)| (String::from_utf8_lossy(&k).into_owned(), a))
+            .map(|(k, a)| {
+                let k = String::from_utf8_lossy(&k).into_owned();
+                match k.split_once('/') {
+                    Some((key, alias)) => (Some(key.to_owned()), alias.to_owned(), a),
+                    None => (None, k, a),
+                }
+            })
             .collect())
+    }
+
+    /// The live bucket named `name` for requests signed by access key
+    /// `key`: its local alias of that name first (this node's rows alone:
+    /// a local alias is not asked of the other nodes on every request),
+    /// then [`Model::get_bucket`].
+    pub async fn get_bucket_as(&self, name: &str, key: Option<&str>) -> Result<Option<BucketRow>> {
+        if let Some(k) = key
+            && let Some(b) = self
+                .resolve_alias_locally(&alias_sort_key(Some(k), name))
+                .await?
+        {
+            return Ok(Some(b));
+        }
+        self.get_bucket(name).await
     }
 
     /// [`Model::resolve_alias`] from this node's rows alone (no other node
@@ -252,8 +352,8 @@ impl Model {
             .live_aliases()
             .await?
             .into_iter()
-            .filter(|(_, a)| a.names(bucket))
-            .map(|(n, _)| n)
+            .filter(|(_, _, a)| a.names(bucket))
+            .map(|(k, n, _)| alias_sort_key(k.as_deref(), &n))
             .collect();
         if names.is_empty() {
             return Ok(());
@@ -284,12 +384,19 @@ impl Model {
     /// Sends the change to the coordinator of the alias (or decides it
     /// here: one node, or a coordinator of an older binary), merges the
     /// row of its answer here, and maps its decision.
-    async fn change_alias(&self, bucket: &BucketRow, alias: &str, add: bool) -> Result<()> {
+    async fn change_alias(
+        &self,
+        bucket: &BucketRow,
+        key: Option<&str>,
+        alias: &str,
+        add: bool,
+    ) -> Result<()> {
         let change = AliasChange {
             alias: alias.to_owned(),
             bucket: bucket.name.clone(),
             bucket_id: bucket.id.clone(),
             add,
+            key: key.map(str::to_owned),
         };
         let remote = match self.bucket_creation() {
             Some(c) => match c.coordinator(alias)? {
@@ -318,7 +425,7 @@ impl Model {
                             "the coordinator of alias {alias} answered with another bucket's row"
                         )));
                     }
-                    let name = alias.to_owned();
+                    let name = alias_sort_key(key, alias);
                     self.db()
                         .write(move |tx| {
                             Table::<AliasTable>::tx_insert(tx, b"", name.as_bytes(), &row)?;
@@ -342,6 +449,9 @@ impl Model {
                 bucket: bucket.name.clone(),
             }),
             AliasDecision::InvalidName => Err(ModelError::Invalid(reply.message)),
+            AliasDecision::NoSuchKey => {
+                Err(ModelError::NoSuchKey(key.unwrap_or_default().to_owned()))
+            }
             AliasDecision::Unavailable => Err(ModelError::BucketCoordinator {
                 bucket: alias.to_owned(),
                 node: "(this node)".into(),
@@ -363,7 +473,16 @@ impl Model {
         {
             return Ok(unavailable(e));
         }
-        for (t, name) in [(true, &c.alias), (false, &c.alias), (true, &c.bucket)] {
+        let sort = alias_sort_key(c.key.as_deref(), &c.alias);
+        if let Some(k) = &c.key
+            && let Err(e) = self.get_key(k).await
+        {
+            return match e {
+                e @ ModelError::Table(_) => Ok(unavailable(e)),
+                e => Err(e),
+            };
+        }
+        for (t, name) in [(true, &c.alias), (false, &sort), (true, &c.bucket)] {
             let read = if t {
                 self.bucket_table()
                     .get_quorum(b"", name.as_bytes())
@@ -381,12 +500,18 @@ impl Model {
                 Err(e) => return Err(e),
             }
         }
-        let alias = c.alias.as_bytes().to_vec();
+        let alias = sort.as_bytes().to_vec();
         let (decision, row, changed) = self
             .db()
             .write(move |tx| {
                 let now = now_msec();
-                let old = Table::<AliasTable>::tx_get(tx, b"", c.alias.as_bytes())?;
+                let old = Table::<AliasTable>::tx_get(tx, b"", sort.as_bytes())?;
+                if let Some(k) = &c.key
+                    && Table::<KeyTable>::tx_get(tx, b"", k.as_bytes())?
+                        .is_none_or(|k| k.is_deleted())
+                {
+                    return Ok((AliasDecision::NoSuchKey, None, false));
+                }
                 let target = Table::<BucketTable>::tx_get(tx, b"", c.bucket.as_bytes())?
                     .filter(|b| !b.deleted && b.id == c.bucket_id);
                 if !c.add {
@@ -396,18 +521,21 @@ impl Model {
                     };
                     a.deleted = true;
                     a.updated_msec = now.max(a.updated_msec + 1);
-                    let a = Table::<AliasTable>::tx_insert(tx, b"", c.alias.as_bytes(), &a)?;
+                    let a = Table::<AliasTable>::tx_insert(tx, b"", sort.as_bytes(), &a)?;
                     return Ok((AliasDecision::Done, Some(a), true));
                 }
-                if Table::<BucketTable>::tx_get(tx, b"", c.alias.as_bytes())?
-                    .is_some_and(|b| !b.deleted)
+                // A local alias may take a bucket's name: the key reaches
+                // the bucket it names instead.
+                if c.key.is_none()
+                    && Table::<BucketTable>::tx_get(tx, b"", c.alias.as_bytes())?
+                        .is_some_and(|b| !b.deleted)
                 {
                     return Ok((AliasDecision::NameTaken, None, false));
                 }
                 let Some(target) = target else {
                     return Ok((AliasDecision::NoSuchBucket, None, false));
                 };
-                if let Some(current) = tx_resolve(tx, &c.alias)? {
+                if let Some(current) = tx_resolve(tx, &sort)? {
                     return Ok(if current.id == target.id {
                         // Again, for a retry whose first attempt stored the
                         // row on fewer nodes than a quorum.
@@ -422,7 +550,7 @@ impl Model {
                     bucket_id: target.id,
                     bucket: target.name,
                 };
-                let row = Table::<AliasTable>::tx_insert(tx, b"", c.alias.as_bytes(), &row)?;
+                let row = Table::<AliasTable>::tx_insert(tx, b"", sort.as_bytes(), &row)?;
                 Ok::<_, ModelError>((AliasDecision::Done, Some(row), true))
             })
             .await?;
@@ -462,6 +590,13 @@ impl Handler<AliasChange, AliasReply> for AliasCoordinator {
                 AliasDecision::InvalidName,
                 None,
                 e.to_string(),
+            )));
+        }
+        if c.key.as_deref().is_some_and(|k| !valid_key_id(k)) {
+            return Ok(Response::new(reply(
+                AliasDecision::NoSuchKey,
+                None,
+                String::new(),
             )));
         }
         match model.decide_alias(c).await {

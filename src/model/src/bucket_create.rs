@@ -351,6 +351,10 @@ impl Model {
         // An alias of the name, as every acknowledged alias change of it
         // went through this lock: a name is a bucket or an alias, never both.
         self.alias_table().get_quorum(b"", name.as_bytes()).await?;
+        if let Some(k) = owner {
+            let local = crate::alias::alias_sort_key(Some(k), name);
+            self.alias_table().get_quorum(b"", local.as_bytes()).await?;
+        }
         if let Some(id) = owner
             && self.get_key(id).await?.is_none()
         {
@@ -372,6 +376,14 @@ impl Model {
                 }
                 if old.as_ref().is_none_or(|b| b.deleted)
                     && crate::alias::tx_resolve(tx, &name)?.is_some()
+                {
+                    return Ok((Decision::AlreadyExists, None, None, false));
+                }
+                // The creator's own local alias of the name would hide the
+                // new bucket from it.
+                if let Some(k) = &owner
+                    && crate::alias::tx_resolve(tx, &crate::alias::alias_sort_key(Some(k), &name))?
+                        .is_some()
                 {
                     return Ok((Decision::AlreadyExists, None, None, false));
                 }

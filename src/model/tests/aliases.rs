@@ -163,3 +163,88 @@ async fn deleting_a_bucket_removes_its_aliases() {
     m.add_bucket_alias("photos", "pics").await.unwrap();
     assert_eq!(m.get_bucket("pics").await.unwrap().unwrap().id, second.id);
 }
+
+#[tokio::test]
+async fn a_local_alias_is_one_key_s_name_of_a_bucket() {
+    let n = node();
+    let m = &n.model;
+    let photos = m.create_bucket("photos", None).await.unwrap();
+    m.create_bucket("videos", None).await.unwrap();
+    let k = m.create_key("k").await.unwrap().access_key_id;
+    let other = m.create_key("other").await.unwrap().access_key_id;
+    m.add_local_bucket_alias(&k, "photos", "mine")
+        .await
+        .unwrap();
+    let as_k = m.get_bucket_as("mine", Some(&k)).await.unwrap().unwrap();
+    assert_eq!(as_k.id, photos.id);
+    assert!(
+        m.get_bucket_as("mine", Some(&other))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(m.get_bucket("mine").await.unwrap().is_none());
+    // It may take a bucket's name: that key reaches its own bucket there.
+    m.add_local_bucket_alias(&k, "photos", "videos")
+        .await
+        .unwrap();
+    assert_eq!(
+        m.get_bucket_as("videos", Some(&k))
+            .await
+            .unwrap()
+            .unwrap()
+            .id,
+        photos.id
+    );
+    assert_eq!(
+        m.get_bucket_as("videos", Some(&other))
+            .await
+            .unwrap()
+            .unwrap()
+            .name,
+        "videos"
+    );
+    assert_eq!(
+        m.bucket_local_aliases(&photos).await.unwrap(),
+        vec![
+            (k.clone(), "mine".to_owned()),
+            (k.clone(), "videos".to_owned())
+        ]
+    );
+    assert!(m.bucket_aliases(&photos).await.unwrap().is_empty());
+    assert_eq!(m.list_local_aliases(&k).await.unwrap().len(), 2);
+    assert!(m.list_local_aliases(&other).await.unwrap().is_empty());
+    // Taken for that key only.
+    assert!(exists(m.add_local_bucket_alias(&k, "videos", "mine").await));
+    m.add_local_bucket_alias(&other, "videos", "mine")
+        .await
+        .unwrap();
+    // The key cannot create a bucket it would not reach; others can.
+    m.set_create_bucket(&k, true).await.unwrap();
+    assert!(exists(m.create_bucket("mine", Some(&k)).await));
+    assert!(matches!(
+        m.add_local_bucket_alias("GK000000000000000000000009", "photos", "x-y")
+            .await,
+        Err(ModelError::NoSuchKey(_))
+    ));
+    m.remove_local_bucket_alias(&k, "photos", "mine")
+        .await
+        .unwrap();
+    assert!(m.get_bucket_as("mine", Some(&k)).await.unwrap().is_none());
+    assert!(matches!(
+        m.remove_local_bucket_alias(&k, "photos", "mine").await,
+        Err(ModelError::NoSuchAlias { .. })
+    ));
+    m.create_bucket("mine", Some(&k)).await.unwrap();
+    // Deleting the bucket removes its local aliases too.
+    m.delete_bucket("photos").await.unwrap();
+    assert!(m.list_local_aliases(&k).await.unwrap().is_empty());
+    assert_eq!(
+        m.get_bucket_as("videos", Some(&k))
+            .await
+            .unwrap()
+            .unwrap()
+            .name,
+        "videos"
+    );
+}

@@ -60,8 +60,8 @@ pub enum Request {
     },
     /// Garage v2's AddBucketAlias (`hangar bucket alias`): makes
     /// `globalAlias` another name of the bucket (`bucketId`: its id; or
-    /// `bucket`: its name or an alias). `localAlias` (a name only one key
-    /// sees) is answered NotImplemented.
+    /// `bucket`: its name or an alias), or `localAlias` a name of it that
+    /// only one key sees.
     BucketAlias {
         #[serde(default, rename = "bucketId", skip_serializing_if = "Option::is_none")]
         bucket_id: Option<String>,
@@ -278,8 +278,6 @@ pub enum ErrorCode {
     Unavailable,
     /// The node failed (500); its log says more.
     Internal,
-    /// Hangar does not do that (yet) (501).
-    NotImplemented,
 }
 
 impl ErrorCode {
@@ -292,7 +290,6 @@ impl ErrorCode {
             ErrorCode::Conflict => S::CONFLICT,
             ErrorCode::Unavailable => S::SERVICE_UNAVAILABLE,
             ErrorCode::Internal => S::INTERNAL_SERVER_ERROR,
-            ErrorCode::NotImplemented => S::NOT_IMPLEMENTED,
         }
     }
 }

@@ -10,9 +10,10 @@ pub enum ModelError {
     /// A creation by the key that created the bucket, or owns it.
     #[error("bucket {0} already exists and is yours")]
     BucketAlreadyOwnedByYou(String),
-    /// The node that serialises the creations of this bucket name could not
-    /// be reached, or could not reach its quorums (retry later).
-    #[error("creating bucket {bucket}: its coordinator {node} {reason}")]
+    /// The node that serialises the creations and alias changes of this
+    /// bucket name could not be reached, or could not reach its quorums
+    /// (retry later).
+    #[error("creating bucket or alias {bucket}: its coordinator {node} {reason}")]
     BucketCoordinator {
         bucket: String,
         node: String,

@@ -8,11 +8,14 @@ bucket removes its aliases; ListBuckets lists aliases as buckets; a local
 alias is one key's name of a bucket, hiding any other bucket of the name
 from that key only;
 multipart uploads, copies and Object Lock's owner bypass work across the
-two names."""
+two names; of a creation and an alias of one name racing through different
+nodes exactly one wins."""
 
 from __future__ import annotations
 
 import json
+import threading
+import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -246,3 +249,51 @@ def test_uploads_copies_and_object_lock_through_an_alias(cluster):
     assert status(lambda: c[1].delete_object(Bucket=a, Key="held", VersionId=v)) == (403, "AccessDenied")
     c[2].delete_object(Bucket=a, Key="held", VersionId=v, BypassGovernanceRetention=True)
     assert status(lambda: c[0].head_object(Bucket=b, Key="held", VersionId=v))[0] == 404
+
+
+def test_racing_creations_and_aliases_of_one_name_give_one_winner(cluster):
+    """CreateBucket of a name through two nodes and an alias of that name
+    through the third, at the same moment: the name's coordinator decides
+    them one at a time, so exactly one wins and every node agrees which."""
+    key = new_key(cluster[0], "racer", create_bucket=True)
+    target = bucket_name("race-target")
+    cluster[0].cli("bucket", "create", target)
+    clients = [s3_client(n, key) for n in cluster]
+    failures, winners = [], set()
+    for r in range(10):
+        name = bucket_name(f"race-{r}")
+        results: dict = {}
+        barrier = threading.Barrier(3)
+
+        def create(i):
+            barrier.wait()
+            # The CLI starts a process first: later creations in later
+            # rounds, so that either side reaches the coordinator first.
+            time.sleep(0.015 * r)
+            results[i] = status(lambda: clients[i].create_bucket(Bucket=name))
+
+        def alias():
+            barrier.wait()
+            results["alias"] = cluster[2].cli("bucket", "alias", target, name, check=False).returncode
+
+        threads = [threading.Thread(target=create, args=(i,)) for i in (0, 1)] + [threading.Thread(target=alias)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        created = [i for i in (0, 1) if results[i] == (200, "")]
+        aliased_ok = results["alias"] == 0
+        winners.add("alias" if aliased_ok else "bucket")
+        if len(created) + int(aliased_ok) != 1:
+            failures.append((name, results))
+            continue
+        for i in (0, 1):
+            if i not in created:
+                assert results[i][0] == 409, results
+        if not aliased_ok:
+            assert results["alias"] == 4, results
+        for n in cluster:
+            info = n.cli_json("bucket", "info", name)
+            assert info["name"] == (target if aliased_ok else name), (n, info)
+    assert not failures, failures
+    assert winners == {"alias", "bucket"}, "every round was won by the same side"

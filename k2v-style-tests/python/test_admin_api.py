@@ -246,6 +246,56 @@ def test_keys_and_buckets_end_to_end(api):
     assert call(api, "GET", "/v2/GetKeyInfo", query={"key": "imported"})[0] == 404
 
 
+def test_bucket_aliases_end_to_end(api):
+    b = ok(api, "POST", "/v2/CreateBucket", {"name": "api-aliased"})
+    info = ok(api, "POST", "/v2/AddBucketAlias", {"bucketId": b["id"], "globalAlias": "api-alias-1"})
+    assert info["name"] == "api-aliased" and info["aliases"] == ["api-alias-1"]
+    # By name or alias, as Garage's CLI sends it; again is no change.
+    ok(api, "POST", "/v2/AddBucketAlias", {"bucket": "api-alias-1", "globalAlias": "api-alias-2"})
+    info = ok(api, "POST", "/v2/AddBucketAlias", {"bucketId": "api-aliased", "globalAlias": "api-alias-2"})
+    assert info["aliases"] == ["api-alias-1", "api-alias-2"]
+    assert ok(api, "GET", "/v2/GetBucketInfo", query={"name": "api-alias-2"})["id"] == b["id"]
+    listed = {x["name"]: x["aliases"] for x in ok(api, "GET", "/v2/ListBuckets")}
+    assert listed["api-aliased"] == ["api-alias-1", "api-alias-2"] and "api-alias-1" not in listed
+    for body, code in [
+        ({"bucket": "api-aliased", "globalAlias": "api-aliased"}, 409),
+        ({"name": "api-aliased"}, 400),
+        ({"bucketId": b["id"], "bucket": "api-aliased", "globalAlias": "x-y-z"}, 400),
+        ({"bucket": "api-aliased"}, 400),
+        ({"bucket": "api-aliased", "globalAlias": "Not_Valid"}, 400),
+        ({"bucket": "no-such-bucket-here", "globalAlias": "api-alias-3"}, 404),
+    ]:
+        status, _, data = call(api, "POST", "/v2/AddBucketAlias", body=body)
+        assert status == code, (body, status, data)
+    status, _, data = call(api, "POST", "/v2/CreateBucket", body={"name": "api-alias-1"})
+    assert status == 409 and json.loads(data)["code"] == "Conflict", data
+    # A local alias: one key's name of the bucket.
+    k = ok(api, "POST", "/v2/CreateKey", {"name": "alias-key"})["access_key_id"]
+    local = {"accessKeyId": k, "alias": "api-mine"}
+    info = ok(api, "POST", "/v2/AddBucketAlias", {"bucket": "api-aliased", "localAlias": local})
+    assert info["local_aliases"] == [{"access_key_id": k, "alias": "api-mine"}], info
+    assert info["aliases"] == ["api-alias-1", "api-alias-2"]
+    status, _, data = call(api, "POST", "/v2/AddBucketAlias",
+                           body={"bucket": "api-aliased",
+                                 "localAlias": {"accessKeyId": "GK" + "0" * 24, "alias": "api-mine"}})
+    assert status == 404 and json.loads(data)["code"] == "NotFound", data
+    status, _, data = call(api, "POST", "/v2/AddBucketAlias",
+                           body={"bucket": "api-aliased", "globalAlias": "x-y-z", "localAlias": local})
+    assert status == 400, data
+    # Without the bucket: the key's alias names it.
+    info = ok(api, "POST", "/v2/RemoveBucketAlias", {"bucket": "api-mine", "localAlias": local})
+    assert info["local_aliases"] == [] and info["name"] == "api-aliased"
+    info = ok(api, "POST", "/v2/RemoveBucketAlias", {"bucketId": b["id"], "globalAlias": "api-alias-1"})
+    assert info["aliases"] == ["api-alias-2"]
+    status, _, data = call(api, "POST", "/v2/RemoveBucketAlias", body={"bucket": "api-aliased", "globalAlias": "api-alias-1"})
+    assert status == 404 and json.loads(data)["code"] == "NotFound", data
+    status, _, data = call(api, "POST", "/v2/RemoveBucketAlias", body={"bucket": "api-aliased", "globalAlias": "api-aliased"})
+    assert status == 400, data
+    assert ok(api, "POST", "/v2/CreateBucket", {"name": "api-alias-1"})["name"] == "api-alias-1"
+    assert ok(api, "POST", "/v2/DeleteBucket", {"name": "api-aliased"}) == {"deleted": "api-aliased"}
+    assert call(api, "GET", "/v2/GetBucketInfo", query={"name": "api-alias-2"})[0] == 404
+
+
 def test_blocks_workers_repairs_and_tables(api):
     key = ok(api, "POST", "/v2/CreateKey", {"name": "blocks"})
     ok(api, "POST", "/v2/SetKeyCreateBucket", {"key": "blocks", "allow": True})

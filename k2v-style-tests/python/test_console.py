@@ -258,7 +258,8 @@ def test_console_end_to_end(cluster, browser, tmp_path):
         [(key["access_key_id"], True, True, False)]
     shot("bucket-permissions")
 
-    # Quotas and website settings on the bucket's page.
+    # Quotas and website settings on the bucket's page; its aliases.
+    assert text_of("#bucket-aliases") == "none"
     assert text_of("#bucket-quotas") == "no size limit, no object limit"
     form = d.find_element(By.CSS_SELECTOR, "form[aria-label='Quotas']")
     form.find_element(By.ID, "quota-size").send_keys("10G")

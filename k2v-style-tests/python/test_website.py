@@ -2,7 +2,8 @@
 and the website endpoint (`[s3_web]`) answering plain HTTP: index
 documents, the error document with its status, redirects, routing rules,
 CORS, and buckets that are no website refused. On one node, and on three
-(configured through node 1, served by node 3)."""
+(configured through node 1, served by node 3); a website under its bucket
+aliases, served by every node."""
 
 from __future__ import annotations
 
@@ -237,3 +238,19 @@ def test_operator_allows_and_denies_a_website(one):
     assert info["index_document"] == "index.html" and info["error_document"] is None
     n.cli("bucket", "website", b, "--deny")
     assert "Website: no" in n.cli("bucket", "info", b).stdout
+
+
+def test_a_website_is_served_under_its_aliases(three):
+    nodes, s3, _ = three
+    b, a = bucket_name("website-aliased"), bucket_name("www-alias")
+    s3.create_bucket(Bucket=b)
+    s3.put_object(Bucket=b, Key="index.html", Body=b"<h1>aliased</h1>", ContentType="text/html")
+    s3.put_bucket_website(Bucket=b, WebsiteConfiguration={"IndexDocument": {"Suffix": "index.html"}})
+    nodes[1].cli("bucket", "alias", b, a)
+    for n in nodes:
+        for host in (f"{a}.{WEB_DOMAIN}", a):
+            status, _, body = fetch(n, a, "/", host=host)
+            assert (status, body) == (200, b"<h1>aliased</h1>"), (host, status, body)
+    nodes[0].cli("bucket", "unalias", b, a)
+    status, _, body = fetch(nodes[2], a, "/")
+    assert status == 404 and b"NoSuchBucket" in body

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use hangar_api_admin::auth::{Scope, TokenSigner};
 use hangar_api_admin::ops::{AdminOps, Health};
 use hangar_api_admin::proto::{AdminError, ErrorCode, Request};
+use hangar_model::bucket::BucketRow;
 use hangar_model::key::KeyRow;
 use hangar_model::{Model, ModelError, PermissionChange};
 use hangar_net::{Mesh, PeerAddr};
@@ -47,9 +48,10 @@ fn quotas_json(q: hangar_model::bucket::BucketQuotas) -> Value {
 /// The one place where model errors become admin errors.
 pub(crate) fn model_error(e: ModelError) -> AdminError {
     let code = match &e {
-        ModelError::NoSuchBucket(_) | ModelError::NoSuchKey(_) | ModelError::NoSuchUpload => {
-            ErrorCode::NotFound
-        }
+        ModelError::NoSuchBucket(_)
+        | ModelError::NoSuchKey(_)
+        | ModelError::NoSuchUpload
+        | ModelError::NoSuchAlias { .. } => ErrorCode::NotFound,
         ModelError::BucketAlreadyExists(_)
         | ModelError::BucketAlreadyOwnedByYou(_)
         | ModelError::KeyAlreadyExists(_)
@@ -84,6 +86,7 @@ pub(crate) fn model_error(e: ModelError) -> AdminError {
 fn next_step(e: &ModelError) -> &'static str {
     match e {
         ModelError::NoSuchBucket(_) => ": `hangar bucket list` lists the buckets",
+        ModelError::NoSuchAlias { .. } => ": `hangar bucket info` lists the bucket's aliases",
         ModelError::NoSuchKey(_) => ": `hangar key list` lists the keys",
         ModelError::BucketAlreadyExists(_) => ": pick another name, or `hangar bucket info` it",
         ModelError::BucketNotEmpty(_) => ": delete its objects first",
@@ -96,6 +99,94 @@ fn next_step(e: &ModelError) -> &'static str {
         }
         _ => "",
     }
+}
+
+/// What `bucket info` shows of bucket `b`: usage, quotas, website, the
+/// keys allowed on it and its aliases.
+async fn bucket_info(model: &Model, b: &BucketRow) -> Result<Value, AdminError> {
+    let e = model_error;
+    let usage = model.bucket_usage(b).await.map_err(e)?;
+    let keys: Vec<Value> = model
+        .list_keys()
+        .await
+        .map_err(e)?
+        .iter()
+        .filter_map(|k| {
+            let p = k.permission(&b.name);
+            if !p.any() {
+                return None;
+            }
+            Some(
+                json!({"access_key_id": k.access_key_id, "name": k.name.value,
+                "read": p.read, "write": p.write, "owner": p.owner}),
+            )
+        })
+        .collect();
+    let website = b.website().map(|w| {
+        json!({"index_document": w.index_suffix, "error_document": w.error_key,
+            "redirect_all": w.redirect_all.as_ref().map(|r| &r.host_name),
+            "routing_rules": w.routing_rules.len()})
+    });
+    let aliases = model.bucket_aliases(b).await.map_err(e)?;
+    let local: Vec<Value> = model
+        .bucket_local_aliases(b)
+        .await
+        .map_err(e)?
+        .into_iter()
+        .map(|(k, a)| json!({"access_key_id": k, "alias": a}))
+        .collect();
+    Ok(
+        json!({"name": b.name, "id": b.id, "created": b.created_msec,
+        "objects": usage.objects, "bytes": usage.bytes, "keys": keys, "website": website,
+        "quotas": quotas_json(b.quotas()), "aliases": aliases, "local_aliases": local}),
+    )
+}
+
+/// The bucket, the alias and for a local alias its key (the access key
+/// id) of an AddBucketAlias or RemoveBucketAlias: the bucket by
+/// `bucket_id` (its id, or a name as Garage's CLI sends) or by `bucket`,
+/// exactly one; `global_alias` or `local_alias`, exactly one. For a local
+/// alias the bucket is named as that key names it (its local aliases
+/// first).
+async fn alias_request(
+    model: &Model,
+    bucket_id: Option<String>,
+    bucket: Option<String>,
+    global_alias: Option<String>,
+    local_alias: Option<hangar_api_admin::proto::LocalAlias>,
+) -> Result<(BucketRow, String, Option<String>), AdminError> {
+    let which = match (bucket_id, bucket) {
+        (Some(b), None) | (None, Some(b)) => b,
+        _ => {
+            return Err(AdminError::bad(
+                "give the bucket: bucketId or bucket, one of them",
+            ));
+        }
+    };
+    let (alias, key) = match (global_alias, local_alias) {
+        (Some(a), None) => (a, None),
+        (None, Some(l)) => {
+            let k = model
+                .find_key(&l.access_key_id)
+                .await
+                .map_err(model_error)?;
+            (l.alias, Some(k.access_key_id))
+        }
+        _ => {
+            return Err(AdminError::bad(
+                "give the alias: globalAlias or localAlias, one of them",
+            ));
+        }
+    };
+    let b = match model
+        .get_bucket_as(&which, key.as_deref())
+        .await
+        .map_err(model_error)?
+    {
+        Some(b) => b,
+        None => model.find_bucket(&which).await.map_err(model_error)?,
+    };
+    Ok((b, alias, key))
 }
 
 /// What the admin operations run on.
@@ -180,46 +271,61 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
             let b = model.create_bucket(&name, None).await.map_err(e)?;
             json!({"name": b.name, "id": b.id})
         }
-        Request::BucketList => Value::Array(
-            model
-                .list_buckets()
-                .await
-                .map_err(e)?
-                .iter()
-                .map(|b| json!({"name": b.name, "id": b.id, "created": b.created_msec}))
-                .collect(),
-        ),
+        Request::BucketList => {
+            let mut aliases: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+            for (alias, b) in model.list_aliases().await.map_err(e)? {
+                aliases.entry(b.id).or_default().push(alias);
+            }
+            Value::Array(
+                model
+                    .list_buckets()
+                    .await
+                    .map_err(e)?
+                    .iter()
+                    .map(|b| {
+                        json!({"name": b.name, "id": b.id, "created": b.created_msec,
+                            "aliases": aliases.get(&b.id).cloned().unwrap_or_default()})
+                    })
+                    .collect(),
+            )
+        }
         Request::BucketInfo { name } => {
             let b = model
                 .get_bucket(&name)
                 .await
                 .map_err(e)?
                 .ok_or_else(|| model_error(ModelError::NoSuchBucket(name.clone())))?;
-            let usage = model.bucket_usage(&b).await.map_err(e)?;
-            let keys: Vec<Value> = model
-                .list_keys()
-                .await
-                .map_err(e)?
-                .iter()
-                .filter_map(|k| {
-                    let p = k.permission(&name);
-                    if !p.any() {
-                        return None;
-                    }
-                    Some(
-                        json!({"access_key_id": k.access_key_id, "name": k.name.value,
-                        "read": p.read, "write": p.write, "owner": p.owner}),
-                    )
-                })
-                .collect();
-            let website = b.website().map(|w| {
-                json!({"index_document": w.index_suffix, "error_document": w.error_key,
-                    "redirect_all": w.redirect_all.as_ref().map(|r| &r.host_name),
-                    "routing_rules": w.routing_rules.len()})
-            });
-            json!({"name": b.name, "id": b.id, "created": b.created_msec,
-                "objects": usage.objects, "bytes": usage.bytes, "keys": keys, "website": website,
-                "quotas": quotas_json(b.quotas())})
+            bucket_info(model, &b).await?
+        }
+        Request::BucketAlias {
+            bucket_id,
+            bucket,
+            global_alias,
+            local_alias,
+        } => {
+            let (b, alias, key) =
+                alias_request(model, bucket_id, bucket, global_alias, local_alias).await?;
+            let b = match key {
+                Some(k) => model.add_local_bucket_alias(&k, &b.name, &alias).await,
+                None => model.add_bucket_alias(&b.name, &alias).await,
+            }
+            .map_err(e)?;
+            bucket_info(model, &b).await?
+        }
+        Request::BucketUnalias {
+            bucket_id,
+            bucket,
+            global_alias,
+            local_alias,
+        } => {
+            let (b, alias, key) =
+                alias_request(model, bucket_id, bucket, global_alias, local_alias).await?;
+            let b = match key {
+                Some(k) => model.remove_local_bucket_alias(&k, &b.name, &alias).await,
+                None => model.remove_bucket_alias(&b.name, &alias).await,
+            }
+            .map_err(e)?;
+            bucket_info(model, &b).await?
         }
         Request::BucketSetQuotas {
             bucket,

@@ -24,7 +24,9 @@ pub const BUCKET_EXAMPLES: &str = "\
 Examples:
   hangar bucket create photos
   hangar bucket allow photos --key my-app --read --write
-  hangar bucket info photos                  objects, bytes, quotas and the keys allowed
+  hangar bucket info photos                  objects, bytes, quotas, aliases and the keys allowed
+  hangar bucket alias photos pictures        another name of the bucket, for every client
+  hangar bucket unalias photos pictures      the name is free again; the bucket stays
   hangar bucket set-quotas photos --max-size 10G --max-objects 1000
   hangar bucket set-quotas photos --max-size none
   hangar bucket delete photos --yes          only when it is empty";
@@ -112,6 +114,29 @@ pub enum BucketCmd {
         /// Confirm the deletion.
         #[arg(long)]
         yes: bool,
+    },
+    /// Give a bucket another name, under which every client reaches it
+    /// (a global alias).
+    Alias {
+        /// The bucket: its name, an alias or its id.
+        bucket: String,
+        /// The new name (S3 bucket naming rules; not a bucket's nor another
+        /// alias's name).
+        alias: String,
+        /// A name only this key sees (a local alias): key id, id prefix or
+        /// name.
+        #[arg(long, value_name = "KEY")]
+        local: Option<String>,
+    },
+    /// Remove an alias of a bucket; the bucket stays, under its own name.
+    Unalias {
+        /// The bucket (its name, an alias or its id); alone, the alias.
+        bucket: String,
+        /// The alias to remove.
+        alias: Option<String>,
+        /// A local alias of this key (key id, id prefix or name).
+        #[arg(long, value_name = "KEY")]
+        local: Option<String>,
     },
     /// Grant a key permissions on a bucket.
     Allow {
@@ -441,6 +466,54 @@ pub async fn key(client: &AdminClient, cmd: KeyCmd, json: bool) -> Result<(), Cl
     Ok(())
 }
 
+/// The alias of `hangar bucket alias|unalias`: global, or for `--local
+/// <key>` a local one of that key.
+fn alias_names(
+    alias: String,
+    local: Option<String>,
+) -> (Option<String>, Option<hangar_api_admin::proto::LocalAlias>) {
+    match local {
+        None => (Some(alias), None),
+        Some(access_key_id) => (
+            None,
+            Some(hangar_api_admin::proto::LocalAlias {
+                access_key_id,
+                alias,
+            }),
+        ),
+    }
+}
+
+/// How the CLI names an alias in its sentences: a local alias with the id
+/// of its key as the bucket `info` lists it (the key as given otherwise).
+fn alias_text(
+    global: Option<String>,
+    local: Option<hangar_api_admin::proto::LocalAlias>,
+    info: &Value,
+) -> String {
+    match (global, local) {
+        (_, Some(l)) => {
+            let id = info["local_aliases"]
+                .as_array()
+                .and_then(|a| a.iter().find(|x| x["alias"] == l.alias.as_str()))
+                .map_or(l.access_key_id.clone(), |x| s(x, "access_key_id"));
+            format!("Local alias {} of key {id}", l.alias)
+        }
+        (g, None) => format!("Alias {}", g.unwrap_or_default()),
+    }
+}
+
+/// The strings of a JSON array (none when it is not one).
+fn names_of(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Runs a bucket command.
 pub async fn bucket(client: &AdminClient, cmd: BucketCmd, json: bool) -> Result<(), CliError> {
     let perm = |bucket: String, p: PermFlags, allow: bool| -> Result<Request, String> {
@@ -462,6 +535,34 @@ pub async fn bucket(client: &AdminClient, cmd: BucketCmd, json: bool) -> Result<
                 return Err(format!("add --yes to really delete bucket {name}").into());
             }
             Request::BucketDelete { name }
+        }
+        BucketCmd::Alias {
+            bucket,
+            alias,
+            local,
+        } => {
+            let (global_alias, local_alias) = alias_names(alias, local);
+            Request::BucketAlias {
+                bucket_id: None,
+                bucket: Some(bucket),
+                global_alias,
+                local_alias,
+            }
+        }
+        BucketCmd::Unalias {
+            bucket,
+            alias,
+            local,
+        } => {
+            // Given alone, the alias names its bucket.
+            let alias = alias.unwrap_or_else(|| bucket.clone());
+            let (global_alias, local_alias) = alias_names(alias, local);
+            Request::BucketUnalias {
+                bucket_id: None,
+                bucket: Some(bucket),
+                global_alias,
+                local_alias,
+            }
         }
         BucketCmd::Allow { bucket, perm: p } => perm(bucket, p, true)?,
         BucketCmd::Deny { bucket, perm: p } => perm(bucket, p, false)?,
@@ -515,6 +616,24 @@ pub async fn bucket(client: &AdminClient, cmd: BucketCmd, json: bool) -> Result<
     }
     match req {
         Request::BucketCreate { name } => println!("Bucket {name} created."),
+        Request::BucketAlias {
+            global_alias,
+            local_alias,
+            ..
+        } => println!(
+            "{} now names bucket {}.",
+            alias_text(global_alias, local_alias, &v),
+            s(&v, "name")
+        ),
+        Request::BucketUnalias {
+            global_alias,
+            local_alias,
+            ..
+        } => println!(
+            "{} of bucket {} removed.",
+            alias_text(global_alias, local_alias, &v),
+            s(&v, "name")
+        ),
         Request::BucketDelete { name } => println!("Bucket {name} deleted."),
         Request::BucketWebsite { bucket, allow, .. } => {
             if allow {
@@ -536,12 +655,31 @@ pub async fn bucket(client: &AdminClient, cmd: BucketCmd, json: bool) -> Result<
         }
         Request::BucketList => {
             for b in v.as_array().cloned().unwrap_or_default() {
-                println!("{}", s(&b, "name"));
+                let aliases = names_of(&b["aliases"]);
+                if aliases.is_empty() {
+                    println!("{}", s(&b, "name"));
+                } else {
+                    println!("{}  (aliases: {})", s(&b, "name"), aliases.join(", "));
+                }
             }
         }
         Request::BucketInfo { .. } => {
             println!("Bucket: {}", s(&v, "name"));
             println!("ID: {}", s(&v, "id"));
+            let aliases = names_of(&v["aliases"]);
+            if !aliases.is_empty() {
+                println!("Aliases: {}", aliases.join(", "));
+            }
+            let local: Vec<String> = v["local_aliases"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .iter()
+                .map(|l| format!("{} (key {})", s(l, "alias"), s(l, "access_key_id")))
+                .collect();
+            if !local.is_empty() {
+                println!("Local aliases: {}", local.join(", "));
+            }
             println!("Objects: {}", s(&v, "objects"));
             println!("Size: {} bytes", s(&v, "bytes"));
             println!(

@@ -146,14 +146,20 @@ pub async fn presign_object(
         })?,
     };
     let (scheme, host) = parse_endpoint(&endpoint)?;
-    // The bucket must exist: a URL for a typo is of no use to anyone.
-    if model.get_bucket(&a.bucket).await.map_err(&err)?.is_none() {
+    let key = model.find_key(&a.key).await.map_err(&err)?;
+    // The bucket must exist, as the signing key names it (its local aliases
+    // too): a URL for a typo is of no use to anyone.
+    if model
+        .get_bucket_as(&a.bucket, Some(&key.access_key_id))
+        .await
+        .map_err(&err)?
+        .is_none()
+    {
         return Err(AdminError::not_found(format!(
             "bucket {} does not exist",
             a.bucket
         )));
     }
-    let key = model.find_key(&a.key).await.map_err(&err)?;
     let path = path_for(&a.bucket, object);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

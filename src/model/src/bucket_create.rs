@@ -20,7 +20,8 @@
 //!   the retry replicates the row again and gives the grant, as the first
 //!   attempt would have (stamped with the bucket's creation time, so a
 //!   later revocation still wins);
-//! - any other live bucket: [`ModelError::BucketAlreadyExists`].
+//! - any other live bucket, or a live alias of that name
+//!   ([`crate::alias`]): [`ModelError::BucketAlreadyExists`].
 //!
 //! The requester merges the rows of the answer into its own tables, so the
 //! bucket is there for its next request. With no other node (one node, no
@@ -50,6 +51,7 @@ use hangar_util::time::now_msec;
 use serde::{Deserialize, Serialize};
 use serde_bytes::ByteBuf;
 
+use crate::alias::{AliasChange, AliasReply};
 use crate::bucket::{BucketRow, BucketTable, bucket_id, check_bucket_name};
 use crate::key::{KeyRow, KeyTable, Permission, valid_key_id};
 use crate::{Model, ModelError, Result};
@@ -57,7 +59,7 @@ use crate::{Model, ModelError, Result};
 /// The endpoint's path.
 pub const PATH: &str = "hangar/bucket/create";
 /// Calls the coordinator admits at once (more are refused as overloaded).
-const QUEUE: usize = 256;
+pub(crate) const QUEUE: usize = 256;
 /// How long a requester waits for the coordinator: its quorum read, two
 /// quorum writes and their lingers take well under a second when the nodes
 /// are up.
@@ -127,6 +129,9 @@ impl CreateReply {
 pub(crate) struct BucketCreation {
     cluster: hangar_cluster::Cluster,
     endpoint: Arc<Endpoint<CreateBucket, CreateReply>>,
+    /// Alias changes, decided by the same coordinator under the same lock
+    /// of the name (`crate::alias`).
+    pub(crate) alias_endpoint: Arc<Endpoint<AliasChange, AliasReply>>,
 }
 
 impl BucketCreation {
@@ -137,20 +142,32 @@ impl BucketCreation {
             .mesh()
             .endpoint(PATH)
             .map_err(hangar_table::TableError::from)?;
+        let alias_endpoint = cluster
+            .mesh()
+            .endpoint(crate::alias::PATH)
+            .map_err(hangar_table::TableError::from)?;
         Ok(BucketCreation {
             cluster: cluster.clone(),
             endpoint,
+            alias_endpoint,
         })
     }
 
     /// Serves the creations this node coordinates, on `model`.
     pub(crate) fn serve(&self, model: Weak<Model>) {
-        self.endpoint.set_handler(Coordinator { model }, QUEUE);
+        self.endpoint.set_handler(
+            Coordinator {
+                model: model.clone(),
+            },
+            QUEUE,
+        );
+        self.alias_endpoint
+            .set_handler(crate::alias::AliasCoordinator { model }, QUEUE);
     }
 
     /// The coordinator of `name`; `None` when no other node has a role
     /// (one node, or no layout yet): this node decides alone.
-    fn coordinator(&self, name: &str) -> Result<Option<NodeId>> {
+    pub(crate) fn coordinator(&self, name: &str) -> Result<Option<NodeId>> {
         let history = self.cluster.layout().history();
         let me = self.cluster.id();
         let mut nodes: Vec<NodeId> = history.current().roles.keys().copied().collect();
@@ -168,6 +185,63 @@ impl BucketCreation {
                 reason: "cannot be chosen: no node of the layout is up".into(),
                 overloaded: false,
             })
+    }
+}
+
+impl BucketCreation {
+    /// The cluster the coordinators are chosen in.
+    pub(crate) fn cluster(&self) -> &hangar_cluster::Cluster {
+        &self.cluster
+    }
+
+    /// Calls coordinator `to` of `name` on `endpoint`. `None` when `to` runs
+    /// a binary without the endpoint (a cluster being upgraded): the caller
+    /// then decides itself, as such nodes do. A coordinator that stops
+    /// answering pings fails the call then, not at the timeout: the
+    /// client's retry goes to the next node.
+    pub(crate) async fn call<M: hangar_net::Message, R: hangar_net::Message>(
+        &self,
+        endpoint: &Endpoint<M, R>,
+        to: NodeId,
+        name: &str,
+        msg: M,
+    ) -> Result<Option<R>> {
+        let call = endpoint.call(to, msg, CallOpts::default().with_timeout(CALL_TIMEOUT));
+        let reported_down = async {
+            while self.cluster.is_up(to) {
+                tokio::time::sleep(DOWN_POLL).await;
+            }
+        };
+        let reply = tokio::select! {
+            r = call => match r {
+                Err(NetError::NoSuchEndpoint(path)) => {
+                    tracing::warn!(
+                        "bucket {name}: coordinator {} runs a binary without {path}; deciding here",
+                        to.short()
+                    );
+                    return Ok(None);
+                }
+                r => r,
+            },
+            () = reported_down => {
+                return Err(ModelError::BucketCoordinator {
+                    bucket: name.to_owned(),
+                    node: to.short(),
+                    reason: "was reported down while it was asked".into(),
+                    overloaded: false,
+                });
+            }
+        }
+        .map_err(|e| ModelError::BucketCoordinator {
+            bucket: name.to_owned(),
+            node: to.short(),
+            overloaded: matches!(e, NetError::Overloaded(_)),
+            reason: match e {
+                NetError::Overloaded(_) => "is overloaded".to_owned(),
+                e => format!("did not answer: {e}"),
+            },
+        })?;
+        Ok(Some(reply))
     }
 }
 
@@ -229,45 +303,9 @@ impl Model {
             name: name.to_owned(),
             owner: owner.map(str::to_owned),
         };
-        let call = c
-            .endpoint
-            .call(to, msg, CallOpts::default().with_timeout(CALL_TIMEOUT));
-        // A coordinator that stops answering pings fails the call then,
-        // not at the timeout: the client's retry goes to the next node.
-        let reported_down = async {
-            while c.cluster.is_up(to) {
-                tokio::time::sleep(DOWN_POLL).await;
-            }
+        let Some(reply) = c.call(&*c.endpoint, to, name, msg).await? else {
+            return Ok(None);
         };
-        let reply = tokio::select! {
-            r = call => match r {
-                Err(NetError::NoSuchEndpoint(_)) => {
-                    tracing::warn!(
-                        "bucket {name}: coordinator {} runs a binary without {PATH}; deciding here",
-                        to.short()
-                    );
-                    return Ok(None);
-                }
-                r => r,
-            },
-            () = reported_down => {
-                return Err(ModelError::BucketCoordinator {
-                    bucket: name.to_owned(),
-                    node: to.short(),
-                    reason: "was reported down while it was asked".into(),
-                    overloaded: false,
-                });
-            }
-        }
-        .map_err(|e| ModelError::BucketCoordinator {
-            bucket: name.to_owned(),
-            node: to.short(),
-            overloaded: matches!(e, NetError::Overloaded(_)),
-            reason: match e {
-                NetError::Overloaded(_) => "is overloaded".to_owned(),
-                e => format!("did not answer: {e}"),
-            },
-        })?;
         if reply.decision == Decision::Unavailable {
             return Err(ModelError::BucketCoordinator {
                 bucket: name.to_owned(),
@@ -310,6 +348,13 @@ impl Model {
         let _held = self.bucket_locks().lock(b"", name).await;
         self.buckets_writable()?;
         self.bucket_table().get_quorum(b"", name.as_bytes()).await?;
+        // An alias of the name, as every acknowledged alias change of it
+        // went through this lock: a name is a bucket or an alias, never both.
+        self.alias_table().get_quorum(b"", name.as_bytes()).await?;
+        if let Some(k) = owner {
+            let local = crate::alias::alias_sort_key(Some(k), name);
+            self.alias_table().get_quorum(b"", local.as_bytes()).await?;
+        }
         if let Some(id) = owner
             && self.get_key(id).await?.is_none()
         {
@@ -328,6 +373,19 @@ impl Model {
                 };
                 if owner.is_some() && key.is_none() {
                     return Ok((Decision::NoSuchKey, old, None, false));
+                }
+                if old.as_ref().is_none_or(|b| b.deleted)
+                    && crate::alias::tx_resolve(tx, &name)?.is_some()
+                {
+                    return Ok((Decision::AlreadyExists, None, None, false));
+                }
+                // The creator's own local alias of the name would hide the
+                // new bucket from it.
+                if let Some(k) = &owner
+                    && crate::alias::tx_resolve(tx, &crate::alias::alias_sort_key(Some(k), &name))?
+                        .is_some()
+                {
+                    return Ok((Decision::AlreadyExists, None, None, false));
                 }
                 let (decision, bucket, grant_ts) = match old {
                     Some(b) if !b.deleted => {

@@ -26,7 +26,8 @@ impl Model {
             .get_bucket(name)
             .await?
             .ok_or_else(|| ModelError::NoSuchBucket(name.to_owned()))?;
-        let name = name.to_owned();
+        // The bucket's own name, also when `name` is an alias.
+        let name = seen.name.clone();
         let row: BucketRow = self
             .db()
             .write(move |tx| {

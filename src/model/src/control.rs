@@ -1,4 +1,4 @@
-//! The tables every node holds (keys, buckets): local on a node without a
+//! The tables every node holds (keys, buckets, bucket aliases): local on a node without a
 //! cluster (tests, tools), replicated to every node otherwise
 //! ([`hangar_table::replicated::FullTable`]).
 

@@ -10,9 +10,10 @@ pub enum ModelError {
     /// A creation by the key that created the bucket, or owns it.
     #[error("bucket {0} already exists and is yours")]
     BucketAlreadyOwnedByYou(String),
-    /// The node that serialises the creations of this bucket name could not
-    /// be reached, or could not reach its quorums (retry later).
-    #[error("creating bucket {bucket}: its coordinator {node} {reason}")]
+    /// The node that serialises the creations and alias changes of this
+    /// bucket name could not be reached, or could not reach its quorums
+    /// (retry later).
+    #[error("creating bucket or alias {bucket}: its coordinator {node} {reason}")]
     BucketCoordinator {
         bucket: String,
         node: String,
@@ -20,6 +21,9 @@ pub enum ModelError {
         /// The coordinator refused the call as overloaded.
         overloaded: bool,
     },
+    /// A removal of a name that is no alias of the bucket.
+    #[error("{alias} is not an alias of bucket {bucket}")]
+    NoSuchAlias { alias: String, bucket: String },
     #[error("bucket {0} is not empty")]
     BucketNotEmpty(String),
     #[error("invalid bucket name {name:?}: {reason}")]

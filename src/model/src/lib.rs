@@ -2,6 +2,7 @@
 //!
 //! - [`key`]: access keys, their secrets and their per-bucket permissions;
 //! - [`bucket`]: buckets by name;
+//! - [`alias`]: more names of a bucket (bucket aliases);
 //! - [`access`]: a bucket's policy document and public access block;
 //! - [`bucket_create`]: bucket creation, decided by one coordinator per
 //!   name in a cluster;
@@ -22,6 +23,7 @@
 //! [`Model`] ties them to one node's metadata store and block manager.
 
 pub mod access;
+pub mod alias;
 pub mod bucket;
 pub mod bucket_create;
 mod condition;

@@ -15,6 +15,7 @@ use tokio::sync::Notify;
 use futures::StreamExt;
 use hangar_block::ReplicatedBlocks;
 
+use crate::alias::AliasTable;
 use crate::bucket::{BucketRow, BucketTable, Versioning};
 use crate::bucket_create::BucketCreation;
 use crate::condition::{WriteCondition, stamped};
@@ -39,6 +40,7 @@ pub struct Model {
     cluster_blocks: Option<ClusterBlocks>,
     keys: ControlTable<KeyTable>,
     buckets: ControlTable<BucketTable>,
+    aliases: ControlTable<AliasTable>,
     objects: Rows<ObjectTable>,
     /// Conditional writes in a cluster: a Paxos round per key.
     conditional: Option<Conditional>,
@@ -89,7 +91,7 @@ impl Model {
         Self::with_cluster(db, blocks, allow_punycode, None).expect("local tables open")
     }
 
-    /// The model of a cluster node: keys and buckets replicated to every
+    /// The model of a cluster node: keys, buckets and bucket aliases replicated to every
     /// node over `cluster`, blocks stored on the nodes the layout assigns
     /// them (`replicated`, built on the same cluster, whose block reference
     /// table is one of the sharded tables); objects, versions and uploads on
@@ -134,6 +136,7 @@ impl Model {
             cluster_blocks,
             keys: ControlTable::new(db.clone(), cluster)?,
             buckets: ControlTable::new(db.clone(), cluster)?,
+            aliases: ControlTable::new(db.clone(), cluster)?,
             db,
             blocks,
             gc_wakeup: Notify::new(),
@@ -292,6 +295,9 @@ impl Model {
         if let Some(b) = self.buckets.full() {
             t.push(Box::new(b.clone()));
         }
+        if let Some(a) = self.aliases.full() {
+            t.push(Box::new(a.clone()));
+        }
         t
     }
 
@@ -335,6 +341,10 @@ impl Model {
 
     pub(crate) fn bucket_table(&self) -> &ControlTable<BucketTable> {
         &self.buckets
+    }
+
+    pub(crate) fn alias_table(&self) -> &ControlTable<AliasTable> {
+        &self.aliases
     }
 
     pub(crate) fn allow_punycode(&self) -> bool {
@@ -566,10 +576,13 @@ impl Model {
         key_id: &str,
         change: PermissionChange,
     ) -> Result<KeyRow> {
-        if self.get_bucket(bucket).await?.is_none() {
-            return Err(ModelError::NoSuchBucket(bucket.to_owned()));
-        }
-        let b = bucket.to_owned();
+        // Permissions name the bucket by its own name, also when given
+        // through an alias.
+        let b = self
+            .get_bucket(bucket)
+            .await?
+            .ok_or_else(|| ModelError::NoSuchBucket(bucket.to_owned()))?
+            .name;
         self.update_key(key_id, move |k, now| {
             let mut p = k.permission(&b);
             p.read = change.read.unwrap_or(p.read);
@@ -582,13 +595,47 @@ impl Model {
 
     // ---- buckets ----
 
-    /// The live bucket named `name`.
+    /// The live bucket named `name`, or that alias `name` points to
+    /// ([`crate::alias`]): the bucket's own row either way, whose `name`
+    /// is what permissions and policies name.
     pub async fn get_bucket(&self, name: &str) -> Result<Option<BucketRow>> {
-        Ok(self
+        // A request through an alias does not ask the other nodes whether
+        // a bucket of its name exists: the name's coordinator let no bucket
+        // take a live alias's name.
+        let local = self
+            .buckets
+            .local()
+            .get(b"", name.as_bytes())
+            .await?
+            .filter(|b| !b.deleted);
+        if local.is_some() {
+            return Ok(local);
+        }
+        if let Some(b) = self.resolve_alias_locally(name).await? {
+            return Ok(Some(b));
+        }
+        if let Some(b) = self
             .buckets
             .get(b"", name.as_bytes())
             .await?
-            .filter(|b| !b.deleted))
+            .filter(|b| !b.deleted)
+        {
+            return Ok(Some(b));
+        }
+        self.resolve_alias(name).await
+    }
+
+    /// The live bucket of name or alias `name_or_id`, or of that id
+    /// (64 hex digits, as `bucket info` shows it).
+    pub async fn find_bucket(&self, name_or_id: &str) -> Result<BucketRow> {
+        if let Some(b) = self.get_bucket(name_or_id).await? {
+            return Ok(b);
+        }
+        self.list_buckets()
+            .await?
+            .into_iter()
+            .find(|b| b.id == name_or_id)
+            .ok_or_else(|| ModelError::NoSuchBucket(name_or_id.to_owned()))
     }
 
     /// Every live bucket.
@@ -605,7 +652,8 @@ impl Model {
             .collect())
     }
 
-    /// Deletes an empty bucket and every key's permissions on it.
+    /// Deletes an empty bucket (`name`: its name or an alias), every
+    /// key's permissions on it and its aliases.
     ///
     /// A PUT racing the deletion must not be acknowledged into a bucket
     /// that is then deleted: the bucket's id is first closed to new objects
@@ -621,6 +669,7 @@ impl Model {
             .get_bucket(name)
             .await?
             .ok_or_else(|| ModelError::NoSuchBucket(name.to_owned()))?;
+        let name = bucket.name.as_str();
         // A look without a fence first: deleting a bucket that plainly
         // holds objects does not disturb its writers.
         if self.holds_any_version(&bucket).await? {
@@ -652,14 +701,15 @@ impl Model {
             .map(|k| k.access_key_id)
             .collect();
         let name = name.to_owned();
-        let (bucket, keys) = self
+        let id = bucket.id.clone();
+        let (deleted, keys) = self
             .db
             .write(move |tx| {
                 let now = now_msec();
                 // Re-read: the bucket may have been deleted and re-created
                 // since it was checked, and that one is not ours to delete.
                 let mut b = Table::<BucketTable>::tx_get(tx, b"", name.as_bytes())?
-                    .filter(|b| !b.deleted && b.id == bucket.id)
+                    .filter(|b| !b.deleted && b.id == id)
                     .ok_or_else(|| ModelError::NoSuchBucket(name.clone()))?;
                 b.deleted = true;
                 b.updated_msec = now.max(b.updated_msec + 1);
@@ -674,11 +724,11 @@ impl Model {
                 Ok::<_, ModelError>((b, keys))
             })
             .await?;
-        self.replicate_bucket(&bucket).await?;
+        self.replicate_bucket(&deleted).await?;
         for k in &keys {
             self.replicate_key(k).await?;
         }
-        Ok(())
+        self.drop_aliases_of(&bucket).await
     }
 
     /// Removes fence `token` of a bucket's objects after a deletion gave

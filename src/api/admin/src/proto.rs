@@ -58,6 +58,48 @@ pub enum Request {
     BucketDelete {
         name: String,
     },
+    /// Garage v2's AddBucketAlias (`hangar bucket alias`): makes
+    /// `globalAlias` another name of the bucket (`bucketId`: its id; or
+    /// `bucket`: its name or an alias), or `localAlias` a name of it that
+    /// only one key sees.
+    BucketAlias {
+        #[serde(default, rename = "bucketId", skip_serializing_if = "Option::is_none")]
+        bucket_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bucket: Option<String>,
+        #[serde(
+            default,
+            rename = "globalAlias",
+            skip_serializing_if = "Option::is_none"
+        )]
+        global_alias: Option<String>,
+        #[serde(
+            default,
+            rename = "localAlias",
+            skip_serializing_if = "Option::is_none"
+        )]
+        local_alias: Option<LocalAlias>,
+    },
+    /// Garage v2's RemoveBucketAlias (`hangar bucket unalias`): the same
+    /// fields; the bucket stays.
+    BucketUnalias {
+        #[serde(default, rename = "bucketId", skip_serializing_if = "Option::is_none")]
+        bucket_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bucket: Option<String>,
+        #[serde(
+            default,
+            rename = "globalAlias",
+            skip_serializing_if = "Option::is_none"
+        )]
+        global_alias: Option<String>,
+        #[serde(
+            default,
+            rename = "localAlias",
+            skip_serializing_if = "Option::is_none"
+        )]
+        local_alias: Option<LocalAlias>,
+    },
     BucketPermission {
         bucket: String,
         key: String,
@@ -204,6 +246,15 @@ pub enum Request {
         #[serde(default)]
         endpoint: Option<String>,
     },
+}
+
+/// A local alias as Garage's admin API v2 names it: a name of a bucket
+/// that only one access key sees.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LocalAlias {
+    pub access_key_id: String,
+    pub alias: String,
 }
 
 /// The node's answer on the socket: a JSON value, or an error.

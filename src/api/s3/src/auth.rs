@@ -177,7 +177,15 @@ impl S3Access for KeyAccess {
                 .as_ref()
                 .is_some_and(|k| k.allow_create_bucket.value),
             (_, None) => false,
-            (need, Some(bucket)) => match self.model.get_bucket(&bucket).await.or_s3()? {
+            (need, Some(bucket)) => match self
+                .model
+                .get_bucket_as(
+                    &bucket,
+                    caller.key.as_ref().map(|k| k.access_key_id.as_str()),
+                )
+                .await
+                .or_s3()?
+            {
                 // A missing bucket is reported as such by the operation, as S3 does.
                 None => true,
                 // The keys are in the body: with a policy, each is decided

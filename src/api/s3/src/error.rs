@@ -33,6 +33,8 @@ pub fn model_error(e: ModelError) -> S3Error {
                 service_unavailable(&e.to_string())
             }
         }
+        // Aliases are changed by the operator only; S3 never removes one.
+        e @ ModelError::NoSuchAlias { .. } => s3_error!(InvalidRequest, "{e}"),
         ModelError::BucketNotEmpty(b) => s3_error!(
             BucketNotEmpty,
             "The bucket you tried to delete is not empty: {b}"

@@ -17,6 +17,7 @@ use s3s::{S3Error, S3Request, S3Response, S3Result, s3_error};
 
 use crate::S3Api;
 use crate::error::OrS3;
+use crate::ops_put::signer;
 
 const ALL_USERS: &str = "http://acs.amazonaws.com/groups/global/AllUsers";
 const AUTHENTICATED_USERS: &str = "http://acs.amazonaws.com/groups/global/AuthenticatedUsers";
@@ -168,7 +169,7 @@ impl S3Api {
         req: S3Request<PutBucketAclInput>,
     ) -> S3Result<S3Response<PutBucketAclOutput>> {
         let input = req.input;
-        let b = self.bucket(&input.bucket).await?;
+        let b = self.bucket(signer(&req.credentials), &input.bucket).await?;
         let grant_headers = input.grant_full_control.is_some()
             || input.grant_read.is_some()
             || input.grant_read_acp.is_some()
@@ -180,10 +181,7 @@ impl S3Api {
             grant_headers,
         )?;
         check_not_blocked(&b, acl)?;
-        self.model
-            .set_bucket_acl(&input.bucket, acl)
-            .await
-            .or_s3()?;
+        self.model.set_bucket_acl(&b.name, acl).await.or_s3()?;
         Ok(S3Response::new(PutBucketAclOutput {}))
     }
 
@@ -191,7 +189,9 @@ impl S3Api {
         &self,
         req: S3Request<GetBucketAclInput>,
     ) -> S3Result<S3Response<GetBucketAclOutput>> {
-        let b = self.bucket(&req.input.bucket).await?;
+        let b = self
+            .bucket(signer(&req.credentials), &req.input.bucket)
+            .await?;
         let owner = owner_of(&b);
         Ok(S3Response::new(GetBucketAclOutput {
             grants: Some(grants(b.acl(), &owner)),
@@ -214,10 +214,15 @@ impl S3Api {
             input.access_control_policy.as_ref(),
             grant_headers,
         )?;
-        let b = self.bucket(&input.bucket).await?;
+        let b = self.bucket(signer(&req.credentials), &input.bucket).await?;
         check_not_blocked(&b, acl)?;
         let found = self
-            .object_for_read(&input.bucket, &input.key, input.version_id.as_deref())
+            .object_for_read(
+                signer(&req.credentials),
+                &input.bucket,
+                &input.key,
+                input.version_id.as_deref(),
+            )
             .await?;
         self.model.set_version_acl(&b, &found, acl).await.or_s3()?;
         Ok(S3Response::new(PutObjectAclOutput {
@@ -230,9 +235,14 @@ impl S3Api {
         req: S3Request<GetObjectAclInput>,
     ) -> S3Result<S3Response<GetObjectAclOutput>> {
         let input = req.input;
-        let b = self.bucket(&input.bucket).await?;
+        let b = self.bucket(signer(&req.credentials), &input.bucket).await?;
         let found = self
-            .object_for_read(&input.bucket, &input.key, input.version_id.as_deref())
+            .object_for_read(
+                signer(&req.credentials),
+                &input.bucket,
+                &input.key,
+                input.version_id.as_deref(),
+            )
             .await?;
         let owner = owner_of(&b);
         Ok(S3Response::new(GetObjectAclOutput {

@@ -11,6 +11,7 @@ use s3s::dto::*;
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 
 use crate::S3Api;
+use crate::ops_put::signer;
 use crate::time::timestamp;
 
 /// The part count of a multipart object: the `-N` of its ETag.
@@ -54,7 +55,12 @@ impl S3Api {
             ));
         }
         let found = self
-            .object_for_read(&input.bucket, &input.key, input.version_id.as_deref())
+            .object_for_read(
+                signer(&req.credentials),
+                &input.bucket,
+                &input.key,
+                input.version_id.as_deref(),
+            )
             .await?;
         let obj = found.row;
         // As on HEAD: an SSE-C object's attributes need its key.

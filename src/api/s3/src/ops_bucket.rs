@@ -1,6 +1,7 @@
 //! Bucket operations: ListBuckets, CreateBucket, HeadBucket, DeleteBucket,
 //! GetBucketLocation.
 
+use hangar_model::bucket::BucketRow;
 use s3s::dto::{
     Bucket, CreateBucketInput, CreateBucketOutput, DeleteBucketInput, DeleteBucketOutput,
     GetBucketLocationInput, GetBucketLocationOutput, HeadBucketInput, HeadBucketOutput,
@@ -10,6 +11,7 @@ use s3s::{S3Request, S3Response, S3Result, s3_error};
 
 use crate::S3Api;
 use crate::error::OrS3;
+use crate::ops_put::signer;
 use crate::time::timestamp;
 
 fn access_key<T>(req: &S3Request<T>) -> S3Result<&str> {
@@ -31,15 +33,34 @@ impl S3Api {
             .or_s3()?
             .ok_or_else(|| s3_error!(InvalidAccessKeyId))?;
         let prefix = req.input.prefix.as_deref().unwrap_or("");
-        let buckets = self
+        // A bucket's aliases, and the key's own local aliases, are listed
+        // as buckets too (as Garage lists them): each is a name the key
+        // addresses it by.
+        // In name order; a local alias hides a bucket or global alias of
+        // its name from its key, as on every request.
+        let names: std::collections::BTreeMap<String, BucketRow> = self
             .model
             .list_buckets()
             .await
             .or_s3()?
             .into_iter()
-            .filter(|b| key.permission(&b.name).any() && b.name.starts_with(prefix))
-            .map(|b| Bucket {
-                name: Some(b.name),
+            .map(|b| (b.name.clone(), b))
+            .chain(self.model.list_aliases().await.or_s3()?)
+            .chain(
+                self.model
+                    .list_local_aliases(&key.access_key_id)
+                    .await
+                    .or_s3()?,
+            )
+            .collect();
+        let names: Vec<(String, BucketRow)> = names
+            .into_iter()
+            .filter(|(n, b)| key.permission(&b.name).any() && n.starts_with(prefix))
+            .collect();
+        let buckets = names
+            .into_iter()
+            .map(|(name, b)| Bucket {
+                name: Some(name),
                 creation_date: Some(timestamp(b.created_msec)),
                 bucket_region: Some(self.settings.region.clone()),
             })
@@ -108,7 +129,8 @@ impl S3Api {
         &self,
         req: S3Request<HeadBucketInput>,
     ) -> S3Result<S3Response<HeadBucketOutput>> {
-        self.bucket(&req.input.bucket).await?;
+        self.bucket(signer(&req.credentials), &req.input.bucket)
+            .await?;
         Ok(S3Response::new(HeadBucketOutput {
             bucket_region: Some(self.settings.region.clone()),
             ..Default::default()
@@ -119,7 +141,11 @@ impl S3Api {
         &self,
         req: S3Request<DeleteBucketInput>,
     ) -> S3Result<S3Response<DeleteBucketOutput>> {
-        self.model.delete_bucket(&req.input.bucket).await.or_s3()?;
+        // Through an alias (a key's own too), the bucket it names.
+        let b = self
+            .bucket(signer(&req.credentials), &req.input.bucket)
+            .await?;
+        self.model.delete_bucket(&b.name).await.or_s3()?;
         let mut resp = S3Response::new(DeleteBucketOutput {});
         resp.status = Some(http::StatusCode::NO_CONTENT);
         Ok(resp)
@@ -129,7 +155,8 @@ impl S3Api {
         &self,
         req: S3Request<GetBucketLocationInput>,
     ) -> S3Result<S3Response<GetBucketLocationOutput>> {
-        self.bucket(&req.input.bucket).await?;
+        self.bucket(signer(&req.credentials), &req.input.bucket)
+            .await?;
         Ok(S3Response::new(GetBucketLocationOutput {
             location_constraint: Some(s3s::dto::BucketLocationConstraint::from(
                 self.settings.region.clone(),

@@ -17,6 +17,7 @@ use crate::S3Api;
 use crate::conditions::{Preconditions, etag};
 use crate::error::OrS3;
 use crate::ops_put::check_key_length;
+use crate::ops_put::signer;
 use crate::ops_put::{BodySource, system_headers};
 use crate::sse_c::Sealing;
 use crate::time::timestamp;
@@ -40,7 +41,7 @@ impl S3Api {
         source: &CopySource,
         conditions: Preconditions<'_>,
     ) -> S3Result<(String, String, FoundVersion)> {
-        let (bucket, key, version_id) = match source {
+        let (mut bucket, key, version_id) = match source {
             CopySource::Bucket {
                 bucket,
                 key,
@@ -62,14 +63,17 @@ impl S3Api {
             .get::<crate::access::Caller>()
             .cloned()
             .unwrap_or_default();
-        if let Some(src) = self.model.get_bucket(&bucket).await.or_s3()? {
+        let signer = caller.key.as_ref().map(|k| k.access_key_id.as_str());
+        if let Some(src) = self.model.get_bucket_as(&bucket, signer).await.or_s3()? {
             let action = crate::access::iam_action("GetObject", version_id.is_some());
             if !caller.may(&src, crate::access::Need::Read, &action, Some(&key)) {
                 return Err(s3_error!(AccessDenied, "Access Denied to the copy source"));
             }
+            // The bucket's own name, also when the source names an alias.
+            bucket = src.name;
         }
         let found = self
-            .object_for_read(&bucket, &key, version_id.as_deref())
+            .object_for_read(signer, &bucket, &key, version_id.as_deref())
             .await?;
         conditions.check(&found.row, true)?;
         Ok((bucket, key, found))
@@ -109,7 +113,7 @@ impl S3Api {
             input.sse_customer_key.as_deref(),
             input.sse_customer_key_md5.as_deref(),
         )?;
-        let dst_b = self.bucket(&input.bucket).await?;
+        let dst_b = self.bucket(signer(&req.credentials), &input.bucket).await?;
         check_key_length(&input.key)?;
 
         let replace = input
@@ -120,7 +124,7 @@ impl S3Api {
         let by_version = version_id_of(&input.copy_source).is_some();
         // Encrypting, decrypting or changing the key changes the object.
         let sse_involved = src_sse.is_some() || dst_sse.is_some();
-        if src_bucket == input.bucket
+        if src_bucket == dst_b.name
             && src_key == input.key
             && !replace
             && !by_version

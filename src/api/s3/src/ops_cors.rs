@@ -11,6 +11,7 @@ use s3s::{S3Request, S3Response, S3Result, s3_error};
 use crate::S3Api;
 use crate::cors_rules;
 use crate::error::OrS3;
+use crate::ops_put::signer;
 
 impl S3Api {
     pub(crate) async fn do_put_bucket_cors(
@@ -18,12 +19,9 @@ impl S3Api {
         req: S3Request<PutBucketCorsInput>,
     ) -> S3Result<S3Response<PutBucketCorsOutput>> {
         let input = req.input;
-        self.bucket(&input.bucket).await?;
+        let b = self.bucket(signer(&req.credentials), &input.bucket).await?;
         let rules = cors_rules::from_xml(input.cors_configuration)?;
-        self.model
-            .set_bucket_cors(&input.bucket, rules)
-            .await
-            .or_s3()?;
+        self.model.set_bucket_cors(&b.name, rules).await.or_s3()?;
         Ok(S3Response::new(PutBucketCorsOutput {}))
     }
 
@@ -31,7 +29,9 @@ impl S3Api {
         &self,
         req: S3Request<GetBucketCorsInput>,
     ) -> S3Result<S3Response<GetBucketCorsOutput>> {
-        let b = self.bucket(&req.input.bucket).await?;
+        let b = self
+            .bucket(signer(&req.credentials), &req.input.bucket)
+            .await?;
         if b.cors_rules().is_empty() {
             return Err(s3_error!(
                 NoSuchCORSConfiguration,
@@ -47,9 +47,11 @@ impl S3Api {
         &self,
         req: S3Request<DeleteBucketCorsInput>,
     ) -> S3Result<S3Response<DeleteBucketCorsOutput>> {
-        self.bucket(&req.input.bucket).await?;
+        let b = self
+            .bucket(signer(&req.credentials), &req.input.bucket)
+            .await?;
         self.model
-            .set_bucket_cors(&req.input.bucket, Vec::new())
+            .set_bucket_cors(&b.name, Vec::new())
             .await
             .or_s3()?;
         Ok(S3Response::new(DeleteBucketCorsOutput {}))

@@ -12,6 +12,7 @@ use s3s::{S3Request, S3Response, S3Result, s3_error};
 
 use crate::S3Api;
 use crate::error::OrS3;
+use crate::ops_put::signer;
 use crate::ops_versioning::parse_version_id;
 
 /// Most keys in one DeleteObjects request, as in S3.
@@ -22,7 +23,9 @@ impl S3Api {
         &self,
         req: S3Request<DeleteObjectInput>,
     ) -> S3Result<S3Response<DeleteObjectOutput>> {
-        let bucket = self.bucket(&req.input.bucket).await?;
+        let bucket = self
+            .bucket(signer(&req.credentials), &req.input.bucket)
+            .await?;
         let v = parse_version_id(req.input.version_id.as_deref())?;
         let bypass = req.input.bypass_governance_retention == Some(true)
             && self.may_bypass_governance(&req, &req.input.bucket).await?;
@@ -44,7 +47,9 @@ impl S3Api {
         &self,
         req: S3Request<DeleteObjectsInput>,
     ) -> S3Result<S3Response<DeleteObjectsOutput>> {
-        let bucket = self.bucket(&req.input.bucket).await?;
+        let bucket = self
+            .bucket(signer(&req.credentials), &req.input.bucket)
+            .await?;
         let bypass = req.input.bypass_governance_retention == Some(true)
             && self.may_bypass_governance(&req, &req.input.bucket).await?;
         let objects = req.input.delete.objects;

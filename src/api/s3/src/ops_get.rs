@@ -18,6 +18,7 @@ use crate::S3Api;
 use crate::checksum;
 use crate::conditions::{Preconditions, etag, read_preconditions};
 use crate::error::OrS3;
+use crate::ops_put::signer;
 use crate::ops_versioning::parse_version_id;
 use crate::sse_c::{Given, Sealing};
 use crate::time::timestamp;
@@ -122,11 +123,12 @@ impl S3Api {
     /// (with `x-amz-delete-marker` for a marker).
     pub(crate) async fn object_for_read(
         &self,
+        signer: Option<&str>,
         bucket: &str,
         key: &str,
         version_id: Option<&str>,
     ) -> S3Result<FoundVersion> {
-        let b = self.bucket(bucket).await?;
+        let b = self.bucket(signer, bucket).await?;
         let v = parse_version_id(version_id)?;
         let found = self.model.find_version(&b, key, v).await.or_s3()?;
         match found {
@@ -146,6 +148,7 @@ impl S3Api {
     #[allow(clippy::too_many_arguments)]
     async fn prepare_read(
         &self,
+        signer: Option<&str>,
         bucket: &str,
         key: &str,
         conditions: Preconditions<'_>,
@@ -154,7 +157,9 @@ impl S3Api {
         part_number: Option<i32>,
         sse: Option<Given>,
     ) -> S3Result<Prepared> {
-        let found = self.object_for_read(bucket, key, version_id).await?;
+        let found = self
+            .object_for_read(signer, bucket, key, version_id)
+            .await?;
         let (obj, id) = (found.row, found.id.map(|i| i.to_string()));
         let sse = crate::sse_c::for_read(obj.sse_c.as_ref(), sse)?;
         conditions.check(&obj, false)?;
@@ -285,6 +290,7 @@ impl S3Api {
             sse,
         } = self
             .prepare_read(
+                signer(&req.credentials),
                 &input.bucket,
                 &input.key,
                 read_preconditions!(input),
@@ -372,6 +378,7 @@ impl S3Api {
             sse,
         } = self
             .prepare_read(
+                signer(&req.credentials),
                 &input.bucket,
                 &input.key,
                 read_preconditions!(input),

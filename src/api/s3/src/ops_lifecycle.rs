@@ -12,6 +12,7 @@ use s3s::{S3Request, S3Response, S3Result, s3_error};
 use crate::S3Api;
 use crate::error::OrS3;
 use crate::lifecycle_rules;
+use crate::ops_put::signer;
 
 impl S3Api {
     pub(crate) async fn do_put_bucket_lifecycle_configuration(
@@ -19,10 +20,10 @@ impl S3Api {
         req: S3Request<PutBucketLifecycleConfigurationInput>,
     ) -> S3Result<S3Response<PutBucketLifecycleConfigurationOutput>> {
         let input = req.input;
-        self.bucket(&input.bucket).await?;
+        let b = self.bucket(signer(&req.credentials), &input.bucket).await?;
         let rules = lifecycle_rules::from_xml(input.lifecycle_configuration)?;
         self.model
-            .set_bucket_lifecycle(&input.bucket, rules)
+            .set_bucket_lifecycle(&b.name, rules)
             .await
             .or_s3()?;
         Ok(S3Response::new(
@@ -34,7 +35,9 @@ impl S3Api {
         &self,
         req: S3Request<GetBucketLifecycleConfigurationInput>,
     ) -> S3Result<S3Response<GetBucketLifecycleConfigurationOutput>> {
-        let b = self.bucket(&req.input.bucket).await?;
+        let b = self
+            .bucket(signer(&req.credentials), &req.input.bucket)
+            .await?;
         if b.lifecycle_rules().is_empty() {
             return Err(s3_error!(
                 NoSuchLifecycleConfiguration,
@@ -51,9 +54,11 @@ impl S3Api {
         &self,
         req: S3Request<DeleteBucketLifecycleInput>,
     ) -> S3Result<S3Response<DeleteBucketLifecycleOutput>> {
-        self.bucket(&req.input.bucket).await?;
+        let b = self
+            .bucket(signer(&req.credentials), &req.input.bucket)
+            .await?;
         self.model
-            .set_bucket_lifecycle(&req.input.bucket, Vec::new())
+            .set_bucket_lifecycle(&b.name, Vec::new())
             .await
             .or_s3()?;
         Ok(S3Response::new(DeleteBucketLifecycleOutput {}))

@@ -15,6 +15,7 @@ use s3s::{S3Request, S3Response, S3Result, s3_error};
 use crate::S3Api;
 use crate::conditions::etag;
 use crate::error::OrS3;
+use crate::ops_put::signer;
 use crate::time::timestamp;
 
 const PAGE: usize = 1000;
@@ -220,7 +221,7 @@ impl S3Api {
         req: S3Request<ListObjectsV2Input>,
     ) -> S3Result<S3Response<ListObjectsV2Output>> {
         let input = req.input;
-        let bucket = self.bucket(&input.bucket).await?;
+        let bucket = self.bucket(signer(&req.credentials), &input.bucket).await?;
         let encoding_type = input.encoding_type.clone();
         let enc = encoder(encoding_type.as_ref())?;
         let max = max_keys(input.max_keys)?;
@@ -276,7 +277,7 @@ impl S3Api {
         req: S3Request<ListObjectsInput>,
     ) -> S3Result<S3Response<ListObjectsOutput>> {
         let input = req.input;
-        let bucket = self.bucket(&input.bucket).await?;
+        let bucket = self.bucket(signer(&req.credentials), &input.bucket).await?;
         let encoding_type = input.encoding_type.clone();
         let enc = encoder(encoding_type.as_ref())?;
         let max = max_keys(input.max_keys)?;

@@ -17,6 +17,7 @@ use crate::checksum;
 use crate::conditions::{Preconditions, etag};
 use crate::error::OrS3;
 use crate::ops_put::check_key_length;
+use crate::ops_put::signer;
 use crate::ops_put::{BodySource, StoredBody, system_headers};
 use crate::sse_c::{Given, Sealing};
 use crate::time::timestamp;
@@ -52,8 +53,14 @@ fn check_part_number(n: i32) -> S3Result<u32> {
 }
 
 impl S3Api {
-    async fn upload(&self, bucket: &str, key: &str, id: &str) -> S3Result<(BucketRow, MpuRow)> {
-        let b = self.bucket(bucket).await?;
+    async fn upload(
+        &self,
+        signer: Option<&str>,
+        bucket: &str,
+        key: &str,
+        id: &str,
+    ) -> S3Result<(BucketRow, MpuRow)> {
+        let b = self.bucket(signer, bucket).await?;
         let upload_id = parse_upload_id(id)?;
         let mpu = self
             .model
@@ -97,7 +104,7 @@ impl S3Api {
         req: S3Request<CreateMultipartUploadInput>,
     ) -> S3Result<S3Response<CreateMultipartUploadOutput>> {
         let input = req.input;
-        let b = self.bucket(&input.bucket).await?;
+        let b = self.bucket(signer(&req.credentials), &input.bucket).await?;
         check_key_length(&input.key)?;
         let tags = crate::tagging::from_optional_header(input.tagging.as_deref())?;
         let lock = crate::ops_object_lock::new_lock(
@@ -158,7 +165,12 @@ impl S3Api {
         } = req;
         let part_number = check_part_number(input.part_number)?;
         let (b, mpu) = self
-            .upload(&input.bucket, &input.key, &input.upload_id)
+            .upload(
+                signer(&req.credentials),
+                &input.bucket,
+                &input.key,
+                &input.upload_id,
+            )
             .await?;
         let sse = crate::sse_c::for_part(
             mpu.sse_c.as_ref(),
@@ -206,7 +218,12 @@ impl S3Api {
         let input = &req.input;
         let part_number = check_part_number(input.part_number)?;
         let (b, mpu) = self
-            .upload(&input.bucket, &input.key, &input.upload_id)
+            .upload(
+                signer(&req.credentials),
+                &input.bucket,
+                &input.key,
+                &input.upload_id,
+            )
             .await?;
         let (_, _, found) = self
             .copy_source(
@@ -301,7 +318,12 @@ impl S3Api {
     ) -> S3Result<S3Response<CompleteMultipartUploadOutput>> {
         let input = req.input;
         let (b, mpu) = self
-            .upload(&input.bucket, &input.key, &input.upload_id)
+            .upload(
+                signer(&req.credentials),
+                &input.bucket,
+                &input.key,
+                &input.upload_id,
+            )
             .await?;
         // The key is optional here (the parts were checked as they came);
         // one that is sent must be the upload's.
@@ -384,7 +406,7 @@ impl S3Api {
         req: S3Request<AbortMultipartUploadInput>,
     ) -> S3Result<S3Response<AbortMultipartUploadOutput>> {
         let input = req.input;
-        let b = self.bucket(&input.bucket).await?;
+        let b = self.bucket(signer(&req.credentials), &input.bucket).await?;
         let upload_id = parse_upload_id(&input.upload_id)?;
         if !self
             .model
@@ -405,7 +427,12 @@ impl S3Api {
     ) -> S3Result<S3Response<ListPartsOutput>> {
         let input = req.input;
         let (_, mpu) = self
-            .upload(&input.bucket, &input.key, &input.upload_id)
+            .upload(
+                signer(&req.credentials),
+                &input.bucket,
+                &input.key,
+                &input.upload_id,
+            )
             .await?;
         let max = input.max_parts.unwrap_or(1000).clamp(0, 1000) as usize;
         let from = input.part_number_marker.unwrap_or(0).max(0) as u32 + 1;
@@ -449,7 +476,7 @@ impl S3Api {
         req: S3Request<ListMultipartUploadsInput>,
     ) -> S3Result<S3Response<ListMultipartUploadsOutput>> {
         let input = req.input;
-        let b = self.bucket(&input.bucket).await?;
+        let b = self.bucket(signer(&req.credentials), &input.bucket).await?;
         let max = input.max_uploads.unwrap_or(1000).clamp(0, 1000) as usize;
         let prefix = input.prefix.clone().unwrap_or_default();
         let delimiter = input.delimiter.clone().filter(|d| !d.is_empty());

@@ -21,6 +21,7 @@ use s3s::{S3Request, S3Response, S3Result, s3_error};
 
 use crate::S3Api;
 use crate::error::OrS3;
+use crate::ops_put::signer;
 use crate::ops_versioning::parse_version_id;
 use crate::time::timestamp;
 
@@ -166,7 +167,9 @@ impl S3Api {
             return Ok(false);
         };
         let key = self.model.get_signing_key(&c.access_key).await.or_s3()?;
-        Ok(key.is_some_and(|k| k.permission(bucket).owner))
+        // Permissions name the bucket by its own name, not by an alias.
+        let name = self.bucket(signer(&req.credentials), bucket).await?.name;
+        Ok(key.is_some_and(|k| k.permission(&name).owner))
     }
 
     /// A bypass asked for (`x-amz-bypass-governance-retention: true`) by a
@@ -192,7 +195,7 @@ impl S3Api {
         req: S3Request<PutObjectLockConfigurationInput>,
     ) -> S3Result<S3Response<PutObjectLockConfigurationOutput>> {
         let input = req.input;
-        self.bucket(&input.bucket).await?;
+        let b = self.bucket(signer(&req.credentials), &input.bucket).await?;
         let c = input
             .object_lock_configuration
             .ok_or_else(crate::error::malformed_xml)?;
@@ -223,7 +226,7 @@ impl S3Api {
             }
         };
         self.model
-            .set_bucket_object_lock(&input.bucket, ObjectLockConfig { default_retention }, false)
+            .set_bucket_object_lock(&b.name, ObjectLockConfig { default_retention }, false)
             .await
             .or_s3()?;
         Ok(S3Response::new(PutObjectLockConfigurationOutput::default()))
@@ -233,7 +236,9 @@ impl S3Api {
         &self,
         req: S3Request<GetObjectLockConfigurationInput>,
     ) -> S3Result<S3Response<GetObjectLockConfigurationOutput>> {
-        let b = self.bucket(&req.input.bucket).await?;
+        let b = self
+            .bucket(signer(&req.credentials), &req.input.bucket)
+            .await?;
         let Some(c) = b.object_lock() else {
             return Err(s3_error!(
                 ObjectLockConfigurationNotFoundError,
@@ -267,11 +272,12 @@ impl S3Api {
     /// with Object Lock.
     async fn locked_version(
         &self,
+        signer: Option<&str>,
         bucket: &str,
         key: &str,
         version_id: Option<&str>,
     ) -> S3Result<(BucketRow, hangar_model::versioned::FoundVersion)> {
-        let b = self.bucket(bucket).await?;
+        let b = self.bucket(signer, bucket).await?;
         if b.object_lock().is_none() {
             return Err(no_lock_configuration());
         }
@@ -301,7 +307,12 @@ impl S3Api {
     ) -> S3Result<S3Response<PutObjectRetentionOutput>> {
         let input = &req.input;
         let (b, found) = self
-            .locked_version(&input.bucket, &input.key, input.version_id.as_deref())
+            .locked_version(
+                signer(&req.credentials),
+                &input.bucket,
+                &input.key,
+                input.version_id.as_deref(),
+            )
             .await?;
         let new = match input.retention.as_ref() {
             None => return Err(crate::error::malformed_xml()),
@@ -331,7 +342,12 @@ impl S3Api {
     ) -> S3Result<S3Response<GetObjectRetentionOutput>> {
         let input = &req.input;
         let (_, found) = self
-            .locked_version(&input.bucket, &input.key, input.version_id.as_deref())
+            .locked_version(
+                signer(&req.credentials),
+                &input.bucket,
+                &input.key,
+                input.version_id.as_deref(),
+            )
             .await?;
         let r = found.row.retention().ok_or_else(|| {
             s3_error!(
@@ -353,7 +369,12 @@ impl S3Api {
     ) -> S3Result<S3Response<PutObjectLegalHoldOutput>> {
         let input = &req.input;
         let (b, found) = self
-            .locked_version(&input.bucket, &input.key, input.version_id.as_deref())
+            .locked_version(
+                signer(&req.credentials),
+                &input.bucket,
+                &input.key,
+                input.version_id.as_deref(),
+            )
             .await?;
         let on = hold_of(
             input
@@ -376,7 +397,12 @@ impl S3Api {
     ) -> S3Result<S3Response<GetObjectLegalHoldOutput>> {
         let input = &req.input;
         let (_, found) = self
-            .locked_version(&input.bucket, &input.key, input.version_id.as_deref())
+            .locked_version(
+                signer(&req.credentials),
+                &input.bucket,
+                &input.key,
+                input.version_id.as_deref(),
+            )
             .await?;
         if found.row.legal_hold.is_unset() {
             return Err(s3_error!(

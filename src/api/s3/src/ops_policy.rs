@@ -16,6 +16,7 @@ use s3s::{S3Request, S3Response, S3Result, s3_error};
 
 use crate::S3Api;
 use crate::error::OrS3;
+use crate::ops_put::signer;
 use crate::policy::Policy;
 
 fn no_such_policy() -> s3s::S3Error {
@@ -28,8 +29,10 @@ impl S3Api {
         req: S3Request<PutBucketPolicyInput>,
     ) -> S3Result<S3Response<PutBucketPolicyOutput>> {
         let input = req.input;
-        let b = self.bucket(&input.bucket).await?;
-        let policy = Policy::parse(&input.policy, &input.bucket)?;
+        let b = self.bucket(signer(&req.credentials), &input.bucket).await?;
+        // Its resources name the bucket by its own name (it is evaluated
+        // so, whichever name a request uses), also when put through an alias.
+        let policy = Policy::parse(&input.policy, &b.name)?;
         // BlockPublicPolicy: a public policy is refused, as S3 does.
         if b.public_access_block()
             .is_some_and(|p| p.block_public_policy)
@@ -41,7 +44,7 @@ impl S3Api {
             ));
         }
         self.model
-            .set_bucket_policy(&input.bucket, Some(input.policy))
+            .set_bucket_policy(&b.name, Some(input.policy))
             .await
             .or_s3()?;
         Ok(S3Response::new(PutBucketPolicyOutput {}))
@@ -51,7 +54,9 @@ impl S3Api {
         &self,
         req: S3Request<GetBucketPolicyInput>,
     ) -> S3Result<S3Response<GetBucketPolicyOutput>> {
-        let b = self.bucket(&req.input.bucket).await?;
+        let b = self
+            .bucket(signer(&req.credentials), &req.input.bucket)
+            .await?;
         let policy = b.policy().ok_or_else(no_such_policy)?;
         Ok(S3Response::new(GetBucketPolicyOutput {
             policy: Some(policy.to_owned()),
@@ -62,11 +67,10 @@ impl S3Api {
         &self,
         req: S3Request<DeleteBucketPolicyInput>,
     ) -> S3Result<S3Response<DeleteBucketPolicyOutput>> {
-        self.bucket(&req.input.bucket).await?;
-        self.model
-            .set_bucket_policy(&req.input.bucket, None)
-            .await
-            .or_s3()?;
+        let b = self
+            .bucket(signer(&req.credentials), &req.input.bucket)
+            .await?;
+        self.model.set_bucket_policy(&b.name, None).await.or_s3()?;
         Ok(S3Response::new(DeleteBucketPolicyOutput {}))
     }
 
@@ -74,7 +78,9 @@ impl S3Api {
         &self,
         req: S3Request<GetBucketPolicyStatusInput>,
     ) -> S3Result<S3Response<GetBucketPolicyStatusOutput>> {
-        let b = self.bucket(&req.input.bucket).await?;
+        let b = self
+            .bucket(signer(&req.credentials), &req.input.bucket)
+            .await?;
         let text = b.policy().ok_or_else(no_such_policy)?;
         let policy = Policy::parse(text, &b.name)?;
         Ok(S3Response::new(GetBucketPolicyStatusOutput {
@@ -89,7 +95,7 @@ impl S3Api {
         req: S3Request<PutPublicAccessBlockInput>,
     ) -> S3Result<S3Response<PutPublicAccessBlockOutput>> {
         let input = req.input;
-        self.bucket(&input.bucket).await?;
+        let b = self.bucket(signer(&req.credentials), &input.bucket).await?;
         let c = input.public_access_block_configuration;
         let block = PublicAccessBlock {
             block_public_acls: c.block_public_acls.unwrap_or(false),
@@ -98,7 +104,7 @@ impl S3Api {
             restrict_public_buckets: c.restrict_public_buckets.unwrap_or(false),
         };
         self.model
-            .set_bucket_public_access_block(&input.bucket, Some(block))
+            .set_bucket_public_access_block(&b.name, Some(block))
             .await
             .or_s3()?;
         Ok(S3Response::new(PutPublicAccessBlockOutput {}))
@@ -108,7 +114,9 @@ impl S3Api {
         &self,
         req: S3Request<GetPublicAccessBlockInput>,
     ) -> S3Result<S3Response<GetPublicAccessBlockOutput>> {
-        let b = self.bucket(&req.input.bucket).await?;
+        let b = self
+            .bucket(signer(&req.credentials), &req.input.bucket)
+            .await?;
         let p = b
             .public_access_block()
             .ok_or_else(crate::error::no_such_public_access_block)?;
@@ -126,9 +134,11 @@ impl S3Api {
         &self,
         req: S3Request<DeletePublicAccessBlockInput>,
     ) -> S3Result<S3Response<DeletePublicAccessBlockOutput>> {
-        self.bucket(&req.input.bucket).await?;
+        let b = self
+            .bucket(signer(&req.credentials), &req.input.bucket)
+            .await?;
         self.model
-            .set_bucket_public_access_block(&req.input.bucket, None)
+            .set_bucket_public_access_block(&b.name, None)
             .await
             .or_s3()?;
         Ok(S3Response::new(DeletePublicAccessBlockOutput {}))

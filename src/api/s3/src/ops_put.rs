@@ -282,11 +282,18 @@ fn body_error(e: &(dyn std::error::Error + Send + Sync + 'static)) -> S3Error {
     }
 }
 
+/// The access key that signed a request (`None`: anonymous), whose local
+/// bucket aliases its bucket names may be.
+pub(crate) fn signer(credentials: &Option<s3s::auth::Credentials>) -> Option<&str> {
+    credentials.as_ref().map(|c| c.access_key.as_str())
+}
+
 impl S3Api {
-    /// The live bucket `name`, or NoSuchBucket.
-    pub(crate) async fn bucket(&self, name: &str) -> S3Result<BucketRow> {
+    /// The live bucket `name` for a request signed by access key `signer`
+    /// (its local alias of the name first), or NoSuchBucket.
+    pub(crate) async fn bucket(&self, signer: Option<&str>, name: &str) -> S3Result<BucketRow> {
         self.model
-            .get_bucket(name)
+            .get_bucket_as(name, signer)
             .await
             .or_s3()?
             .ok_or_else(|| s3_error!(NoSuchBucket, "The specified bucket does not exist"))
@@ -467,7 +474,7 @@ impl S3Api {
             trailing_headers,
             ..
         } = req;
-        let bucket = self.bucket(&input.bucket).await?;
+        let bucket = self.bucket(signer(&req.credentials), &input.bucket).await?;
         check_key_length(&input.key)?;
         // Checked before the body is read.
         let tags = crate::tagging::from_optional_header(input.tagging.as_deref())?;

@@ -15,6 +15,7 @@ use hangar_model::object::TagSet;
 
 use crate::S3Api;
 use crate::error::OrS3;
+use crate::ops_put::signer;
 use crate::ops_versioning::parse_version_id;
 use crate::tagging::{self, TagsOf};
 use hangar_model::versioned::FoundVersion;
@@ -36,12 +37,13 @@ impl S3Api {
     /// version id), which must be an object (a delete marker is `405`).
     async fn tagged_version(
         &self,
+        signer: Option<&str>,
         bucket: &str,
         key: &str,
         version_id: Option<&str>,
     ) -> S3Result<(hangar_model::bucket::BucketRow, FoundVersion)> {
         // The bucket first: a missing bucket is NoSuchBucket, as in S3.
-        let b = self.bucket(bucket).await?;
+        let b = self.bucket(signer, bucket).await?;
         let v = parse_version_id(version_id)?;
         let found = self.model.find_version(&b, key, v).await.or_s3()?;
         match found {
@@ -58,12 +60,13 @@ impl S3Api {
     /// Replaces the tags of object `key`; the version id to echo.
     async fn replace_object_tags(
         &self,
+        signer: Option<&str>,
         bucket: &str,
         key: &str,
         version_id: Option<&str>,
         tags: TagSet,
     ) -> S3Result<Option<String>> {
-        let (b, found) = self.tagged_version(bucket, key, version_id).await?;
+        let (b, found) = self.tagged_version(signer, bucket, key, version_id).await?;
         self.model
             .set_version_tags(&b, &found, tags)
             .await
@@ -78,7 +81,13 @@ impl S3Api {
         let input = req.input;
         let tags = tagging::from_xml(input.tagging, TagsOf::Object)?;
         let version_id = self
-            .replace_object_tags(&input.bucket, &input.key, input.version_id.as_deref(), tags)
+            .replace_object_tags(
+                signer(&req.credentials),
+                &input.bucket,
+                &input.key,
+                input.version_id.as_deref(),
+                tags,
+            )
             .await?;
         Ok(S3Response::new(PutObjectTaggingOutput { version_id }))
     }
@@ -89,7 +98,12 @@ impl S3Api {
     ) -> S3Result<S3Response<GetObjectTaggingOutput>> {
         let input = &req.input;
         let (_, found) = self
-            .tagged_version(&input.bucket, &input.key, input.version_id.as_deref())
+            .tagged_version(
+                signer(&req.credentials),
+                &input.bucket,
+                &input.key,
+                input.version_id.as_deref(),
+            )
             .await?;
         Ok(S3Response::new(GetObjectTaggingOutput {
             tag_set: tagging::to_xml(found.row.tag_set()),
@@ -104,6 +118,7 @@ impl S3Api {
         let input = &req.input;
         let version_id = self
             .replace_object_tags(
+                signer(&req.credentials),
                 &input.bucket,
                 &input.key,
                 input.version_id.as_deref(),
@@ -118,12 +133,9 @@ impl S3Api {
         req: S3Request<PutBucketTaggingInput>,
     ) -> S3Result<S3Response<PutBucketTaggingOutput>> {
         let input = req.input;
-        self.bucket(&input.bucket).await?;
+        let b = self.bucket(signer(&req.credentials), &input.bucket).await?;
         let tags = tagging::from_xml(input.tagging, TagsOf::Bucket)?;
-        self.model
-            .set_bucket_tags(&input.bucket, tags)
-            .await
-            .or_s3()?;
+        self.model.set_bucket_tags(&b.name, tags).await.or_s3()?;
         Ok(no_content(PutBucketTaggingOutput {}))
     }
 
@@ -131,7 +143,9 @@ impl S3Api {
         &self,
         req: S3Request<GetBucketTaggingInput>,
     ) -> S3Result<S3Response<GetBucketTaggingOutput>> {
-        let b = self.bucket(&req.input.bucket).await?;
+        let b = self
+            .bucket(signer(&req.credentials), &req.input.bucket)
+            .await?;
         if b.tags.value.is_empty() {
             return Err(s3_error!(NoSuchTagSet, "The TagSet does not exist"));
         }
@@ -144,9 +158,11 @@ impl S3Api {
         &self,
         req: S3Request<DeleteBucketTaggingInput>,
     ) -> S3Result<S3Response<DeleteBucketTaggingOutput>> {
-        self.bucket(&req.input.bucket).await?;
+        let b = self
+            .bucket(signer(&req.credentials), &req.input.bucket)
+            .await?;
         self.model
-            .set_bucket_tags(&req.input.bucket, TagSet::new())
+            .set_bucket_tags(&b.name, TagSet::new())
             .await
             .or_s3()?;
         Ok(no_content(DeleteBucketTaggingOutput {}))

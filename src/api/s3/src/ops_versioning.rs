@@ -22,6 +22,7 @@ use s3s::{S3Request, S3Response, S3Result, s3_error};
 use crate::S3Api;
 use crate::error::OrS3;
 use crate::ops_list::{after_prefix, encoder, max_keys};
+use crate::ops_put::signer;
 use crate::time::timestamp;
 use crate::xml_text::escape;
 
@@ -79,7 +80,7 @@ impl S3Api {
         req: S3Request<PutBucketVersioningInput>,
     ) -> S3Result<S3Response<PutBucketVersioningOutput>> {
         let input = req.input;
-        self.bucket(&input.bucket).await?;
+        let b = self.bucket(signer(&req.credentials), &input.bucket).await?;
         let c = input.versioning_configuration;
         if input.mfa.is_some()
             || c.mfa_delete
@@ -94,7 +95,7 @@ impl S3Api {
             _ => return Err(crate::error::malformed_xml()),
         };
         self.model
-            .set_bucket_versioning(&input.bucket, state)
+            .set_bucket_versioning(&b.name, state)
             .await
             .or_s3()?;
         Ok(S3Response::new(PutBucketVersioningOutput {}))
@@ -104,7 +105,9 @@ impl S3Api {
         &self,
         req: S3Request<GetBucketVersioningInput>,
     ) -> S3Result<S3Response<GetBucketVersioningOutput>> {
-        let b = self.bucket(&req.input.bucket).await?;
+        let b = self
+            .bucket(signer(&req.credentials), &req.input.bucket)
+            .await?;
         let status = match b.versioning() {
             Versioning::Off => None,
             Versioning::Enabled => Some(BucketVersioningStatus::ENABLED),
@@ -197,7 +200,7 @@ impl S3Api {
         req: S3Request<ListObjectVersionsInput>,
     ) -> S3Result<S3Response<ListObjectVersionsOutput>> {
         let input = req.input;
-        let bucket = self.bucket(&input.bucket).await?;
+        let bucket = self.bucket(signer(&req.credentials), &input.bucket).await?;
         let enc = encoder(input.encoding_type.as_ref())?;
         let max = max_keys(input.max_keys)?;
         let prefix = input.prefix.clone().unwrap_or_default();

@@ -10,6 +10,7 @@ use s3s::{S3Request, S3Response, S3Result, s3_error};
 
 use crate::S3Api;
 use crate::error::OrS3;
+use crate::ops_put::signer;
 use crate::website_rules;
 
 impl S3Api {
@@ -18,10 +19,10 @@ impl S3Api {
         req: S3Request<PutBucketWebsiteInput>,
     ) -> S3Result<S3Response<PutBucketWebsiteOutput>> {
         let input = req.input;
-        self.bucket(&input.bucket).await?;
+        let b = self.bucket(signer(&req.credentials), &input.bucket).await?;
         let website = website_rules::from_xml(input.website_configuration)?;
         self.model
-            .set_bucket_website(&input.bucket, Some(website))
+            .set_bucket_website(&b.name, Some(website))
             .await
             .or_s3()?;
         Ok(S3Response::new(PutBucketWebsiteOutput {}))
@@ -31,7 +32,9 @@ impl S3Api {
         &self,
         req: S3Request<GetBucketWebsiteInput>,
     ) -> S3Result<S3Response<GetBucketWebsiteOutput>> {
-        let b = self.bucket(&req.input.bucket).await?;
+        let b = self
+            .bucket(signer(&req.credentials), &req.input.bucket)
+            .await?;
         let Some(w) = b.website() else {
             return Err(s3_error!(
                 NoSuchWebsiteConfiguration,
@@ -45,12 +48,11 @@ impl S3Api {
         &self,
         req: S3Request<DeleteBucketWebsiteInput>,
     ) -> S3Result<S3Response<DeleteBucketWebsiteOutput>> {
-        let b = self.bucket(&req.input.bucket).await?;
+        let b = self
+            .bucket(signer(&req.credentials), &req.input.bucket)
+            .await?;
         if b.website().is_some() {
-            self.model
-                .set_bucket_website(&req.input.bucket, None)
-                .await
-                .or_s3()?;
+            self.model.set_bucket_website(&b.name, None).await.or_s3()?;
         }
         Ok(S3Response::new(DeleteBucketWebsiteOutput {}))
     }

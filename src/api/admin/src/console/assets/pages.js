@@ -187,6 +187,7 @@ async function bucketDetail(name) {
     h("p", {}, h("a", { href: "#buckets" }, "All buckets"), " · ", h("a", { href: `#objects/${encodeURIComponent(b.name)}` }, "Browse objects")),
     h("dl", { class: "facts" },
       h("dt", {}, "Id"), h("dd", { class: "mono" }, b.id),
+      h("dt", {}, "Aliases"), h("dd", { id: "bucket-aliases" }, b.aliases.length ? b.aliases.join(", ") : "none"),
       h("dt", {}, "Created"), h("dd", {}, when(b.created)),
       h("dt", {}, "Objects"), h("dd", { id: "bucket-objects" }, String(b.objects)),
       h("dt", {}, "Size"), h("dd", {}, bytes(b.bytes)),

@@ -142,16 +142,24 @@ async fn a_close_expires_a_seal_stays_and_open_removes_only_its_token() {
 
 /// The promise a bucket deletion relies on: rows written through one node
 /// while another closes their key; every write that was acknowledged is
-/// seen by the close (answer `live`), or the close saw none and every
-/// write after it was refused. Over rounds with the close at random moments.
+/// seen by the close (answer `live`), or the close saw none and no write
+/// was acknowledged. Over rounds with the two started a random moment
+/// apart, either one first (so both outcomes occur, whatever the load).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_racing_a_close_is_seen_by_it_or_refused() {
     let nodes = cluster_of(3).await;
-    let mut seen_both = (false, false);
+    let (mut seen, mut unseen) = (0, 0);
     for round in 0..30u32 {
         let key = 1000 + round;
+        let lag = Duration::from_micros(u64::from(round % 15) * 700);
+        let (writer_lag, close_lag) = if round % 2 == 0 {
+            (lag, Duration::ZERO)
+        } else {
+            (Duration::ZERO, lag)
+        };
         let writer = nodes[1].table.clone();
         let writes = tokio::spawn(async move {
+            tokio::time::sleep(writer_lag).await;
             let mut acked = 0;
             for i in 0..20u32 {
                 let sort = format!("k{i:02}").into_bytes();
@@ -165,24 +173,23 @@ async fn a_write_racing_a_close_is_seen_by_it_or_refused() {
             }
             acked
         });
-        tokio::time::sleep(Duration::from_micros(u64::from(round % 10) * 700)).await;
+        tokio::time::sleep(close_lag).await;
         let found = nodes[0]
             .table
             .fence(&pk(key), u64::from(round), CLOSE)
             .await
             .unwrap();
         let acked = writes.await.unwrap();
-        if !found.live {
+        if found.live {
+            seen += 1;
+        } else {
             assert_eq!(
                 acked, 0,
                 "round {round}: {acked} writes acknowledged, none seen by the close"
             );
-            seen_both.0 = true;
-        } else {
-            seen_both.1 = true;
+            unseen += 1;
         }
     }
-    // Both outcomes occurred (else the race was not exercised).
-    assert!(seen_both.0 && seen_both.1, "{seen_both:?}");
+    assert!(seen > 0 && unseen > 0, "seen {seen}, unseen {unseen}");
     shutdown(&nodes).await;
 }

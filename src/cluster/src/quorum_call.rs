@@ -435,19 +435,30 @@ where
         let Some((node, result)) = rx.recv().await else {
             break;
         };
-        progress = match result {
-            Ok(resp) => {
-                ok.push((node, resp));
-                tracker.record(node, true)
-            }
-            Err(e) => {
-                debug!(node = %node.short(), error = %e, "quorum call: one call failed");
-                errors.push((node, e));
-                tracker.record(node, false)
-            }
-        };
+        progress = record(&mut tracker, &mut ok, &mut errors, node, result);
     }
     conclude(&tracker, progress, ok, errors, targets.len())
+}
+
+/// Records one call's answer in `ok` or `errors` and in the tracker.
+fn record<Resp>(
+    tracker: &mut Tracker,
+    ok: &mut Vec<(NodeId, Resp)>,
+    errors: &mut Vec<(NodeId, NetError)>,
+    node: NodeId,
+    result: Result<Resp, NetError>,
+) -> Progress {
+    match result {
+        Ok(resp) => {
+            ok.push((node, resp));
+            tracker.record(node, true)
+        }
+        Err(e) => {
+            debug!(node = %node.short(), error = %e, "quorum call: one call failed");
+            errors.push((node, e));
+            tracker.record(node, false)
+        }
+    }
 }
 
 /// The result of a quorum call that stopped at `progress` after `called`
@@ -537,24 +548,14 @@ where
         tokio::select! {
             Some((node, result)) = rx.recv() => {
                 in_flight -= 1;
-                progress = match result {
-                    Ok(resp) => {
-                        ok.push((node, resp));
-                        tracker.record(node, true)
-                    }
-                    Err(e) => {
-                        debug!(node = %node.short(), error = %e, "quorum call: one call failed");
-                        errors.push((node, e));
-                        let p = tracker.record(node, false);
-                        // Its answer is owed by the next node.
-                        if p == Progress::Pending && next < order.len() {
-                            launch(order[next]);
-                            next += 1;
-                            in_flight += 1;
-                        }
-                        p
-                    }
-                };
+                let failed = result.is_err();
+                progress = record(&mut tracker, &mut ok, &mut errors, node, result);
+                // A failed call's answer is owed by the next node.
+                if failed && progress == Progress::Pending && next < order.len() {
+                    launch(order[next]);
+                    next += 1;
+                    in_flight += 1;
+                }
             }
             () = tokio::time::sleep_until(hedge_at), if next < order.len() => {
                 debug!(

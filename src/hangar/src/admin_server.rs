@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use hangar_api_admin::auth::{Scope, TokenSigner};
 use hangar_api_admin::ops::{AdminOps, Health};
-use hangar_api_admin::proto::{AdminError, ErrorCode, Request};
+use hangar_api_admin::proto::{AdminError, AliasChange, ErrorCode, Request};
 use hangar_model::bucket::BucketRow;
 use hangar_model::key::KeyRow;
 use hangar_model::{Model, ModelError, PermissionChange};
@@ -150,11 +150,14 @@ async fn bucket_info(model: &Model, b: &BucketRow) -> Result<Value, AdminError> 
 /// first).
 async fn alias_request(
     model: &Model,
-    bucket_id: Option<String>,
-    bucket: Option<String>,
-    global_alias: Option<String>,
-    local_alias: Option<hangar_api_admin::proto::LocalAlias>,
+    change: AliasChange,
 ) -> Result<(BucketRow, String, Option<String>), AdminError> {
+    let AliasChange {
+        bucket_id,
+        bucket,
+        global_alias,
+        local_alias,
+    } = change;
     let which = match (bucket_id, bucket) {
         (Some(b), None) | (None, Some(b)) => b,
         _ => {
@@ -297,14 +300,8 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
                 .ok_or_else(|| model_error(ModelError::NoSuchBucket(name.clone())))?;
             bucket_info(model, &b).await?
         }
-        Request::BucketAlias {
-            bucket_id,
-            bucket,
-            global_alias,
-            local_alias,
-        } => {
-            let (b, alias, key) =
-                alias_request(model, bucket_id, bucket, global_alias, local_alias).await?;
+        Request::BucketAlias(change) => {
+            let (b, alias, key) = alias_request(model, change).await?;
             let b = match key {
                 Some(k) => model.add_local_bucket_alias(&k, &b.name, &alias).await,
                 None => model.add_bucket_alias(&b.name, &alias).await,
@@ -312,14 +309,8 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
             .map_err(e)?;
             bucket_info(model, &b).await?
         }
-        Request::BucketUnalias {
-            bucket_id,
-            bucket,
-            global_alias,
-            local_alias,
-        } => {
-            let (b, alias, key) =
-                alias_request(model, bucket_id, bucket, global_alias, local_alias).await?;
+        Request::BucketUnalias(change) => {
+            let (b, alias, key) = alias_request(model, change).await?;
             let b = match key {
                 Some(k) => model.remove_local_bucket_alias(&k, &b.name, &alias).await,
                 None => model.remove_bucket_alias(&b.name, &alias).await,

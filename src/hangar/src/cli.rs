@@ -3,7 +3,7 @@
 
 use clap::{Args, Subcommand};
 use hangar_api_admin::client::AdminClient;
-use hangar_api_admin::proto::Request;
+use hangar_api_admin::proto::{AliasChange, Request};
 use serde_json::Value;
 
 use crate::cli_error::CliError;
@@ -542,12 +542,12 @@ pub async fn bucket(client: &AdminClient, cmd: BucketCmd, json: bool) -> Result<
             local,
         } => {
             let (global_alias, local_alias) = alias_names(alias, local);
-            Request::BucketAlias {
+            Request::BucketAlias(AliasChange {
                 bucket_id: None,
                 bucket: Some(bucket),
                 global_alias,
                 local_alias,
-            }
+            })
         }
         BucketCmd::Unalias {
             bucket,
@@ -557,12 +557,12 @@ pub async fn bucket(client: &AdminClient, cmd: BucketCmd, json: bool) -> Result<
             // Given alone, the alias names its bucket.
             let alias = alias.unwrap_or_else(|| bucket.clone());
             let (global_alias, local_alias) = alias_names(alias, local);
-            Request::BucketUnalias {
+            Request::BucketUnalias(AliasChange {
                 bucket_id: None,
                 bucket: Some(bucket),
                 global_alias,
                 local_alias,
-            }
+            })
         }
         BucketCmd::Allow { bucket, perm: p } => perm(bucket, p, true)?,
         BucketCmd::Deny { bucket, perm: p } => perm(bucket, p, false)?,
@@ -616,20 +616,20 @@ pub async fn bucket(client: &AdminClient, cmd: BucketCmd, json: bool) -> Result<
     }
     match req {
         Request::BucketCreate { name } => println!("Bucket {name} created."),
-        Request::BucketAlias {
+        Request::BucketAlias(AliasChange {
             global_alias,
             local_alias,
             ..
-        } => println!(
+        }) => println!(
             "{} now names bucket {}.",
             alias_text(global_alias, local_alias, &v),
             s(&v, "name")
         ),
-        Request::BucketUnalias {
+        Request::BucketUnalias(AliasChange {
             global_alias,
             local_alias,
             ..
-        } => println!(
+        }) => println!(
             "{} of bucket {} removed.",
             alias_text(global_alias, local_alias, &v),
             s(&v, "name")

@@ -58,48 +58,12 @@ pub enum Request {
     BucketDelete {
         name: String,
     },
-    /// Garage v2's AddBucketAlias (`hangar bucket alias`): makes
-    /// `globalAlias` another name of the bucket (`bucketId`: its id; or
-    /// `bucket`: its name or an alias), or `localAlias` a name of it that
-    /// only one key sees.
-    BucketAlias {
-        #[serde(default, rename = "bucketId", skip_serializing_if = "Option::is_none")]
-        bucket_id: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        bucket: Option<String>,
-        #[serde(
-            default,
-            rename = "globalAlias",
-            skip_serializing_if = "Option::is_none"
-        )]
-        global_alias: Option<String>,
-        #[serde(
-            default,
-            rename = "localAlias",
-            skip_serializing_if = "Option::is_none"
-        )]
-        local_alias: Option<LocalAlias>,
-    },
+    /// Garage v2's AddBucketAlias (`hangar bucket alias`): makes the
+    /// alias another name of the bucket ([`AliasChange`]).
+    BucketAlias(AliasChange),
     /// Garage v2's RemoveBucketAlias (`hangar bucket unalias`): the same
     /// fields; the bucket stays.
-    BucketUnalias {
-        #[serde(default, rename = "bucketId", skip_serializing_if = "Option::is_none")]
-        bucket_id: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        bucket: Option<String>,
-        #[serde(
-            default,
-            rename = "globalAlias",
-            skip_serializing_if = "Option::is_none"
-        )]
-        global_alias: Option<String>,
-        #[serde(
-            default,
-            rename = "localAlias",
-            skip_serializing_if = "Option::is_none"
-        )]
-        local_alias: Option<LocalAlias>,
-    },
+    BucketUnalias(AliasChange),
     BucketPermission {
         bucket: String,
         key: String,
@@ -255,6 +219,31 @@ pub enum Request {
 pub struct LocalAlias {
     pub access_key_id: String,
     pub alias: String,
+}
+
+/// The fields of AddBucketAlias and RemoveBucketAlias: the bucket
+/// (`bucketId`: its id; or `bucket`: its name or an alias) and either
+/// `globalAlias`, a name every client sees, or `localAlias`, a name only
+/// one key sees.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AliasChange {
+    #[serde(default, rename = "bucketId", skip_serializing_if = "Option::is_none")]
+    pub bucket_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bucket: Option<String>,
+    #[serde(
+        default,
+        rename = "globalAlias",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub global_alias: Option<String>,
+    #[serde(
+        default,
+        rename = "localAlias",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub local_alias: Option<LocalAlias>,
 }
 
 /// The node's answer on the socket: a JSON value, or an error.

@@ -135,8 +135,8 @@ pub fn route_for(req: &Request) -> &'static Route {
         Request::BucketInfo { .. } => "/v2/GetBucketInfo",
         Request::BucketCreate { .. } => "/v2/CreateBucket",
         Request::BucketDelete { .. } => "/v2/DeleteBucket",
-        Request::BucketAlias { .. } => "/v2/AddBucketAlias",
-        Request::BucketUnalias { .. } => "/v2/RemoveBucketAlias",
+        Request::BucketAlias(_) => "/v2/AddBucketAlias",
+        Request::BucketUnalias(_) => "/v2/RemoveBucketAlias",
         Request::BucketPermission { allow: true, .. } => "/v2/AllowBucketKey",
         Request::BucketPermission { allow: false, .. } => "/v2/DenyBucketKey",
         Request::BucketWebsite { .. } => "/v2/UpdateBucketWebsite",
@@ -268,13 +268,13 @@ mod tests {
             BucketList,
             BucketInfo { name: s("b") },
             BucketDelete { name: s("b") },
-            BucketAlias {
+            BucketAlias(crate::proto::AliasChange {
                 bucket_id: Some(s("ab")),
                 bucket: None,
                 global_alias: Some(s("c")),
                 local_alias: None,
-            },
-            BucketUnalias {
+            }),
+            BucketUnalias(crate::proto::AliasChange {
                 bucket_id: None,
                 bucket: Some(s("b")),
                 global_alias: None,
@@ -282,7 +282,7 @@ mod tests {
                     access_key_id: s("GK1"),
                     alias: s("c"),
                 }),
-            },
+            }),
             BucketPermission {
                 bucket: s("b"),
                 key: s("k"),

@@ -264,16 +264,21 @@ def test_racing_creations_and_aliases_of_one_name_give_one_winner(cluster):
         name = bucket_name(f"race-{r}")
         results: dict = {}
         barrier = threading.Barrier(3)
+        # Either side starts a lag after the other, in turn (the CLI
+        # starts a process first; how long that takes depends on the
+        # machine's load), so that each reaches the coordinator first in
+        # some rounds and both start at once in others.
+        lag = (0, 0.02, 0.05, 0.15, 0.5)[r // 2]
+        create_lag, alias_lag = (lag, 0) if r % 2 == 0 else (0, lag)
 
         def create(i):
             barrier.wait()
-            # The CLI starts a process first: later creations in later
-            # rounds, so that either side reaches the coordinator first.
-            time.sleep(0.015 * r)
+            time.sleep(create_lag)
             results[i] = status(lambda: clients[i].create_bucket(Bucket=name))
 
         def alias():
             barrier.wait()
+            time.sleep(alias_lag)
             results["alias"] = cluster[2].cli("bucket", "alias", target, name, check=False).returncode
 
         threads = [threading.Thread(target=create, args=(i,)) for i in (0, 1)] + [threading.Thread(target=alias)]

@@ -10,7 +10,9 @@
 
 use std::sync::OnceLock;
 
-use hangar_block::rpc::{GetBlock, HandOver, HaveBlock, PutBlock, UnrefBlock};
+use hangar_block::rpc::{
+    GetBlock, HandOver, HaveBlock, PutBlock, ResyncGet, ResyncGetReply, UnrefBlock,
+};
 use hangar_cluster::{LayoutPush, LayoutPushReply};
 use hangar_fuzz as _;
 use hangar_model::bucket_create::{CreateBucket, CreateReply};
@@ -48,7 +50,11 @@ fn decode_as(which: u8, msg: &[u8]) {
         7 => message::<MerkleResponse>(msg),
         8 => message::<GcRows>(msg),
         9 => message::<PutBlock>(msg),
-        10 => message::<GetBlock>(msg),
+        10 => {
+            message::<GetBlock>(msg);
+            message::<ResyncGet>(msg);
+            message::<ResyncGetReply>(msg);
+        }
         11 => message::<HaveBlock>(msg),
         12 => message::<(HandOver, UnrefBlock)>(msg),
         13 => message::<LayoutPush>(msg),

@@ -148,6 +148,49 @@ def test_a_wiped_data_directory_refills_while_clients_work(setup):
     check_all(nodes, key, bucket, objects)
 
 
+def counter(n: Node, name: str) -> int:
+    metrics = urllib.request.urlopen(f"http://127.0.0.1:{n.admin_port}/metrics", timeout=10).read().decode()
+    m = re.search(rf"^{name} (\d+)$", metrics, re.M)
+    assert m, f"{name} not in the metrics"
+    return int(m.group(1))
+
+
+def test_a_source_serving_clients_defers_to_an_idle_replica_but_serves_when_all_are_busy(setup):
+    """Node 1 serves a client throughout: node 3's refill is served by
+    node 2, node 1 deferring; with clients on node 2 as well, both defer
+    and the refill is served anyway (deferral never starves it)."""
+    nodes, key, bucket, objects = setup
+    n1, n2, n3 = nodes
+    want = block_files(n1)
+    for busy in ([n1], [n1, n2]):
+        served0 = [counter(n, "hangar_block_resync_served_total") for n in (n1, n2)]
+        n3.stop()
+        shutil.rmtree(n3.data)
+        loads = [Load(n, key, bucket, objects, f"defer-{len(busy)}-{i}") for i, n in enumerate(busy)]
+        for load in loads:
+            load.__enter__()
+        try:
+            time.sleep(0.5)
+            n3.start()
+            wait_for(lambda: set(want) <= set(block_files(n3)), 120, "node 3 holds every block again")
+        finally:
+            for load in loads:
+                load.__exit__()
+        for load in loads:
+            assert load.errors == [], load.errors[:5]
+            objects.update(load.acked)
+        s1, s2 = (counter(n, "hangar_block_resync_served_total") - c for n, c in zip((n1, n2), served0))
+        print(f"clients on {len(busy)} node(s): node 1 served {s1}, node 2 {s2} of {len(want)} blocks; "
+              f"node 3: {resync_stats(n3)}")
+        assert s1 + s2 >= len(want), (s1, s2, len(want))
+        if len(busy) == 1:
+            # Node 1 is asked again without the option only when node 2 did
+            # not answer with the block: nearly every block came from node 2
+            # (without deferral, the refill spreads over both sources).
+            assert s1 <= len(want) // 10, (s1, s2, len(want))
+    check_all(nodes, key, bucket, objects)
+
+
 def test_a_wiped_node_refills_from_the_reference_table(setup):
     """Metadata and data gone, identity kept: the block reference table's
     anti-entropy gives the node its references back, and its table hook

@@ -56,6 +56,11 @@ pub struct BlockStats {
     pub background_copies_pending: AtomicU64,
     /// Local copies found corrupt and moved to quarantine.
     pub blocks_quarantined: AtomicU64,
+    /// Resync reads of other nodes answered `deferred` because this node's
+    /// clients were being served (the caller had another source).
+    pub resync_deferred: AtomicU64,
+    /// Blocks read for other nodes' resync (`resync_get`) and sent.
+    pub resync_served: AtomicU64,
 }
 
 /// Blocks of this node: files plus reference counts.

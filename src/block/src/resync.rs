@@ -8,7 +8,9 @@
 //!   active layout version) and the file is missing → **fetch** it from the
 //!   other nodes of the partition, the one with the fewest of this worker's
 //!   fetches running first (then the closest), as stored (no
-//!   recompression; checked against its blake3 name on arrival);
+//!   recompression; checked against its blake3 name on arrival); a source
+//!   serving its own clients defers to the others, and serves only when no
+//!   other source can;
 //! - the file is here, still referenced, but this node no longer stores the
 //!   partition in any active version → **hand it over**: every node that
 //!   stores it now is asked whether it has the file and a reference
@@ -55,7 +57,7 @@ use crate::files::EncodedBlock;
 use crate::manager::BlockManager;
 use crate::refcount::RC_TREE;
 use crate::resync_queue::{self, Queued};
-use crate::rpc::{BlockEndpoints, BlockLimits, GetBlock, HandOver};
+use crate::rpc::{BlockEndpoints, BlockLimits, GetBlock, HandOver, ResyncGet};
 use crate::{BlockError, Result};
 
 /// Default number of block transfers in flight (doc/block-files.md,
@@ -75,6 +77,10 @@ const IDLE_POLL: Duration = Duration::from_secs(1);
 /// When to come back to a block whose source was busy or whose new holder
 /// lacks the reference yet.
 const LATER: Duration = Duration::from_secs(2);
+/// How long a source that deferred to the others (its clients were being
+/// served) is asked only after them: one wasted round trip per source and
+/// period, not per block.
+const DEFER_HOLD: Duration = Duration::from_secs(1);
 /// How far ahead of now the limiter's virtual clock may run before the
 /// next transfer waits: the burst a rate limit allows.
 const PACE_BURST: Duration = Duration::from_millis(200);
@@ -107,6 +113,14 @@ enum Outcome {
     Later(String),
 }
 
+/// What a source answered to `resync_get`.
+enum Fetched {
+    Block(EncodedBlock),
+    NotFound,
+    /// Its clients are being served: ask the others first.
+    Deferred,
+}
+
 /// The resync worker of one node.
 pub struct Resync {
     mgr: Arc<BlockManager>,
@@ -122,6 +136,8 @@ pub struct Resync {
     /// busy source first, so a refill spreads over every replica instead of
     /// loading the closest one alone.
     per_source: std::sync::Mutex<std::collections::HashMap<NodeId, usize>>,
+    /// Sources that answered `deferred`, until when they are asked last.
+    deferring: std::sync::Mutex<std::collections::HashMap<NodeId, Instant>>,
 }
 
 impl Resync {
@@ -140,6 +156,7 @@ impl Resync {
             wake: Notify::new(),
             next_slot: std::sync::Mutex::new(Instant::now()),
             per_source: Default::default(),
+            deferring: Default::default(),
         })
     }
 
@@ -411,6 +428,13 @@ impl Resync {
 
     /// Fetches `hash` from the other nodes of its partition; returns the
     /// outcome and the bytes received.
+    ///
+    /// Each source is first asked with `defer_if_busy`: one serving its own
+    /// clients answers `deferred` and is asked again only after every other
+    /// source, without the option (so a refill is served by the replicas
+    /// that are not serving clients, and still goes on when all are). A
+    /// source that deferred is asked without the option directly, after the
+    /// others, for the next `DEFER_HOLD`.
     async fn fetch(&self, hash: Hash) -> (Outcome, u64) {
         let Some((cluster, eps)) = &self.cluster else {
             return (
@@ -419,8 +443,14 @@ impl Resync {
             );
         };
         let me = cluster.id();
+        let now = Instant::now();
         let busy_now = self.per_source.lock().expect("source counts").clone();
-        let mut candidates: Vec<(bool, usize, Duration, NodeId)> = cluster
+        let deferring: HashSet<NodeId> = {
+            let mut d = self.deferring.lock().expect("deferring sources");
+            d.retain(|_, until| *until > now);
+            d.keys().copied().collect()
+        };
+        let mut candidates: Vec<(bool, bool, usize, Duration, NodeId)> = cluster
             .storage_nodes_of(&hash)
             .nodes()
             .into_iter()
@@ -428,6 +458,7 @@ impl Resync {
             .map(|n| {
                 (
                     !cluster.is_up(n),
+                    deferring.contains(&n),
                     busy_now.get(&n).copied().unwrap_or(0),
                     cluster.rtt(n).unwrap_or(Duration::MAX),
                     n,
@@ -435,25 +466,29 @@ impl Resync {
             })
             .collect();
         candidates.sort();
-        candidates.dedup_by_key(|c| c.3);
+        candidates.dedup_by_key(|c| c.4);
         let mut errors = Vec::new();
         // Sources busy or not reachable (a node just started does not see
         // its peers up for a moment): not a failure of the block, which
         // comes back after `LATER` rather than after a growing backoff.
         let mut busy = 0;
-        for (down, _, _, node) in candidates {
+        let mut attempts: std::collections::VecDeque<(NodeId, bool)> = Default::default();
+        for (down, deferred, _, _, node) in candidates {
             if down {
                 busy += 1;
                 errors.push(format!("{}: down", node.short()));
-                continue;
+            } else {
+                attempts.push_back((node, !deferred));
             }
+        }
+        while let Some((node, defer_if_busy)) = attempts.pop_front() {
             *self
                 .per_source
                 .lock()
                 .expect("source counts")
                 .entry(node)
                 .or_default() += 1;
-            let got = self.fetch_from(eps, node, hash).await;
+            let got = self.fetch_from(eps, node, hash, defer_if_busy).await;
             if let Some(n) = self
                 .per_source
                 .lock()
@@ -463,7 +498,7 @@ impl Resync {
                 *n -= 1;
             }
             match got {
-                Ok(Some(enc)) => {
+                Ok(Fetched::Block(enc)) => {
                     let len = enc.data.len() as u64;
                     match self.mgr.store_fetched(hash, enc).await {
                         Ok(_) => {
@@ -482,10 +517,22 @@ impl Resync {
                         Err(e) => return (Outcome::Failed(format!("storing: {e}")), len),
                     }
                 }
-                Ok(None) => errors.push(format!("{}: not found", node.short())),
+                Ok(Fetched::Deferred) => {
+                    self.deferring
+                        .lock()
+                        .expect("deferring sources")
+                        .insert(node, Instant::now() + DEFER_HOLD);
+                    attempts.push_back((node, false));
+                }
+                Ok(Fetched::NotFound) => errors.push(format!("{}: not found", node.short())),
                 Err(NetError::Overloaded(_)) => {
                     busy += 1;
                     errors.push(format!("{}: busy", node.short()));
+                }
+                // A node older than `defer_if_busy` cannot decode the
+                // option: ask it again without.
+                Err(NetError::Remote { .. }) if defer_if_busy => {
+                    attempts.push_back((node, false));
                 }
                 // A source that answered with an error is a failure of this
                 // block there; one that could not be reached (a connection
@@ -514,13 +561,25 @@ impl Resync {
         eps: &BlockEndpoints,
         node: NodeId,
         hash: Hash,
-    ) -> std::result::Result<Option<EncodedBlock>, NetError> {
+        defer_if_busy: bool,
+    ) -> std::result::Result<Fetched, NetError> {
         let resp = eps
             .resync_get
-            .call_with_body(node, GetBlock { hash }, None, CallOpts::background())
+            .call_with_body(
+                node,
+                ResyncGet {
+                    hash,
+                    defer_if_busy,
+                },
+                None,
+                CallOpts::background(),
+            )
             .await?;
+        if resp.msg.deferred {
+            return Ok(Fetched::Deferred);
+        }
         let Some(form) = resp.msg.found else {
-            return Ok(None);
+            return Ok(Fetched::NotFound);
         };
         crate::rpc::collect_block(
             hash,
@@ -530,7 +589,7 @@ impl Resync {
             resp.body,
         )
         .await
-        .map(Some)
+        .map(Fetched::Block)
         .map_err(|e| match e {
             BlockError::Net(n) => n,
             e => NetError::Remote {

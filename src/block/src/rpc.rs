@@ -16,11 +16,12 @@
 //!   says whether it had (a copy shares the blocks of its source this way,
 //!   [`BlockManager::add_ref_existing`]).
 //!
-//! - `hangar/block/resync_get`: the same as `get`, for the resync workers
-//!   of other nodes: its own handler bound (`resync_serve_max`), so a node
-//!   serving resyncs keeps room for client reads; and while this node's
-//!   clients are being served, a block waits up to `resync_yield_msec`
-//!   for them to go quiet before it is read ([`ResyncGetHandler`]).
+//! - `hangar/block/resync_get`: [`ResyncGet`] → [`ResyncGetReply`] + body,
+//!   `get` for the resync workers of other nodes: its own handler bound
+//!   (`resync_serve_max`), so a node serving resyncs keeps room for client
+//!   reads; while this node's clients are being served, a caller that has
+//!   other sources is answered `deferred`, and one that has none waits up
+//!   to `resync_yield_msec` for them to go quiet ([`ResyncGetHandler`]).
 //! - `hangar/block/need`: [`GetBlock`] → [`HaveBlock`]: whether the
 //!   receiver has the block's file and a live reference to it.
 //! - `hangar/block/hand_over`: [`HandOver`] + body = the block as stored →
@@ -94,6 +95,29 @@ pub struct PutBlockReply {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GetBlock {
     pub hash: Hash,
+}
+
+/// A block to read for another node's resync (`resync_get`).
+///
+/// Encoded as [`GetBlock`] when `defer_if_busy` is false (the field is left
+/// out), so older nodes' calls decode unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResyncGet {
+    pub hash: Hash,
+    /// The caller has other sources to try: a source whose clients are
+    /// being served answers `deferred` instead of reading the block.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub defer_if_busy: bool,
+}
+
+/// The answer to `resync_get`: as [`GetBlockReply`], or `deferred` (no
+/// body) when the caller allowed it and this node's clients are being
+/// served. Encoded as `GetBlockReply` when not deferred.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResyncGetReply {
+    pub found: Option<BlockForm>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deferred: bool,
 }
 
 /// How a block is stored, as sent before its body.
@@ -181,7 +205,7 @@ pub struct BlockEndpoints {
     pub get: Arc<Endpoint<GetBlock, GetBlockReply>>,
     pub unref: Arc<Endpoint<UnrefBlock, ()>>,
     pub add_ref: Arc<Endpoint<UnrefBlock, bool>>,
-    pub resync_get: Arc<Endpoint<GetBlock, GetBlockReply>>,
+    pub resync_get: Arc<Endpoint<ResyncGet, ResyncGetReply>>,
     pub need: Arc<Endpoint<GetBlock, HaveBlock>>,
     pub hand_over: Arc<Endpoint<HandOver, HaveBlock>>,
     pub check: Arc<Endpoint<GetBlock, CheckReply>>,
@@ -320,28 +344,60 @@ impl Handler<GetBlock, GetBlockReply> for GetHandler {
 }
 
 /// Serves `hangar/block/resync_get`: a `get` that gives way to this
-/// node's clients. While they are being served (the S3 layer holds some of
-/// its RAM budget), the read waits until they go quiet, up to the
-/// settings' yield bound, so a refill of another node takes the gaps
-/// between client requests rather than CPU and disk from under them; the
-/// waiting call also counts as in flight on the requester, which then
-/// prefers another source.
+/// node's clients. While they are being served (the S3 layer held some of
+/// its RAM budget within the last moments), a caller that has other
+/// sources (`defer_if_busy`) is answered `deferred` at once, without a
+/// disk read, so a refill is served by the replicas that are not serving
+/// clients; a caller with no other source is served, after waiting for the
+/// clients to go quiet up to the settings' yield bound (0 by default).
 pub struct ResyncGetHandler {
     get: GetHandler,
     settings: Arc<ResyncSettings>,
 }
 
 #[async_trait]
-impl Handler<GetBlock, GetBlockReply> for ResyncGetHandler {
+impl Handler<ResyncGet, ResyncGetReply> for ResyncGetHandler {
     async fn handle(
         &self,
-        req: Request<GetBlock>,
-    ) -> std::result::Result<Response<GetBlockReply>, HandlerError> {
+        req: Request<ResyncGet>,
+    ) -> std::result::Result<Response<ResyncGetReply>, HandlerError> {
+        if req.msg.defer_if_busy && self.settings.foreground_busy() {
+            self.get
+                .mgr
+                .stats()
+                .resync_deferred
+                .fetch_add(1, Ordering::Relaxed);
+            return Ok(Response::new(ResyncGetReply {
+                found: None,
+                deferred: true,
+            }));
+        }
         let until = tokio::time::Instant::now() + self.settings.yield_max();
         while self.settings.foreground_busy() && tokio::time::Instant::now() < until {
             tokio::time::sleep(YIELD_POLL).await;
         }
-        self.get.handle(req).await
+        let got = self
+            .get
+            .handle(Request {
+                from: req.from,
+                msg: GetBlock { hash: req.msg.hash },
+                body: req.body,
+            })
+            .await?;
+        if got.msg.found.is_some() {
+            self.get
+                .mgr
+                .stats()
+                .resync_served
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(Response {
+            msg: ResyncGetReply {
+                found: got.msg.found,
+                deferred: false,
+            },
+            body: got.body,
+        })
     }
 }
 
@@ -520,12 +576,14 @@ mod tests {
     }
 
     /// A resync read of a stored block through [`ResyncGetHandler`], with
-    /// the foreground busy as `busy` says; how long it took, and whether
-    /// the block came back.
-    async fn yielding_read(
+    /// the foreground busy as `busy` says and the caller allowing deferral
+    /// as `defer_if_busy` says; how long it took, the answer, and the
+    /// deferrals counted.
+    async fn resync_read(
         yield_msec: u64,
         busy: Arc<std::sync::atomic::AtomicBool>,
-    ) -> (std::time::Duration, bool) {
+        defer_if_busy: bool,
+    ) -> (std::time::Duration, ResyncGetReply, bool, u64) {
         let (_d, mgr) = manager();
         let plain = Bytes::from(vec![7u8; 10_000]);
         let h = Hash::of(&plain);
@@ -541,12 +599,81 @@ mod tests {
         let r = handler
             .handle(Request {
                 from: hangar_util::NodeId([9; 32]),
-                msg: GetBlock { hash: h },
+                msg: ResyncGet {
+                    hash: h,
+                    defer_if_busy,
+                },
                 body: None,
             })
             .await
             .unwrap();
-        (t0.elapsed(), r.msg.found.is_some())
+        let deferred = mgr.stats().resync_deferred.load(Ordering::Relaxed);
+        (t0.elapsed(), r.msg, r.body.is_some(), deferred)
+    }
+
+    async fn yielding_read(
+        yield_msec: u64,
+        busy: Arc<std::sync::atomic::AtomicBool>,
+    ) -> (std::time::Duration, bool) {
+        let (took, reply, _, _) = resync_read(yield_msec, busy, false).await;
+        (took, reply.found.is_some())
+    }
+
+    #[tokio::test]
+    async fn a_source_serving_clients_defers_only_callers_that_have_another_source() {
+        use std::sync::atomic::AtomicBool;
+        use std::time::Duration;
+        let (took, reply, body, deferred) =
+            resync_read(300, Arc::new(AtomicBool::new(true)), true).await;
+        assert!(reply.deferred && reply.found.is_none() && !body);
+        assert_eq!(deferred, 1);
+        assert!(took < Duration::from_millis(150), "at once: {took:?}");
+        let (_, reply, body, deferred) =
+            resync_read(0, Arc::new(AtomicBool::new(true)), false).await;
+        assert!(
+            !reply.deferred && reply.found.is_some() && body,
+            "no other source: served"
+        );
+        assert_eq!(deferred, 0);
+        let (_, reply, body, deferred) =
+            resync_read(0, Arc::new(AtomicBool::new(false)), true).await;
+        assert!(
+            !reply.deferred && reply.found.is_some() && body,
+            "idle: served"
+        );
+        assert_eq!(deferred, 0);
+    }
+
+    #[test]
+    fn resync_get_without_deferral_is_encoded_as_a_get() {
+        let hash = Hash::of(b"x");
+        let plain = ResyncGet {
+            hash,
+            defer_if_busy: false,
+        };
+        let old = rmp_serde::to_vec(&GetBlock { hash }).unwrap();
+        assert_eq!(rmp_serde::to_vec(&plain).unwrap(), old);
+        assert_eq!(rmp_serde::from_slice::<ResyncGet>(&old).unwrap(), plain);
+        let asked = ResyncGet {
+            hash,
+            defer_if_busy: true,
+        };
+        let bytes = rmp_serde::to_vec(&asked).unwrap();
+        assert_eq!(rmp_serde::from_slice::<ResyncGet>(&bytes).unwrap(), asked);
+        let found = Some(BlockForm {
+            compressed: true,
+            plain_len: 5,
+        });
+        let reply = ResyncGetReply {
+            found,
+            deferred: false,
+        };
+        let old = rmp_serde::to_vec(&GetBlockReply { found }).unwrap();
+        assert_eq!(rmp_serde::to_vec(&reply).unwrap(), old);
+        assert_eq!(
+            rmp_serde::from_slice::<ResyncGetReply>(&old).unwrap(),
+            reply
+        );
     }
 
     #[tokio::test]

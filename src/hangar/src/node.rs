@@ -323,7 +323,8 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
         cfg.data_dir.writable()
     );
     let budget = api.budget().clone();
-    node.foreground.set(move || budget.in_use_bytes() > 0);
+    node.foreground
+        .set(move || budget.active_within(hangar_util::foreground::RECENT));
     let s3_metrics = Arc::new(S3Metrics::default());
     start_admin(&cfg, &node, &api, &s3_metrics, state).await?;
     let limits = ConnLimits {

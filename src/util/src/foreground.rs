@@ -2,12 +2,19 @@
 //!
 //! Background work that should give way to clients (a node serving blocks
 //! to another node's resync) asks [`Foreground::busy`]. The answer comes
-//! from the S3 layer (its RAM budget in use), which sits above the layers
-//! that ask; the binary, which holds both, sets the probe once the S3 layer
-//! exists. Until then the node counts as idle.
+//! from the S3 layer (its RAM budget in use, or asked for within
+//! [`RECENT`]), which sits above the layers that ask; the binary, which
+//! holds both, sets the probe once the S3 layer exists. Until then the node
+//! counts as idle.
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+/// How long after a client request a node still counts as serving clients:
+/// one client's back-to-back requests leave gaps of a few milliseconds,
+/// which are not idleness.
+pub const RECENT: Duration = Duration::from_millis(250);
 
 type Probe = Box<dyn Fn() -> bool + Send + Sync>;
 

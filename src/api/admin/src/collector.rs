@@ -193,6 +193,16 @@ impl NodeCollector {
                 &b.hedged_reads,
             ),
             (
+                "hangar_block_resync_served",
+                "Blocks read for other nodes' resync and sent",
+                &b.resync_served,
+            ),
+            (
+                "hangar_block_resync_deferred",
+                "Resync reads of other nodes deferred to another source while this node served clients",
+                &b.resync_deferred,
+            ),
+            (
                 "hangar_block_puts_overloaded",
                 "Block puts refused because block_ram_buffer_max stayed spent past the deadline",
                 &b.puts_overloaded,

@@ -16,7 +16,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use s3s::{S3Error, S3ErrorCode};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -32,6 +32,9 @@ pub struct RamBudget {
     /// Blocks asked for by the requests waiting now.
     queued: Arc<AtomicU64>,
     rejected: Arc<AtomicU64>,
+    /// When a request last asked for a share: ms since `origin`.
+    last_reserve_msec: Arc<AtomicU64>,
+    origin: Instant,
 }
 
 /// A waiter's place in the queue, given back when it stops waiting.
@@ -61,12 +64,16 @@ impl RamBudget {
             wait,
             queued: Arc::new(AtomicU64::new(0)),
             rejected: Arc::new(AtomicU64::new(0)),
+            last_reserve_msec: Arc::new(AtomicU64::new(0)),
+            origin: Instant::now(),
         }
     }
 
     /// Reserves `blocks` block buffers, or answers SlowDown: at once when the
     /// queue of waiters is full, else when the wait runs out.
     pub async fn reserve(&self, blocks: u32) -> Result<OwnedSemaphorePermit, S3Error> {
+        self.last_reserve_msec
+            .fetch_max(self.since_origin_msec(), Ordering::Relaxed);
         // A request bigger than the whole budget still runs, alone.
         let n = blocks.min(self.capacity);
         if let Ok(permit) = self.blocks.clone().try_acquire_many_owned(n) {
@@ -111,6 +118,20 @@ impl RamBudget {
     /// The whole budget in bytes (whole blocks).
     pub fn capacity_bytes(&self) -> u64 {
         u64::from(self.capacity) * self.block_size
+    }
+
+    /// Whether requests hold part of the budget now, or one asked for a
+    /// share within the last `within`: the node is serving clients.
+    pub fn active_within(&self, within: Duration) -> bool {
+        let last = self.last_reserve_msec.load(Ordering::Relaxed);
+        let recent =
+            last > 0 && self.since_origin_msec().saturating_sub(last) <= within.as_millis() as u64;
+        recent || self.in_use_bytes() > 0
+    }
+
+    fn since_origin_msec(&self) -> u64 {
+        // Never 0, which means "no request yet".
+        self.origin.elapsed().as_millis() as u64 + 1
     }
 
     /// Bytes of the budget held by requests now.
@@ -232,5 +253,28 @@ mod tests {
             "refused for a full queue, which should be empty again"
         );
         assert_eq!(budget.rejected(), 2);
+    }
+
+    #[tokio::test]
+    async fn the_budget_counts_as_active_while_held_and_shortly_after() {
+        let budget = RamBudget::new(4 << 20, 4 << 20, 1 << 20, Duration::from_millis(20));
+        let recent = Duration::from_millis(100);
+        assert!(!budget.active_within(recent), "no request yet");
+        let held = budget.reserve(1).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        assert!(budget.active_within(recent), "held");
+        drop(held);
+        assert!(
+            !budget.active_within(recent),
+            "released, asked for long ago"
+        );
+        let held = budget.reserve(1).await.unwrap();
+        drop(held);
+        assert!(budget.active_within(recent), "asked for just now");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        assert!(
+            !budget.active_within(recent),
+            "quiet for longer than `within`"
+        );
     }
 }

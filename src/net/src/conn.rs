@@ -20,6 +20,7 @@ use tokio::sync::Notify;
 use crate::error::NetError;
 use crate::handshake::Admission;
 use crate::identity::{NodeId, PeerAddr};
+use crate::liveness::AnswerClock;
 use crate::mesh::MeshInner;
 use crate::peers::{ConnEntry, Peer};
 use crate::priority::PriorityGate;
@@ -141,11 +142,11 @@ impl MeshInner {
     pub(crate) fn conn_to(
         &self,
         to: NodeId,
-    ) -> Result<(quinn::Connection, Arc<PriorityGate>), NetError> {
+    ) -> Result<(quinn::Connection, Arc<PriorityGate>, Arc<AnswerClock>), NetError> {
         let table = self.peers.lock().expect("peers lock");
         let p = table.peers.get(&to).ok_or(NetError::NotConnected(to))?;
         let conn = p.live_conn().cloned().ok_or(NetError::NotConnected(to))?;
-        Ok((conn, p.gate.clone()))
+        Ok((conn, p.gate.clone(), p.answers.clone()))
     }
 
     /// The priority gate for bodies sent to `peer`.

@@ -29,6 +29,7 @@ mod exchange;
 mod frame;
 mod handshake;
 mod identity;
+mod liveness;
 mod mesh;
 mod metrics;
 mod peers;

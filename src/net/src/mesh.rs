@@ -244,7 +244,7 @@ impl Mesh {
         &self,
         to: NodeId,
     ) -> Result<(quinn::SendStream, quinn::RecvStream), NetError> {
-        let (conn, _) = self.inner.conn_to(to)?;
+        let (conn, _, _) = self.inner.conn_to(to)?;
         Ok(conn.open_bi().await?)
     }
 

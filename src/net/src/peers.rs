@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::error::NetError;
 use crate::identity::{NodeId, PeerAddr};
+use crate::liveness::AnswerClock;
 use crate::priority::PriorityGate;
 
 /// File name of the persisted peer list inside `metadata_dir`.
@@ -63,6 +64,9 @@ pub(crate) struct Peer {
     pub last_error: Option<String>,
     /// Orders foreground before background bodies sent to this peer.
     pub gate: Arc<PriorityGate>,
+    /// When the peer last answered a call: a late ping is no failure while
+    /// it answers calls.
+    pub answers: Arc<AnswerClock>,
 }
 
 impl Peer {
@@ -80,6 +84,7 @@ impl Peer {
             next_dial: Instant::now(),
             last_error: None,
             gate: Arc::default(),
+            answers: Arc::default(),
         }
     }
 

@@ -2,7 +2,11 @@
 //! interval with a short deadline, marks it up or down, and keeps an average
 //! round-trip time. A dead peer is noticed within about
 //! `ping_failures_down × ping_interval + ping_timeout`, whatever the RPC
-//! timeout is.
+//! timeout is. A ping that times out while the peer answered other calls or
+//! read this node's data since it was sent is not a failure
+//! ([`crate::liveness`]): under overload
+//! pings wait behind the calls' data, and declaring such a peer down would
+//! close a connection full of calls that are being served.
 
 use std::sync::Weak;
 use std::time::{Duration, Instant, SystemTime};
@@ -12,7 +16,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::conn::CLOSE_PING_TIMEOUT;
 use crate::endpoint::{CallOpts, Handler, HandlerError, Priority, Request, Response};
+use crate::error::NetError;
 use crate::identity::NodeId;
+use crate::liveness;
 use crate::mesh::MeshInner;
 
 /// Path of the built-in ping endpoint.
@@ -76,6 +82,10 @@ impl MeshInner {
             timeout: Some(self.cfg.ping_timeout),
             priority: Priority::Control,
         };
+        let credit_before = self
+            .conn_to(id)
+            .ok()
+            .map(|(c, _, _)| liveness::credit_frames(&c));
         let start = Instant::now();
         let result = ep.call(id, PingMsg { nonce }, opts).await;
         let rtt = start.elapsed();
@@ -99,6 +109,19 @@ impl MeshInner {
                     p.up = true;
                     self.metrics().set_peer_up(&id, true);
                 }
+            }
+            // Late, but the peer answered a call or read this node's data
+            // since the ping was sent: it is busy, not dead (crate::liveness).
+            Err(NetError::Timeout { .. })
+                if p.answers.answered_since(start)
+                    || credit_before.is_some_and(|before| {
+                        p.live_conn()
+                            .is_some_and(|c| liveness::credit_frames(c) > before)
+                    }) =>
+            {
+                p.failed_pings = 0;
+                p.last_seen = Some(SystemTime::now());
+                tracing::debug!(peer = %id, "ping late, but the peer answers calls");
             }
             other => {
                 p.failed_pings += 1;

@@ -24,7 +24,7 @@ impl MeshInner {
         priority: Priority,
         timeout: Duration,
     ) -> Result<(Vec<u8>, Option<Body>), NetError> {
-        let (conn, gate) = self.conn_to(to)?;
+        let (conn, gate, answers) = self.conn_to(to)?;
         let deadline = tokio::time::Instant::now() + timeout;
         let timed_out = || NetError::Timeout {
             endpoint: path.to_string(),
@@ -66,6 +66,7 @@ impl MeshInner {
         });
         let recv_side = async {
             let head: ResponseHeader = frame::read_head(&mut recv).await?;
+            answers.record();
             if head.status != frame::STATUS_OK {
                 return Ok((head, Vec::new()));
             }

@@ -361,12 +361,9 @@ impl Handler<ResyncGet, ResyncGetReply> for ResyncGetHandler {
         &self,
         req: Request<ResyncGet>,
     ) -> std::result::Result<Response<ResyncGetReply>, HandlerError> {
+        let stats = self.get.mgr.stats();
         if req.msg.defer_if_busy && self.settings.foreground_busy() {
-            self.get
-                .mgr
-                .stats()
-                .resync_deferred
-                .fetch_add(1, Ordering::Relaxed);
+            stats.resync_deferred.fetch_add(1, Ordering::Relaxed);
             return Ok(Response::new(ResyncGetReply {
                 found: None,
                 deferred: true,
@@ -385,11 +382,7 @@ impl Handler<ResyncGet, ResyncGetReply> for ResyncGetHandler {
             })
             .await?;
         if got.msg.found.is_some() {
-            self.get
-                .mgr
-                .stats()
-                .resync_served
-                .fetch_add(1, Ordering::Relaxed);
+            stats.resync_served.fetch_add(1, Ordering::Relaxed);
         }
         Ok(Response {
             msg: ResyncGetReply {

@@ -17,10 +17,11 @@ use quinn::crypto::rustls::QuicClientConfig;
 use rustls::pki_types::CertificateDer;
 use tokio::sync::Notify;
 
+use hangar_util::last_event::LastEvent;
+
 use crate::error::NetError;
 use crate::handshake::Admission;
 use crate::identity::{NodeId, PeerAddr};
-use crate::liveness::AnswerClock;
 use crate::mesh::MeshInner;
 use crate::peers::{ConnEntry, Peer};
 use crate::priority::PriorityGate;
@@ -142,7 +143,7 @@ impl MeshInner {
     pub(crate) fn conn_to(
         &self,
         to: NodeId,
-    ) -> Result<(quinn::Connection, Arc<PriorityGate>, Arc<AnswerClock>), NetError> {
+    ) -> Result<(quinn::Connection, Arc<PriorityGate>, Arc<LastEvent>), NetError> {
         let table = self.peers.lock().expect("peers lock");
         let p = table.peers.get(&to).ok_or(NetError::NotConnected(to))?;
         let conn = p.live_conn().cloned().ok_or(NetError::NotConnected(to))?;

@@ -8,9 +8,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
+use hangar_util::last_event::LastEvent;
+
 use crate::error::NetError;
 use crate::identity::{NodeId, PeerAddr};
-use crate::liveness::AnswerClock;
 use crate::priority::PriorityGate;
 
 /// File name of the persisted peer list inside `metadata_dir`.
@@ -66,7 +67,7 @@ pub(crate) struct Peer {
     pub gate: Arc<PriorityGate>,
     /// When the peer last answered a call: a late ping is no failure while
     /// it answers calls.
-    pub answers: Arc<AnswerClock>,
+    pub answers: Arc<LastEvent>,
 }
 
 impl Peer {

@@ -113,7 +113,7 @@ impl MeshInner {
             // Late, but the peer answered a call or read this node's data
             // since the ping was sent: it is busy, not dead (crate::liveness).
             Err(NetError::Timeout { .. })
-                if p.answers.answered_since(start)
+                if p.answers.at_or_after(start)
                     || credit_before.is_some_and(|before| {
                         p.live_conn()
                             .is_some_and(|c| liveness::credit_frames(c) > before)

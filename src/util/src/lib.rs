@@ -1,7 +1,8 @@
 //! Hangar's shared ground: the configuration file, the block hash type, size
 //! parsing, the registry through which background workers report progress,
 //! the connection bounds the HTTP endpoints share (`conn_limits`,
-//! `idle_io`), and whether the node is serving clients now (`foreground`).
+//! `idle_io`), whether the node is serving clients now (`foreground`), and
+//! when something last happened (`last_event`).
 //!
 //! Every other crate may depend on this one; it depends on none of them.
 
@@ -11,6 +12,7 @@ mod fixed_bytes;
 pub mod foreground;
 pub mod hash;
 pub mod idle_io;
+pub mod last_event;
 pub mod node_id;
 pub mod serde_id16;
 pub mod size;

@@ -16,8 +16,9 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use hangar_util::last_event::LastEvent;
 use s3s::{S3Error, S3ErrorCode};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -32,9 +33,8 @@ pub struct RamBudget {
     /// Blocks asked for by the requests waiting now.
     queued: Arc<AtomicU64>,
     rejected: Arc<AtomicU64>,
-    /// When a request last asked for a share: ms since `origin`.
-    last_reserve_msec: Arc<AtomicU64>,
-    origin: Instant,
+    /// When a request last asked for a share.
+    last_reserve: Arc<LastEvent>,
 }
 
 /// A waiter's place in the queue, given back when it stops waiting.
@@ -64,16 +64,14 @@ impl RamBudget {
             wait,
             queued: Arc::new(AtomicU64::new(0)),
             rejected: Arc::new(AtomicU64::new(0)),
-            last_reserve_msec: Arc::new(AtomicU64::new(0)),
-            origin: Instant::now(),
+            last_reserve: Arc::default(),
         }
     }
 
     /// Reserves `blocks` block buffers, or answers SlowDown: at once when the
     /// queue of waiters is full, else when the wait runs out.
     pub async fn reserve(&self, blocks: u32) -> Result<OwnedSemaphorePermit, S3Error> {
-        self.last_reserve_msec
-            .fetch_max(self.since_origin_msec(), Ordering::Relaxed);
+        self.last_reserve.record();
         // A request bigger than the whole budget still runs, alone.
         let n = blocks.min(self.capacity);
         if let Ok(permit) = self.blocks.clone().try_acquire_many_owned(n) {
@@ -123,15 +121,7 @@ impl RamBudget {
     /// Whether requests hold part of the budget now, or one asked for a
     /// share within the last `within`: the node is serving clients.
     pub fn active_within(&self, within: Duration) -> bool {
-        let last = self.last_reserve_msec.load(Ordering::Relaxed);
-        let recent =
-            last > 0 && self.since_origin_msec().saturating_sub(last) <= within.as_millis() as u64;
-        recent || self.in_use_bytes() > 0
-    }
-
-    fn since_origin_msec(&self) -> u64 {
-        // Never 0, which means "no request yet".
-        self.origin.elapsed().as_millis() as u64 + 1
+        self.last_reserve.within(within) || self.in_use_bytes() > 0
     }
 
     /// Bytes of the budget held by requests now.

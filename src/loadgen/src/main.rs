@@ -52,8 +52,9 @@ enum Command {
     Mixed(BenchArgs),
     /// Upload --objects objects, then run PUTs of new objects and GETs of those with no
     /// retries, reporting per second what was accepted and what refused (`503
-    /// SlowDown`); then read every acknowledged PUT back. Meant for far more
-    /// --concurrent clients than the server can serve.
+    /// SlowDown`; a refused client backs off before its next request as the SDKs'
+    /// standard retry strategy would, unless --no-backoff); then read every
+    /// acknowledged PUT back. Meant for far more --concurrent clients than the server can serve.
     Overload(OverloadArgs),
     /// Print one table, with ratios between runs, from reports written with --json.
     Summary {
@@ -116,6 +117,10 @@ struct OverloadArgs {
     /// Share of operations that are GETs, in percent (the rest are PUTs).
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u8).range(0..=100))]
     get_percent: u8,
+    /// A refused client sends its next request at once, instead of backing off
+    /// as the AWS SDKs' standard retry strategy does.
+    #[arg(long)]
+    no_backoff: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -274,6 +279,11 @@ async fn overload(args: OverloadArgs) -> Result<overload::OverloadReport, Loadge
         &plan,
         prepared,
         args.get_percent,
+        if args.no_backoff {
+            overload::AfterRefusal::Ignore
+        } else {
+            overload::AfterRefusal::BackOff
+        },
     )
     .await;
     if !args.bench.no_cleanup {

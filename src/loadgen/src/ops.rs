@@ -37,6 +37,9 @@ pub struct OpFailure {
     pub kind: FailureKind,
     /// The operation, key and cause, for reports.
     pub message: String,
+    /// How long the server asked the client to wait before its next request
+    /// (`x-amz-retry-after` in ms, else `Retry-After` in seconds).
+    pub retry_after: Option<Duration>,
 }
 
 impl fmt::Display for OpFailure {
@@ -50,6 +53,7 @@ impl OpFailure {
         OpFailure {
             kind: FailureKind::Other,
             message,
+            retry_after: None,
         }
     }
 
@@ -61,6 +65,14 @@ impl OpFailure {
         let response = err.raw_response();
         let slow_down =
             err.code() == Some("SlowDown") || response.is_some_and(|r| r.status().as_u16() == 503);
+        let header = |name: &str| {
+            response
+                .and_then(|r| r.headers().get(name))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+        };
+        let retry_after = header("x-amz-retry-after")
+            .map(Duration::from_millis)
+            .or_else(|| header("retry-after").map(Duration::from_secs));
         let kind = if slow_down {
             let retry_hint = response.is_some_and(|r| {
                 r.headers().get("retry-after").is_some()
@@ -73,6 +85,7 @@ impl OpFailure {
         OpFailure {
             kind,
             message: format!("{what}: {}", DisplayErrorContext(err)),
+            retry_after: retry_after.filter(|_| slow_down),
         }
     }
 }
@@ -136,6 +149,7 @@ pub async fn get(client: &Client, bucket: &str, spec: &ObjectSpec) -> Timed {
             .map_err(|e| OpFailure {
                 kind: FailureKind::Mismatch,
                 message: format!("GET content mismatch: {e}"),
+                retry_after: None,
             }),
         Err(e) => Err(OpFailure::other(format!(
             "GET {} body: {}",
@@ -166,6 +180,7 @@ pub async fn stat(client: &Client, bucket: &str, spec: &ObjectSpec) -> Timed {
                 head.content_length(),
                 spec.size
             ),
+            retry_after: None,
         }),
         Err(e) => Err(OpFailure::from_sdk(format!("STAT {}", spec.key), &e)),
     };

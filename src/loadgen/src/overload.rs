@@ -1,5 +1,8 @@
 //! Overload mode: far more clients than the server can serve, each issuing 1:1 PUTs
-//! of new objects and GETs of prepared ones back to back, with no retries.
+//! of new objects and GETs of prepared ones back to back, with no retries. A
+//! refused request is reported, not retried; by default its client then backs off
+//! before its next request as the AWS SDKs' standard retry strategy would before a
+//! retry ([`AfterRefusal`]).
 //!
 //! What it measures is how the server sheds load: per second of the run, the
 //! accepted operations, their bytes and p99 latency, the requests refused with
@@ -163,6 +166,9 @@ pub struct OverloadReport {
     pub concurrent: usize,
     /// Share of operations that are GETs, in percent.
     pub get_percent: u8,
+    /// Whether a refused client backed off before its next request.
+    #[serde(default)]
+    pub backed_off: bool,
     /// When the measured phase started, in seconds since the Unix epoch (to line
     /// the timeline up with other processes' samples).
     pub start_unix_s: f64,
@@ -209,6 +215,48 @@ fn percentiles(us: &mut [u64]) -> [f64; 3] {
     [at(50.0), at(99.0), us[us.len() - 1] as f64 / 1000.0]
 }
 
+/// What a client does after a refusal (`503 SlowDown`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterRefusal {
+    /// Backs off as the AWS SDKs' standard retry strategy does before a
+    /// retry: after the n-th refusal in a row, a random wait below
+    /// min(2^(n-1) s, [`MAX_BACKOFF`]) ("full jitter"), and at least the
+    /// refusal's retry hint.
+    BackOff,
+    /// Sends its next request at once, as a client without a retry strategy.
+    Ignore,
+}
+
+/// Longest back-off, as the SDKs' standard retry strategy.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(20);
+
+/// One client's back-off state.
+struct Backoff {
+    policy: AfterRefusal,
+    refused_in_a_row: u32,
+}
+
+impl Backoff {
+    /// How long to wait after `timed` before the next request.
+    fn wait(&mut self, timed: &ops::Timed, rng: &mut impl RngCore) -> Option<Duration> {
+        let refusal = match &timed.1 {
+            Err(f) if matches!(f.kind, FailureKind::SlowDown { .. }) => f,
+            _ => {
+                self.refused_in_a_row = 0;
+                return None;
+            }
+        };
+        if self.policy == AfterRefusal::Ignore {
+            return None;
+        }
+        self.refused_in_a_row += 1;
+        let ceiling =
+            Duration::from_secs(1u64 << (self.refused_in_a_row - 1).min(5)).min(MAX_BACKOFF);
+        let jittered = ceiling.mul_f64((rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64);
+        Some(jittered.max(refusal.retry_after.unwrap_or_default().min(MAX_BACKOFF)))
+    }
+}
+
 /// Runs the storm: `plan.concurrent` clients for `plan.duration`, `get_percent` of
 /// their operations GETs of `prepared` objects, the rest PUTs of new ones.
 async fn storm(
@@ -216,6 +264,7 @@ async fn storm(
     plan: &Plan,
     prepared: Arc<Vec<ObjectSpec>>,
     get_percent: u8,
+    after_refusal: AfterRefusal,
 ) -> (Observed, Duration, f64) {
     let start_unix_s = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -231,20 +280,31 @@ async fn storm(
                 plan.nonce ^ (index as u64).rotate_left(40) ^ 0x0fe2_10ad,
             );
             let mut seen = Observed::default();
+            let mut backoff = Backoff {
+                policy: after_refusal,
+                refused_in_a_row: 0,
+            };
             while Instant::now() < deadline {
                 let get = !prepared.is_empty() && rng.next_u64() % 100 < u64::from(get_percent);
-                if get {
+                let wait = if get {
                     let spec = &prepared[(rng.next_u64() % prepared.len() as u64) as usize];
                     let timed = ops::get(&client, &plan.bucket, spec).await;
+                    let wait = backoff.wait(&timed, &mut rng);
                     seen.record(start.elapsed(), false, timed);
+                    wait
                 } else {
                     let spec = ObjectSpec::new(&plan.prefix, rng.next_u64(), plan.obj_size);
                     let timed = ops::put(&client, &plan.bucket, &spec, plan.body_kind).await;
+                    let wait = backoff.wait(&timed, &mut rng);
                     if seen.record(start.elapsed(), true, timed) {
                         seen.acked.push(spec.clone());
                     }
                     // A failed PUT may still have stored the object: clean it up too.
                     seen.written.push(spec);
+                    wait
+                };
+                if let Some(wait) = wait {
+                    tokio::time::sleep_until((Instant::now() + wait).min(deadline).into()).await;
                 }
             }
             seen
@@ -327,10 +387,11 @@ pub async fn run(
     plan: &Plan,
     prepared: Vec<ObjectSpec>,
     get_percent: u8,
+    after_refusal: AfterRefusal,
 ) -> (OverloadReport, Vec<ObjectSpec>) {
     let prepared = Arc::new(prepared);
     let (mut seen, elapsed, start_unix_s) =
-        storm(client, plan, prepared.clone(), get_percent).await;
+        storm(client, plan, prepared.clone(), get_percent, after_refusal).await;
     tracing::info!("reading back {} acknowledged objects", seen.acked.len());
     let verified = verify(client, &plan.bucket, &seen.acked).await;
 
@@ -359,6 +420,7 @@ pub async fn run(
         obj_size: plan.obj_size,
         concurrent: plan.concurrent,
         get_percent,
+        backed_off: after_refusal == AfterRefusal::BackOff,
         start_unix_s,
         elapsed_s: elapsed.as_secs_f64(),
         seconds,
@@ -431,12 +493,54 @@ mod tests {
     use super::*;
     use crate::ops::OpFailure;
 
+    #[test]
+    fn refused_clients_back_off_exponentially_at_least_the_hint() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
+        let refused = |hint_ms: Option<u64>| -> ops::Timed {
+            (
+                Duration::from_millis(3),
+                Err(OpFailure {
+                    kind: FailureKind::SlowDown { retry_hint: true },
+                    message: "refused".into(),
+                    retry_after: hint_ms.map(Duration::from_millis),
+                }),
+            )
+        };
+        let mut b = Backoff {
+            policy: AfterRefusal::BackOff,
+            refused_in_a_row: 0,
+        };
+        let mut longest = Duration::ZERO;
+        for n in 1..=8u32 {
+            let w = b.wait(&refused(None), &mut rng).unwrap();
+            let ceiling = Duration::from_secs(1 << (n - 1).min(5)).min(MAX_BACKOFF);
+            assert!(w < ceiling, "refusal {n}: {w:?}");
+            longest = longest.max(w);
+        }
+        assert!(longest > Duration::from_secs(4), "no growth: {longest:?}");
+        // A success resets it; a hint is a lower bound.
+        assert_eq!(b.wait(&(Duration::ZERO, Ok(1)), &mut rng), None);
+        let w = b.wait(&refused(Some(1500)), &mut rng).unwrap();
+        assert!(
+            w >= Duration::from_millis(1500) && w < Duration::from_secs(2),
+            "{w:?}"
+        );
+        // Other failures are no reason to wait; ignoring refusals never waits.
+        assert_eq!(b.wait(&fail(FailureKind::Other), &mut rng), None);
+        let mut eager = Backoff {
+            policy: AfterRefusal::Ignore,
+            refused_in_a_row: 0,
+        };
+        assert_eq!(eager.wait(&refused(Some(1000)), &mut rng), None);
+    }
+
     fn fail(kind: FailureKind) -> ops::Timed {
         (
             Duration::from_millis(3),
             Err(OpFailure {
                 kind,
                 message: format!("{kind:?}"),
+                retry_after: None,
             }),
         )
     }

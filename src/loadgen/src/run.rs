@@ -23,6 +23,9 @@ const DELETE_BATCH: usize = 1000;
 /// Most uploads in flight while preparing objects: the prepare phase is not measured,
 /// and an overload run's hundreds of clients would only get it refused.
 const PREPARE_WORKERS: usize = 32;
+/// Attempts to prepare one object when the server refuses it with a retry hint
+/// (`503 SlowDown`, its hint waited for between attempts).
+const PREPARE_ATTEMPTS: u32 = 20;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -74,8 +77,9 @@ fn record(recorder: &mut Recorder, op: OpKind, (latency, result): ops::Timed) ->
 }
 
 /// Uploads `plan.objects` objects with up to `plan.concurrent` workers (at most
-/// [`PREPARE_WORKERS`]); any failure aborts,
-/// since a measurement on a partial data set would mislead.
+/// [`PREPARE_WORKERS`]); a refusal with a retry hint is retried after it (up to
+/// [`PREPARE_ATTEMPTS`] times), any other failure aborts, since a measurement on a
+/// partial data set would mislead.
 pub async fn prepare(client: &Client, plan: &Plan) -> Result<Vec<ObjectSpec>, LoadgenError> {
     let mut rng = worker_rng(plan, usize::MAX);
     let specs: Arc<Vec<ObjectSpec>> = Arc::new(
@@ -102,10 +106,18 @@ pub async fn prepare(client: &Client, plan: &Plan) -> Result<Vec<ObjectSpec>, Lo
                 let Some(spec) = specs.get(next.fetch_add(1, Ordering::Relaxed)) else {
                     return Ok(());
                 };
-                ops::put(&client, &bucket, spec, body_kind)
-                    .await
-                    .1
-                    .map_err(|f| f.message)?;
+                // Not measured: a refusal is retried after its hint.
+                let mut attempt = 1;
+                loop {
+                    match ops::put(&client, &bucket, spec, body_kind).await.1 {
+                        Ok(_) => break,
+                        Err(f) if attempt < PREPARE_ATTEMPTS && f.retry_after.is_some() => {
+                            tokio::time::sleep(f.retry_after.unwrap_or_default()).await;
+                            attempt += 1;
+                        }
+                        Err(f) => return Err(f.message),
+                    }
+                }
             }
         });
     }

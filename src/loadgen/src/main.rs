@@ -54,7 +54,8 @@ enum Command {
     /// retries, reporting per second what was accepted and what refused (`503
     /// SlowDown`; a refused client backs off before its next request as the SDKs'
     /// standard retry strategy would, unless --no-backoff); then read every
-    /// acknowledged PUT back. Meant for far more --concurrent clients than the server can serve.
+    /// acknowledged PUT back. Meant for far more --concurrent clients than the
+    /// server can serve.
     Overload(OverloadArgs),
     /// Print one table, with ratios between runs, from reports written with --json.
     Summary {

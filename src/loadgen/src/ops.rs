@@ -65,27 +65,22 @@ impl OpFailure {
         let response = err.raw_response();
         let slow_down =
             err.code() == Some("SlowDown") || response.is_some_and(|r| r.status().as_u16() == 503);
-        let header = |name: &str| {
-            response
-                .and_then(|r| r.headers().get(name))
-                .and_then(|v| v.trim().parse::<u64>().ok())
-        };
-        let retry_after = header("x-amz-retry-after")
-            .map(Duration::from_millis)
-            .or_else(|| header("retry-after").map(Duration::from_secs));
-        let kind = if slow_down {
-            let retry_hint = response.is_some_and(|r| {
-                r.headers().get("retry-after").is_some()
-                    || r.headers().get("x-amz-retry-after").is_some()
-            });
-            FailureKind::SlowDown { retry_hint }
+        let header = |name: &str| response.and_then(|r| r.headers().get(name));
+        let number = |name: &str| header(name).and_then(|v| v.trim().parse::<u64>().ok());
+        let (kind, retry_after) = if slow_down {
+            let retry_hint =
+                header("retry-after").is_some() || header("x-amz-retry-after").is_some();
+            let retry_after = number("x-amz-retry-after")
+                .map(Duration::from_millis)
+                .or_else(|| number("retry-after").map(Duration::from_secs));
+            (FailureKind::SlowDown { retry_hint }, retry_after)
         } else {
-            FailureKind::Other
+            (FailureKind::Other, None)
         };
         OpFailure {
             kind,
             message: format!("{what}: {}", DisplayErrorContext(err)),
-            retry_after: retry_after.filter(|_| slow_down),
+            retry_after,
         }
     }
 }

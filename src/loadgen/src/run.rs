@@ -13,7 +13,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use tokio::task::JoinSet;
 
 use crate::error::LoadgenError;
-use crate::ops;
+use crate::ops::{self, OpFailure};
 use crate::payload::ObjectSpec;
 use crate::pool::ObjectPool;
 use crate::stats::{OpKind, Recorder};
@@ -111,8 +111,11 @@ pub async fn prepare(client: &Client, plan: &Plan) -> Result<Vec<ObjectSpec>, Lo
                 loop {
                     match ops::put(&client, &bucket, spec, body_kind).await.1 {
                         Ok(_) => break,
-                        Err(f) if attempt < PREPARE_ATTEMPTS && f.retry_after.is_some() => {
-                            tokio::time::sleep(f.retry_after.unwrap_or_default()).await;
+                        Err(OpFailure {
+                            retry_after: Some(hint),
+                            ..
+                        }) if attempt < PREPARE_ATTEMPTS => {
+                            tokio::time::sleep(hint).await;
                             attempt += 1;
                         }
                         Err(f) => return Err(f.message),

@@ -12,8 +12,9 @@ import secrets
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
-from hangar_testlib import Key, Node
+from hangar_testlib import Key, Node, s3_client
 
 
 def wait(cond, timeout: float, what: str) -> float:
@@ -24,6 +25,31 @@ def wait(cond, timeout: float, what: str) -> float:
             return time.monotonic() - t0
         time.sleep(0.05)
     raise SystemExit(f"{Path(sys.argv[0]).name}: timed out after {timeout}s waiting for {what}")
+
+
+def get_loop(endpoint: str, key: Key, bucket: str, keys: list[str], stop, out) -> None:
+    """GETs `keys` of `bucket` through `endpoint` in turn, one at a time,
+    until `stop` is set, then sends `out` the list of (start, seconds).
+
+    Meant to run in a process of its own (multiprocessing, spawned): in the
+    benchmark's process it would share the GIL with the threads that poll
+    the nodes, and wait up to the interpreter's switch interval (5 ms) for
+    it, which a latency measurement must not include. Sends "ready" after
+    its first GET.
+    """
+    c = s3_client(SimpleNamespace(endpoint=endpoint), key)
+    got = []
+    i = 0
+    while not stop.is_set():
+        t0 = time.monotonic()
+        c.get_object(Bucket=bucket, Key=keys[i % len(keys)])["Body"].read()
+        took = time.monotonic() - t0
+        if i == 0:
+            out.send("ready")
+        else:
+            got.append((t0, took))
+        i += 1
+    out.send(got)
 
 
 def make_node(root: Path, name: str, secret: str, boot: list[str], rf: int = 3, extra: str = "") -> Node:

@@ -278,6 +278,63 @@ def test_huge_headers(guarded):
         assert time.monotonic() - t0 < 5
 
 
+def test_header_section_past_the_bound_gets_an_s3_error(guarded, hostile):
+    """Past 16 KiB of headers (below hyper's own limit) the answer is S3's
+    400 RequestHeaderSectionTooLarge with its XML, before authentication
+    and before the body: nothing is stored."""
+    n, key, _, _ = guarded
+    s3 = hostile[2]
+    head = b"GET /hostile/known HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 20_000 + b"\r\n\r\n"
+    r = Answer(raw_exchange(n.s3_port, head))
+    assert (r.status, r.code) == (400, "RequestHeaderSectionTooLarge"), r.raw[:300]
+    assert b"at most 16384" in r.body
+    # A signed upload whose headers are too large: refused, not stored (the
+    # guard checks the bucket still lists only what it held).
+    big = {"content-disposition": "attachment; filename=" + "d" * 17_000}
+    r = unsigned_payload(n, key, "PUT", "/hostile/too-big-head", headers=big, body=b"x" * MiB)
+    assert (r.status, r.code) == (400, "RequestHeaderSectionTooLarge"), r.raw[:300]
+    # Just under the bound: served, and the header kept.
+    fits = "attachment; filename=" + "d" * 12_000
+    s3.put_object(Bucket="hostile", Key="big-head", Body=b"ok", ContentDisposition=fits)
+    try:
+        assert s3.head_object(Bucket="hostile", Key="big-head")["ContentDisposition"] == fits
+    finally:
+        s3.delete_object(Bucket="hostile", Key="big-head")
+
+
+def test_user_metadata_past_2_kib_is_refused(guarded, hostile):
+    """S3's bound on user metadata: 2 KiB of keys and values (UTF-8 bytes)
+    is stored and read back; one byte more is 400 MetadataTooLarge for a
+    PUT, a CreateMultipartUpload and a copy that replaces the metadata."""
+    s3 = hostile[2]
+    fits = {"a": "v" * 1023, "b": "w" * 1023}
+    over = {"a": "v" * 1023, "bc": "w" * 1023}
+    s3.put_object(Bucket="hostile", Key="meta", Body=b"m", Metadata=fits)
+    try:
+        assert s3.head_object(Bucket="hostile", Key="meta")["Metadata"] == fits
+        calls = {
+            "PutObject": lambda: s3.put_object(Bucket="hostile", Key="meta2", Body=b"m" * MiB, Metadata=over),
+            "CreateMultipartUpload": lambda: s3.create_multipart_upload(Bucket="hostile", Key="meta2", Metadata=over),
+            "CopyObject": lambda: s3.copy_object(
+                Bucket="hostile", Key="meta2", CopySource="hostile/meta",
+                MetadataDirective="REPLACE", Metadata=over),
+        }
+        for name, call in calls.items():
+            with pytest.raises(s3.exceptions.ClientError) as e:
+                call()
+            err = e.value.response["Error"]
+            assert (e.value.response["ResponseMetadata"]["HTTPStatusCode"], err["Code"]) == (
+                400, "MetadataTooLarge"), (name, err)
+            assert "2049 bytes" in err["Message"], (name, err)
+        # A copy that keeps its source's metadata is not refused for it.
+        s3.copy_object(Bucket="hostile", Key="meta3", CopySource="hostile/meta")
+        s3.delete_object(Bucket="hostile", Key="meta3")
+    finally:
+        s3.delete_object(Bucket="hostile", Key="meta")
+    assert "Uploads" not in s3.list_multipart_uploads(Bucket="hostile") or all(
+        u["Key"] == "mpu" for u in s3.list_multipart_uploads(Bucket="hostile")["Uploads"])
+
+
 def test_huge_query_string(guarded):
     n, key, _, _ = guarded
     # Past what a request head may hold: refused by hyper before any parsing.

@@ -120,6 +120,9 @@ impl S3Api {
             .metadata_directive
             .as_ref()
             .is_some_and(|d| d.as_str() == MetadataDirective::REPLACE);
+        if replace {
+            crate::user_meta::check(input.metadata.as_ref())?;
+        }
         // A copy of a given version onto its key restores it: allowed.
         let by_version = version_id_of(&input.copy_source).is_some();
         // Encrypting, decrypting or changing the key changes the object.

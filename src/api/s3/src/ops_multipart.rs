@@ -106,6 +106,7 @@ impl S3Api {
         let input = req.input;
         let b = self.bucket(signer(&req.credentials), &input.bucket).await?;
         check_key_length(&input.key)?;
+        crate::user_meta::check(input.metadata.as_ref())?;
         let tags = crate::tagging::from_optional_header(input.tagging.as_deref())?;
         let lock = crate::ops_object_lock::new_lock(
             &b,

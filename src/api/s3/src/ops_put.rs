@@ -477,6 +477,7 @@ impl S3Api {
         let bucket = self.bucket(signer(&req.credentials), &input.bucket).await?;
         check_key_length(&input.key)?;
         // Checked before the body is read.
+        crate::user_meta::check(input.metadata.as_ref())?;
         let tags = crate::tagging::from_optional_header(input.tagging.as_deref())?;
         let acl = crate::ops_acl::upload_acl(&bucket, input.acl.as_ref().map(|a| a.as_str()))?;
         let lock = crate::ops_object_lock::new_lock(

@@ -184,6 +184,9 @@ pub async fn call(
     endpoint: &Endpoint,
     mut req: http::Request<s3s::Body>,
 ) -> Result<http::Response<s3s::Body>, s3s::HttpError> {
+    if let Some(e) = crate::header_limits::check(req.headers()) {
+        return Ok(refused_unread(e));
+    }
     merge_content_encoding(req.headers_mut());
     let post_form = crate::post_errors::is_post_form(&req);
     let (req, mismatch) = crate::payload_hash::watch(req);
@@ -218,6 +221,22 @@ pub async fn call(
         *resp.body_mut() = s3s::Body::from(body);
     }
     Ok(crate::payload_hash::correct(resp, mismatch.as_ref()))
+}
+
+/// The answer to a request refused before its body was read: the error's
+/// XML, and the connection closed after it (what is left of the body is
+/// not read).
+fn refused_unread(e: s3s::S3Error) -> http::Response<s3s::Body> {
+    let mut resp = e.to_http_response().unwrap_or_else(|_| {
+        let mut r = http::Response::new(s3s::Body::empty());
+        *r.status_mut() = http::StatusCode::BAD_REQUEST;
+        r
+    });
+    resp.headers_mut().insert(
+        http::header::CONNECTION,
+        http::HeaderValue::from_static("close"),
+    );
+    resp
 }
 
 /// Joins repeated `Content-Encoding` lines into one, as HTTP allows and as

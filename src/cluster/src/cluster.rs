@@ -284,12 +284,16 @@ impl Cluster {
         quorum_call::call_quorum(&self.inner.mesh, endpoint, targets, msg, quorum, opts).await
     }
 
-    /// A read: `msg` to the closest read-quorum nodes of `targets` (by ping
-    /// RTT, this node first), done when the cluster's read quorum
-    /// succeeded; the other targets are called only when one of those fails
-    /// or after [`READ_HEDGE_RTT_FACTOR`] × the slowest one's RTT, at least
+    /// A read: `msg` to the read-quorum nodes of `targets` that answer
+    /// fastest now (this node first, then by recent answer time,
+    /// [`hangar_net::answer_time`], or ping RTT for a peer not called
+    /// lately), done when the cluster's read quorum succeeded; the other
+    /// targets are called only when one of those fails or after
+    /// [`READ_HEDGE_RTT_FACTOR`] × the slowest one's ping RTT, at least
     /// [`READ_HEDGE_MIN`] and at most [`READ_HEDGE_MAX`]
-    /// ([`quorum_call::call_quorum_hedged`]).
+    /// ([`quorum_call::call_quorum_hedged`]). A peer slowed by other work (a
+    /// resync it receives or serves, a burst of clients) keeps a small ping
+    /// RTT, so its answer time, not its RTT, decides.
     pub async fn call_read_quorum<Req, Resp>(
         &self,
         endpoint: &Arc<Endpoint<Req, Resp>>,
@@ -302,22 +306,27 @@ impl Cluster {
         Resp: Message,
     {
         let quorum = self.inner.quorums.read;
-        let mut order: Vec<(bool, Duration, NodeId)> = targets
+        let mesh = &self.inner.mesh;
+        let mut order: Vec<(bool, Duration, Duration, NodeId)> = targets
             .iter()
-            .map(|&n| (!self.is_up(n), self.rtt(n).unwrap_or(Duration::MAX), n))
+            .map(|&n| {
+                let rtt = self.rtt(n).unwrap_or(Duration::MAX);
+                let answers_in = mesh.answer_time(n).unwrap_or(rtt);
+                (!self.is_up(n), answers_in, rtt, n)
+            })
             .collect();
         order.sort();
         let slowest = order
             .iter()
             .take(quorum)
-            .map(|(_, rtt, _)| *rtt)
+            .map(|(_, _, rtt, _)| *rtt)
             .max()
             .unwrap_or_default();
         let hedge = slowest
             .saturating_mul(READ_HEDGE_RTT_FACTOR)
             .max(READ_HEDGE_MIN)
             .min(READ_HEDGE_MAX);
-        let order: Vec<NodeId> = order.into_iter().map(|(_, _, n)| n).collect();
+        let order: Vec<NodeId> = order.into_iter().map(|(.., n)| n).collect();
         quorum_call::call_quorum_hedged(
             &self.inner.mesh,
             endpoint,

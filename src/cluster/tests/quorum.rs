@@ -290,3 +290,81 @@ async fn cluster_writes_reach_the_quorum_of_every_active_version() {
         m.shutdown().await;
     }
 }
+
+/// Counts the calls it receives and answers each after `delay_ms`.
+struct Timed {
+    received: Arc<AtomicUsize>,
+    delay_ms: Arc<std::sync::atomic::AtomicU64>,
+}
+
+#[async_trait]
+impl Handler<u32, u32> for Timed {
+    async fn handle(&self, req: Request<u32>) -> Result<Response<u32>, HandlerError> {
+        self.received.fetch_add(1, Ordering::SeqCst);
+        let ms = self.delay_ms.load(Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        Ok(Response::new(req.msg + 1))
+    }
+}
+
+/// A read goes to the replica that answers fastest now, not to the one
+/// with the smallest ping RTT: a replica that slows down (as a node does
+/// while a resync takes its CPU, its pings still answered at once) stops
+/// getting the reads within a few calls.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_move_off_a_replica_that_answers_slowly() {
+    const TIMED: &str = "test/timed";
+    let (meshes, dirs) = three_nodes().await;
+    let (received, delays): (Vec<_>, Vec<_>) = meshes
+        .iter()
+        .map(|m| {
+            let h = Timed {
+                received: Arc::default(),
+                delay_ms: Arc::default(),
+            };
+            let r = (h.received.clone(), h.delay_ms.clone());
+            m.endpoint::<u32, u32>(TIMED).unwrap().set_handler(h, 64);
+            r
+        })
+        .unzip();
+    let cluster = Cluster::start(
+        meshes[0].clone(),
+        LayoutHistory::new(3),
+        ConsistencyMode::Consistent,
+        dirs[0].path().to_path_buf(),
+        vec![dirs[0].path().to_path_buf()],
+    )
+    .unwrap();
+    let ids: Vec<NodeId> = meshes.iter().map(|m| m.id()).collect();
+    let ep = meshes[0].endpoint::<u32, u32>(TIMED).unwrap();
+    let count = |i: usize| received[i].load(Ordering::SeqCst);
+    for _ in 0..20 {
+        let got = cluster
+            .call_read_quorum(&ep, &ids, 1, CallOpts::default())
+            .await
+            .unwrap();
+        assert!(got.len() >= 2);
+    }
+    assert_eq!(count(0), 20, "this node answers every read");
+    // The remote replica the reads went to most slows down: 30 ms, past the
+    // 20 ms hedge, so every read still completes through the other one.
+    let (slow, fast) = if count(1) >= count(2) { (1, 2) } else { (2, 1) };
+    delays[slow].store(30, Ordering::SeqCst);
+    let before = (count(slow), count(fast));
+    let start = Instant::now();
+    for _ in 0..40 {
+        cluster
+            .call_read_quorum(&ep, &ids, 1, CallOpts::default())
+            .await
+            .unwrap();
+    }
+    let (to_slow, to_fast) = (count(slow) - before.0, count(fast) - before.1);
+    // One slow call teaches the caller; after that the slow replica is
+    // asked again only when its estimate goes stale (once a second).
+    let stale_checks = start.elapsed().as_secs() as usize + 1;
+    assert!(
+        to_slow <= 2 + stale_checks && to_fast >= 40 - stale_checks,
+        "40 reads: {to_slow} to the slow replica, {to_fast} to the fast one"
+    );
+    assert!(meshes[0].answer_time(ids[slow]).is_some());
+}

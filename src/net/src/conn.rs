@@ -19,6 +19,8 @@ use tokio::sync::Notify;
 
 use hangar_util::last_event::LastEvent;
 
+use crate::answer_time::AnswerTime;
+
 use crate::error::NetError;
 use crate::handshake::Admission;
 use crate::identity::{NodeId, PeerAddr};
@@ -138,16 +140,29 @@ pub(crate) async fn dial_loop(mesh: Weak<MeshInner>, wakeup: Arc<Notify>) {
     }
 }
 
+/// An open connection to a peer and what every call to it shares.
+pub(crate) struct PeerHandles {
+    pub conn: quinn::Connection,
+    /// Orders foreground before background bodies sent to the peer.
+    pub gate: Arc<PriorityGate>,
+    /// When the peer last answered a call (the failure detector's).
+    pub answers: Arc<LastEvent>,
+    /// How long the peer has recently taken to answer.
+    pub answer_time: Arc<AnswerTime>,
+}
+
 impl MeshInner {
-    /// The open connection to `to`, with the peer's priority gate.
-    pub(crate) fn conn_to(
-        &self,
-        to: NodeId,
-    ) -> Result<(quinn::Connection, Arc<PriorityGate>, Arc<LastEvent>), NetError> {
+    /// The open connection to `to`, with what calls to it share.
+    pub(crate) fn conn_to(&self, to: NodeId) -> Result<PeerHandles, NetError> {
         let table = self.peers.lock().expect("peers lock");
         let p = table.peers.get(&to).ok_or(NetError::NotConnected(to))?;
         let conn = p.live_conn().cloned().ok_or(NetError::NotConnected(to))?;
-        Ok((conn, p.gate.clone(), p.answers.clone()))
+        Ok(PeerHandles {
+            conn,
+            gate: p.gate.clone(),
+            answers: p.answers.clone(),
+            answer_time: p.answer_time.clone(),
+        })
     }
 
     /// The priority gate for bodies sent to `peer`.

@@ -7,7 +7,8 @@
 //! typed RPC: an [`Endpoint<Req, Resp>`] per message type, one stream per
 //! call, MessagePack messages, optional streamed [`Body`], a deadline on
 //! every call, per-handler admission ([`NetError::Overloaded`]) and stream
-//! priorities. A ping loop keeps each peer's up/down state and RTT.
+//! priorities. A ping loop keeps each peer's up/down state and RTT; calls
+//! keep its recent answer time ([`answer_time`]).
 //!
 //! Typical use:
 //! ```no_run
@@ -20,6 +21,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod answer_time;
 mod body;
 mod config;
 mod conn;

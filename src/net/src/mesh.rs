@@ -244,7 +244,7 @@ impl Mesh {
         &self,
         to: NodeId,
     ) -> Result<(quinn::SendStream, quinn::RecvStream), NetError> {
-        let (conn, _, _) = self.inner.conn_to(to)?;
+        let conn = self.inner.conn_to(to)?.conn;
         Ok(conn.open_bi().await?)
     }
 
@@ -264,6 +264,22 @@ impl Mesh {
                 .peers
                 .get(&id)
                 .is_some_and(|p| p.up)
+    }
+
+    /// How long `id` has recently taken to answer this node's foreground
+    /// calls ([`crate::answer_time`]): `None` for this node, for a peer not
+    /// called lately, or one unknown.
+    pub fn answer_time(&self, id: NodeId) -> Option<Duration> {
+        if id == self.inner.id {
+            return None;
+        }
+        self.inner
+            .peers
+            .lock()
+            .expect("peers lock")
+            .peers
+            .get(&id)
+            .and_then(|p| p.answer_time.recent())
     }
 
     /// The average ping round-trip time to `id` (zero for this node), to

@@ -10,6 +10,8 @@ use serde::Serialize;
 
 use hangar_util::last_event::LastEvent;
 
+use crate::answer_time::AnswerTime;
+
 use crate::error::NetError;
 use crate::identity::{NodeId, PeerAddr};
 use crate::priority::PriorityGate;
@@ -68,6 +70,8 @@ pub(crate) struct Peer {
     /// When the peer last answered a call: a late ping is no failure while
     /// it answers calls.
     pub answers: Arc<LastEvent>,
+    /// How long it has recently taken to answer.
+    pub answer_time: Arc<AnswerTime>,
 }
 
 impl Peer {
@@ -86,6 +90,7 @@ impl Peer {
             last_error: None,
             gate: Arc::default(),
             answers: Arc::default(),
+            answer_time: Arc::default(),
         }
     }
 

@@ -85,7 +85,7 @@ impl MeshInner {
         let credit_before = self
             .conn_to(id)
             .ok()
-            .map(|(c, _, _)| liveness::credit_frames(&c));
+            .map(|h| liveness::credit_frames(&h.conn));
         let start = Instant::now();
         let result = ep.call(id, PingMsg { nonce }, opts).await;
         let rtt = start.elapsed();

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use quinn::{RecvStream, SendStream};
 
+use crate::answer_time::CallTimer;
 use crate::body::{Body, recv_body, send_body};
 use crate::endpoint::{Priority, ServeError, ServeOk};
 use crate::error::NetError;
@@ -24,7 +25,18 @@ impl MeshInner {
         priority: Priority,
         timeout: Duration,
     ) -> Result<(Vec<u8>, Option<Body>), NetError> {
-        let (conn, gate, answers) = self.conn_to(to)?;
+        let crate::conn::PeerHandles {
+            conn,
+            gate,
+            answers,
+            answer_time,
+        } = self.conn_to(to)?;
+        // Only a foreground call without a request body times the peer: a
+        // background one waits behind its priority, a body's transfer is
+        // not the peer's answer time.
+        let timer = CallTimer::start(
+            (priority == Priority::Foreground && body.is_none()).then_some(&*answer_time),
+        );
         let deadline = tokio::time::Instant::now() + timeout;
         let timed_out = || NetError::Timeout {
             endpoint: path.to_string(),
@@ -75,8 +87,12 @@ impl MeshInner {
             Ok::<_, NetError>((head, msg))
         };
         let (head, msg) = match tokio::time::timeout_at(deadline, recv_side).await {
-            Ok(Ok(r)) => r,
+            Ok(Ok(r)) => {
+                timer.answered();
+                r
+            }
             Ok(Err(e)) => {
+                timer.forget();
                 let _ = recv.stop(CODE_CANCELLED.into());
                 // If our own body failed, that is the better explanation.
                 if !sender.is_finished() {
@@ -88,6 +104,8 @@ impl MeshInner {
                 return Err(e);
             }
             Err(_) => {
+                // Slow past the deadline: counted as waited.
+                drop(timer);
                 sender.abort();
                 let _ = recv.stop(CODE_CANCELLED.into());
                 return Err(timed_out());

@@ -58,6 +58,19 @@ async fn three_nodes() -> (Vec<Mesh>, Vec<tempfile::TempDir>) {
     (meshes, dirs)
 }
 
+/// A cluster handle (replication factor 3, consistent, no layout yet) on
+/// the first of `meshes`.
+fn cluster_on_first(meshes: &[Mesh], dirs: &[tempfile::TempDir]) -> Cluster {
+    Cluster::start(
+        meshes[0].clone(),
+        LayoutHistory::new(3),
+        ConsistencyMode::Consistent,
+        dirs[0].path().to_path_buf(),
+        vec![dirs[0].path().to_path_buf()],
+    )
+    .unwrap()
+}
+
 async fn wait_for(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
     while start.elapsed() < limit {
@@ -185,14 +198,7 @@ async fn cluster_writes_reach_the_quorum_of_every_active_version() {
     let (meshes, dirs) = three_nodes().await;
     let received = install(&meshes, &[]);
     let ids: Vec<NodeId> = meshes.iter().map(|m| m.id()).collect();
-    let cluster = Cluster::start(
-        meshes[0].clone(),
-        LayoutHistory::new(3),
-        ConsistencyMode::Consistent,
-        dirs[0].path().to_path_buf(),
-        vec![dirs[0].path().to_path_buf()],
-    )
-    .unwrap();
+    let cluster = cluster_on_first(&meshes, &dirs);
     assert_eq!(cluster.id(), ids[0]);
     assert_eq!(cluster.replication_factor(), 3);
     assert_eq!((cluster.quorums().read, cluster.quorums().write), (2, 2));
@@ -327,14 +333,7 @@ async fn reads_move_off_a_replica_that_answers_slowly() {
             r
         })
         .unzip();
-    let cluster = Cluster::start(
-        meshes[0].clone(),
-        LayoutHistory::new(3),
-        ConsistencyMode::Consistent,
-        dirs[0].path().to_path_buf(),
-        vec![dirs[0].path().to_path_buf()],
-    )
-    .unwrap();
+    let cluster = cluster_on_first(&meshes, &dirs);
     let ids: Vec<NodeId> = meshes.iter().map(|m| m.id()).collect();
     let ep = meshes[0].endpoint::<u32, u32>(TIMED).unwrap();
     let count = |i: usize| received[i].load(Ordering::SeqCst);

@@ -17,7 +17,7 @@ use crate::exchange::{PEERS_PATH, PeerListMsg, PeersHandler};
 use crate::handshake::{HandshakeLimits, LogThrottle, MAX_PENDING};
 use crate::identity::{NodeId, NodeKey, PeerAddr};
 use crate::metrics::NetMetrics;
-use crate::peers::{PeerStatus, PeerTable, load_peer_list, save_peer_list};
+use crate::peers::{Peer, PeerStatus, PeerTable, load_peer_list, save_peer_list};
 use crate::ping::{PING_PATH, PingHandler, PingMsg};
 use crate::tls::ClusterTls;
 
@@ -273,13 +273,7 @@ impl Mesh {
         if id == self.inner.id {
             return None;
         }
-        self.inner
-            .peers
-            .lock()
-            .expect("peers lock")
-            .peers
-            .get(&id)
-            .and_then(|p| p.answer_time.recent())
+        self.peer_read(id, |p| p.answer_time.recent())
     }
 
     /// The average ping round-trip time to `id` (zero for this node), to
@@ -288,13 +282,18 @@ impl Mesh {
         if id == self.inner.id {
             return Some(Duration::ZERO);
         }
+        self.peer_read(id, |p| p.rtt)
+    }
+
+    /// `read` of what this node knows of peer `id` (`None` if nothing).
+    fn peer_read<T>(&self, id: NodeId, read: impl FnOnce(&Peer) -> Option<T>) -> Option<T> {
         self.inner
             .peers
             .lock()
             .expect("peers lock")
             .peers
             .get(&id)
-            .and_then(|p| p.rtt)
+            .and_then(read)
     }
 
     /// The ids of the nodes that answer pings now (this one included).

@@ -306,13 +306,12 @@ impl Cluster {
         Resp: Message,
     {
         let quorum = self.inner.quorums.read;
-        let mesh = &self.inner.mesh;
         let mut order: Vec<(bool, Duration, Duration, NodeId)> = targets
             .iter()
             .map(|&n| {
-                let rtt = self.rtt(n).unwrap_or(Duration::MAX);
-                let answers_in = mesh.answer_time(n).unwrap_or(rtt);
-                (!self.is_up(n), answers_in, rtt, n)
+                let s = self.inner.mesh.standing(n);
+                let rtt = s.rtt.unwrap_or(Duration::MAX);
+                (!s.up, s.answer_time.unwrap_or(rtt), rtt, n)
             })
             .collect();
         order.sort();

@@ -365,5 +365,5 @@ async fn reads_move_off_a_replica_that_answers_slowly() {
         to_slow <= 2 + stale_checks && to_fast >= 40 - stale_checks,
         "40 reads: {to_slow} to the slow replica, {to_fast} to the fast one"
     );
-    assert!(meshes[0].answer_time(ids[slow]).is_some());
+    assert!(meshes[0].standing(ids[slow]).answer_time.is_some());
 }

@@ -36,8 +36,8 @@ impl AnswerTime {
     /// Adds one call's time. A sample after the estimate went stale starts
     /// it afresh.
     pub fn record(&self, took: Duration) {
-        let s = u64::try_from(took.as_micros()).unwrap_or(u64::MAX / 16);
-        let s = s.min(u64::MAX / 16);
+        // Bounded so that the weighted sum below cannot overflow.
+        let s = took.as_micros().min(u128::from(u64::MAX / 16)) as u64;
         let fresh = self.last.within(FRESH);
         // Concurrent samples may overwrite each other: one lost sample
         // changes a mean of many nothing that matters.

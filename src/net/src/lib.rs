@@ -49,6 +49,6 @@ pub use endpoint::{
 };
 pub use error::NetError;
 pub use identity::{NODE_KEY_FILE, NodeId, NodeKey, PeerAddr};
-pub use mesh::Mesh;
+pub use mesh::{Mesh, Standing};
 pub use metrics::NetMetrics;
 pub use peers::{PEER_LIST_FILE, PeerStatus};

@@ -107,6 +107,14 @@ fn set_udp_buffers(socket: &std::net::UdpSocket, bytes: usize) {
     }
 }
 
+/// A peer as a reader ranks it ([`Mesh::standing`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Standing {
+    pub up: bool,
+    pub rtt: Option<Duration>,
+    pub answer_time: Option<Duration>,
+}
+
 impl Mesh {
     /// Starts a node: loads or creates its key in `metadata_dir`, binds the
     /// UDP socket, and starts accepting, dialing known peers (persisted list
@@ -266,14 +274,30 @@ impl Mesh {
                 .is_some_and(|p| p.up)
     }
 
-    /// How long `id` has recently taken to answer this node's foreground
-    /// calls ([`crate::answer_time`]): `None` for this node, for a peer not
-    /// called lately, or one unknown.
-    pub fn answer_time(&self, id: NodeId) -> Option<Duration> {
+    /// What a reader ranks replica `id` by, read under one lock: whether it
+    /// answers pings, its ping RTT, and how long it has recently taken to
+    /// answer this node's foreground calls ([`crate::answer_time`]; `None`
+    /// when not called lately). This node: up, RTT zero, no answer time.
+    pub fn standing(&self, id: NodeId) -> Standing {
         if id == self.inner.id {
-            return None;
+            return Standing {
+                up: true,
+                rtt: Some(Duration::ZERO),
+                answer_time: None,
+            };
         }
-        self.peer_read(id, |p| p.answer_time.recent())
+        self.peer_read(id, |p| {
+            Some(Standing {
+                up: p.up,
+                rtt: p.rtt,
+                answer_time: p.answer_time.recent(),
+            })
+        })
+        .unwrap_or(Standing {
+            up: false,
+            rtt: None,
+            answer_time: None,
+        })
     }
 
     /// The average ping round-trip time to `id` (zero for this node), to

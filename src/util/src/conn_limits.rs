@@ -3,6 +3,21 @@
 
 use std::time::Duration;
 
+/// Most bytes of a request head (request line and headers) an endpoint
+/// reads before answering `431` and closing. Without it hyper's bound is
+/// its read buffer, about 400 KiB, which a client holding every permitted
+/// connection with a slowly sent head could make the node keep per
+/// connection. 96 KiB holds hyper's 64 KiB bound on a URI (past it `414`)
+/// and S3's 16 KiB on the header section (past it
+/// `RequestHeaderSectionTooLarge` with S3's XML) with room to spare.
+pub const MAX_HEAD_BYTES: usize = 96 * 1024;
+
+/// Most header lines of a request. hyper's default is 100, which refused
+/// requests S3 serves (a few hundred short headers fit in S3's 16 KiB)
+/// with a bare `431`; 1024 lines cost a transient 32 KiB index per parsed
+/// head, and any more cannot fit in 16 KiB at S3's usual header sizes.
+pub const MAX_HEAD_LINES: usize = 1024;
+
 /// The bounds a client cannot stretch.
 #[derive(Debug, Clone, Copy)]
 pub struct ConnLimits {
@@ -16,6 +31,21 @@ pub struct ConnLimits {
     /// waits on the client: a stalled body or a client that stopped
     /// reading (`idle_io::IdleTimeout`).
     pub idle_timeout: Duration,
+}
+
+impl ConnLimits {
+    /// An HTTP/1 connection builder that holds a client to these bounds:
+    /// the time to send a head, and the head's size and line count
+    /// ([`MAX_HEAD_BYTES`], [`MAX_HEAD_LINES`]). The idle bound is the
+    /// stream's own (`idle_io::IdleTimeout`).
+    pub fn http1(&self) -> hyper::server::conn::http1::Builder {
+        let mut b = hyper::server::conn::http1::Builder::new();
+        b.timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(self.header_timeout)
+            .max_header_size(MAX_HEAD_BYTES)
+            .max_headers(MAX_HEAD_LINES);
+        b
+    }
 }
 
 /// The gate in front of an HTTP endpoint's connections: it accepts them,

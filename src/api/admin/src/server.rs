@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use hangar_util::conn_limits::{ConnGate, ConnLimits};
 use hangar_util::idle_io::IdleTimeout;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 
@@ -43,9 +43,7 @@ pub async fn serve<H: AdminOps>(
         };
         let svc = TowerToHyperService::new(app.clone());
         tokio::spawn(async move {
-            let mut conn = hyper::server::conn::http1::Builder::new();
-            conn.timer(TokioTimer::new())
-                .header_read_timeout(limits.header_timeout);
+            let conn = limits.http1();
             let io = TokioIo::new(IdleTimeout::new(stream, limits.idle_timeout));
             if let Err(e) = conn.serve_connection(io, svc).await {
                 tracing::debug!("admin connection from {peer}: {e}");

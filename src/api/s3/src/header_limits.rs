@@ -1,8 +1,8 @@
 //! The bound on a request's header section.
 //!
-//! hyper refuses a header section past its read buffer (about 400 KiB) or
-//! with more than 100 lines with a bare `431` before Hangar sees the
-//! request. Below that, without a bound of Hangar's own, the headers a
+//! hyper refuses a request head past `conn_limits::MAX_HEAD_BYTES` (96
+//! KiB) or `MAX_HEAD_LINES` (1024 lines) with a bare `431` before Hangar
+//! sees the request. Below that, without a bound of Hangar's own, the headers a
 //! client chose would be kept per request and some of them (`Content-Type`,
 //! `Content-Disposition`, `Cache-Control`…) in the object's row on every
 //! replica. S3 bounds a PUT's header section at 8 KB; Hangar accepts twice

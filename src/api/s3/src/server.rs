@@ -291,9 +291,7 @@ pub async fn serve(
         let open = metrics.connections.clone();
         open.inc();
         tokio::spawn(async move {
-            let mut conn = hyper::server::conn::http1::Builder::new();
-            conn.timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(limits.header_timeout);
+            let conn = limits.http1();
             let handler = hyper::service::service_fn(move |req| {
                 handle(service.clone(), metrics.clone(), peer, req)
             });

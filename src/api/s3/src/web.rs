@@ -292,9 +292,7 @@ pub async fn serve(
         };
         let web = web.clone();
         tokio::spawn(async move {
-            let mut conn = hyper::server::conn::http1::Builder::new();
-            conn.timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(limits.header_timeout);
+            let conn = limits.http1();
             let handler = hyper::service::service_fn(move |req: http::Request<Incoming>| {
                 let web = web.clone();
                 async move { Ok::<_, std::convert::Infallible>(handle(&web, req).await) }

@@ -131,6 +131,22 @@ def test_man_page_renders_without_warnings_and_lists_every_command(tmp_path):
         assert g.returncode == 0 and g.stderr == "", (f.name, g.stderr)
 
 
+@pytest.mark.parametrize("args", [["status"], ["layout", "show"], ["worker", "list"], ["stats"]])
+def test_output_into_a_closed_pipe_ends_quietly(api, args):
+    """`hangar … | head` closes the pipe early: the CLI ends as Unix tools
+    do (killed by SIGPIPE, nothing on stderr), not with a panic about a
+    broken pipe (doc/chaos.md saw it on `block info | head`)."""
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        p = subprocess.run([str(HANGAR_BIN), "-c", str(api.config), *args], stdout=w,
+                           stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, timeout=60)
+    finally:
+        os.close(w)
+    assert p.stderr == b"", p.stderr.decode()
+    assert p.returncode == -13, p.returncode
+
+
 def test_main_commands_have_examples_in_their_help():
     for cmd in (["--help"], ["key", "--help"], ["bucket", "--help"], ["layout", "--help"],
                 ["status", "--help"], ["stats", "--help"], ["repair", "--help"]):

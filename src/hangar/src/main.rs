@@ -223,6 +223,9 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(code) => return code,
     };
+    if !matches!(cli.cmd, Cmd::Server | Cmd::SingleNode { .. }) {
+        end_on_closed_stdout();
+    }
     init_tracing();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -232,6 +235,19 @@ fn main() -> ExitCode {
     match rt.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => e.report(json),
+    }
+}
+
+/// Lets a CLI command whose reader went away (`hangar status | head`) end
+/// the way Unix tools do, killed by SIGPIPE, where Rust's default (the
+/// signal ignored) turns every later `println!` into a panic. A node
+/// (`server`, `single-node`) keeps the default: a peer or client closing a
+/// socket must not kill it.
+fn end_on_closed_stdout() {
+    // SAFETY: called once at start, before any other thread exists;
+    // restoring a signal's default disposition has no other effect.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 

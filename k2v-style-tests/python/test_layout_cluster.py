@@ -393,6 +393,14 @@ def test_five_node_cluster(tmp_path_factory):
         assert set(out["nodes"]) == {ids[3], ids[4]} and out["changed"] == 2, out
         hist = nodes[1].cli_json("layout", "history")
         assert hist["trackers"][ids[3]] == {"ack": 1} and hist["trackers"][ids[4]] == {"ack": 1}, hist
+        # Their sync acknowledgement was not set: they hold partitions of
+        # version 1, which cannot sync without them, and the text says what
+        # the operator can do.
+        assert out["sync_ack"] == "blocked" and hist["synced_version"] < 1, (out, hist)
+        text = first.cli("layout", "skip-dead-nodes", "--version", "1").stdout
+        assert "cannot sync while these nodes are down" in text and "--allow-missing-data" in text, text
+        out = first.cli_json("layout", "skip-dead-nodes", "--version", "1", "--allow-missing-data")
+        assert out["sync_ack"] in ("when_synced", "set"), out
     finally:
         for n in nodes:
             n.stop()

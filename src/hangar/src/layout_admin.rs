@@ -209,7 +209,10 @@ pub async fn revert(layout: &ClusterLayout) -> Result<Value, AdminError> {
 
 /// `layout skip-dead-nodes`: the nodes of the kept versions that are down
 /// now are counted as having acknowledged (and, with `allow_missing_data`,
-/// synced) `version`.
+/// synced) `version`; their sync acknowledgement only once `version` is
+/// synced. `sync_ack` says which: `set`, `when_synced` (run it again
+/// then), `blocked` (a dead node holds partitions of `version`, which
+/// cannot sync without it or `allow_missing_data`).
 pub async fn skip_dead_nodes(
     layout: &ClusterLayout,
     mesh: &Mesh,
@@ -217,7 +220,7 @@ pub async fn skip_dead_nodes(
     allow_missing_data: bool,
 ) -> Result<Value, AdminError> {
     let up: BTreeSet<NodeId> = mesh.up_nodes().into_iter().collect();
-    let ((dead, changed), pushed) = change(layout, "layout skip-dead-nodes", |h| {
+    let ((dead, changed, sync_ack), pushed) = change(layout, "layout skip-dead-nodes", |h| {
         let dead: Vec<NodeId> = h
             .all_nodes()
             .into_iter()
@@ -231,10 +234,24 @@ pub async fn skip_dead_nodes(
         let changed = h
             .skip_dead_nodes(version, &dead, allow_missing_data)
             .map_err(err)?;
-        Ok((dead, changed))
+        // A sync acknowledgement needs the version synced first, so until
+        // then the old version cannot retire: the operator must come back,
+        // and a dead node holding partitions of `version` keeps it from
+        // syncing at all unless counted as synced.
+        let holds_data = h
+            .version(version)
+            .is_some_and(|x| dead.iter().any(|n| x.node_ids.contains(n)));
+        let sync_ack = if h.synced_version() >= version {
+            "set"
+        } else if holds_data && !allow_missing_data {
+            "blocked"
+        } else {
+            "when_synced"
+        };
+        Ok((dead, changed, sync_ack))
     })
     .await?;
-    let mut v = json!({ "nodes": dead, "changed": changed });
+    let mut v = json!({ "nodes": dead, "changed": changed, "sync_ack": sync_ack });
     pushed_note(&mut v, pushed);
     Ok(v)
 }

@@ -211,7 +211,7 @@ pub async fn run(client: &AdminClient, cmd: LayoutCmd, json: bool) -> Result<(),
             }
         }
         Request::LayoutHistory => print_history(&v),
-        Request::LayoutSkipDeadNodes { .. } => {
+        Request::LayoutSkipDeadNodes { version, .. } => {
             let nodes = v["nodes"].as_array().cloned().unwrap_or_default();
             for n in &nodes {
                 println!("Skipped {}.", short(n.as_str().unwrap_or("")));
@@ -221,6 +221,20 @@ pub async fn run(client: &AdminClient, cmd: LayoutCmd, json: bool) -> Result<(),
                 nodes.len(),
                 s(&v, "changed")
             );
+            match v["sync_ack"].as_str() {
+                Some("when_synced") => println!(
+                    "Version {version} is not synced yet, so their sync cannot be acknowledged: \
+                     run this again once `hangar layout history` shows it synced, or the older \
+                     versions will not retire."
+                ),
+                Some("blocked") => println!(
+                    "Version {version} cannot sync while these nodes are down: they hold \
+                     partitions in it. Bring them back, or assign their partitions to other \
+                     nodes, or run this with --allow-missing-data to count them as synced \
+                     (their partitions then keep only the copies the other nodes have)."
+                ),
+                _ => {}
+            }
         }
         _ => unreachable!("only layout requests are sent here"),
     }

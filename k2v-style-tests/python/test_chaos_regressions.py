@@ -47,6 +47,31 @@ def test_a_wiped_node_that_cannot_reach_its_peers_does_not_deny_a_key_that_exist
     assert status == 503, (status, code, e.value.response["Error"].get("Message"))
 
 
+def test_a_new_node_that_has_no_layout_yet_does_not_deny_a_key(three, tmp_path_factory):
+    """chaos `replace`: a node started to replace a dead one gets client
+    requests before the cluster's layout reached it. Knowing no layout, it
+    counted itself as every node of the cluster, so a key it had not
+    received yet was "absent": 403 InvalidAccessKeyId for a key that
+    exists. It must answer 503 until it can ask the others."""
+    from test_layout_cluster import make_node
+
+    n1 = three[0]
+    key = key_of(n1.cli_json("key", "create", "k-new"), "k-new")
+    # Replication factor 3 and no peer to learn a layout from: what a
+    # replacement is in its first moments, held there for the test.
+    new = make_node(tmp_path_factory, "no-layout-yet", "00" * 32, [])
+    new.start()
+    try:
+        with pytest.raises(botocore.exceptions.ClientError) as e:
+            s3_client(new, key).list_buckets()
+        status = e.value.response["ResponseMetadata"]["HTTPStatusCode"]
+        err = e.value.response["Error"]
+        assert status == 503, (status, err)
+        assert "no cluster layout yet" in err.get("Message", ""), err
+    finally:
+        new.stop()
+
+
 def test_a_node_killed_during_an_upload_starts_again(three):
     import threading
     import time

@@ -390,7 +390,9 @@ def test_five_node_cluster(tmp_path_factory):
             [s for s in by_part.values() if ids[3] in s or ids[4] in s]), h
         # The operator counts the dead nodes as done with version 1.
         out = first.cli_json("layout", "skip-dead-nodes", "--version", "1")
-        assert set(out["nodes"]) == {ids[3], ids[4]} and out["changed"] == 2, out
+        # Each dead node's ack is set here unless its own had reached this
+        # node before it stopped (gossip timing), hence at most 2 changes.
+        assert set(out["nodes"]) == {ids[3], ids[4]} and out["changed"] <= 2, out
         hist = nodes[1].cli_json("layout", "history")
         assert hist["trackers"][ids[3]] == {"ack": 1} and hist["trackers"][ids[4]] == {"ack": 1}, hist
         # Their sync acknowledgement was not set: they hold partitions of

@@ -54,6 +54,17 @@ pub enum BlockError {
 }
 
 impl BlockError {
+    /// Whether the put failed because the cluster is busy: this node's
+    /// budget for blocks in flight stayed spent, or a replica refused the
+    /// copy as overloaded and the write quorum was lost with it.
+    pub fn is_overload(&self) -> bool {
+        match self {
+            BlockError::Overloaded { .. } => true,
+            BlockError::Quorum { source, .. } => source.overloaded(),
+            _ => false,
+        }
+    }
+
     pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> Self {
         BlockError::Io {
             path: path.display().to_string(),

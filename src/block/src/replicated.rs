@@ -46,6 +46,7 @@ use futures::stream::FuturesUnordered;
 use hangar_cluster::{Cluster, QuorumError, StorageNodes, call_quorum_per_version_with};
 use hangar_net::{Body, CallOpts, NetError};
 use hangar_util::config::Config;
+use hangar_util::last_event::LastEvent;
 use hangar_util::{Hash, NodeId};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
@@ -134,6 +135,8 @@ pub struct ReplicatedBlocks {
     budget: Arc<Semaphore>,
     refs: ShardedTable<BlockRefTable>,
     resync: Arc<Resync>,
+    /// When a put last failed for overload ([`BlockError::is_overload`]).
+    overloaded: LastEvent,
 }
 
 /// The budget share of one put, released when its last copy ended.
@@ -219,7 +222,16 @@ impl ReplicatedBlocks {
             budget: Arc::new(Semaphore::new(permits)),
             refs,
             resync,
+            overloaded: LastEvent::default(),
         }))
+    }
+
+    /// Whether a put failed for overload within the last `window`: the
+    /// copies already in flight fill this node's budget or its replicas'
+    /// queues, so a new upload would most likely wait and then be refused
+    /// too. The S3 layer refuses new uploads on arrival while this holds.
+    pub fn overloaded_within(&self, window: Duration) -> bool {
+        self.overloaded.within(window)
     }
 
     /// The block reference table, for the sharded tables' anti-entropy.
@@ -295,6 +307,20 @@ impl ReplicatedBlocks {
     }
 
     async fn put_as(
+        &self,
+        hash: Hash,
+        plain: Bytes,
+        version: [u8; 16],
+        compress: bool,
+    ) -> Result<()> {
+        let r = self.put_copies(hash, plain, version, compress).await;
+        if r.as_ref().is_err_and(BlockError::is_overload) {
+            self.overloaded.record();
+        }
+        r
+    }
+
+    async fn put_copies(
         &self,
         hash: Hash,
         plain: Bytes,

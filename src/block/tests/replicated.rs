@@ -570,6 +570,7 @@ async fn a_spent_ram_budget_makes_puts_wait_then_fail_overloaded() {
     let a = random_block(BLOCK as usize);
     nodes[0].blocks.put(Hash::of(&a), a, [6; 16]).await.unwrap();
     assert_eq!(s.ram_in_use_bytes.load(Ordering::Relaxed), BLOCK);
+    assert!(!nodes[0].blocks.overloaded_within(Duration::from_secs(60)));
 
     let b = random_block(BLOCK as usize);
     let hb = Hash::of(&b);
@@ -587,6 +588,9 @@ async fn a_spent_ram_budget_makes_puts_wait_then_fail_overloaded() {
         "took {took:?}"
     );
     assert_eq!(s.puts_overloaded.load(Ordering::Relaxed), 1);
+    // What the S3 layer refuses new uploads on (s3_shed_after_overload_msec).
+    assert!(e.is_overload());
+    assert!(nodes[0].blocks.overloaded_within(Duration::from_secs(60)));
     assert!(s.ram_in_use_bytes.load(Ordering::Relaxed) <= cfg.ram_budget);
     assert!(nodes[1].block_file(&hb).is_none(), "nothing was sent");
 

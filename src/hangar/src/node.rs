@@ -313,6 +313,7 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
             ram_buffer_max: cfg.s3_ram_buffer_max.0,
             ram_queue_max: cfg.s3_ram_queue_max.unwrap_or(cfg.s3_ram_buffer_max).0,
             admission_wait: Duration::from_millis(cfg.s3_admission_wait_msec),
+            shed_after_overload: Duration::from_millis(cfg.s3_shed_after_overload_msec),
             sse_c_require_https: cfg.s3_api.sse_c_require_https,
         },
     );

@@ -309,6 +309,15 @@ impl Model {
         &self.blocks
     }
 
+    /// Whether a block put of this node failed for overload within the
+    /// last `window` (never without a cluster: a single node's uploads are
+    /// bounded by the S3 layer's own budget).
+    pub fn block_writes_overloaded_within(&self, window: std::time::Duration) -> bool {
+        self.cluster_blocks
+            .as_ref()
+            .is_some_and(|cb| cb.blocks.overloaded_within(window))
+    }
+
     /// Fails at once when a bucket change could not reach its quorum.
     pub(crate) fn buckets_writable(&self) -> Result<()> {
         self.buckets.check_writable()

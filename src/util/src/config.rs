@@ -259,6 +259,10 @@ fn default_tombstone_gc_delay() -> u64 {
 fn default_max_connections() -> usize {
     1024
 }
+fn default_shed_after_overload() -> u64 {
+    1000
+}
+
 fn default_s3_header_timeout() -> u64 {
     30_000
 }
@@ -410,6 +414,12 @@ pub struct Config {
     pub s3_ram_queue_max: Option<Size>,
     #[serde(default = "default_admission_wait")]
     pub s3_admission_wait_msec: u64,
+    /// For this long after one of this node's block puts failed for
+    /// overload (its `block_ram_buffer_max` spent, or a replica's queue
+    /// full), new uploads are refused with `503 SlowDown` on arrival
+    /// instead of waiting to be refused; 0: never.
+    #[serde(default = "default_shed_after_overload")]
+    pub s3_shed_after_overload_msec: u64,
     /// Verify a block's hash every time it is read from disk.
     #[serde(default = "default_true")]
     pub verify_blocks_on_read: bool,

@@ -33,6 +33,9 @@ pub struct RamBudget {
     /// Blocks asked for by the requests waiting now.
     queued: Arc<AtomicU64>,
     rejected: Arc<AtomicU64>,
+    /// Uploads refused on arrival because block puts had just failed for
+    /// overload ([`RamBudget::shed`]).
+    shed: Arc<AtomicU64>,
     /// When a request last asked for a share.
     last_reserve: Arc<LastEvent>,
 }
@@ -64,6 +67,7 @@ impl RamBudget {
             wait,
             queued: Arc::new(AtomicU64::new(0)),
             rejected: Arc::new(AtomicU64::new(0)),
+            shed: Arc::new(AtomicU64::new(0)),
             last_reserve: Arc::default(),
         }
     }
@@ -106,6 +110,22 @@ impl RamBudget {
     /// Requests refused so far.
     pub fn rejected(&self) -> u64 {
         self.rejected.load(Ordering::Relaxed)
+    }
+
+    /// Counts an upload refused on arrival because the node's block puts
+    /// failed for overload a moment ago, and gives its answer: waiting
+    /// would most likely end in the same refusal, seconds later, after
+    /// taking a place among the copies in flight.
+    pub fn shed(&self) -> S3Error {
+        self.shed.fetch_add(1, Ordering::Relaxed);
+        slow_down_because(
+            "Please reduce your request rate: this node's block writes to its replicas are overloaded.",
+        )
+    }
+
+    /// Uploads refused by [`RamBudget::shed`] so far.
+    pub fn shed_count(&self) -> u64 {
+        self.shed.load(Ordering::Relaxed)
     }
 
     /// Block buffers free right now.

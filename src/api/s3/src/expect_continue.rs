@@ -14,8 +14,12 @@ use http::HeaderValue;
 
 /// Whether the request asks for `100 Continue`.
 pub fn expects_continue<B>(req: &http::Request<B>) -> bool {
-    req.headers()
-        .get(http::header::EXPECT)
+    header_expects_continue(req.headers())
+}
+
+/// Whether request headers `h` ask for `100 Continue`.
+pub fn header_expects_continue(h: &http::HeaderMap) -> bool {
+    h.get(http::header::EXPECT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"))
 }

@@ -76,6 +76,9 @@ pub struct S3Settings {
     pub ram_queue_max: u64,
     /// Longest wait for a share of that RAM before `503 SlowDown`.
     pub admission_wait: std::time::Duration,
+    /// How long after a block put failed for overload new uploads are
+    /// refused on arrival (`s3_shed_after_overload_msec`; zero: never).
+    pub shed_after_overload: std::time::Duration,
     /// Refuse SSE-C requests without `X-Forwarded-Proto: https`
     /// (`[s3_api] sse_c_require_https`).
     pub sse_c_require_https: bool,

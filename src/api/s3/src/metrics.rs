@@ -203,13 +203,14 @@ impl Collector for BudgetCollector {
         let c = ConstCounter::new(0u64);
         let mut f = e.encode_descriptor(
             "hangar_s3_rejections",
-            "S3 requests and connections refused with 503 SlowDown, by reason: ram_budget (no share of s3_ram_buffer_max within s3_admission_wait_msec), max_connections (past s3_max_connections).",
+            "S3 requests and connections refused with 503 SlowDown, by reason: ram_budget (no share of s3_ram_buffer_max within s3_admission_wait_msec), max_connections (past s3_max_connections), block_overload (an upload arriving within s3_shed_after_overload_msec of a block put that failed for overload).",
             None,
             c.metric_type(),
         )?;
         for (reason, v) in [
             ("ram_budget", self.budget.rejected()),
             ("max_connections", self.refused_connections.get()),
+            ("block_overload", self.budget.shed_count()),
         ] {
             ConstCounter::new(v).encode(f.encode_family(&ReasonLabel { reason })?)?;
         }

@@ -299,6 +299,28 @@ impl S3Api {
             .ok_or_else(|| s3_error!(NoSuchBucket, "The specified bucket does not exist"))
     }
 
+    /// Bytes of `src`'s body kept in the object's row rather than in blocks.
+    fn inline_max(&self, src: &BodySource<'_>) -> usize {
+        if src.inline_allowed {
+            self.settings.inline_threshold
+        } else {
+            0
+        }
+    }
+
+    /// Refuses an upload of `declared` bytes (unknown: `None`) that would
+    /// store blocks (more than `inline_max`) while this node sheds them: a
+    /// block put of it failed for overload within
+    /// `s3_shed_after_overload_msec`.
+    fn refuse_if_shedding(&self, declared: Option<u64>, inline_max: usize) -> S3Result<()> {
+        let window = self.settings.shed_after_overload;
+        let stores_blocks = declared.is_none_or(|len| len > inline_max as u64);
+        if stores_blocks && !window.is_zero() && self.model.block_writes_overloaded_within(window) {
+            return Err(self.budget.shed());
+        }
+        Ok(())
+    }
+
     /// Reads `src.body` to its end and stores it as `version`, checking the
     /// Content-MD5 and checksum the client sent. On any error the blocks
     /// already stored are released.
@@ -313,6 +335,14 @@ impl S3Api {
             && len > MAX_BODY_LEN
         {
             return Err(entity_too_large(len));
+        }
+        // Only a client that waits for `100 Continue` is shed, here, before
+        // anything polls its body (which would send the `100 Continue`):
+        // the others send their body whatever the answer, so refusing them
+        // early saved them nothing and cost uploads that would have gone
+        // through (doc/operations.md, "Shed on arrival").
+        if crate::expect_continue::header_expects_continue(src.headers) {
+            self.refuse_if_shedding(declared_length(src.headers), self.inline_max(&src))?;
         }
         let requested = checksum::requested(src.headers)?;
         if let Some(m) = src.content_md5 {
@@ -346,21 +376,16 @@ impl S3Api {
                 .get(http::header::CONTENT_LENGTH)
                 .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
         });
+        let inline_max = self.inline_max(&src);
         let BodySource {
             body,
             content_md5,
             trailers,
-            inline_allowed,
             upload_of,
             sealing,
             ..
         } = src;
         let sealing = sealing.map(Arc::new);
-        let inline_max = if inline_allowed {
-            self.settings.inline_threshold
-        } else {
-            0
-        };
         let block_size = self.settings.block_size;
         let mut md5 = Md5::new();
         let mut sum = requested.as_ref().map(|r| checksum::hasher(r.algorithm));

@@ -47,6 +47,7 @@ def test_a_wiped_node_that_cannot_reach_its_peers_does_not_deny_a_key_that_exist
     assert status == 503, (status, code, e.value.response["Error"].get("Message"))
 
 
+@pytest.mark.xfail(strict=True, reason="bug 3 (doc/chaos.md): open; a node with no layout answers from its own tables")
 def test_a_new_node_that_has_no_layout_yet_does_not_deny_a_key(three, tmp_path_factory):
     """chaos `replace`: a node started to replace a dead one gets client
     requests before the cluster's layout reached it. Knowing no layout, it

@@ -137,17 +137,6 @@ pub enum ReplicationError {
         answered: usize,
         errors: Vec<String>,
     },
-    /// A full table's read that found nothing on a node that knows no
-    /// cluster layout yet while its replication factor says it has peers:
-    /// a node just started to join (or replace a node of) a cluster does
-    /// not know them, and must not call a row absent that they hold.
-    #[error(
-        "this node has no cluster layout yet (replication factor {replication_factor}): it cannot tell whether a row of table {tree} exists until it has joined the cluster; retry in a moment"
-    )]
-    NoLayoutYet {
-        tree: &'static str,
-        replication_factor: usize,
-    },
     /// A row too large for peers to accept (`MAX_KEY_LEN`, `MAX_VALUE_LEN`).
     #[error(
         "a row of table {tree} is too large to replicate: key {key_len} bytes, value {value_len} bytes"
@@ -424,15 +413,6 @@ impl<S: Schema> FullTable<S> {
         let me = self.cluster.id();
         let all_others = nodes.iter().filter(|n| **n != me).count();
         if all_others == 0 {
-            // Alone by its layout: absent here is absent, unless there is
-            // no layout yet and the replication factor promises peers.
-            let rf = self.cluster.replication_factor();
-            if rf > 1 && !self.cluster.is_laid_out() {
-                return Err(TableError::Replication(ReplicationError::NoLayoutYet {
-                    tree: S::TREE,
-                    replication_factor: rf,
-                }));
-            }
             return Ok(None);
         }
         let others: Vec<NodeId> = nodes

@@ -27,7 +27,7 @@ import botocore.exceptions
 import pytest
 from botocore.config import Config
 
-from hangar_testlib import MiB, bucket_name, error_code, http_status, s3_client, signed_request
+from hangar_testlib import REGION, MiB, bucket_name, error_code, http_status, s3_client, signed_request
 from test_cluster_control import key_of
 from test_layout_cluster import laid_out_cluster, wait_for
 
@@ -58,14 +58,14 @@ def cluster(request, tmp_path_factory):
 
 
 def one_attempt(node, key):
-    """A boto3 client that never retries: botocore's `max_attempts` of the
-    shared helper still allows one retry, which would be refused too (and
-    counted) or, after the window, wait for the budget."""
-    c = s3_client(node, key)
+    """A boto3 client that never retries: the shared helper's `max_attempts`
+    still allows one retry, which would be refused too (and counted) or,
+    after the window, wait for the budget."""
     return boto3.client(
-        "s3", endpoint_url=node.endpoint, region_name=c.meta.region_name,
+        "s3", endpoint_url=node.endpoint, region_name=REGION,
         aws_access_key_id=key.id, aws_secret_access_key=key.secret,
-        config=c.meta.config.merge(Config(retries={"total_max_attempts": 1, "mode": "standard"})))
+        config=Config(signature_version="s3v4", s3={"addressing_style": "path"},
+                      retries={"total_max_attempts": 1, "mode": "standard"}))
 
 
 def rejections(node, reason: str) -> float:
@@ -136,4 +136,4 @@ def test_uploads_are_refused_on_arrival_after_a_block_write_overload(cluster):
     for n in (n1, n2, n3):
         c = s3_client(n, key)
         for k, body in acked.items():
-            assert c.get_object(Bucket=bucket, Key=k)["Body"].read() == body, (n.name if hasattr(n, "name") else n, k)
+            assert c.get_object(Bucket=bucket, Key=k)["Body"].read() == body, (n.s3_port, k)

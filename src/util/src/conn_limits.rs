@@ -33,21 +33,6 @@ pub struct ConnLimits {
     pub idle_timeout: Duration,
 }
 
-impl ConnLimits {
-    /// An HTTP/1 connection builder that holds a client to these bounds:
-    /// the time to send a head, and the head's size and line count
-    /// ([`MAX_HEAD_BYTES`], [`MAX_HEAD_LINES`]). The idle bound is the
-    /// stream's own (`idle_io::IdleTimeout`).
-    pub fn http1(&self) -> hyper::server::conn::http1::Builder {
-        let mut b = hyper::server::conn::http1::Builder::new();
-        b.timer(hyper_util::rt::TokioTimer::new())
-            .header_read_timeout(self.header_timeout)
-            .max_header_size(MAX_HEAD_BYTES)
-            .max_headers(MAX_HEAD_LINES);
-        b
-    }
-}
-
 /// The gate in front of an HTTP endpoint's connections: it accepts them,
 /// serves at most `max_connections` at once, and answers one more with the
 /// endpoint's `refusal` (a whole HTTP response, e.g. `503 SlowDown`) at

@@ -43,7 +43,7 @@ pub async fn serve<H: AdminOps>(
         };
         let svc = TowerToHyperService::new(app.clone());
         tokio::spawn(async move {
-            let conn = limits.http1();
+            let conn = hangar_api_s3::http_conn::http1(&limits);
             let io = TokioIo::new(IdleTimeout::new(stream, limits.idle_timeout));
             if let Err(e) = conn.serve_connection(io, svc).await {
                 tracing::debug!("admin connection from {peer}: {e}");

@@ -1,6 +1,6 @@
 //! The bound on a request's header section.
 //!
-//! hyper refuses a request head past `conn_limits::MAX_HEAD_BYTES` (96
+//! hyper refuses a request head past `hangar_util::conn_limits::MAX_HEAD_BYTES` (96
 //! KiB) or `MAX_HEAD_LINES` (1024 lines) with a bare `431` before Hangar
 //! sees the request. Below that, without a bound of Hangar's own, the headers a
 //! client chose would be kept per request and some of them (`Content-Type`,

@@ -22,6 +22,7 @@ mod counted_body;
 pub mod error;
 mod expect_continue;
 pub mod header_limits;
+pub mod http_conn;
 mod lifecycle_rules;
 mod lingering_body;
 pub mod metrics;

@@ -208,7 +208,8 @@ fn entity_too_large(len: u64) -> S3Error {
 }
 
 /// The body length a request announces: `x-amz-decoded-content-length`
-/// for an aws-chunked body, else `Content-Length`.
+/// for an aws-chunked body, else `Content-Length` (which with aws-chunked
+/// also counts the framing, so it only over-estimates).
 fn declared_length(headers: &HeaderMap) -> Option<u64> {
     let number = |name: &str| headers.get(name)?.to_str().ok()?.trim().parse::<u64>().ok();
     number("x-amz-decoded-content-length").or_else(|| number("content-length"))
@@ -369,13 +370,7 @@ impl S3Api {
             .headers
             .get("x-amz-decoded-content-length")
             .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-        // The body's length when the request declares it: with aws-chunked the
-        // Content-Length also counts the framing, so it only over-estimates.
-        let declared_len = src_decoded_length.or_else(|| {
-            src.headers
-                .get(http::header::CONTENT_LENGTH)
-                .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
-        });
+        let declared_len = declared_length(src.headers);
         let inline_max = self.inline_max(&src);
         let BodySource {
             body,

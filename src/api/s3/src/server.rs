@@ -291,7 +291,7 @@ pub async fn serve(
         let open = metrics.connections.clone();
         open.inc();
         tokio::spawn(async move {
-            let conn = limits.http1();
+            let conn = crate::http_conn::http1(&limits);
             let handler = hyper::service::service_fn(move |req| {
                 handle(service.clone(), metrics.clone(), peer, req)
             });

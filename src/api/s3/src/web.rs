@@ -292,7 +292,7 @@ pub async fn serve(
         };
         let web = web.clone();
         tokio::spawn(async move {
-            let conn = limits.http1();
+            let conn = crate::http_conn::http1(&limits);
             let handler = hyper::service::service_fn(move |req: http::Request<Incoming>| {
                 let web = web.clone();
                 async move { Ok::<_, std::convert::Infallible>(handle(&web, req).await) }

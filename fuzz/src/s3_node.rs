@@ -74,6 +74,7 @@ impl Node {
                     ram_buffer_max: 16 << 20,
                     ram_queue_max: 16 << 20,
                     admission_wait: Duration::from_millis(5),
+                    shed_after_overload: Duration::ZERO,
                     sse_c_require_https: false,
                 },
             );

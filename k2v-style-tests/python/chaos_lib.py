@@ -517,6 +517,9 @@ class KeyState:
     history: list  # every value (sha256 or ABSENT) ever written, in order
     retired: bool = False
     acked_writes: int = 0
+    # Each write as "OP value outcome via nS HH:MM:SS.mmm-HH:MM:SS.mmm", to
+    # place a bad read among the faults (the log's times are wall clock).
+    log: list = dataclasses.field(default_factory=list)
 
 
 class Record:
@@ -548,12 +551,19 @@ class Record:
                 return
             st = self.keys[key]
             st.history.append(value)
+            st.log.append(f"{op} {value[:12]} {outcome} via n{slot} {wall(t0)}-{wall(t1)}")
             if outcome == "ok":
                 st.allowed = {value}
                 st.acked_writes += 1
             else:
                 st.allowed.add(value)
                 st.retired = True
+
+
+def wall(t: float) -> str:
+    """A time.monotonic() instant as wall-clock HH:MM:SS.mmm (UTC)."""
+    w = time.time() - (time.monotonic() - t)
+    return time.strftime("%H:%M:%S", time.gmtime(w)) + f".{int(w * 1000) % 1000:03d}"
 
 
 def classify(exc: Exception) -> tuple[str, str]:
@@ -693,7 +703,8 @@ class Load:
                         what = "an older value" if got in rec.keys[key].history else "a value never written"
                         with rec.lock:
                             rec.read_violations.append(
-                                f"GET {key} through {node.name} read {what} ({got[:12]}), allowed {sorted(a[:12] for a in allowed)}")
+                                f"GET {key} through {node.name} at {wall(t0)} read {what} ({got[:12]}), "
+                                f"allowed {sorted(a[:12] for a in allowed)}; writes {rec.keys[key].log[-3:]}")
             except Exception as e:  # noqa: BLE001 - every outcome is recorded
                 outcome, msg = classify(e)
                 rec.result(key if op != "GET" else None, op, value, outcome, slot, t0, time.monotonic(), msg)
@@ -764,7 +775,7 @@ def verify(cluster: Cluster, record: Record, threads: int = 6) -> Verdict:
                     v.lost.append(f"{where}: 404, allowed {sorted(a[:12] for a in st.allowed)}")
                 elif got in st.history:
                     v.stale.append(f"{where}: an older value {got[:12]} (history {[h[:12] for h in st.history]}, "
-                                   f"allowed {sorted(a[:12] for a in st.allowed)})")
+                                   f"allowed {sorted(a[:12] for a in st.allowed)}; writes {st.log})")
                 else:
                     v.corrupt.append(f"{where}: {got[:12]} was never written")
 

@@ -332,6 +332,19 @@ impl Model {
         self.cluster_blocks.as_ref().map(|c| &c.cluster)
     }
 
+    /// Whether this node belongs to a replicated cluster (replication
+    /// factor above 1) and knows no layout yet: a node just started to join
+    /// or replace a node of a cluster, or every node of one not laid out
+    /// yet. Object rows and blocks then have no nodes to go to, and this
+    /// node would keep them alone (doc/replication.md §1): a write
+    /// acknowledged so could be lost with this node, and a read would miss
+    /// what the cluster holds. The S3 API refuses such operations until the
+    /// layout arrives.
+    pub fn awaiting_layout(&self) -> bool {
+        self.cluster()
+            .is_some_and(|c| c.replication_factor() > 1 && !c.is_laid_out())
+    }
+
     pub(crate) fn conditional(&self) -> Option<&Conditional> {
         self.conditional.as_ref()
     }

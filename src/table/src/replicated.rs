@@ -137,6 +137,17 @@ pub enum ReplicationError {
         answered: usize,
         errors: Vec<String>,
     },
+    /// A full table's read that found nothing on a node that knows no
+    /// cluster layout yet and has no peer up to ask, while its replication
+    /// factor says it has peers: a node just started to join (or replace a
+    /// node of) a cluster must not call a row absent that they hold.
+    #[error(
+        "this node has no cluster layout yet (replication factor {replication_factor}): it cannot tell whether a row of table {tree} exists until it has joined the cluster; retry in a moment"
+    )]
+    NoLayoutYet {
+        tree: &'static str,
+        replication_factor: usize,
+    },
     /// A row too large for peers to accept (`MAX_KEY_LEN`, `MAX_VALUE_LEN`).
     #[error(
         "a row of table {tree} is too large to replicate: key {key_len} bytes, value {value_len} bytes"
@@ -411,15 +422,44 @@ impl<S: Schema> FullTable<S> {
     ) -> Result<Option<S::Row>> {
         let nodes = self.nodes();
         let me = self.cluster.id();
-        let all_others = nodes.iter().filter(|n| **n != me).count();
-        if all_others == 0 {
+        let mut all_others = nodes.iter().filter(|n| **n != me).count();
+        let mut needed = needed;
+        let others: Vec<NodeId> = if all_others > 0 {
+            nodes
+                .iter()
+                .copied()
+                .filter(|n| *n != me && self.cluster.is_up(*n))
+                .collect()
+        } else if self.cluster.is_laid_out() {
+            // Alone by its layout: absent here is absent.
             return Ok(None);
-        }
-        let others: Vec<NodeId> = nodes
-            .iter()
-            .copied()
-            .filter(|n| *n != me && self.cluster.is_up(*n))
-            .collect();
+        } else {
+            // No layout yet. A node just started to join or replace a node
+            // of a cluster holds none of its rows, so it asks every peer
+            // the mesh has up and waits for all of them (on a new cluster
+            // they answer absent too). Alone, it answers absent only if
+            // its replication factor promises no peers.
+            let up: Vec<NodeId> = self
+                .cluster
+                .mesh()
+                .up_nodes()
+                .into_iter()
+                .filter(|n| *n != me)
+                .collect();
+            let rf = self.cluster.replication_factor();
+            if up.is_empty() {
+                if rf > 1 {
+                    return Err(TableError::Replication(ReplicationError::NoLayoutYet {
+                        tree: S::TREE,
+                        replication_factor: rf,
+                    }));
+                }
+                return Ok(None);
+            }
+            all_others = up.len();
+            needed = up.len();
+            up
+        };
         let needed = needed.min(all_others);
         let no_quorum = |answered: usize, errors: Vec<String>| {
             TableError::Replication(ReplicationError::NoReadQuorum {

@@ -48,6 +48,10 @@ pub struct KeyAccess {
 /// Longest presigned URL lifetime S3 accepts (seven days).
 const MAX_PRESIGNED_EXPIRES: u64 = 604_800;
 
+/// Why a node of a replicated cluster that knows no layout yet refuses
+/// operations on objects and buckets ([`Model::awaiting_layout`]).
+pub(crate) const NO_LAYOUT_YET: &str = "This node has no cluster layout yet (it is joining the cluster, or the cluster is not laid out): it cannot tell where objects are stored. Retry in a moment, or through another node.";
+
 /// The region of a credential `AK/date/region/service/aws4_request`.
 fn scope_region(credential: &str) -> Option<&str> {
     credential.split('/').nth(2)
@@ -170,6 +174,8 @@ impl S3Access for KeyAccess {
         let query = cx.uri().query().unwrap_or("");
         let by_version = query.split('&').any(|kv| kv.starts_with("versionId="));
         let caller = Caller::new(key, &op, cx.headers(), query, peer);
+        let names_a_bucket = bucket.is_some();
+        let mut bucket_exists = false;
         let allowed = match (need, bucket) {
             (Need::Authenticated, _) => caller.key.is_some(),
             (Need::CreateBucket, _) => caller
@@ -185,6 +191,7 @@ impl S3Access for KeyAccess {
                 )
                 .await
                 .or_s3()?
+                .inspect(|_| bucket_exists = true)
             {
                 // A missing bucket is reported as such by the operation, as S3 does.
                 None => true,
@@ -209,6 +216,14 @@ impl S3Access for KeyAccess {
         };
         if !allowed {
             return Err(s3_error!(AccessDenied, "Access Denied"));
+        }
+        // Until this node knows the layout, a key or a bucket it lacks is
+        // asked of its peers, so "no such bucket" is still answered; but
+        // objects, new buckets and listings would be this node's alone.
+        let no_such_bucket =
+            names_a_bucket && !bucket_exists && !matches!(need, Need::CreateBucket);
+        if !no_such_bucket && self.model.awaiting_layout() {
+            return Err(crate::error::service_unavailable(NO_LAYOUT_YET));
         }
         cx.extensions_mut().insert(caller);
         Ok(())

@@ -130,6 +130,12 @@ async fn answer(
             );
         }
     };
+    if web.api.model.awaiting_layout() {
+        return plain(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("{}\n", crate::auth::NO_LAYOUT_YET),
+        );
+    }
     let Some(w) = b.website().cloned() else {
         return plain(
             StatusCode::NOT_FOUND,

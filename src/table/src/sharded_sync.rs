@@ -7,10 +7,11 @@
 //! every sharded table:
 //!
 //! 1. the roots of all partitions shared with a peer, in one message;
-//! 2. for each partition whose roots differ, the children of each differing
-//!    node, depth after depth ([`crate::merkle`]), down to depth
-//!    [`merkle::DEPTH`] or to a node covering at most [`LEAF_BATCH`] rows on
-//!    both sides together;
+//! 2. for each partition whose roots differ ([`PARTITIONS_IN_FLIGHT`] at a
+//!    time), the children of each differing node, depth after depth
+//!    ([`crate::merkle`]), down to depth [`merkle::DEPTH`] or to a node
+//!    (the root included) covering at most [`LEAF_BATCH`] rows on both
+//!    sides together;
 //! 3. the leaves under those nodes, from both sides: the rows the peer has
 //!    and this node lacks or holds otherwise are pulled and merged here, then
 //!    the rows this node has and the peer lacks or holds otherwise (merged
@@ -39,6 +40,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use futures::StreamExt;
 use hangar_cluster::Cluster;
 use hangar_layout::Partition;
 use hangar_net::{CallOpts, NetError};
@@ -59,8 +61,16 @@ use crate::{Schema, TableError};
 /// often.
 pub const SYNC_INTERVAL: Duration = Duration::from_secs(30);
 /// A differing node covering at most this many rows (both sides together)
-/// is settled by comparing its leaves rather than its children.
-pub const LEAF_BATCH: u64 = 64;
+/// is settled by comparing its leaves rather than its children. A replica
+/// that lacks most rows of a partition (a new or wiped node) differs in
+/// nearly every child: settling each child apart cost two round trips per
+/// row or so, while one listing of up to a page of leaves settles them
+/// all (`script/bench-table-sync`, doc/replication.md §6).
+pub const LEAF_BATCH: u64 = 1000;
+/// How many differing partitions are settled with one peer at a time: each
+/// is a chain of round trips (children, leaves, rows, roots), so several in
+/// flight keep the link busy where one would leave it waiting.
+pub const PARTITIONS_IN_FLIGHT: usize = 4;
 /// How often the peer list is checked for peers that just came up.
 const UP_POLL: Duration = Duration::from_secs(1);
 
@@ -244,17 +254,28 @@ impl<S: Schema> ShardedTable<S> {
         let db = self.local().db();
         let theirs = self.remote_roots(peer, partitions).await?;
         let ours = merkle::roots(db, self.index_tree(), partitions.to_vec()).await?;
-        for ((p, t), o) in partitions.iter().zip(theirs).zip(ours) {
-            if t == o {
-                continue;
-            }
-            report.differed += 1;
-            let (pulled, pushed) = self.sync_partition(peer, *p).await?;
+        let differing: Vec<(Partition, u64)> = partitions
+            .iter()
+            .zip(theirs)
+            .zip(ours)
+            .filter(|((_, t), o)| t != o)
+            .map(|((p, t), o)| (*p, t.count.saturating_add(o.count)))
+            .collect();
+        report.differed = differing.len();
+        let mut settled =
+            futures::stream::iter(differing.into_iter().map(|(p, rows)| async move {
+                let (pulled, pushed) = self.sync_partition(peer, p, rows).await?;
+                let t = self.remote_roots(peer, &[p]).await?[0];
+                let equal = t == self.merkle_root(p).await?;
+                Ok::<_, TableError>((p, pulled, pushed, equal))
+            }))
+            .buffer_unordered(PARTITIONS_IN_FLIGHT);
+        while let Some(r) = settled.next().await {
+            let (p, pulled, pushed, equal) = r?;
             report.rows_pulled += pulled;
             report.rows_pushed += pushed;
-            let t = self.remote_roots(peer, &[*p]).await?[0];
-            if t != self.merkle_root(*p).await? {
-                report.unequal_after.push(*p);
+            if !equal {
+                report.unequal_after.push(p);
             }
             tracing::debug!(
                 "table {}: partition {p} with {}: {pulled} rows pulled, {pushed} pushed",
@@ -265,14 +286,25 @@ impl<S: Schema> ShardedTable<S> {
         Ok(report)
     }
 
-    /// Finds the differing rows of partition `p` and moves them; returns
-    /// (rows pulled, rows pushed).
-    async fn sync_partition(&self, peer: NodeId, p: Partition) -> Result<(u64, u64), TableError> {
+    /// Finds the differing rows of partition `p`, whose roots cover `rows`
+    /// rows on both sides together, and moves them; returns (rows pulled,
+    /// rows pushed).
+    async fn sync_partition(
+        &self,
+        peer: NodeId,
+        p: Partition,
+        rows: u64,
+    ) -> Result<(u64, u64), TableError> {
         let db = self.local().db();
         let index = self.index_tree();
-        let mut stack: Vec<Vec<u8>> = vec![Vec::new()];
+        // Differing nodes still to look at, with the rows they cover.
+        let mut stack: Vec<(Vec<u8>, u64)> = vec![(Vec::new(), rows)];
         let mut buckets: Vec<Vec<u8>> = Vec::new();
-        while let Some(prefix) = stack.pop() {
+        while let Some((prefix, rows)) = stack.pop() {
+            if prefix.len() == DEPTH || rows <= LEAF_BATCH {
+                buckets.push(prefix);
+                continue;
+            }
             let ours: BTreeMap<u8, Summary> = merkle::children(db, index, p, &prefix)
                 .await?
                 .into_iter()
@@ -304,12 +336,10 @@ impl<S: Schema> ShardedTable<S> {
                 }
                 let mut child = prefix.clone();
                 child.push(b);
-                let rows = o.map_or(0, |s| s.count) + t.map_or(0, |s| s.count);
-                if child.len() == DEPTH || rows <= LEAF_BATCH {
-                    buckets.push(child);
-                } else {
-                    stack.push(child);
-                }
+                let rows = o
+                    .map_or(0, |s| s.count)
+                    .saturating_add(t.map_or(0, |s| s.count));
+                stack.push((child, rows));
             }
         }
         let (mut pulled, mut pushed) = (0, 0);

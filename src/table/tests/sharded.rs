@@ -351,6 +351,37 @@ async fn replicas_that_lost_rows_converge_after_one_pass() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partition_larger_than_a_leaf_batch_is_settled_below_its_root() {
+    use hangar_table::sharded_sync::LEAF_BATCH;
+    let nodes = cluster_of(3).await;
+    let n = 2 * LEAF_BATCH as usize + 500;
+    let rows = rows_of(0, n, 1);
+    for chunk in rows.chunks(1000) {
+        nodes[0].table.insert(chunk.to_vec()).await.unwrap();
+    }
+    assert!(eventually!(
+        Duration::from_secs(10),
+        local_count(&nodes[2], 0).await == n
+    ));
+    // Every 50th row lost on node 2: the root covers more than a leaf
+    // batch, so the pass goes down to the children that differ.
+    let lost: Vec<Vec<u8>> = (0..n)
+        .step_by(50)
+        .map(|i| format!("k{i:03}").into_bytes())
+        .collect();
+    delete_locally(&nodes[2], 0, lost.clone()).await;
+    let report = sync_pass(&nodes[2].cluster, &syncable(&nodes[2])).await;
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert!(report.complete, "{report:?}");
+    // From the first peer compared; the second then compares equal.
+    assert_eq!(report.rows_pulled, lost.len() as u64, "{report:?}");
+    assert_eq!(local_count(&nodes[2], 0).await, n);
+    let refs: Vec<&Node> = nodes.iter().collect();
+    assert!(roots_equal(&refs, layout_partition_of(&pk(0))).await);
+    shutdown(&nodes).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tombstone_written_while_a_node_was_down_reaches_it() {
     let mut nodes = cluster_of(3).await;
     nodes[0].table.insert(rows_of(7, 3, 1)).await.unwrap();

@@ -422,14 +422,15 @@ impl<S: Schema> FullTable<S> {
     ) -> Result<Option<S::Row>> {
         let nodes = self.nodes();
         let me = self.cluster.id();
-        let mut all_others = nodes.iter().filter(|n| **n != me).count();
-        let mut needed = needed;
-        let others: Vec<NodeId> = if all_others > 0 {
-            nodes
+        let laid_out_others = nodes.iter().filter(|n| **n != me).count();
+        // (the others to ask now, how many others there are, answers needed)
+        let (others, all_others, needed): (Vec<NodeId>, usize, usize) = if laid_out_others > 0 {
+            let up = nodes
                 .iter()
                 .copied()
                 .filter(|n| *n != me && self.cluster.is_up(*n))
-                .collect()
+                .collect();
+            (up, laid_out_others, needed.min(laid_out_others))
         } else if self.cluster.is_laid_out() {
             // Alone by its layout: absent here is absent.
             return Ok(None);
@@ -456,11 +457,9 @@ impl<S: Schema> FullTable<S> {
                 }
                 return Ok(None);
             }
-            all_others = up.len();
-            needed = up.len();
-            up
+            let n = up.len();
+            (up, n, n)
         };
-        let needed = needed.min(all_others);
         let no_quorum = |answered: usize, errors: Vec<String>| {
             TableError::Replication(ReplicationError::NoReadQuorum {
                 tree: S::TREE,

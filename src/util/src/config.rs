@@ -262,7 +262,6 @@ fn default_max_connections() -> usize {
 fn default_shed_after_overload() -> u64 {
     1000
 }
-
 fn default_s3_header_timeout() -> u64 {
     30_000
 }

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::Bytes;
 use hangar_db::{Db, DbError, Tx};
 use hangar_util::Hash;
+use hangar_util::low_priority::LowPriorityPool;
 use hangar_util::time::now_msec;
 use tokio::sync::Mutex;
 
@@ -17,6 +18,10 @@ use crate::rpc::{CheckReply, HaveBlock};
 use crate::{BlockError, BlockFiles, Result};
 
 const LOCK_STRIPES: usize = 1024;
+
+/// Threads of [`BlockManager::background`]: enough for the default resync
+/// window's transfers and a scrub to each have one.
+const BACKGROUND_THREADS: usize = 4;
 
 /// Counters of the block store, for metrics.
 #[derive(Debug, Default)]
@@ -75,6 +80,10 @@ pub struct BlockManager {
     /// How long a count must stay zero before the file is deleted (ms).
     pub(crate) grace_msec: u64,
     stats: BlockStats,
+    /// Where the file work of background tasks runs (blocks fetched or
+    /// handed over, checked or served for another node's resync, scrubbed):
+    /// below the priority of client work, which uses tokio's blocking pool.
+    background: LowPriorityPool,
 }
 
 impl BlockManager {
@@ -85,6 +94,8 @@ impl BlockManager {
             locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
             grace_msec,
             stats: BlockStats::default(),
+            background: LowPriorityPool::new("hangar-block-bg", BACKGROUND_THREADS)
+                .expect("starting the background block threads"),
         })
     }
 
@@ -270,19 +281,20 @@ impl BlockManager {
     /// checked first like [`Self::store_encoded`], then written under the
     /// block's lock. A block without live references here gets a GC visit
     /// like any other new file. Returns whether this call wrote the file.
+    /// The check and the write run on the low-priority threads: a client's
+    /// upload of the same block meanwhile waits for the block's lock.
     pub async fn store_fetched(&self, hash: Hash, enc: EncodedBlock) -> Result<bool> {
         let checked = enc.clone();
-        tokio::task::spawn_blocking(move || checked.decode(&hash).map(drop))
-            .await
-            .map_err(|e| BlockError::Task(e.to_string()))??;
+        self.in_background(move || checked.decode(&hash).map(drop))
+            .await?;
         let _guard = self.lock_for(&hash).lock().await;
         self.db
             .write(move |tx| refcount::touch(tx, &hash, now_msec()))
             .await?;
         let files = self.files.clone();
-        let stored = tokio::task::spawn_blocking(move || files.write_encoded(&hash, &enc))
-            .await
-            .map_err(|e| BlockError::Task(e.to_string()))??;
+        let stored = self
+            .in_background(move || files.write_encoded(&hash, &enc))
+            .await?;
         if stored.written {
             self.stats.blocks_written.fetch_add(1, Ordering::Relaxed);
             self.stats
@@ -306,16 +318,17 @@ impl BlockManager {
 
     /// Reads this node's copy of `hash` whole and checks it against its
     /// name; a corrupt copy is quarantined ([`BlockFiles::quarantine`]) and
-    /// the block queued for resync.
+    /// the block queued for resync. A background task's work (scrub, a
+    /// resync's check of a copy): it runs on the low-priority threads.
     pub async fn verify(&self, hash: Hash) -> Result<CheckReply> {
         let files = self.files.clone();
-        let r = tokio::task::spawn_blocking(move || {
-            files
-                .read_encoded(&hash)
-                .and_then(|enc| enc.decode(&hash).map(drop))
-        })
-        .await
-        .map_err(|e| BlockError::Task(e.to_string()))?;
+        let r = self
+            .in_background(move || {
+                files
+                    .read_encoded(&hash)
+                    .and_then(|enc| enc.decode(&hash).map(drop))
+            })
+            .await;
         match r {
             Ok(()) => Ok(CheckReply::Good),
             Err(BlockError::Missing(_)) => Ok(CheckReply::Missing),
@@ -396,6 +409,25 @@ impl BlockManager {
     pub async fn read_encoded(&self, hash: Hash) -> Result<EncodedBlock> {
         let files = self.files.clone();
         tokio::task::spawn_blocking(move || files.read_encoded(&hash))
+            .await
+            .map_err(|e| BlockError::Task(e.to_string()))?
+    }
+
+    /// [`Self::read_encoded`] for a background task (a block served to
+    /// another node's resync or handed over): on the low-priority threads.
+    pub async fn read_encoded_in_background(&self, hash: Hash) -> Result<EncodedBlock> {
+        let files = self.files.clone();
+        self.in_background(move || files.read_encoded(&hash)).await
+    }
+
+    /// Runs `f` on the low-priority threads of background work.
+    async fn in_background<T, F>(&self, f: F) -> Result<T>
+    where
+        F: FnOnce() -> Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.background
+            .run(f)
             .await
             .map_err(|e| BlockError::Task(e.to_string()))?
     }

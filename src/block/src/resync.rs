@@ -628,7 +628,7 @@ impl Resync {
                 have
             } else {
                 if enc.is_none() {
-                    match self.mgr.read_encoded(hash).await {
+                    match self.mgr.read_encoded_in_background(hash).await {
                         Ok(e) => enc = Some(e),
                         Err(BlockError::Missing(_)) => return (Outcome::Done, sent),
                         Err(e) => return (Outcome::Failed(format!("reading: {e}")), sent),

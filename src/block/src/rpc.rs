@@ -327,7 +327,24 @@ impl Handler<GetBlock, GetBlockReply> for GetHandler {
         &self,
         req: Request<GetBlock>,
     ) -> std::result::Result<Response<GetBlockReply>, HandlerError> {
-        match self.mgr.read_encoded(req.msg.hash).await {
+        self.serve(req.msg.hash, false).await
+    }
+}
+
+impl GetHandler {
+    /// Reads `hash` as stored for another node: for its client
+    /// (`background` false) or its resync, on the low-priority threads.
+    async fn serve(
+        &self,
+        hash: Hash,
+        background: bool,
+    ) -> std::result::Result<Response<GetBlockReply>, HandlerError> {
+        let read = if background {
+            self.mgr.read_encoded_in_background(hash).await
+        } else {
+            self.mgr.read_encoded(hash).await
+        };
+        match read {
             Ok(enc) => Ok(Response::with_body(
                 GetBlockReply {
                     found: Some(BlockForm {
@@ -373,14 +390,7 @@ impl Handler<ResyncGet, ResyncGetReply> for ResyncGetHandler {
         while self.settings.foreground_busy() && tokio::time::Instant::now() < until {
             tokio::time::sleep(YIELD_POLL).await;
         }
-        let got = self
-            .get
-            .handle(Request {
-                from: req.from,
-                msg: GetBlock { hash: req.msg.hash },
-                body: req.body,
-            })
-            .await?;
+        let got = self.get.serve(req.msg.hash, true).await?;
         if got.msg.found.is_some() {
             stats.resync_served.fetch_add(1, Ordering::Relaxed);
         }

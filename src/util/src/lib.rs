@@ -1,8 +1,9 @@
 //! Hangar's shared ground: the configuration file, the block hash type, size
 //! parsing, the registry through which background workers report progress,
 //! the connection bounds the HTTP endpoints share (`conn_limits`,
-//! `idle_io`), whether the node is serving clients now (`foreground`), and
-//! when something last happened (`last_event`).
+//! `idle_io`), whether the node is serving clients now (`foreground`),
+//! when something last happened (`last_event`), and the low-priority threads
+//! of background block work (`low_priority`).
 //!
 //! Every other crate may depend on this one; it depends on none of them.
 
@@ -13,6 +14,7 @@ pub mod foreground;
 pub mod hash;
 pub mod idle_io;
 pub mod last_event;
+pub mod low_priority;
 pub mod node_id;
 pub mod serde_id16;
 pub mod size;

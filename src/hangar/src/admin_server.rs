@@ -13,6 +13,7 @@ use hangar_model::key::KeyRow;
 use hangar_model::{Model, ModelError, PermissionChange};
 use hangar_net::{Mesh, PeerAddr};
 use hangar_table::TableError;
+use hangar_table::replicated::ReplicationError;
 use hangar_util::worker::WorkerRegistry;
 use serde_json::{Value, json};
 
@@ -91,6 +92,9 @@ fn next_step(e: &ModelError) -> &'static str {
         ModelError::BucketAlreadyExists(_) => ": pick another name, or `hangar bucket info` it",
         ModelError::BucketNotEmpty(_) => ": delete its objects first",
         ModelError::KeyAlreadyExists(_) => ": `hangar key info` shows it",
+        ModelError::Table(TableError::Replication(ReplicationError::NoLayoutYet { .. })) => {
+            ": `hangar layout show` shows whether the cluster has a layout; apply one, or retry once this node has received it"
+        }
         ModelError::Table(TableError::Replication(_) | TableError::Net(_))
         | ModelError::BucketCoordinator { .. }
         | ModelError::ConditionalWrite { .. }

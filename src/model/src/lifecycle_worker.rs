@@ -121,9 +121,13 @@ impl Model {
     }
 
     /// Whether this node applies `bucket`'s rules: the first live node, by
-    /// id, of the bucket partition's read nodes, or any node before a
-    /// layout.
+    /// id, of the bucket partition's read nodes; any node of a cluster of
+    /// replication factor 1 before a layout; none awaiting its first layout
+    /// in a larger one.
     fn acts_for_lifecycle(&self, bucket: &BucketRow) -> bool {
+        if self.awaiting_layout() {
+            return false;
+        }
         let Some(cluster) = self.cluster().filter(|_| self.object_rows().is_spread()) else {
             return true;
         };

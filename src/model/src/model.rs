@@ -275,13 +275,14 @@ impl Model {
 
     /// Whether this node may remove tombstones of the object, version and
     /// multipart tables alone: when no other node holds their rows (no
-    /// cluster, no layout yet, or a replication factor of 1). Otherwise a
-    /// tombstone is removed only once every replica holds it
-    /// ([`Model::collect_replicated_tombstones`]).
+    /// cluster, or a replication factor of 1). Otherwise a tombstone is
+    /// removed only once every replica holds it
+    /// ([`Model::collect_replicated_tombstones`]), and not at all by a node
+    /// that has no layout yet.
     pub fn tombstones_collectable(&self) -> bool {
         match &self.cluster_blocks {
             None => true,
-            Some(cb) => cb.cluster.replication_factor() <= 1 || !self.objects.is_spread(),
+            Some(cb) => cb.cluster.replication_factor() <= 1,
         }
     }
 

@@ -10,12 +10,18 @@
 //! Where the rows are: on a node of a cluster whose layout assigns
 //! partitions, on the nodes of the row's partition
 //! ([`hangar_table::sharded::ShardedTable`]: quorum writes and reads);
-//! otherwise (no cluster, or before the first layout) in this node's store.
+//! without a cluster, or in a cluster of replication factor 1 before its
+//! first layout, in this node's store. A node of a cluster with a larger
+//! replication factor that has no layout yet (joining, or replacing a node)
+//! refuses to read or write rows: its store holds none of the cluster's, so
+//! a read would call them absent (an admin's DeleteBucket would find a full
+//! bucket empty) and a write would go where no replica looks.
 
 use std::ops::Bound;
 
 use hangar_db::Db;
 use hangar_table::fence::{self, FenceAnswer, FenceOp};
+use hangar_table::replicated::ReplicationError;
 use hangar_table::sharded::ShardedTable;
 use hangar_table::{Schema, Table, TableError};
 
@@ -61,31 +67,48 @@ impl<S: Schema> Rows<S> {
         self.sharded.as_ref()
     }
 
-    /// The sharded table if a layout assigns partitions to nodes.
-    fn spread(&self) -> Option<&ShardedTable<S>> {
-        self.sharded.as_ref().filter(|t| t.cluster().is_laid_out())
+    /// The sharded table if a layout assigns partitions to nodes; `None`
+    /// where this node's store holds the rows; `NoLayoutYet` where neither
+    /// can be used (module doc).
+    fn spread(&self) -> Result<Option<&ShardedTable<S>>> {
+        let Some(t) = &self.sharded else {
+            return Ok(None);
+        };
+        let cluster = t.cluster();
+        if cluster.is_laid_out() {
+            return Ok(Some(t));
+        }
+        let rf = cluster.replication_factor();
+        if rf > 1 {
+            return Err(TableError::Replication(ReplicationError::NoLayoutYet {
+                tree: S::TREE,
+                replication_factor: rf,
+            })
+            .into());
+        }
+        Ok(None)
     }
 
     /// Collects due tombstones with every replica (a no-op report before
-    /// the first layout).
+    /// the first layout: nothing is collected until the replicas are known).
     pub(crate) async fn collect_tombstones(
         &self,
         due: Vec<hangar_table::tombstones::DueTombstone>,
     ) -> Result<hangar_table::sharded_gc::GcReport> {
         match self.spread() {
-            Some(t) => Ok(t.collect_tombstones(due).await?),
-            None => Ok(Default::default()),
+            Ok(Some(t)) => Ok(t.collect_tombstones(due).await?),
+            Ok(None) | Err(_) => Ok(Default::default()),
         }
     }
 
     /// Whether rows go to several nodes (so a read-then-write is not one
     /// transaction).
     pub(crate) fn is_spread(&self) -> bool {
-        self.spread().is_some()
+        matches!(self.spread(), Ok(Some(_)))
     }
 
     pub(crate) async fn get(&self, partition: &[u8], sort: &[u8]) -> Result<Option<S::Row>> {
-        Ok(match self.spread() {
+        Ok(match self.spread()? {
             Some(t) => t.get(partition, sort).await?,
             None => self.local.get(partition, sort).await?,
         })
@@ -102,7 +125,7 @@ impl<S: Schema> Rows<S> {
         if rows.is_empty() {
             return Ok(());
         }
-        if let Some(t) = self.spread() {
+        if let Some(t) = self.spread()? {
             t.insert(rows).await?;
             return Ok(());
         }
@@ -127,7 +150,7 @@ impl<S: Schema> Rows<S> {
         token: u64,
         op: FenceOp,
     ) -> Result<FenceAnswer> {
-        Ok(match self.spread() {
+        Ok(match self.spread()? {
             Some(t) => t.fence(partition, token, op).await?,
             None => fence::apply_local(&self.local, partition, token, op).await?,
         })
@@ -153,7 +176,7 @@ impl<S: Schema> Rows<S> {
         end: Bound<&[u8]>,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, S::Row)>> {
-        let Some(t) = self.spread() else {
+        let Some(t) = self.spread()? else {
             return Ok(self
                 .local
                 .range(partition, start, end, false, limit)
@@ -209,7 +232,7 @@ impl<S: Schema> Rows<S> {
     /// This node's replica of `partition`'s rows, if it holds the partition
     /// (in some active layout version) — for reads that may skip the quorum.
     fn local_replica(&self, partition: &[u8]) -> Option<&Table<S>> {
-        let t = self.spread()?;
+        let t = self.spread().ok().flatten()?;
         t.cluster()
             .stores_partition(S::layout_partition(partition))
             .then_some(&self.local)

@@ -142,7 +142,7 @@ pub enum ReplicationError {
     /// factor says it has peers: a node just started to join (or replace a
     /// node of) a cluster must not call a row absent that they hold.
     #[error(
-        "this node has no cluster layout yet (replication factor {replication_factor}): it cannot tell whether a row of table {tree} exists until it has joined the cluster; retry in a moment"
+        "this node has no cluster layout yet (replication factor {replication_factor}): it cannot tell where the rows of table {tree} are, or whether one exists, until it has joined the cluster; retry in a moment"
     )]
     NoLayoutYet {
         tree: &'static str,

@@ -10,6 +10,7 @@
 mod client;
 mod cpu;
 mod error;
+mod expect;
 mod ops;
 mod overload;
 mod payload;
@@ -105,6 +106,11 @@ struct BenchArgs {
     /// SHA-256 (what it does for bodies in memory).
     #[arg(long)]
     streaming: bool,
+    /// Send each PUT with `Expect: 100-continue` and its body only after the
+    /// server's `100 Continue`, as aws-cli, boto3 and the Java SDK do (a
+    /// presigned request over a connection of its own; not with `--streaming`).
+    #[arg(long, conflicts_with = "streaming")]
+    expect_continue: bool,
     /// PID of the server process on this machine, to report its CPU time during the
     /// measured phase (read from /proc).
     #[arg(long)]
@@ -184,6 +190,8 @@ fn plan(args: &BenchArgs, prepares: bool) -> Result<run::Plan, LoadgenError> {
         nonce,
         body_kind: if args.streaming {
             ops::BodyKind::Streaming
+        } else if args.expect_continue {
+            ops::BodyKind::ExpectContinue
         } else {
             ops::BodyKind::InMemory
         },

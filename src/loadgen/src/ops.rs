@@ -94,6 +94,10 @@ pub enum BodyKind {
     /// A stream of known length: the SDK sends it aws-chunked,
     /// `STREAMING-UNSIGNED-PAYLOAD-TRAILER`, with the CRC32 in a trailer.
     Streaming,
+    /// Not through the SDK's HTTP client: a presigned PUT with `Expect:
+    /// 100-continue`, the body sent only after `100 Continue`, as botocore
+    /// and the Java SDK send uploads ([`crate::expect`]).
+    ExpectContinue,
 }
 
 /// Uploads `spec`'s body. The body is generated before the clock starts.
@@ -101,6 +105,7 @@ pub async fn put(client: &Client, bucket: &str, spec: &ObjectSpec, kind: BodyKin
     let body = match kind {
         BodyKind::InMemory => ByteStream::from(spec.body()),
         BodyKind::Streaming => ByteStream::from_body_1_x(http_body_util::Full::new(spec.body())),
+        BodyKind::ExpectContinue => return crate::expect::put(client, bucket, spec).await,
     };
     let start = Instant::now();
     let result = client

@@ -107,6 +107,30 @@ fn every_mode_runs_clean() {
         .sum();
     assert_eq!(Some(per_second), storm["accepted"].as_u64(), "{storm}");
 
+    // PUTs with `Expect: 100-continue`, body after `100 Continue`: each
+    // acknowledged one reads back intact.
+    let expecting = run(
+        &server,
+        "overload",
+        &[
+            "--obj-size",
+            "256KiB",
+            "--concurrent",
+            "4",
+            "--objects",
+            "4",
+            "--expect-continue",
+        ],
+    );
+    assert_eq!(expecting["failed"], 0, "{expecting}");
+    let acked = expecting["acked_puts"].as_u64().unwrap();
+    assert!(acked > 0, "{expecting}");
+    assert_eq!(
+        expecting["verified"]["intact"].as_u64(),
+        Some(acked),
+        "{expecting}"
+    );
+
     // Every run deleted what it wrote.
     let listing = server.cli(&["bucket", "info", "loadgen", "--json"]);
     let info: Value = serde_json::from_str(&listing).unwrap();

@@ -6,8 +6,9 @@
 //! whose objects other nodes hold. Three real meshes in one process, no
 //! layout applied.
 
+mod common;
+
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use hangar_block::{BlockFiles, BlockManager, ReplicatedBlocks, ReplicatedConfig, ResyncSettings};
 use hangar_cluster::Cluster;
@@ -15,7 +16,7 @@ use hangar_db::{Db, DbOptions, RedbEngine};
 use hangar_layout::LayoutHistory;
 use hangar_model::object::{ObjectData, ObjectRow, ObjectTable};
 use hangar_model::{Model, ModelError};
-use hangar_net::{Mesh, MeshConfig};
+use hangar_net::Mesh;
 use hangar_table::replicated::ReplicationError;
 use hangar_table::{Table, TableError};
 use hangar_util::config::ConsistencyMode;
@@ -29,15 +30,7 @@ struct Node {
 
 async fn start_node() -> Node {
     let dir = tempfile::tempdir().unwrap();
-    let mut cfg = MeshConfig::new(
-        [7; 32],
-        "127.0.0.1:0".parse().unwrap(),
-        dir.path().to_path_buf(),
-    );
-    cfg.rpc_timeout = Duration::from_secs(10);
-    cfg.ping_interval = Duration::from_millis(200);
-    cfg.ping_timeout = Duration::from_secs(1);
-    let mesh = Mesh::start(cfg).await.unwrap();
+    let mesh = common::start_mesh(dir.path(), [7; 32]).await;
     let engine = RedbEngine::open(&dir.path().join("db"), 4 << 20).unwrap();
     let db = Db::new(Arc::new(engine), DbOptions::default());
     let data = dir.path().join("data");
@@ -73,23 +66,7 @@ async fn three_unlaid_nodes() -> Vec<Node> {
     for _ in 0..3 {
         nodes.push(start_node().await);
     }
-    for a in 0..3 {
-        for b in a + 1..3 {
-            nodes[a]
-                .mesh
-                .connect(&nodes[b].mesh.peer_addr())
-                .await
-                .unwrap();
-        }
-    }
-    let start = Instant::now();
-    while !nodes
-        .iter()
-        .all(|m| nodes.iter().all(|o| m.mesh.is_up(o.mesh.id())))
-    {
-        assert!(start.elapsed() < Duration::from_secs(5), "meshes not up");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    common::connect_all(&nodes.iter().map(|n| &n.mesh).collect::<Vec<_>>()).await;
     nodes
 }
 

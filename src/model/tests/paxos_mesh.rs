@@ -4,6 +4,8 @@
 //! live layout; proposers on every node race on one key through
 //! [`MeshLink`], and one of them wins per key.
 
+mod common;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -15,7 +17,7 @@ use hangar_model::paxos::link::{MeshLink, PaxosEndpoints};
 use hangar_model::paxos::messages::{PaxosKey, Proposal};
 use hangar_model::paxos::proposer::{self, Link, Register};
 use hangar_model::paxos::{Acceptor, BallotClock, Outcome};
-use hangar_net::{Mesh, MeshConfig};
+use hangar_net::Mesh;
 use hangar_util::config::ConsistencyMode;
 use serde_bytes::ByteBuf;
 
@@ -31,16 +33,7 @@ struct Node {
 
 async fn start_node() -> Node {
     let dir = tempfile::tempdir().unwrap();
-    let mut cfg = MeshConfig::new(
-        [5; 32],
-        "127.0.0.1:0".parse().unwrap(),
-        dir.path().to_path_buf(),
-    );
-    cfg.rpc_timeout = Duration::from_secs(10);
-    cfg.ping_interval = Duration::from_millis(200);
-    cfg.ping_timeout = Duration::from_secs(1);
-    cfg.peer_exchange_interval = Duration::from_millis(500);
-    let mesh = Mesh::start(cfg).await.unwrap();
+    let mesh = common::start_mesh(dir.path(), [5; 32]).await;
     let engine = RedbEngine::open(&dir.path().join("db"), 4 << 20).unwrap();
     let db = Db::new(Arc::new(engine), DbOptions::default());
     let history = layout_file::load_or_create(dir.path(), 3).unwrap();
@@ -78,21 +71,7 @@ async fn three_nodes() -> Vec<Node> {
     for _ in 0..3 {
         nodes.push(start_node().await);
     }
-    for a in 0..3 {
-        for b in a + 1..3 {
-            nodes[a]
-                .mesh
-                .connect(&nodes[b].mesh.peer_addr())
-                .await
-                .unwrap();
-        }
-    }
-    assert!(
-        wait_for(Duration::from_secs(5), || nodes
-            .iter()
-            .all(|m| nodes.iter().all(|o| m.mesh.is_up(o.mesh.id()))))
-        .await
-    );
+    common::connect_all(&nodes.iter().map(|n| &n.mesh).collect::<Vec<_>>()).await;
     let me = nodes[0].cluster.id();
     let ids: Vec<NodeId> = nodes.iter().map(|n| n.cluster.id()).collect();
     nodes[0]

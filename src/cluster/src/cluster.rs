@@ -225,6 +225,14 @@ impl Cluster {
             .any(|v| v.is_assigned())
     }
 
+    /// Whether this node waits for its first layout while its replication
+    /// factor promises peers that hold the rows and blocks: it then holds
+    /// none of them and must not answer for them from its own store
+    /// (doc/replication.md §1).
+    pub fn awaits_layout(&self) -> bool {
+        self.replication_factor() > 1 && !self.is_laid_out()
+    }
+
     /// Whether this node is one of the nodes of partition `p` in some
     /// active layout version (it then holds a replica of the partition's
     /// data).

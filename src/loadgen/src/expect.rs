@@ -225,3 +225,89 @@ fn other(what: &str, e: impl std::fmt::Display) -> OpFailure {
 fn invalid(message: String) -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::InvalidData, message)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::net::TcpListener;
+
+    /// A server that answers the request head with `answer` and returns
+    /// the head it read and the bytes the client sent after it; after a
+    /// `100 Continue` it reads `body_len` bytes and answers `200`.
+    async fn server(
+        answer: &'static str,
+        body_len: usize,
+    ) -> (String, tokio::task::JoinHandle<(String, Vec<u8>)>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let task = tokio::spawn(async move {
+            let (mut conn, _) = listener.accept().await.unwrap();
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 4096];
+            let end = loop {
+                if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                    break end + 4;
+                }
+                let n = conn.read(&mut chunk).await.unwrap();
+                buf.extend_from_slice(&chunk[..n]);
+            };
+            let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+            let mut after = buf.split_off(end);
+            conn.write_all(answer.as_bytes()).await.unwrap();
+            if answer.starts_with("HTTP/1.1 100") {
+                while after.len() < body_len {
+                    let n = conn.read(&mut chunk).await.unwrap();
+                    after.extend_from_slice(&chunk[..n]);
+                }
+                conn.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+                    .await
+                    .unwrap();
+            }
+            // Whatever else the client sends until it closes.
+            loop {
+                let n = conn.read(&mut chunk).await.unwrap_or(0);
+                if n == 0 {
+                    break;
+                }
+                after.extend_from_slice(&chunk[..n]);
+            }
+            (head, after)
+        });
+        (format!("http://{addr}/b/k?X-Amz-Signature=x"), task)
+    }
+
+    #[tokio::test]
+    async fn a_refusal_before_continue_costs_no_body() {
+        let (uri, task) = server(
+            "HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\ncontent-length: 36\r\n\r\n<Error><Code>SlowDown</Code></Error>",
+            0,
+        )
+        .await;
+        let (head, text) = send(&uri, std::iter::empty(), &[7u8; 4096]).await.unwrap();
+        assert_eq!(head.status, 503);
+        let failure = refused("PUT k", &head, &text);
+        assert_eq!(failure.kind, FailureKind::SlowDown { retry_hint: true });
+        assert_eq!(failure.retry_after, Some(Duration::from_secs(1)));
+        let (request, sent_after) = task.await.unwrap();
+        assert!(request.contains("expect: 100-continue"), "{request}");
+        assert!(
+            request.starts_with("PUT /b/k?X-Amz-Signature=x HTTP/1.1"),
+            "{request}"
+        );
+        assert!(
+            sent_after.is_empty(),
+            "{} body bytes sent",
+            sent_after.len()
+        );
+    }
+
+    #[tokio::test]
+    async fn the_body_follows_100_continue() {
+        let body = vec![9u8; 100_000];
+        let (uri, task) = server("HTTP/1.1 100 Continue\r\n\r\n", body.len()).await;
+        let (head, _) = send(&uri, std::iter::empty(), &body).await.unwrap();
+        assert_eq!(head.status, 200);
+        let (_, sent_after) = task.await.unwrap();
+        assert_eq!(sent_after, body);
+    }
+}

@@ -342,8 +342,7 @@ impl Model {
     /// what the cluster holds. The S3 API refuses such operations until the
     /// layout arrives.
     pub fn awaiting_layout(&self) -> bool {
-        self.cluster()
-            .is_some_and(|c| c.replication_factor() > 1 && !c.is_laid_out())
+        self.cluster().is_some_and(|c| c.awaits_layout())
     }
 
     pub(crate) fn conditional(&self) -> Option<&Conditional> {

@@ -71,22 +71,17 @@ impl<S: Schema> Rows<S> {
     /// where this node's store holds the rows; `NoLayoutYet` where neither
     /// can be used (module doc).
     fn spread(&self) -> Result<Option<&ShardedTable<S>>> {
-        let Some(t) = &self.sharded else {
-            return Ok(None);
-        };
-        let cluster = t.cluster();
-        if cluster.is_laid_out() {
-            return Ok(Some(t));
+        match &self.sharded {
+            Some(t) if t.cluster().is_laid_out() => Ok(Some(t)),
+            Some(t) if t.cluster().awaits_layout() => {
+                Err(TableError::Replication(ReplicationError::NoLayoutYet {
+                    tree: S::TREE,
+                    replication_factor: t.cluster().replication_factor(),
+                })
+                .into())
+            }
+            _ => Ok(None),
         }
-        let rf = cluster.replication_factor();
-        if rf > 1 {
-            return Err(TableError::Replication(ReplicationError::NoLayoutYet {
-                tree: S::TREE,
-                replication_factor: rf,
-            })
-            .into());
-        }
-        Ok(None)
     }
 
     /// Collects due tombstones with every replica (a no-op report before

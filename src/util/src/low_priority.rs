@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 /// What a job may be: any blocking closure.
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
-/// The job's thread panicked, or the pool is shut down.
+/// The job's thread panicked, or every thread of the pool has ended.
 #[derive(Debug, thiserror::Error)]
 #[error("background job failed: {0}")]
 pub struct JobFailed(&'static str);
@@ -27,7 +27,7 @@ pub struct JobFailed(&'static str);
 /// they were given. Dropping the pool lets its threads end once the jobs
 /// given before are done.
 pub struct LowPriorityPool {
-    jobs: Mutex<Option<mpsc::Sender<Job>>>,
+    jobs: mpsc::Sender<Job>,
 }
 
 impl LowPriorityPool {
@@ -54,9 +54,7 @@ impl LowPriorityPool {
                     }
                 })?;
         }
-        Ok(LowPriorityPool {
-            jobs: Mutex::new(Some(tx)),
-        })
+        Ok(LowPriorityPool { jobs: tx })
     }
 
     /// Runs `f` on one of the pool's threads and returns what it returned.
@@ -69,11 +67,9 @@ impl LowPriorityPool {
         let job: Job = Box::new(move || {
             let _ = tx.send(f());
         });
-        {
-            let jobs = self.jobs.lock().map_err(|_| JobFailed("pool poisoned"))?;
-            let jobs = jobs.as_ref().ok_or(JobFailed("pool shut down"))?;
-            jobs.send(job).map_err(|_| JobFailed("pool shut down"))?;
-        }
+        self.jobs
+            .send(job)
+            .map_err(|_| JobFailed("the pool's threads have ended"))?;
         rx.await.map_err(|_| JobFailed("the job panicked"))
     }
 }

@@ -47,6 +47,9 @@ struct Second {
 struct Observed {
     seconds: Vec<Second>,
     reject_latencies_us: Vec<u64>,
+    /// Latencies of accepted PUTs and GETs apart (the per-second ones mix them).
+    put_latencies_us: Vec<u64>,
+    get_latencies_us: Vec<u64>,
     rejected_with_hint: u64,
     mismatched: u64,
     failure_samples: Vec<String>,
@@ -66,6 +69,7 @@ impl Observed {
     fn record(&mut self, at: Duration, put: bool, (latency, result): ops::Timed) -> bool {
         match result {
             Ok(bytes) => {
+                let us = latency.as_micros() as u64;
                 let s = self.second(at);
                 if put {
                     s.put_ok += 1;
@@ -73,7 +77,12 @@ impl Observed {
                     s.get_ok += 1;
                 }
                 s.bytes += bytes;
-                s.latencies_us.push(latency.as_micros() as u64);
+                s.latencies_us.push(us);
+                if put {
+                    self.put_latencies_us.push(us);
+                } else {
+                    self.get_latencies_us.push(us);
+                }
                 true
             }
             Err(failure) => {
@@ -111,6 +120,8 @@ impl Observed {
             mine.latencies_us.extend(theirs.latencies_us);
         }
         self.reject_latencies_us.extend(other.reject_latencies_us);
+        self.put_latencies_us.extend(other.put_latencies_us);
+        self.get_latencies_us.extend(other.get_latencies_us);
         self.rejected_with_hint += other.rejected_with_hint;
         self.mismatched += other.mismatched;
         keep_samples(&mut self.failure_samples, other.failure_samples);
@@ -184,6 +195,12 @@ pub struct OverloadReport {
     pub accepted_ops_per_s: f64,
     /// Latency of accepted operations, ms: p50, p99, max.
     pub accepted_latency_ms: [f64; 3],
+    /// Latency of accepted PUTs alone, ms: p50, p99, max.
+    #[serde(default)]
+    pub put_latency_ms: [f64; 3],
+    /// Latency of accepted GETs alone, ms: p50, p99, max.
+    #[serde(default)]
+    pub get_latency_ms: [f64; 3],
     /// Requests refused with `503 SlowDown`.
     pub rejected: u64,
     /// Refusals that carried a retry hint.
@@ -428,6 +445,8 @@ pub async fn run(
         accepted_mib_per_s: bytes as f64 / (1 << 20) as f64 / secs,
         accepted_ops_per_s: accepted as f64 / secs,
         accepted_latency_ms: percentiles(&mut accepted_us),
+        put_latency_ms: percentiles(&mut seen.put_latencies_us),
+        get_latency_ms: percentiles(&mut seen.get_latencies_us),
         rejected,
         rejected_with_hint: seen.rejected_with_hint,
         rejected_latency_ms: percentiles(&mut seen.reject_latencies_us),
@@ -447,9 +466,12 @@ impl OverloadReport {
     pub fn to_table(&self) -> String {
         let [a50, a99, amax] = self.accepted_latency_ms;
         let [r50, r99, rmax] = self.rejected_latency_ms;
+        let [p50, p99, pmax] = self.put_latency_ms;
+        let [g50, g99, gmax] = self.get_latency_ms;
         let mut out = format!(
             "overload {}B x{} ({}% GET) for {:.1}s at {}\n\
              accepted {} ({:.1} ops/s, {:.1} MiB/s), latency ms p50 {a50:.1} p99 {a99:.1} max {amax:.1}\n\
+             \x20 PUT latency ms p50 {p50:.1} p99 {p99:.1} max {pmax:.1}; GET p50 {g50:.1} p99 {g99:.1} max {gmax:.1}\n\
              rejected {} (with retry hint {}), latency ms p50 {r50:.1} p99 {r99:.1} max {rmax:.1}\n\
              failed {}, mismatched {}\n\
              acked PUTs {}: read back {}, intact {}, missing {}, corrupt {}, unreadable {}\n",
@@ -576,6 +598,25 @@ mod tests {
         assert_eq!(a.mismatched, 1);
         // A hinted refusal is expected under overload; the rest are worth showing.
         assert_eq!(a.failure_samples.len(), 2);
+    }
+
+    #[test]
+    fn accepted_puts_and_gets_keep_their_latencies_apart_across_merges() {
+        let mut a = Observed::default();
+        let took = |ms| (Duration::from_millis(ms), Ok(1 << 20));
+        assert!(a.record(Duration::ZERO, true, took(900)));
+        assert!(a.record(Duration::ZERO, false, took(30)));
+        let mut b = Observed::default();
+        assert!(b.record(Duration::from_secs(1), true, took(700)));
+        assert!(!b.record(
+            Duration::from_secs(1),
+            true,
+            fail(FailureKind::SlowDown { retry_hint: true })
+        ));
+        a.merge(b);
+        assert_eq!(a.put_latencies_us, [900_000, 700_000]);
+        assert_eq!(a.get_latencies_us, [30_000]);
+        assert_eq!(percentiles(&mut a.put_latencies_us), [700.0, 900.0, 900.0]);
     }
 
     #[test]

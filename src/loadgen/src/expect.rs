@@ -128,13 +128,32 @@ async fn send<'a>(
     Ok((head, text))
 }
 
+/// Headers a response head may have.
+const MAX_HEADERS: usize = 64;
+
 /// Reads one response head; bytes read past it stay in `buf`.
 async fn read_head(conn: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result<Head> {
     loop {
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..end]).into_owned();
-            buf.drain(..end + 4);
-            return parse_head(&head);
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut resp = httparse::Response::new(&mut headers);
+        match resp.parse(buf) {
+            Ok(httparse::Status::Complete(len)) => {
+                let head = Head {
+                    status: resp.code.unwrap_or_default(),
+                    headers: resp
+                        .headers
+                        .iter()
+                        .map(|h| {
+                            let value = String::from_utf8_lossy(h.value).trim().to_owned();
+                            (h.name.to_ascii_lowercase(), value)
+                        })
+                        .collect(),
+                };
+                buf.drain(..len);
+                return Ok(head);
+            }
+            Ok(httparse::Status::Partial) => {}
+            Err(e) => return Err(invalid(format!("bad response head: {e}"))),
         }
         if buf.len() > MAX_HEAD {
             return Err(invalid("response head too long".into()));
@@ -149,21 +168,6 @@ async fn read_head(conn: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result<H
         }
         buf.extend_from_slice(&chunk[..n]);
     }
-}
-
-fn parse_head(head: &str) -> std::io::Result<Head> {
-    let mut lines = head.split("\r\n");
-    let status_line = lines.next().unwrap_or_default();
-    let status = status_line
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| invalid(format!("bad status line {status_line:?}")))?;
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    Ok(Head { status, headers })
 }
 
 /// Reads the final answer's body: its `content-length`, else to the

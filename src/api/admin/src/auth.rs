@@ -306,7 +306,10 @@ mod tests {
         assert_eq!(t.check_metrics(&bearer(&read)), Access::Allowed);
         let full = TokenSigner::new("full").mint(Scope::Full, None);
         assert_eq!(t.check_op(&bearer(&full), Verb::Post), Access::Allowed);
-        let old = TokenSigner::new("full").mint(Scope::Full, Some(now_msec() - 1));
+        // One instant for the mint and the rewrite below: reading the clock twice
+        // let them differ by a millisecond, and the rewrite then changed nothing.
+        let past = now_msec() - 1;
+        let old = TokenSigner::new("full").mint(Scope::Full, Some(past));
         assert_eq!(t.check_op(&bearer(&old), Verb::Get), Access::Expired);
         assert_eq!(t.check_metrics(&bearer(&old)), Access::Expired);
         // Signed under another admin token, or changed: refused.
@@ -314,7 +317,7 @@ mod tests {
         assert_eq!(t.check_op(&bearer(&other), Verb::Get), Access::Refused);
         let widened = read.replacen("hgt1.read.", "hgt1.full.", 1);
         assert_eq!(t.check_op(&bearer(&widened), Verb::Get), Access::Refused);
-        let extended = old.replacen(&format!(".{}.", now_msec() - 1), &format!(".{far}."), 1);
+        let extended = old.replacen(&format!(".{past}."), &format!(".{far}."), 1);
         assert_ne!(extended, old);
         for bad in [
             extended.as_str(),

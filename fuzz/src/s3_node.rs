@@ -75,6 +75,7 @@ impl Node {
                     ram_queue_max: 16 << 20,
                     admission_wait: Duration::from_millis(5),
                     shed_after_overload: Duration::ZERO,
+                    upload_latency_target: Duration::from_millis(1000),
                     sse_c_require_https: false,
                 },
             );

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import socket
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from botocore.exceptions import ClientError
 
-from hangar_testlib import Node, error_code, http_status, random_bytes, s3_client, sign_v4
+from hangar_testlib import Node, error_code, http_status, random_bytes, s3_client, sign_v4, signed_request
 
 
 @pytest.fixture(scope="module")
@@ -155,3 +156,137 @@ def test_a_refused_body_is_read_so_the_client_gets_the_slow_down(no_queue_node):
         sock.close()
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket="refusedbody")["Contents"]]
     assert keys == ["slow"]
+
+
+
+@pytest.fixture(scope="module")
+def gated_node(tmp_path_factory):
+    n = Node(tmp_path_factory.mktemp("gated"))
+    # The upload gate with a target so short that, once the node has a
+    # measured rate, its limit is its floor: eight 1 MiB blocks queued or
+    # reserved. An admitted upload reserves one block until its first block
+    # reaches the store, for at most a second.
+    text = n.config.read_text()
+    n.config.write_text("s3_upload_latency_target_msec = 1\n" + text)
+    n.start()
+    yield n
+    n.stop()
+
+
+def _expect_put_head(node: Node, key, bucket: str, obj: str, length: int) -> tuple[socket.socket, bytes]:
+    """Sends a PUT's head with `Expect: 100-continue`, as aws-cli and boto3
+    do, and returns the socket and the first answer: `100 Continue`, or a
+    final status sent before any body byte."""
+    host = f"127.0.0.1:{node.s3_port}"
+    path = f"/{bucket}/{obj}"
+    s = sign_v4("PUT", host, path, [], {"content-length": str(length), "expect": "100-continue"},
+                "UNSIGNED-PAYLOAD", key)
+    head = f"PUT {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in s.headers.items()) + "\r\n"
+    sock = socket.create_connection(("127.0.0.1", node.s3_port))
+    sock.settimeout(10)
+    sock.sendall(head.encode())
+    answer = sock.recv(65536)
+    while answer.startswith(b"HTTP/1.1 503") and b"</Error>" not in answer:
+        answer += sock.recv(65536)
+    return sock, answer
+
+
+def test_the_upload_gate_refuses_waiting_clients_before_their_body(gated_node):
+    from test_cluster_overload import metric, rejections
+
+    key = gated_node.create_key("gated", create_bucket=True)
+    s3 = s3_client(gated_node, key)
+    s3.create_bucket(Bucket="gated")
+    # A node never busy has no rate and admits everything.
+    assert metric(gated_node, "hangar_s3_upload_limit_bytes") == 0
+    # Keep it busy (blocks queued at least half of a 500 ms window) until
+    # it has measured its rate: four uploads at once, over and over.
+    warm = random_bytes(16 << 20, 29)
+    with ThreadPoolExecutor(4) as pool:
+        for _ in range(20):
+            list(pool.map(lambda i: s3.put_object(Bucket="gated", Key="warm-up", Body=warm), range(8)))
+            if metric(gated_node, "hangar_s3_upload_limit_bytes") > 0:
+                break
+    assert metric(gated_node, "hangar_s3_upload_limit_bytes") == 8 << 20
+    bodies = {f"admitted-{i}": random_bytes(1 << 20, 30 + i) for i in range(8)}
+    # Eight uploads told to go on, none of their bodies sent yet: their
+    # reservations fill the floor.
+    t0 = time.monotonic()
+    held = []
+    for name, body in bodies.items():
+        sock, answer = _expect_put_head(gated_node, key, "gated", name, len(body))
+        held.append((sock, body))
+        assert answer.startswith(b"HTTP/1.1 100 Continue"), answer[:200]
+    try:
+        assert metric(gated_node, "hangar_s3_upload_queue_bytes") == 8 << 20
+        refused_sock, answer = _expect_put_head(gated_node, key, "gated", "refused", 1 << 20)
+        refused_sock.close()
+        assert time.monotonic() - t0 < 0.9, "the reservations may have expired"
+        assert answer.startswith(b"HTTP/1.1 503 "), answer[:200]
+        assert b"100 Continue" not in answer
+        assert b"<Code>SlowDown</Code>" in answer and b"s3_upload_latency_target_msec" in answer, answer
+        assert b"retry-after: 1\r\n" in answer.lower(), answer[:400]
+        assert rejections(gated_node, "upload_latency") == 1
+        # A client that sends its body without waiting is admitted (refusing
+        # it would not spare it the body) and counted.
+        bodies["no-expect"] = random_bytes(1 << 20, 21)
+        r = signed_request(gated_node, key, "PUT", "gated", "no-expect", body=bodies["no-expect"])
+        assert r.status == 200, r.body[:300]
+        # Objects kept in rows do not pass the gate.
+        bodies["small"] = b"tiny"
+        s3.put_object(Bucket="gated", Key="small", Body=b"tiny")
+        # A client that holds its body back holds the gate for the target
+        # only: then its reservation lapses and uploads are admitted again.
+        time.sleep(max(0.0, t0 + 1.3 - time.monotonic()))
+        assert metric(gated_node, "hangar_s3_upload_queue_bytes") == 0
+        bodies["later"] = random_bytes(1 << 20, 22)
+        late, answer = _expect_put_head(gated_node, key, "gated", "later", len(bodies["later"]))
+        held.append((late, bodies["later"]))
+        assert answer.startswith(b"HTTP/1.1 100 Continue"), answer[:200]
+        for sock, body in held:
+            _finish_slow_put(sock, body, 0)
+    finally:
+        for sock, _ in held:
+            sock.close()
+    assert rejections(gated_node, "upload_latency") == 1
+    bodies["warm-up"] = warm
+    for name, data in bodies.items():
+        assert s3.get_object(Bucket="gated", Key=name)["Body"].read() == data, name
+    names = sorted(o["Key"] for o in s3.list_objects_v2(Bucket="gated")["Contents"])
+    assert names == sorted(bodies)
+
+
+@pytest.fixture(scope="module")
+def default_node(tmp_path_factory):
+    n = Node(tmp_path_factory.mktemp("default-gate"))
+    n.start()
+    yield n
+    n.stop()
+
+
+def test_one_client_alone_is_never_refused_by_the_upload_gate(default_node, tmp_path):
+    """The gate (on by default) refuses uploads whose blocks would wait past
+    the target; one aws-cli copying a big file, ten 8 MiB parts at once, is
+    the node's whole load, and must go through without a retry."""
+    from clients import AwsCli
+    from test_cluster_overload import metric, rejections
+
+    key = default_node.create_key("alone", create_bucket=True)
+    s3 = s3_client(default_node, key)
+    s3.create_bucket(Bucket="alone")
+    aws = AwsCli(default_node, key, tmp_path)
+    cfg = tmp_path / "aws-config"
+    cfg.write_text(cfg.read_text().replace("multipart_threshold = 5GB", "multipart_threshold = 8MB"))
+    src = tmp_path / "big.in"
+    data = random_bytes(160 << 20, 40)
+    src.write_bytes(data)
+    # The first copy gives the node its measured rate, the second runs
+    # against it; aws-cli makes one attempt (AWS_MAX_ATTEMPTS=1).
+    for name in ("first", "second"):
+        aws.run("s3", "cp", str(src), f"s3://alone/{name}", timeout=240)
+        assert s3.head_object(Bucket="alone", Key=name)["ContentLength"] == len(data)
+    assert metric(default_node, "hangar_s3_upload_limit_bytes") > 0, "no rate was measured"
+    assert rejections(default_node, "upload_latency") == 0
+    dst = tmp_path / "big.out"
+    aws.run("s3", "cp", "s3://alone/second", str(dst), timeout=240)
+    assert dst.read_bytes() == data

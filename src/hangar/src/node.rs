@@ -314,6 +314,7 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
             ram_queue_max: cfg.s3_ram_queue_max.unwrap_or(cfg.s3_ram_buffer_max).0,
             admission_wait: Duration::from_millis(cfg.s3_admission_wait_msec),
             shed_after_overload: Duration::from_millis(cfg.s3_shed_after_overload_msec),
+            upload_latency_target: Duration::from_millis(cfg.s3_upload_latency_target_msec),
             sse_c_require_https: cfg.s3_api.sse_c_require_https,
         },
     );
@@ -396,7 +397,7 @@ async fn start_admin(
         return Ok(());
     };
     let mut registry = Registry::default();
-    s3_metrics.register(&mut registry, api.budget().clone());
+    s3_metrics.register(&mut registry, api.budget().clone(), api.uploads().clone());
     node.mesh.metrics().register(&mut registry);
     let samples = sampler::spawn_sampler(sampler::Sources {
         db: node.db.clone(),

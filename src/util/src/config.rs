@@ -262,6 +262,9 @@ fn default_max_connections() -> usize {
 fn default_shed_after_overload() -> u64 {
     1000
 }
+fn default_upload_latency_target() -> u64 {
+    1000
+}
 fn default_s3_header_timeout() -> u64 {
     30_000
 }
@@ -419,6 +422,12 @@ pub struct Config {
     /// instead of waiting to be refused; 0: never.
     #[serde(default = "default_shed_after_overload")]
     pub s3_shed_after_overload_msec: u64,
+    /// The upload gate: while a new upload's blocks would wait on this
+    /// node longer than this (its queue of block writes over its measured
+    /// rate), an upload from a client that sent `Expect: 100-continue` is
+    /// refused with `503 SlowDown` before its body; 0: never.
+    #[serde(default = "default_upload_latency_target")]
+    pub s3_upload_latency_target_msec: u64,
     /// Verify a block's hash every time it is read from disk.
     #[serde(default = "default_true")]
     pub verify_blocks_on_read: bool,

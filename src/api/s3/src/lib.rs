@@ -53,6 +53,7 @@ pub mod server;
 mod sse_c;
 mod tagging;
 mod time;
+pub mod upload_gate;
 mod user_meta;
 pub mod web;
 mod website_rules;
@@ -80,6 +81,10 @@ pub struct S3Settings {
     /// How long after a block put failed for overload new uploads are
     /// refused on arrival (`s3_shed_after_overload_msec`; zero: never).
     pub shed_after_overload: std::time::Duration,
+    /// Uploads that wait for `100 Continue` are refused while their blocks
+    /// would wait longer than this (`s3_upload_latency_target_msec`; zero:
+    /// never).
+    pub upload_latency_target: std::time::Duration,
     /// Refuse SSE-C requests without `X-Forwarded-Proto: https`
     /// (`[s3_api] sse_c_require_https`).
     pub sse_c_require_https: bool,
@@ -91,6 +96,7 @@ pub struct S3Api {
     pub(crate) model: Arc<Model>,
     pub(crate) settings: Arc<S3Settings>,
     pub(crate) budget: admission::RamBudget,
+    pub(crate) uploads: upload_gate::UploadGate,
 }
 
 impl S3Api {
@@ -101,15 +107,26 @@ impl S3Api {
             settings.block_size,
             settings.admission_wait,
         );
+        // Eight blocks queued are always admitted: enough to keep the disk
+        // and the replicas busy while the rate is being measured.
+        let block = settings.block_size.max(1) as u64;
+        let uploads =
+            upload_gate::UploadGate::new(settings.upload_latency_target, 8 * block, block);
         S3Api {
             model,
             settings: Arc::new(settings),
             budget,
+            uploads,
         }
     }
 
     /// The RAM budget of requests in flight.
     pub fn budget(&self) -> &admission::RamBudget {
         &self.budget
+    }
+
+    /// The admission of uploads by the wait their blocks would have.
+    pub fn uploads(&self) -> &upload_gate::UploadGate {
+        &self.uploads
     }
 }

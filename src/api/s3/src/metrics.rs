@@ -19,6 +19,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 use crate::admission::RamBudget;
+use crate::upload_gate::UploadGate;
 
 /// The `op` label of a request answered before its operation was known.
 pub const UNKNOWN_OP: &str = "unknown";
@@ -93,9 +94,15 @@ pub(crate) struct Answered<'a> {
 }
 
 impl S3Metrics {
-    /// Adds the metrics to `registry`; `budget` is the S3 RAM budget, whose
-    /// refusals and use are read at each scrape.
-    pub fn register(self: &Arc<Self>, registry: &mut Registry, budget: RamBudget) {
+    /// Adds the metrics to `registry`; `budget` is the S3 RAM budget and
+    /// `uploads` the upload gate, whose refusals and use are read at each
+    /// scrape.
+    pub fn register(
+        self: &Arc<Self>,
+        registry: &mut Registry,
+        budget: RamBudget,
+        uploads: UploadGate,
+    ) {
         registry.register(
             "hangar_s3_requests",
             "S3 requests answered, by operation",
@@ -128,6 +135,7 @@ impl S3Metrics {
         );
         registry.register_collector(Box::new(BudgetCollector {
             budget,
+            uploads,
             refused_connections: self.refused_connections.clone(),
         }));
     }
@@ -190,6 +198,7 @@ fn error_code(status: http::StatusCode, body: Option<&[u8]>) -> String {
 #[derive(Debug)]
 struct BudgetCollector {
     budget: RamBudget,
+    uploads: UploadGate,
     refused_connections: Counter,
 }
 
@@ -203,7 +212,7 @@ impl Collector for BudgetCollector {
         let c = ConstCounter::new(0u64);
         let mut f = e.encode_descriptor(
             "hangar_s3_rejections",
-            "S3 requests and connections refused with 503 SlowDown, by reason: ram_budget (no share of s3_ram_buffer_max within s3_admission_wait_msec), max_connections (past s3_max_connections), block_overload (an upload arriving within s3_shed_after_overload_msec of a block put that failed for overload).",
+            "S3 requests and connections refused with 503 SlowDown, by reason: ram_budget (no share of s3_ram_buffer_max within s3_admission_wait_msec), max_connections (past s3_max_connections), block_overload (an upload arriving within s3_shed_after_overload_msec of a block put that failed for overload), upload_latency (an upload arriving while its blocks would wait longer than s3_upload_latency_target_msec).",
             None,
             c.metric_type(),
         )?;
@@ -211,6 +220,7 @@ impl Collector for BudgetCollector {
             ("ram_budget", self.budget.rejected()),
             ("max_connections", self.refused_connections.get()),
             ("block_overload", self.budget.shed_count()),
+            ("upload_latency", self.uploads.refused()),
         ] {
             ConstCounter::new(v).encode(f.encode_family(&ReasonLabel { reason })?)?;
         }
@@ -224,6 +234,16 @@ impl Collector for BudgetCollector {
                 "hangar_s3_ram_budget_in_use_bytes",
                 "Bytes of the S3 RAM budget held by requests in flight now.",
                 self.budget.in_use_bytes(),
+            ),
+            (
+                "hangar_s3_upload_queue_bytes",
+                "Bytes of upload blocks handed to the store and not yet stored, plus one block reserved by each upload admitted within the last second that has none queued yet.",
+                self.uploads.queued_bytes(),
+            ),
+            (
+                "hangar_s3_upload_limit_bytes",
+                "Queued upload bytes past which an upload with Expect: 100-continue is refused: what the node stores in s3_upload_latency_target_msec at its measured rate, at least eight blocks; 0 when the gate is off or no rate is measured yet.",
+                self.uploads.limit_bytes(),
             ),
         ] {
             let g = ConstGauge::new(v as i64);

@@ -29,6 +29,7 @@ use crate::conditions::etag;
 use crate::error::OrS3;
 use crate::lingering_body::LingeringBody;
 use crate::sse_c::Sealing;
+use crate::upload_gate::Admission;
 use hangar_model::sse_c::SseC;
 
 /// Blocks of one upload being stored at once (bounds an upload's memory to
@@ -69,6 +70,8 @@ struct BlockWriters {
     upload_of: UploadOf,
     /// SSE-C: each block is sealed before it is stored.
     sealing: Option<Arc<Sealing>>,
+    /// The upload's admission: its blocks count in the gate's queue.
+    admission: Option<Admission>,
     /// Bytes of the blocks pushed so far: the offset of the next one.
     offset: u64,
     tasks: VecDeque<JoinHandle<Result<(), ModelError>>>,
@@ -82,12 +85,14 @@ impl BlockWriters {
         version: VersionId,
         upload_of: UploadOf,
         sealing: Option<Arc<Sealing>>,
+        admission: Option<Admission>,
     ) -> Self {
         BlockWriters {
             model,
             version,
             upload_of,
             sealing,
+            admission,
             offset: 0,
             tasks: VecDeque::new(),
             armed: false,
@@ -115,8 +120,9 @@ impl BlockWriters {
         let (model, version, offset) = (self.model.clone(), self.version, self.offset);
         self.offset += block.len() as u64;
         let sealing = self.sealing.clone();
+        let queued = self.admission.as_ref().map(|a| a.block(block.len() as u64));
         self.tasks.push_back(tokio::spawn(async move {
-            match sealing {
+            let stored = match sealing {
                 None => model.store_block(version, index, offset, block).await,
                 Some(s) => {
                     let plain_len = block.len() as u64;
@@ -129,7 +135,11 @@ impl BlockWriters {
                         .store_sealed_block(version, index, offset, plain_len, sealed)
                         .await
                 }
+            };
+            if let Some(q) = queued {
+                q.finish(stored.is_ok());
             }
+            stored
         }));
         Ok(())
     }
@@ -342,9 +352,17 @@ impl S3Api {
         // the others send their body whatever the answer, so refusing them
         // early saved them nothing and cost uploads that would have gone
         // through (doc/operations.md, "Shed on arrival").
-        if crate::expect_continue::header_expects_continue(src.headers) {
-            self.refuse_if_shedding(declared_length(src.headers), self.inline_max(&src))?;
+        let declared = declared_length(src.headers);
+        let waits_for_continue = crate::expect_continue::header_expects_continue(src.headers);
+        if waits_for_continue {
+            self.refuse_if_shedding(declared, self.inline_max(&src))?;
         }
+        // Uploads kept in rows do not pass the gate: it is about the wait
+        // of block writes.
+        let admission = match declared {
+            Some(len) if len <= self.inline_max(&src) as u64 => None,
+            len => Some(self.uploads.admit(len, waits_for_continue)?),
+        };
         let requested = checksum::requested(src.headers)?;
         if let Some(m) = src.content_md5 {
             let valid = base64::engine::general_purpose::STANDARD
@@ -357,7 +375,8 @@ impl S3Api {
                 ));
             }
         }
-        self.store_body_inner(version, src, requested).await
+        self.store_body_inner(version, src, requested, admission)
+            .await
     }
 
     async fn store_body_inner(
@@ -365,6 +384,7 @@ impl S3Api {
         version: VersionId,
         src: BodySource<'_>,
         requested: Option<Requested>,
+        admission: Option<Admission>,
     ) -> S3Result<StoredBody> {
         let src_decoded_length = src
             .headers
@@ -387,8 +407,13 @@ impl S3Api {
         let mut buf = BytesMut::new();
         let mut size = 0u64;
         let mut next_index = 0u32;
-        let mut writers =
-            BlockWriters::new(self.model.clone(), version, upload_of, sealing.clone());
+        let mut writers = BlockWriters::new(
+            self.model.clone(),
+            version,
+            upload_of,
+            sealing.clone(),
+            admission,
+        );
         let mut _ram = None;
         let body: std::pin::Pin<Box<dyn Stream<Item = _> + Send>> = match body {
             Some(b) => Box::pin(b),

@@ -12,32 +12,31 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from botocore.exceptions import ClientError
 
-from hangar_testlib import Node, error_code, http_status, random_bytes, s3_client, sign_v4, signed_request
+from hangar_testlib import Node, bucket_name, error_code, http_status, random_bytes, s3_client, sign_v4, signed_request
+
+
+def _node_with(tmp_path_factory, name: str, settings: str):
+    """A started node whose config begins with the top-level `settings`."""
+    n = Node(tmp_path_factory.mktemp(name))
+    n.config.write_text(settings + n.config.read_text())
+    n.start()
+    yield n
+    n.stop()
 
 
 @pytest.fixture(scope="module")
 def tight_node(tmp_path_factory):
-    n = Node(tmp_path_factory.mktemp("tight"))
     # Five 1 MiB buffers: exactly one streaming upload at a time.
-    text = n.config.read_text()
-    n.config.write_text('s3_ram_buffer_max = "5MiB"\ns3_admission_wait_msec = 300\n' + text)
-    n.start()
-    yield n
-    n.stop()
+    yield from _node_with(tmp_path_factory, "tight", 's3_ram_buffer_max = "5MiB"\ns3_admission_wait_msec = 300\n')
 
 
 @pytest.fixture(scope="module")
 def no_queue_node(tmp_path_factory):
-    n = Node(tmp_path_factory.mktemp("noqueue"))
     # One streaming upload at a time, no room to wait, and a long wait that a
     # refusal must not sit through.
-    text = n.config.read_text()
-    n.config.write_text(
-        's3_ram_buffer_max = "5MiB"\ns3_ram_queue_max = "0"\ns3_admission_wait_msec = 5000\n' + text
+    yield from _node_with(
+        tmp_path_factory, "noqueue", 's3_ram_buffer_max = "5MiB"\ns3_ram_queue_max = "0"\ns3_admission_wait_msec = 5000\n'
     )
-    n.start()
-    yield n
-    n.stop()
 
 
 def _start_slow_put(node: Node, key, bucket: str, obj: str, data: bytes, first: int) -> socket.socket:
@@ -161,16 +160,11 @@ def test_a_refused_body_is_read_so_the_client_gets_the_slow_down(no_queue_node):
 
 @pytest.fixture(scope="module")
 def gated_node(tmp_path_factory):
-    n = Node(tmp_path_factory.mktemp("gated"))
     # The upload gate with a target so short that, once the node has a
     # measured rate, its limit is its floor: eight 1 MiB blocks queued or
     # reserved. An admitted upload reserves one block until its first block
     # reaches the store, for at most a second.
-    text = n.config.read_text()
-    n.config.write_text("s3_upload_latency_target_msec = 1\n" + text)
-    n.start()
-    yield n
-    n.stop()
+    yield from _node_with(tmp_path_factory, "gated", "s3_upload_latency_target_msec = 1\n")
 
 
 def _expect_put_head(node: Node, key, bucket: str, obj: str, length: int) -> tuple[socket.socket, bytes]:
@@ -256,25 +250,20 @@ def test_the_upload_gate_refuses_waiting_clients_before_their_body(gated_node):
     assert names == sorted(bodies)
 
 
-@pytest.fixture(scope="module")
-def default_node(tmp_path_factory):
-    n = Node(tmp_path_factory.mktemp("default-gate"))
-    n.start()
-    yield n
-    n.stop()
-
-
-def test_one_client_alone_is_never_refused_by_the_upload_gate(default_node, tmp_path):
+def test_one_client_alone_is_never_refused_by_the_upload_gate(node, tmp_path):
     """The gate (on by default) refuses uploads whose blocks would wait past
     the target; one aws-cli copying a big file, ten 8 MiB parts at once, is
     the node's whole load, and must go through without a retry."""
     from clients import AwsCli
     from test_cluster_overload import metric, rejections
 
-    key = default_node.create_key("alone", create_bucket=True)
-    s3 = s3_client(default_node, key)
-    s3.create_bucket(Bucket="alone")
-    aws = AwsCli(default_node, key, tmp_path)
+    key = node.create_key("alone", create_bucket=True)
+    s3 = s3_client(node, key)
+    bucket = bucket_name("alone")
+    s3.create_bucket(Bucket=bucket)
+    # The shared node: count only this test's refusals.
+    refused_before = rejections(node, "upload_latency")
+    aws = AwsCli(node, key, tmp_path)
     cfg = tmp_path / "aws-config"
     cfg.write_text(cfg.read_text().replace("multipart_threshold = 5GB", "multipart_threshold = 8MB"))
     src = tmp_path / "big.in"
@@ -283,10 +272,10 @@ def test_one_client_alone_is_never_refused_by_the_upload_gate(default_node, tmp_
     # The first copy gives the node its measured rate, the second runs
     # against it; aws-cli makes one attempt (AWS_MAX_ATTEMPTS=1).
     for name in ("first", "second"):
-        aws.run("s3", "cp", str(src), f"s3://alone/{name}", timeout=240)
-        assert s3.head_object(Bucket="alone", Key=name)["ContentLength"] == len(data)
-    assert metric(default_node, "hangar_s3_upload_limit_bytes") > 0, "no rate was measured"
-    assert rejections(default_node, "upload_latency") == 0
+        aws.run("s3", "cp", str(src), f"s3://{bucket}/{name}", timeout=240)
+        assert s3.head_object(Bucket=bucket, Key=name)["ContentLength"] == len(data)
+    assert metric(node, "hangar_s3_upload_limit_bytes") > 0, "no rate was measured"
+    assert rejections(node, "upload_latency") == refused_before
     dst = tmp_path / "big.out"
-    aws.run("s3", "cp", "s3://alone/second", str(dst), timeout=240)
+    aws.run("s3", "cp", f"s3://{bucket}/second", str(dst), timeout=240)
     assert dst.read_bytes() == data

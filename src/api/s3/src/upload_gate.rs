@@ -328,18 +328,29 @@ mod tests {
         UploadGate::new(Duration::from_millis(target_ms), floor, MIB)
     }
 
-    /// Stores `blocks` blocks of 1 MiB one after another, `each` apart,
-    /// starting at `now`; returns the time after the last.
-    fn store_steadily(g: &UploadGate, blocks: u32, each: Duration, mut now: Instant) -> Instant {
+    /// Writes `blocks` blocks of 1 MiB one after another, `each` apart,
+    /// starting at `now`, each stored or failed as `stored` says; returns
+    /// the time after the last.
+    fn write_blocks(
+        g: &UploadGate,
+        blocks: u32,
+        each: Duration,
+        mut now: Instant,
+        stored: bool,
+    ) -> Instant {
         for _ in 0..blocks {
             let a = g.admit_at(Some(MIB), false, now).unwrap();
             let t = a.block_at(MIB, now);
             now += each;
             let (bytes, gate) = (t.bytes, t.gate.clone());
             std::mem::forget(t);
-            gate.finish(bytes, bytes, now);
+            gate.finish(bytes, if stored { bytes } else { 0 }, now);
         }
         now
+    }
+
+    fn store_steadily(g: &UploadGate, blocks: u32, each: Duration, now: Instant) -> Instant {
+        write_blocks(g, blocks, each, now, true)
     }
 
     /// A gate whose limit is its floor: its rate is measured, and times
@@ -441,7 +452,7 @@ mod tests {
         let measured = g.limit_bytes();
         assert!(measured > 8 * MIB, "{measured}");
         // An hour without uploads changes nothing.
-        let mut now = store_steadily(
+        let now = store_steadily(
             &g,
             1,
             Duration::from_millis(100),
@@ -449,14 +460,7 @@ mod tests {
         );
         assert!(g.limit_bytes() >= measured * 9 / 10, "{}", g.limit_bytes());
         // Blocks that fail store nothing: the limit falls to the floor.
-        for _ in 0..40 {
-            let a = g.admit_at(Some(MIB), false, now).unwrap();
-            let t = a.block_at(MIB, now);
-            now += WINDOW;
-            let (bytes, gate) = (t.bytes, t.gate.clone());
-            std::mem::forget(t);
-            gate.finish(bytes, 0, now);
-        }
+        write_blocks(&g, 40, WINDOW, now, false);
         assert_eq!(g.limit_bytes(), MIB);
     }
 

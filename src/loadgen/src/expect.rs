@@ -16,7 +16,7 @@ use aws_sdk_s3::presigning::PresigningConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::ops::{FailureKind, OpFailure, Timed};
+use crate::outcome::{FailureKind, OpFailure, Timed};
 use crate::payload::ObjectSpec;
 
 /// How long a client waits for `100 Continue` before it sends its body

@@ -12,6 +12,7 @@ mod cpu;
 mod error;
 mod expect;
 mod ops;
+mod outcome;
 mod overload;
 mod payload;
 mod pool;

@@ -323,6 +323,12 @@ fn combine(
     }
 }
 
+/// The access key that signed a request (`None`: anonymous), whose local
+/// bucket aliases its bucket names may be.
+pub(crate) fn signer(credentials: &Option<s3s::auth::Credentials>) -> Option<&str> {
+    credentials.as_ref().map(|c| c.access_key.as_str())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,8 +16,8 @@ use s3s::dto::{
 use s3s::{S3Error, S3Request, S3Response, S3Result, s3_error};
 
 use crate::S3Api;
+use crate::access::signer;
 use crate::error::OrS3;
-use crate::ops_put::signer;
 
 const ALL_USERS: &str = "http://acs.amazonaws.com/groups/global/AllUsers";
 const AUTHENTICATED_USERS: &str = "http://acs.amazonaws.com/groups/global/AuthenticatedUsers";

@@ -11,7 +11,7 @@ use s3s::dto::*;
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 
 use crate::S3Api;
-use crate::ops_put::signer;
+use crate::access::signer;
 use crate::time::timestamp;
 
 /// The part count of a multipart object: the `-N` of its ETag.

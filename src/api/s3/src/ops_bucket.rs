@@ -10,8 +10,8 @@ use s3s::dto::{
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 
 use crate::S3Api;
+use crate::access::signer;
 use crate::error::OrS3;
-use crate::ops_put::signer;
 use crate::time::timestamp;
 
 fn access_key<T>(req: &S3Request<T>) -> S3Result<&str> {

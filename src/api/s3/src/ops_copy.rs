@@ -14,10 +14,10 @@ use s3s::dto::{
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 
 use crate::S3Api;
+use crate::access::signer;
 use crate::conditions::{Preconditions, etag};
 use crate::error::OrS3;
 use crate::ops_put::check_key_length;
-use crate::ops_put::signer;
 use crate::ops_put::{BodySource, system_headers};
 use crate::sse_c::Sealing;
 use crate::time::timestamp;

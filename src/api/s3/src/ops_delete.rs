@@ -11,8 +11,8 @@ use s3s::dto::{
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 
 use crate::S3Api;
+use crate::access::signer;
 use crate::error::OrS3;
-use crate::ops_put::signer;
 use crate::ops_versioning::parse_version_id;
 
 /// Most keys in one DeleteObjects request, as in S3.

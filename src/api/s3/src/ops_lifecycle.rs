@@ -10,9 +10,9 @@ use s3s::dto::{
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 
 use crate::S3Api;
+use crate::access::signer;
 use crate::error::OrS3;
 use crate::lifecycle_rules;
-use crate::ops_put::signer;
 
 impl S3Api {
     pub(crate) async fn do_put_bucket_lifecycle_configuration(

@@ -13,9 +13,9 @@ use s3s::dto::{
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 
 use crate::S3Api;
+use crate::access::signer;
 use crate::conditions::etag;
 use crate::error::OrS3;
-use crate::ops_put::signer;
 use crate::time::timestamp;
 
 const PAGE: usize = 1000;

@@ -15,8 +15,8 @@ use s3s::dto::{
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 
 use crate::S3Api;
+use crate::access::signer;
 use crate::error::OrS3;
-use crate::ops_put::signer;
 use crate::policy::Policy;
 
 fn no_such_policy() -> s3s::S3Error {

@@ -24,6 +24,7 @@ use s3s::{S3Error, S3Request, S3Response, S3Result, TrailingHeaders, s3_error};
 use tokio::task::JoinHandle;
 
 use crate::S3Api;
+use crate::access::signer;
 use crate::checksum::{self, Requested};
 use crate::conditions::etag;
 use crate::error::OrS3;
@@ -291,12 +292,6 @@ fn body_error(e: &(dyn std::error::Error + Send + Sync + 'static)) -> S3Error {
     } else {
         s3_error!(IncompleteBody, "The request body ended early: {text}")
     }
-}
-
-/// The access key that signed a request (`None`: anonymous), whose local
-/// bucket aliases its bucket names may be.
-pub(crate) fn signer(credentials: &Option<s3s::auth::Credentials>) -> Option<&str> {
-    credentials.as_ref().map(|c| c.access_key.as_str())
 }
 
 impl S3Api {

@@ -14,8 +14,8 @@ use s3s::{S3Request, S3Response, S3Result, s3_error};
 use hangar_model::object::TagSet;
 
 use crate::S3Api;
+use crate::access::signer;
 use crate::error::OrS3;
-use crate::ops_put::signer;
 use crate::ops_versioning::parse_version_id;
 use crate::tagging::{self, TagsOf};
 use hangar_model::versioned::FoundVersion;

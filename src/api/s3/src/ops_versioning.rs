@@ -20,9 +20,9 @@ use s3s::dto::{
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 
 use crate::S3Api;
+use crate::access::signer;
 use crate::error::OrS3;
 use crate::ops_list::{after_prefix, encoder, max_keys};
-use crate::ops_put::signer;
 use crate::time::timestamp;
 use crate::xml_text::escape;
 

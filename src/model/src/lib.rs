@@ -60,6 +60,7 @@ pub mod object;
 pub mod object_lock;
 pub mod paxos;
 mod queues;
+pub mod retention;
 mod rows;
 pub mod sse_c;
 mod state;

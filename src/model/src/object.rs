@@ -18,8 +18,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::VersionId;
 use crate::access::CannedAcl;
-use crate::object_lock::Retention;
 use crate::queues::queue_version_gc;
+use crate::retention::Retention;
 use crate::sse_c::SseC;
 
 /// Where an object's bytes are.

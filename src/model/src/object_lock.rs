@@ -15,67 +15,10 @@
 //! version is under way may lose: the tombstone replaces the version and
 //! its registers with it (documented in doc/s3-compatibility.md).
 
-use serde::{Deserialize, Serialize};
-
 use crate::object::ObjectRow;
-
-/// S3's retention modes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub enum RetentionMode {
-    /// Removable before its date by a key allowed to bypass it (the
-    /// bucket's owner) with `x-amz-bypass-governance-retention: true`.
-    Governance,
-    /// Removable by no one before its date; the date only moves later.
-    Compliance,
-}
-
-/// A version's retention: its mode and the time until which it is kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct Retention {
-    pub mode: RetentionMode,
-    /// ms since the epoch.
-    pub until_msec: u64,
-}
-
-/// The period of a bucket's default retention: exactly one of days or
-/// years, as S3's `DefaultRetention`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum RetentionPeriod {
-    Days(u32),
-    Years(u32),
-}
-
-/// A bucket's default retention, applied to every new version that does
-/// not name its own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct DefaultRetention {
-    pub mode: RetentionMode,
-    pub period: RetentionPeriod,
-}
-
-const DAY_MSEC: u64 = 24 * 3600 * 1000;
-
-impl DefaultRetention {
-    /// The retention of a version published at `now_msec` (a year is 365
-    /// days, as S3 counts it).
-    pub fn retention_from(&self, now_msec: u64) -> Retention {
-        let days = match self.period {
-            RetentionPeriod::Days(d) => u64::from(d),
-            RetentionPeriod::Years(y) => u64::from(y) * 365,
-        };
-        Retention {
-            mode: self.mode,
-            until_msec: now_msec.saturating_add(days.saturating_mul(DAY_MSEC)),
-        }
-    }
-}
-
-/// A bucket's Object Lock configuration. Present once Object Lock was
-/// enabled; it is never removed (S3 has no way to disable it).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct ObjectLockConfig {
-    pub default_retention: Option<DefaultRetention>,
-}
+pub use crate::retention::{
+    DefaultRetention, ObjectLockConfig, Retention, RetentionMode, RetentionPeriod,
+};
 
 /// Why a version may not be removed now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -276,6 +219,9 @@ mod tests {
             mode: Governance,
             period: RetentionPeriod::Years(1),
         };
-        assert_eq!(d.retention_from(0).until_msec, 365 * DAY_MSEC);
+        assert_eq!(
+            d.retention_from(0).until_msec,
+            365 * crate::retention::DAY_MSEC
+        );
     }
 }

@@ -209,8 +209,9 @@ impl Drop for BlockTicket {
 
 impl UploadGate {
     /// A gate that admits uploads while a new block would wait less than
-    /// `target` (zero: always), and always while `floor` bytes or fewer
-    /// are queued; an upload reserves at most `block_size`.
+    /// `target` (zero: always), always while `floor` bytes or fewer are
+    /// queued, and always until the node was first busy; an upload
+    /// reserves at most `block_size`.
     pub fn new(target: Duration, floor: u64, block_size: u64) -> Self {
         UploadGate {
             inner: Arc::new(Inner {

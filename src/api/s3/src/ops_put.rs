@@ -314,14 +314,12 @@ impl S3Api {
         }
     }
 
-    /// Refuses an upload of `declared` bytes (unknown: `None`) that would
-    /// store blocks (more than `inline_max`) while this node sheds them: a
-    /// block put of it failed for overload within
+    /// Refuses an upload that would store blocks while this node sheds
+    /// them: a block put of it failed for overload within
     /// `s3_shed_after_overload_msec`.
-    fn refuse_if_shedding(&self, declared: Option<u64>, inline_max: usize) -> S3Result<()> {
+    fn refuse_if_shedding(&self) -> S3Result<()> {
         let window = self.settings.shed_after_overload;
-        let stores_blocks = declared.is_none_or(|len| len > inline_max as u64);
-        if stores_blocks && !window.is_zero() && self.model.block_writes_overloaded_within(window) {
+        if !window.is_zero() && self.model.block_writes_overloaded_within(window) {
             return Err(self.budget.shed());
         }
         Ok(())
@@ -337,26 +335,28 @@ impl S3Api {
     ) -> S3Result<StoredBody> {
         // Refused before a byte of the body is read (and before any
         // `100 Continue`): a client announcing 6 GiB is answered at once.
-        if let Some(len) = declared_length(src.headers)
+        let declared = declared_length(src.headers);
+        if let Some(len) = declared
             && len > MAX_BODY_LEN
         {
             return Err(entity_too_large(len));
         }
-        // Only a client that waits for `100 Continue` is shed, here, before
-        // anything polls its body (which would send the `100 Continue`):
-        // the others send their body whatever the answer, so refusing them
-        // early saved them nothing and cost uploads that would have gone
-        // through (doc/operations.md, "Shed on arrival").
-        let declared = declared_length(src.headers);
-        let waits_for_continue = crate::expect_continue::header_expects_continue(src.headers);
-        if waits_for_continue {
-            self.refuse_if_shedding(declared, self.inline_max(&src))?;
-        }
-        // Uploads kept in rows do not pass the gate: it is about the wait
-        // of block writes.
-        let admission = match declared {
-            Some(len) if len <= self.inline_max(&src) as u64 => None,
-            len => Some(self.uploads.admit(len, waits_for_continue)?),
+        // Uploads kept in rows are neither shed nor gated: both are about
+        // the wait of block writes. Only a client that waits for
+        // `100 Continue` is refused, here, before anything polls its body
+        // (which would send the `100 Continue`): the others send their body
+        // whatever the answer, so refusing them early saved them nothing
+        // and cost uploads that would have gone through (doc/operations.md,
+        // "Shed on arrival").
+        let stores_blocks = declared.is_none_or(|len| len > self.inline_max(&src) as u64);
+        let admission = if stores_blocks {
+            let waits_for_continue = crate::expect_continue::header_expects_continue(src.headers);
+            if waits_for_continue {
+                self.refuse_if_shedding()?;
+            }
+            Some(self.uploads.admit(declared, waits_for_continue)?)
+        } else {
+            None
         };
         let requested = checksum::requested(src.headers)?;
         if let Some(m) = src.content_md5 {

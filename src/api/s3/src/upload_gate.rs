@@ -354,6 +354,14 @@ mod tests {
         write_blocks(g, blocks, each, now, true)
     }
 
+    /// Admits `n` uploads of `bytes` that may be refused, all of which must
+    /// be admitted.
+    fn admit_all(g: &UploadGate, n: u64, bytes: u64, now: Instant) -> Vec<Admission> {
+        (0..n)
+            .map(|_| g.admit_at(Some(bytes), true, now).unwrap())
+            .collect()
+    }
+
     /// A gate whose limit is its floor: its rate is measured, and times
     /// the 1 ms target it is far below the floor.
     fn at_the_floor(floor: u64) -> (UploadGate, Instant) {
@@ -366,9 +374,7 @@ mod tests {
     #[test]
     fn a_node_never_busy_admits_every_upload() {
         let g = gate(1000, MIB);
-        let held: Vec<_> = (0..100)
-            .map(|_| g.admit(Some(MIB), true).unwrap())
-            .collect();
+        let held = admit_all(&g, 100, MIB, Instant::now());
         assert_eq!(g.limit_bytes(), 0);
         assert_eq!(g.queued_bytes(), 100 * MIB);
         // Blocks stored quickly, never half a window busy: still no measure.
@@ -381,9 +387,7 @@ mod tests {
     #[test]
     fn reservations_fill_the_floor_then_uploads_that_wait_are_refused() {
         let (g, now) = at_the_floor(4 * MIB);
-        let held: Vec<_> = (0..4)
-            .map(|_| g.admit_at(Some(5 << 30), true, now).unwrap())
-            .collect();
+        let held = admit_all(&g, 4, 5 << 30, now);
         // Each reserved one block, whatever its size.
         assert_eq!(g.queued_bytes(), 4 * MIB);
         let err = g.admit_at(Some(MIB), true, now).unwrap_err();
@@ -439,9 +443,7 @@ mod tests {
         let now = store_steadily(&g, 200, Duration::from_millis(50), Instant::now());
         let limit = g.limit_bytes();
         assert!((38 * MIB..=42 * MIB).contains(&limit), "{limit}");
-        let held: Vec<_> = (0..limit / MIB)
-            .map(|_| g.admit_at(Some(MIB), true, now).unwrap())
-            .collect();
+        let held = admit_all(&g, limit / MIB, MIB, now);
         assert!(g.admit_at(Some(MIB), true, now).is_err());
         drop(held);
     }
@@ -468,9 +470,7 @@ mod tests {
     #[test]
     fn an_off_gate_refuses_and_counts_nothing() {
         let g = gate(0, MIB);
-        let held: Vec<_> = (0..100)
-            .map(|_| g.admit(Some(MIB), true).unwrap())
-            .collect();
+        let held = admit_all(&g, 100, MIB, Instant::now());
         assert_eq!(g.limit_bytes(), 0);
         assert_eq!(g.refused(), 0);
         assert_eq!(g.queued_bytes(), 0);

@@ -20,6 +20,7 @@ mod error;
 mod files;
 mod gc;
 mod manager;
+mod messages;
 pub mod refcount;
 pub mod replicated;
 pub mod resync;

@@ -12,9 +12,9 @@ use hangar_util::time::now_msec;
 use tokio::sync::Mutex;
 
 use crate::files::{EncodedBlock, StoredBlock};
+use crate::messages::{CheckReply, HaveBlock};
 use crate::refcount::{self, add_ref, remove_ref, tx_has_live_ref};
 use crate::resync_queue;
-use crate::rpc::{CheckReply, HaveBlock};
 use crate::{BlockError, BlockFiles, Result};
 
 const LOCK_STRIPES: usize = 1024;

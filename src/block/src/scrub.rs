@@ -29,8 +29,8 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::manager::BlockManager;
+use crate::messages::CheckReply;
 use crate::refcount::RC_TREE;
-use crate::rpc::CheckReply;
 use crate::{BlockError, Result};
 
 const STATE_TREE: &str = "scrub_state";

@@ -40,7 +40,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 
-use crate::group_commit::{Completion, Job, Msg, PendingMap, Tx};
+use crate::tx::{Completion, Job, Msg, PendingMap, Tx};
 use crate::{CommitStats, DbError, DbOptions, Engine, Result, WriteOp};
 
 /// Whether the commit of one batch may overlap the closures of the next.

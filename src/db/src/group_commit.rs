@@ -14,7 +14,6 @@
 //! There is no timer: a writer arriving at an idle committer is served at
 //! once, and writers arriving while a sync is under way form the next batch.
 
-use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -22,6 +21,7 @@ use std::sync::atomic::AtomicU64;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::committer::{Pipelining, committer};
+use crate::tx::{Job, Msg, Tx};
 use crate::{DbError, Engine, Result};
 
 /// Options of the group committer.
@@ -52,19 +52,6 @@ pub struct CommitStats {
     pub writes: AtomicU64,
     pub failed_writes: AtomicU64,
     pub syncs: AtomicU64,
-}
-
-/// Answers one writer with the outcome of its batch.
-pub(crate) type Completion = Box<dyn FnOnce(Result<()>) + Send>;
-/// A writer's closure; returns whether it succeeded and how to answer it.
-pub(crate) type Job = Box<dyn FnOnce(&mut Tx<'_>) -> (bool, Completion) + Send>;
-
-/// What the committer thread receives.
-pub(crate) enum Msg {
-    /// A writer's closure.
-    Job(Job),
-    /// The syncer finished the batch it had (pipelined mode).
-    Synced,
 }
 
 /// The metadata store: an engine plus its group committer.
@@ -207,44 +194,6 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
             engine: "blocking pool",
             message: e.to_string(),
         })?
-}
-
-pub(crate) type PendingMap = BTreeMap<(&'static str, Vec<u8>), Option<Vec<u8>>>;
-
-/// A writer's view of the store inside a group commit: reads see the engine,
-/// then the batch still being committed (pipelined mode), then the writes of
-/// earlier writers in the same batch, then its own.
-pub struct Tx<'a> {
-    pub(crate) engine: &'a dyn Engine,
-    pub(crate) committing: Option<&'a PendingMap>,
-    pub(crate) batch: &'a PendingMap,
-    pub(crate) own: PendingMap,
-}
-
-impl Tx<'_> {
-    /// The current value of `key`, including writes not yet committed.
-    pub fn get(&self, tree: &'static str, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let k = (tree, key.to_vec());
-        let pending = self
-            .own
-            .get(&k)
-            .or_else(|| self.batch.get(&k))
-            .or_else(|| self.committing.and_then(|c| c.get(&k)));
-        match pending {
-            Some(v) => Ok(v.clone()),
-            None => self.engine.get(tree, key),
-        }
-    }
-
-    /// Sets `key` to `value`.
-    pub fn put(&mut self, tree: &'static str, key: Vec<u8>, value: Vec<u8>) {
-        self.own.insert((tree, key), Some(value));
-    }
-
-    /// Deletes `key`.
-    pub fn delete(&mut self, tree: &'static str, key: Vec<u8>) {
-        self.own.insert((tree, key), None);
-    }
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ mod group_commit;
 mod open;
 mod redb_engine;
 mod sled_engine;
+mod tx;
 
 pub use committer::Pipelining;
 pub use convert::{
@@ -29,10 +30,11 @@ pub use convert::{
 };
 pub use engine::{Engine, WriteOp};
 pub use error::DbError;
-pub use group_commit::{CommitStats, Db, DbOptions, Tx};
+pub use group_commit::{CommitStats, Db, DbOptions};
 pub use open::{open_engine, open_engine_at};
 pub use redb_engine::RedbEngine;
 pub use sled_engine::SledEngine;
+pub use tx::Tx;
 
 /// Result alias of this crate.
 pub type Result<T> = std::result::Result<T, DbError>;

@@ -3,27 +3,20 @@
 //! local socket and the admin HTTP API (`hangar_api_admin`), so the CLI
 //! and the API answer the same.
 
-use std::sync::Arc;
-
-use hangar_api_admin::auth::{Scope, TokenSigner};
+use hangar_api_admin::auth::Scope;
 use hangar_api_admin::ops::{AdminOps, Health};
-use hangar_api_admin::proto::{AdminError, AliasChange, ErrorCode, Request};
+use hangar_api_admin::proto::{AdminError, AliasChange, Request};
 use hangar_model::bucket::BucketRow;
 use hangar_model::key::KeyRow;
 use hangar_model::{Model, ModelError, PermissionChange};
-use hangar_net::{Mesh, PeerAddr};
-use hangar_table::TableError;
-use hangar_table::replicated::ReplicationError;
-use hangar_util::worker::WorkerRegistry;
+use hangar_net::PeerAddr;
 use serde_json::{Value, json};
 
+use crate::admin_error::model_error;
+use crate::admin_state::AdminState;
 use crate::block_admin;
 use crate::layout_admin::{self, AssignArgs};
-use crate::node_report::{NodeReport, ReportRequest};
-use crate::presign_admin::{self, PresignArgs, PresignSettings};
-use hangar_block::{BlockError, BlockManager, Resync, Scrub};
-use hangar_cluster::Cluster;
-use hangar_net::Endpoint;
+use crate::presign_admin::{self, PresignArgs};
 
 /// JSON view of a key, as `hangar key info --json` prints it.
 pub fn key_json(k: &KeyRow) -> Value {
@@ -44,65 +37,6 @@ pub fn key_json(k: &KeyRow) -> Value {
 /// A bucket's quotas as the admin API shows them (null: no limit).
 fn quotas_json(q: hangar_model::bucket::BucketQuotas) -> Value {
     json!({"max_size": q.max_size, "max_objects": q.max_objects})
-}
-
-/// The one place where model errors become admin errors.
-pub(crate) fn model_error(e: ModelError) -> AdminError {
-    let code = match &e {
-        ModelError::NoSuchBucket(_)
-        | ModelError::NoSuchKey(_)
-        | ModelError::NoSuchUpload
-        | ModelError::NoSuchAlias { .. } => ErrorCode::NotFound,
-        ModelError::BucketAlreadyExists(_)
-        | ModelError::BucketAlreadyOwnedByYou(_)
-        | ModelError::KeyAlreadyExists(_)
-        | ModelError::BucketNotEmpty(_)
-        | ModelError::PreconditionFailed
-        | ModelError::InvalidBucketState(_)
-        | ModelError::ObjectLocked
-        | ModelError::SourceChanged
-        | ModelError::QuotaExceeded(_) => ErrorCode::Conflict,
-        ModelError::InvalidBucketName { .. }
-        | ModelError::Invalid(_)
-        | ModelError::KeyExpired { .. } => ErrorCode::BadRequest,
-        ModelError::Table(TableError::Replication(_) | TableError::Net(_))
-        | ModelError::BucketCoordinator { .. }
-        | ModelError::ConditionalWrite { .. }
-        | ModelError::Block(
-            BlockError::Quorum { .. }
-            | BlockError::Unavailable { .. }
-            | BlockError::Overloaded { .. },
-        ) => ErrorCode::Unavailable,
-        ModelError::Table(_)
-        | ModelError::Db(_)
-        | ModelError::Corrupt(_)
-        | ModelError::Block(_) => {
-            return AdminError::internal(e);
-        }
-    };
-    AdminError::new(code, format!("{e}{}", next_step(&e)))
-}
-
-/// What the operator can do about `e`, appended to its message.
-fn next_step(e: &ModelError) -> &'static str {
-    match e {
-        ModelError::NoSuchBucket(_) => ": `hangar bucket list` lists the buckets",
-        ModelError::NoSuchAlias { .. } => ": `hangar bucket info` lists the bucket's aliases",
-        ModelError::NoSuchKey(_) => ": `hangar key list` lists the keys",
-        ModelError::BucketAlreadyExists(_) => ": pick another name, or `hangar bucket info` it",
-        ModelError::BucketNotEmpty(_) => ": delete its objects first",
-        ModelError::KeyAlreadyExists(_) => ": `hangar key info` shows it",
-        ModelError::Table(TableError::Replication(ReplicationError::NoLayoutYet { .. })) => {
-            ": `hangar layout show` shows whether the cluster has a layout; apply one, or retry once this node has received it"
-        }
-        ModelError::Table(TableError::Replication(_) | TableError::Net(_))
-        | ModelError::BucketCoordinator { .. }
-        | ModelError::ConditionalWrite { .. }
-        | ModelError::Block(_) => {
-            ": retry when more nodes are up (`hangar status` shows which are down)"
-        }
-        _ => "",
-    }
 }
 
 /// What `bucket info` shows of bucket `b`: usage, quotas, website, the
@@ -194,24 +128,6 @@ async fn alias_request(
         None => model.find_bucket(&which).await.map_err(model_error)?,
     };
     Ok((b, alias, key))
-}
-
-/// What the admin operations run on.
-#[derive(Clone)]
-pub struct AdminState {
-    pub model: Arc<Model>,
-    pub workers: WorkerRegistry,
-    pub mesh: Mesh,
-    pub cluster: Cluster,
-    pub blocks: Arc<BlockManager>,
-    pub resync: Arc<Resync>,
-    pub scrub: Arc<Scrub>,
-    /// Every node's report, for `status` and `stats`.
-    pub reports: Arc<Endpoint<ReportRequest, NodeReport>>,
-    pub presign: PresignSettings,
-    /// Signs admin tokens (`admin-token create`); `None` without
-    /// `admin_token`.
-    pub token_signer: Option<TokenSigner>,
 }
 
 impl AdminOps for AdminState {

@@ -11,7 +11,8 @@ use hangar_api_admin::proto::AdminError;
 use hangar_layout::{LayoutHistory, NodeId};
 use serde_json::{Value, json};
 
-use crate::admin_server::AdminState;
+use crate::admin_error::model_error;
+use crate::admin_state::AdminState;
 use crate::layout_admin;
 use crate::node_report::{self, report_json};
 
@@ -73,10 +74,7 @@ pub async fn status(st: &AdminState) -> Result<Value, AdminError> {
 /// report (disks, table rows, block files, resync, scrub).
 pub async fn statistics(st: &AdminState) -> Result<Value, AdminError> {
     let model = st.model.as_ref();
-    let mut buckets = model
-        .list_buckets()
-        .await
-        .map_err(crate::admin_server::model_error)?;
+    let mut buckets = model.list_buckets().await.map_err(model_error)?;
     if buckets.len() > STATS_MAX_BUCKETS {
         return Err(AdminError::bad(format!(
             "{} buckets: stats counts at most {STATS_MAX_BUCKETS}; use `hangar bucket info` on the ones you need",
@@ -90,7 +88,7 @@ pub async fn statistics(st: &AdminState) -> Result<Value, AdminError> {
     let reads: Vec<_> = buckets.iter().map(|b| model.bucket_usage(b)).collect();
     let usages: Vec<_> = futures::stream::iter(reads).buffered(16).collect().await;
     for (b, u) in buckets.iter().zip(usages) {
-        let u = u.map_err(crate::admin_server::model_error)?;
+        let u = u.map_err(model_error)?;
         objects += u.objects;
         bytes += u.bytes;
         rows.push(json!({"name": b.name, "id": b.id, "objects": u.objects, "bytes": u.bytes}));

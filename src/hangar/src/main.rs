@@ -1,6 +1,8 @@
 //! `hangar`: the node (`hangar server`) and the operator CLI.
 
+mod admin_error;
 mod admin_server;
+mod admin_state;
 mod block_admin;
 mod block_cli;
 mod cli;

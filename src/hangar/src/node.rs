@@ -27,7 +27,7 @@ use hangar_util::foreground::Foreground;
 use hangar_util::worker::{WorkerRegistry, WorkerState};
 use prometheus_client::registry::Registry;
 
-use crate::admin_server::AdminState;
+use crate::admin_state::AdminState;
 use crate::node_report::{NodeReport, ReportRequest};
 use hangar_cluster::{Cluster, ClusterError, LayoutFileError, layout_file};
 

@@ -17,9 +17,9 @@ use axum::extract::rejection::{BytesRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, Query, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use prometheus_client::registry::Registry;
 
-use crate::auth::{Access, Tokens};
+pub use crate::admin_endpoint::AdminEndpoint;
+use crate::http_reply::{json, refusal};
 use crate::ops::AdminOps;
 use crate::proto::{AdminError, Request};
 use crate::routes::{ROUTES, Route, Verb};
@@ -27,73 +27,10 @@ use crate::routes::{ROUTES, Route, Verb};
 /// Largest request body accepted (the socket's request line bound too).
 pub const MAX_BODY: usize = 64 * 1024;
 
-/// What the admin endpoint serves.
-pub struct AdminEndpoint<H> {
-    /// Rendered at `/metrics`.
-    pub registry: Registry,
-    pub tokens: Tokens,
-    pub ops: Arc<H>,
-    /// This node's S3 endpoint, which the web console's object browser
-    /// calls in-process (`console`); `None` when the node serves no S3.
-    pub s3: Option<crate::console::NodeS3>,
-}
-
 type Ep<H> = State<Arc<AdminEndpoint<H>>>;
-
-pub(crate) fn json(status: StatusCode, v: &impl serde::Serialize) -> Response {
-    let body = serde_json::to_vec(v).expect("answers encode");
-    // Answers carry secrets (keys) and the cluster's state: never cached.
-    (
-        status,
-        [
-            (header::CONTENT_TYPE, "application/json"),
-            (header::CACHE_CONTROL, "no-store"),
-        ],
-        body,
-    )
-        .into_response()
-}
 
 fn error(e: &AdminError) -> Response {
     json(e.code.http_status(), e)
-}
-
-/// The answer to a request that `access` does not let through, if any.
-pub(crate) fn refusal(access: Access) -> Option<Response> {
-    match access {
-        Access::Allowed => None,
-        Access::Missing => Some(
-            (
-                StatusCode::UNAUTHORIZED,
-                [(header::WWW_AUTHENTICATE, "Bearer")],
-            )
-                .into_response(),
-        ),
-        Access::Expired => {
-            let mut r = json(
-                StatusCode::UNAUTHORIZED,
-                &serde_json::json!({
-                    "code": "Expired",
-                    "message": "the token expired: `hangar admin-token create` makes a new one",
-                }),
-            );
-            r.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                http::HeaderValue::from_static(
-                    "Bearer error=\"invalid_token\", error_description=\"the token expired\"",
-                ),
-            );
-            Some(r)
-        }
-        Access::Refused => Some(StatusCode::FORBIDDEN.into_response()),
-        Access::Disabled => Some(json(
-            StatusCode::FORBIDDEN,
-            &serde_json::json!({
-                "code": "Disabled",
-                "message": "the admin API is off: set [admin] admin_token (or admin_token_file) on this node",
-            }),
-        )),
-    }
 }
 
 async fn run<H: AdminOps>(ep: &AdminEndpoint<H>, req: Result<Request, AdminError>) -> Response {

@@ -11,6 +11,7 @@
 //! serve reads and writes at its consistency mode, `503` otherwise).
 //! doc/admin-api.yaml is the OpenAPI description of every route.
 
+mod admin_endpoint;
 pub mod auth;
 pub mod client;
 mod cluster_collector;
@@ -19,6 +20,7 @@ pub mod console;
 pub mod exposition;
 mod families;
 pub mod http_api;
+mod http_reply;
 pub mod ops;
 pub mod proto;
 pub mod routes;

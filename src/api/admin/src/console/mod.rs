@@ -8,6 +8,7 @@
 //! [`secure`]'s headers: a Content-Security-Policy with no inline script
 //! or style and no framing, `nosniff`, and `no-store`.
 
+pub mod node_s3;
 mod proxy;
 
 use std::sync::Arc;
@@ -17,15 +18,9 @@ use axum::extract::Path;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use crate::http_api::AdminEndpoint;
+use crate::admin_endpoint::AdminEndpoint;
 use crate::ops::AdminOps;
-
-/// This node's S3 endpoint as the console's proxy calls it: in-process,
-/// counted in the S3 endpoint's own metrics.
-pub struct NodeS3 {
-    pub endpoint: hangar_api_s3::server::Endpoint,
-    pub metrics: Arc<hangar_api_s3::metrics::S3Metrics>,
-}
+pub use node_s3::NodeS3;
 
 /// The console's files: name under `/console/`, content type, content.
 const ASSETS: &[(&str, &str, &str)] = &[

@@ -19,7 +19,8 @@ use axum::extract::{Request, State};
 use axum::http::header;
 use axum::response::Response;
 
-use crate::http_api::{AdminEndpoint, json, refusal};
+use crate::admin_endpoint::AdminEndpoint;
+use crate::http_reply::{json, refusal};
 use crate::ops::AdminOps;
 use crate::proto::AdminError;
 use crate::routes::Verb;

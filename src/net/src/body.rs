@@ -15,10 +15,9 @@ use futures::stream::{BoxStream, Stream, StreamExt};
 use prometheus_client::metrics::counter::Counter;
 use quinn::{RecvStream, SendStream};
 
-use crate::endpoint::Priority;
 use crate::error::NetError;
 use crate::frame::{MAX_HEADER_LEN, decode, encode, read_frame};
-use crate::priority::{BACKGROUND_PIECE, PriorityGate};
+use crate::priority::{BACKGROUND_PIECE, Priority, PriorityGate};
 
 /// Body frame tag: the body is complete.
 pub(crate) const TAG_END: u8 = 0;

@@ -15,51 +15,11 @@ use crate::error::NetError;
 use crate::frame::{self, decode, encode};
 use crate::identity::NodeId;
 use crate::mesh::MeshInner;
+pub use crate::priority::Priority;
 
 /// A type that can travel as an RPC message (MessagePack via serde).
 pub trait Message: Serialize + DeserializeOwned + Send + Sync + 'static {}
 impl<T: Serialize + DeserializeOwned + Send + Sync + 'static> Message for T {}
-
-/// How urgent a call is. Maps to QUIC stream priorities on both directions of
-/// the call's stream, so background transfers (resync, anti-entropy) yield
-/// the link to client-facing calls on the same connection.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Priority {
-    /// Bulk work that may wait: resync, anti-entropy, rebalancing.
-    Background,
-    /// Work a client is waiting for (the default).
-    #[default]
-    Foreground,
-    /// The mesh's own control traffic (ping, peer exchange).
-    Control,
-}
-
-impl Priority {
-    pub(crate) fn wire(self) -> u8 {
-        match self {
-            Priority::Background => 0,
-            Priority::Foreground => 1,
-            Priority::Control => 2,
-        }
-    }
-
-    pub(crate) fn from_wire(b: u8) -> Priority {
-        match b {
-            0 => Priority::Background,
-            2 => Priority::Control,
-            _ => Priority::Foreground,
-        }
-    }
-
-    /// The quinn send-stream priority (higher is sent first).
-    pub(crate) fn quic(self) -> i32 {
-        match self {
-            Priority::Background => 0,
-            Priority::Foreground => 10,
-            Priority::Control => 20,
-        }
-    }
-}
 
 /// Per-call options.
 #[derive(Clone, Copy, Debug, Default)]

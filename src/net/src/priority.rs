@@ -1,4 +1,5 @@
-//! Priority of body bytes entering a connection's send buffer.
+//! How urgent a call is ([`Priority`]), and the priority of body bytes
+//! entering a connection's send buffer ([`PriorityGate`]).
 //!
 //! QUIC stream priorities order the bytes already buffered, but writers that
 //! wait for buffer space (the connection's send window and flow credit) are
@@ -13,6 +14,47 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::Notify;
+
+/// How urgent a call is. Maps to QUIC stream priorities on both directions of
+/// the call's stream, so background transfers (resync, anti-entropy) yield
+/// the link to client-facing calls on the same connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Priority {
+    /// Bulk work that may wait: resync, anti-entropy, rebalancing.
+    Background,
+    /// Work a client is waiting for (the default).
+    #[default]
+    Foreground,
+    /// The mesh's own control traffic (ping, peer exchange).
+    Control,
+}
+
+impl Priority {
+    pub(crate) fn wire(self) -> u8 {
+        match self {
+            Priority::Background => 0,
+            Priority::Foreground => 1,
+            Priority::Control => 2,
+        }
+    }
+
+    pub(crate) fn from_wire(b: u8) -> Priority {
+        match b {
+            0 => Priority::Background,
+            2 => Priority::Control,
+            _ => Priority::Foreground,
+        }
+    }
+
+    /// The quinn send-stream priority (higher is sent first).
+    pub(crate) fn quic(self) -> i32 {
+        match self {
+            Priority::Background => 0,
+            Priority::Foreground => 10,
+            Priority::Control => 20,
+        }
+    }
+}
 
 /// Size of the pieces background bodies are written in.
 pub(crate) const BACKGROUND_PIECE: usize = 64 * 1024;

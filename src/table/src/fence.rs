@@ -48,11 +48,10 @@ use std::ops::Bound;
 
 use async_trait::async_trait;
 use hangar_db::{DbError, Tx};
-use hangar_net::{CallOpts, Handler, HandlerError, Request, Response};
+use hangar_net::{Handler, HandlerError, Request, Response};
 use serde::{Deserialize, Serialize};
 use serde_bytes::ByteBuf;
 
-use crate::sharded::ShardedTable;
 use crate::{Result, Schema, Table, TableError};
 
 /// Text every refusal of a fenced row carries (in [`TableError::Fenced`]
@@ -257,38 +256,6 @@ impl<S: Schema> Handler<FenceRequest, FenceAnswer> for FenceHandler<S> {
             .await
             .map(Response::new)
             .map_err(HandlerError::new)
-    }
-}
-
-impl<S: Schema> ShardedTable<S> {
-    /// Applies a fence operation to `partition` on its nodes. Close and
-    /// Seal return once a write quorum of every active layout version's
-    /// set applied it, with whether any of those replicas holds a live row
-    /// of the key; Open is sent to every node and returns once a quorum
-    /// removed it (the rest expire).
-    pub async fn fence(&self, partition: &[u8], token: u64, op: FenceOp) -> Result<FenceAnswer> {
-        let Some(ep) = &self.eps.fence else {
-            return Err(TableError::NotFenceable { tree: S::TREE });
-        };
-        let p = S::layout_partition(partition);
-        let nodes = self.cluster().storage_nodes_of_partition(p);
-        let answers = self
-            .cluster()
-            .call_write_quorum(
-                ep,
-                &nodes,
-                FenceRequest {
-                    partition: ByteBuf::from(partition.to_vec()),
-                    token,
-                    op,
-                },
-                CallOpts::default(),
-            )
-            .await
-            .map_err(|e| self.quorum_error("fence", p, &nodes.nodes(), e))?;
-        Ok(FenceAnswer {
-            live: answers.iter().any(|(_, a)| a.live),
-        })
     }
 }
 

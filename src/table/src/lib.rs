@@ -22,6 +22,7 @@ pub mod gc_rpc;
 pub mod merkle;
 pub mod replicated;
 pub mod sharded;
+mod sharded_fence;
 pub mod sharded_gc;
 pub mod sharded_sync;
 pub mod tombstones;

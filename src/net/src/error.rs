@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::identity::NodeId;
+use hangar_util::NodeId;
 
 /// Everything that can fail in `hangar_net`.
 ///

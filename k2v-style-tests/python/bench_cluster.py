@@ -17,13 +17,14 @@ from types import SimpleNamespace
 from hangar_testlib import Key, Node, s3_client
 
 
-def wait(cond, timeout: float, what: str) -> float:
-    """Polls `cond` until it holds; exits the benchmark if `timeout` passes."""
+def wait(cond, timeout: float, what: str, every: float = 0.05) -> float:
+    """Polls `cond` every `every` seconds until it holds; exits the
+    benchmark if `timeout` passes."""
     t0 = time.monotonic()
     while time.monotonic() - t0 < timeout:
         if cond():
             return time.monotonic() - t0
-        time.sleep(0.05)
+        time.sleep(every)
     raise SystemExit(f"{Path(sys.argv[0]).name}: timed out after {timeout}s waiting for {what}")
 
 

@@ -302,6 +302,15 @@ impl Cluster {
     /// ([`quorum_call::call_quorum_hedged`]). A peer slowed by other work (a
     /// resync it receives or serves, a burst of clients) keeps a small ping
     /// RTT, so its answer time, not its RTT, decides.
+    ///
+    /// A peer not called lately is not known to be fast: when enough peers
+    /// are (with this node, a quorum of them), the read goes to those, and
+    /// a peer whose estimate went stale but whose ping RTT ranks it among
+    /// them is called beside them — a probe, whose answer counts if it
+    /// comes first and renews its estimate either way — rather than in
+    /// place of one, so that finding out whether it is still slow costs the
+    /// read nothing. One read probes a stale peer; reads meanwhile leave it
+    /// out ([`Mesh::claim_probe`]).
     pub async fn call_read_quorum<Req, Resp>(
         &self,
         endpoint: &Arc<Endpoint<Req, Resp>>,
@@ -314,36 +323,55 @@ impl Cluster {
         Resp: Message,
     {
         let quorum = self.inner.quorums.read;
-        let mut order: Vec<(bool, Duration, Duration, NodeId)> = targets
+        let me = self.id();
+        // (down, rank, rtt, node, known to be fast now)
+        let mut ranked: Vec<(bool, Duration, Duration, NodeId, bool)> = targets
             .iter()
             .map(|&n| {
                 let s = self.inner.mesh.standing(n);
                 let rtt = s.rtt.unwrap_or(Duration::MAX);
-                (!s.up, s.answer_time.unwrap_or(rtt), rtt, n)
+                let known = n == me || s.answer_time.is_some();
+                (!s.up, s.answer_time.unwrap_or(rtt), rtt, n, known)
             })
             .collect();
-        order.sort();
-        let slowest = order
-            .iter()
-            .take(quorum)
-            .map(|(_, _, rtt, _)| *rtt)
-            .max()
-            .unwrap_or_default();
+        ranked.sort();
+        let known_up = ranked.iter().filter(|r| !r.0 && r.4).count();
+        let mut first = Vec::with_capacity(quorum);
+        let mut probes = Vec::new();
+        let mut rest = Vec::new();
+        for r in ranked {
+            if first.len() == quorum {
+                rest.push(r);
+            } else if known_up >= quorum && !r.0 && !r.4 {
+                // One probe per stale peer, not one per read until it
+                // answers; the others keep it for their hedge.
+                if self.inner.mesh.claim_probe(r.3) {
+                    probes.push(r);
+                } else {
+                    rest.push(r);
+                }
+            } else {
+                first.push(r);
+            }
+        }
+        let slowest = first.iter().map(|r| r.2).max().unwrap_or_default();
         let hedge = slowest
             .saturating_mul(READ_HEDGE_RTT_FACTOR)
             .max(READ_HEDGE_MIN)
             .min(READ_HEDGE_MAX);
-        let order: Vec<NodeId> = order.into_iter().map(|(.., n)| n).collect();
-        quorum_call::call_quorum_hedged(
-            &self.inner.mesh,
-            endpoint,
-            &order,
-            msg,
+        let at_once = first.len() + probes.len();
+        let order: Vec<NodeId> = first
+            .into_iter()
+            .chain(probes)
+            .chain(rest)
+            .map(|r| r.3)
+            .collect();
+        let how = quorum_call::Hedging {
             quorum,
-            opts,
+            at_once,
             hedge,
-        )
-        .await
+        };
+        quorum_call::call_quorum_hedged(&self.inner.mesh, endpoint, &order, msg, how, opts).await
     }
 
     /// A write: `msg` to every node of `nodes`, done when the cluster's

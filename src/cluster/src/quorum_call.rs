@@ -123,12 +123,27 @@ where
     .await
 }
 
-/// Sends `msg` to the first `quorum` nodes of `targets`, which the caller
-/// gives in its order of preference (closest first), and to the others only
-/// when needed: the next one as soon as a call fails, and every other one
-/// once `hedge` has passed without the quorum. Returns the responses of the
-/// first `quorum` that succeed; fails like [`call_quorum`] (nodes known down
-/// are skipped, and [`QuorumError::NotEnoughNodes`] is answered at once).
+/// How a hedged quorum call ([`call_quorum_hedged`]) goes: how many answers
+/// it needs, how many of its targets it calls at once, and how long it
+/// waits for the quorum before calling the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hedging {
+    /// Answers needed.
+    pub quorum: usize,
+    /// Targets called at once (at least `quorum`): those beyond the quorum
+    /// are probes, whose answers count if they come first.
+    pub at_once: usize,
+    /// How long the quorum may take before every other target is called.
+    pub hedge: Duration,
+}
+
+/// Sends `msg` to the first `how.at_once` nodes of `targets` (at least
+/// `how.quorum`), which the caller gives in its order of preference
+/// (closest first), and to the others only when needed: the next one as
+/// soon as a call fails, and every other one once `how.hedge` has passed
+/// without the quorum. Returns the responses of the first `quorum` that
+/// succeed; fails like [`call_quorum`] (nodes known down are skipped, and
+/// [`QuorumError::NotEnoughNodes`] is answered at once).
 ///
 /// For reads: any `quorum` answers meet every write quorum, whichever nodes
 /// give them, so the read sees what [`call_quorum`] would; but a read that
@@ -139,9 +154,8 @@ pub async fn call_quorum_hedged<Req, Resp>(
     endpoint: &Arc<Endpoint<Req, Resp>>,
     targets: &[NodeId],
     msg: Req,
-    quorum: usize,
+    how: Hedging,
     opts: CallOpts,
-    hedge: Duration,
 ) -> Result<Vec<(NodeId, Resp)>, QuorumError>
 where
     Req: Message + Clone,
@@ -149,10 +163,9 @@ where
 {
     run_hedged(
         targets.to_vec(),
-        quorum,
+        how,
         |n| mesh.is_up(n),
         mesh_call(endpoint, msg, opts),
-        hedge,
     )
     .await
 }
@@ -493,16 +506,20 @@ fn conclude<Resp>(
 /// one set, `targets` in the order they are to be called.
 pub(crate) async fn run_hedged<Resp, F, Fut>(
     targets: Vec<NodeId>,
-    quorum: usize,
+    how: Hedging,
     is_up: impl Fn(NodeId) -> bool,
     call: F,
-    hedge: Duration,
 ) -> Result<Vec<(NodeId, Resp)>, QuorumError>
 where
     Resp: Send + 'static,
     F: Fn(NodeId) -> Fut,
     Fut: Future<Output = Result<Resp, NetError>> + Send + 'static,
 {
+    let Hedging {
+        quorum,
+        at_once,
+        hedge,
+    } = how;
     let mut tracker = Tracker::new(
         vec![Set {
             version: None,
@@ -528,7 +545,7 @@ where
             let _ = tx.send((node, fut.await));
         });
     };
-    let mut next = quorum.min(order.len());
+    let mut next = at_once.max(quorum).min(order.len());
     order[..next].iter().for_each(|n| launch(*n));
     let mut in_flight = next;
     let hedge_at = tokio::time::Instant::now() + hedge;
@@ -816,6 +833,14 @@ mod tests {
         of.iter().map(|&i| node(i)).collect()
     }
 
+    fn how(quorum: usize, at_once: usize, hedge: Duration) -> Hedging {
+        Hedging {
+            quorum,
+            at_once,
+            hedge,
+        }
+    }
+
     fn answered(r: &[(NodeId, u8)]) -> Vec<u8> {
         let mut got: Vec<u8> = r.iter().map(|(_, v)| *v).collect();
         got.sort();
@@ -826,9 +851,14 @@ mod tests {
     async fn hedged_calls_only_the_first_quorum_when_they_answer() {
         let (f, log) = fakes(&[(1, Fake::Ok), (2, Fake::Ok), (3, Fake::Ok)]);
         let hedge = Duration::from_millis(200);
-        let r = run_hedged(nodes(&[2, 1, 3]), 2, |_| true, fake(f, log.clone()), hedge)
-            .await
-            .unwrap();
+        let r = run_hedged(
+            nodes(&[2, 1, 3]),
+            how(2, 2, hedge),
+            |_| true,
+            fake(f, log.clone()),
+        )
+        .await
+        .unwrap();
         assert_eq!(answered(&r), vec![1, 2]);
         // Past the hedge delay, node 3 has still not been called.
         tokio::time::sleep(hedge * 2).await;
@@ -836,13 +866,59 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn hedged_calls_a_probe_at_once_without_waiting_for_it() {
+        // Node 3 (a probe: called beside the quorum) is slow; the read
+        // returns with the quorum of the others, and the probe's call goes
+        // on to its end.
+        let slow = Duration::from_millis(300);
+        let (f, log) = fakes(&[(1, Fake::Ok), (2, Fake::Ok), (3, Fake::Slow(slow))]);
+        let start = Instant::now();
+        let r = run_hedged(
+            nodes(&[1, 2, 3]),
+            how(2, 3, slow * 10),
+            |_| true,
+            fake(f, log.clone()),
+        )
+        .await
+        .unwrap();
+        assert!(start.elapsed() < slow, "took {:?}", start.elapsed());
+        assert_eq!(answered(&r), vec![1, 2]);
+        assert_eq!(
+            log.lock().unwrap().0,
+            nodes(&[1, 2, 3]),
+            "all three called at once"
+        );
+        tokio::time::sleep(slow * 2).await;
+        assert!(
+            log.lock().unwrap().1.contains(&node(3)),
+            "the probe finished"
+        );
+        // Its answer counts when it comes first.
+        let (f, log) = fakes(&[(1, Fake::Ok), (2, Fake::Slow(slow)), (3, Fake::Ok)]);
+        let r = run_hedged(
+            nodes(&[1, 2, 3]),
+            how(2, 3, slow * 10),
+            |_| true,
+            fake(f, log.clone()),
+        )
+        .await
+        .unwrap();
+        assert_eq!(answered(&r), vec![1, 3]);
+    }
+
+    #[tokio::test]
     async fn hedged_calls_the_next_node_at_once_when_one_fails() {
         let (f, log) = fakes(&[(1, Fake::Fail), (2, Fake::Ok), (3, Fake::Ok)]);
         let hedge = Duration::from_secs(30);
         let start = Instant::now();
-        let r = run_hedged(nodes(&[1, 2, 3]), 2, |_| true, fake(f, log.clone()), hedge)
-            .await
-            .unwrap();
+        let r = run_hedged(
+            nodes(&[1, 2, 3]),
+            how(2, 2, hedge),
+            |_| true,
+            fake(f, log.clone()),
+        )
+        .await
+        .unwrap();
         assert!(
             start.elapsed() < Duration::from_secs(1),
             "took {:?}",
@@ -866,10 +942,9 @@ mod tests {
         let start = Instant::now();
         let r = run_hedged(
             nodes(&[1, 2, 3, 4]),
-            2,
+            how(2, 2, hedge),
             |_| true,
             fake(f, log.clone()),
-            hedge,
         )
         .await
         .unwrap();
@@ -889,10 +964,9 @@ mod tests {
         let start = Instant::now();
         let e = run_hedged(
             nodes(&[1, 2, 3]),
-            2,
+            how(2, 2, Duration::from_secs(30)),
             |_| true,
             fake(f, log.clone()),
-            Duration::from_secs(30),
         )
         .await
         .unwrap_err();
@@ -906,10 +980,9 @@ mod tests {
         let (f, log) = fakes(&[(1, Fake::Ok), (2, Fake::Ok), (3, Fake::Ok)]);
         let r = run_hedged(
             nodes(&[1, 2, 3, 2]),
-            2,
+            how(2, 2, Duration::from_secs(30)),
             |n| n != node(1),
             fake(f.clone(), log.clone()),
-            Duration::from_secs(30),
         )
         .await
         .unwrap();
@@ -920,10 +993,9 @@ mod tests {
         let (f, log) = fakes(&[(1, Fake::Ok), (2, Fake::Ok), (3, Fake::Ok)]);
         let e = run_hedged(
             nodes(&[1, 2, 3]),
-            2,
+            how(2, 2, Duration::from_secs(30)),
             |n| n == node(3),
             fake(f, log.clone()),
-            Duration::from_secs(30),
         )
         .await
         .unwrap_err();

@@ -313,36 +313,76 @@ impl Handler<u32, u32> for Timed {
     }
 }
 
+/// Three nodes answering the endpoint [`Timed`] at `test/timed`, each
+/// counting its calls and waiting its own delay, and a cluster on the
+/// first: the delay and count of each, the ids, the first node's endpoint.
+struct TimedNodes {
+    meshes: Vec<Mesh>,
+    _dirs: Vec<tempfile::TempDir>,
+    cluster: Cluster,
+    ids: Vec<NodeId>,
+    ep: Arc<hangar_net::Endpoint<u32, u32>>,
+    received: Vec<Arc<AtomicUsize>>,
+    delays: Vec<Arc<std::sync::atomic::AtomicU64>>,
+}
+
+impl TimedNodes {
+    async fn start() -> TimedNodes {
+        const TIMED: &str = "test/timed";
+        let (meshes, dirs) = three_nodes().await;
+        let (received, delays): (Vec<_>, Vec<_>) = meshes
+            .iter()
+            .map(|m| {
+                let h = Timed {
+                    received: Arc::default(),
+                    delay_ms: Arc::default(),
+                };
+                let r = (h.received.clone(), h.delay_ms.clone());
+                m.endpoint::<u32, u32>(TIMED).unwrap().set_handler(h, 64);
+                r
+            })
+            .unzip();
+        let cluster = cluster_on_first(&meshes, &dirs);
+        let ids: Vec<NodeId> = meshes.iter().map(|m| m.id()).collect();
+        let ep = meshes[0].endpoint::<u32, u32>(TIMED).unwrap();
+        TimedNodes {
+            meshes,
+            _dirs: dirs,
+            cluster,
+            ids,
+            ep,
+            received,
+            delays,
+        }
+    }
+
+    fn count(&self, i: usize) -> usize {
+        self.received[i].load(Ordering::SeqCst)
+    }
+
+    async fn read(&self) -> Duration {
+        let start = Instant::now();
+        let got = self
+            .cluster
+            .call_read_quorum(&self.ep, &self.ids, 1, CallOpts::default())
+            .await
+            .unwrap();
+        assert!(got.len() >= 2);
+        start.elapsed()
+    }
+}
+
 /// A read goes to the replica that answers fastest now, not to the one
 /// with the smallest ping RTT: a replica that slows down (as a node does
 /// while a resync takes its CPU, its pings still answered at once) stops
 /// getting the reads within a few calls.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_move_off_a_replica_that_answers_slowly() {
-    const TIMED: &str = "test/timed";
-    let (meshes, dirs) = three_nodes().await;
-    let (received, delays): (Vec<_>, Vec<_>) = meshes
-        .iter()
-        .map(|m| {
-            let h = Timed {
-                received: Arc::default(),
-                delay_ms: Arc::default(),
-            };
-            let r = (h.received.clone(), h.delay_ms.clone());
-            m.endpoint::<u32, u32>(TIMED).unwrap().set_handler(h, 64);
-            r
-        })
-        .unzip();
-    let cluster = cluster_on_first(&meshes, &dirs);
-    let ids: Vec<NodeId> = meshes.iter().map(|m| m.id()).collect();
-    let ep = meshes[0].endpoint::<u32, u32>(TIMED).unwrap();
-    let count = |i: usize| received[i].load(Ordering::SeqCst);
+    let t = TimedNodes::start().await;
+    let (meshes, ids, delays) = (&t.meshes, &t.ids, &t.delays);
+    let count = |i: usize| t.count(i);
     for _ in 0..20 {
-        let got = cluster
-            .call_read_quorum(&ep, &ids, 1, CallOpts::default())
-            .await
-            .unwrap();
-        assert!(got.len() >= 2);
+        t.read().await;
     }
     assert_eq!(count(0), 20, "this node answers every read");
     // The remote replica the reads went to most slows down: 30 ms, past the
@@ -352,10 +392,7 @@ async fn reads_move_off_a_replica_that_answers_slowly() {
     let before = (count(slow), count(fast));
     let start = Instant::now();
     for _ in 0..40 {
-        cluster
-            .call_read_quorum(&ep, &ids, 1, CallOpts::default())
-            .await
-            .unwrap();
+        t.read().await;
     }
     let (to_slow, to_fast) = (count(slow) - before.0, count(fast) - before.1);
     // One slow call teaches the caller; after that the slow replica is
@@ -366,4 +403,53 @@ async fn reads_move_off_a_replica_that_answers_slowly() {
         "40 reads: {to_slow} to the slow replica, {to_fast} to the fast one"
     );
     assert!(meshes[0].standing(ids[slow]).answer_time.is_some());
+}
+
+/// Whether a replica that answered slowly is still slow is found out beside
+/// the reads, not by them: once its estimate goes stale (a second without a
+/// call) its small ping RTT would rank it ahead of the replica known to
+/// answer in 3 ms, and a read sent to it instead would wait for the 20 ms
+/// hedge. It is called as a probe beside the fast one, and no read waits
+/// for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_replica_is_probed_beside_the_read_not_instead_of_a_fast_one() {
+    let t = TimedNodes::start().await;
+    t.delays[1].store(3, Ordering::SeqCst);
+    t.delays[2].store(3, Ordering::SeqCst);
+    for _ in 0..20 {
+        t.read().await;
+    }
+    let (slow, fast) = if t.count(1) >= t.count(2) {
+        (1, 2)
+    } else {
+        (2, 1)
+    };
+    t.delays[slow].store(30, Ordering::SeqCst);
+    // Learn that it is slow.
+    for _ in 0..5 {
+        t.read().await;
+    }
+    let before = (t.count(slow), t.count(fast));
+    let start = Instant::now();
+    let mut waited = Vec::new();
+    let mut reads = 0;
+    while start.elapsed() < Duration::from_secs(5) {
+        let took = t.read().await;
+        reads += 1;
+        // The cluster's read hedge (READ_HEDGE_MIN): a read waited for it.
+        if took >= Duration::from_millis(20) {
+            waited.push(took);
+        }
+    }
+    let (to_slow, to_fast) = (t.count(slow) - before.0, t.count(fast) - before.1);
+    assert!(
+        waited.len() <= 1,
+        "{} of {reads} reads waited for the hedge: {waited:?}",
+        waited.len()
+    );
+    assert_eq!(to_fast, reads, "the fast replica answers every read");
+    // A probe each time the slow one's estimate went stale: about one a
+    // second, and at least a few in five seconds.
+    assert!((3..=8).contains(&to_slow), "{to_slow} probes in 5 s");
+    assert!(t.meshes[0].standing(t.ids[slow]).answer_time.is_some());
 }

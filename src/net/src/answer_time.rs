@@ -24,12 +24,17 @@ use hangar_util::last_event::LastEvent;
 pub const FRESH: Duration = Duration::from_secs(1);
 /// Weight of a new sample, in 1/16: the last few calls count most.
 const WEIGHT: u64 = 4;
+/// How long a probe of a peer whose estimate went stale is waited for
+/// before another caller may probe it again.
+pub const PROBE_GAP: Duration = Duration::from_millis(250);
 
 /// A peer's recent answer time; shared by every call to it.
 #[derive(Debug, Default)]
 pub struct AnswerTime {
     mean_us: AtomicU64,
     last: LastEvent,
+    /// When a caller last took on probing the peer ([`AnswerTime::claim_probe`]).
+    probed: LastEvent,
 }
 
 impl AnswerTime {
@@ -56,6 +61,13 @@ impl AnswerTime {
         self.last
             .within(FRESH)
             .then(|| Duration::from_micros(self.mean_us.load(Ordering::Relaxed)))
+    }
+
+    /// Whether the caller is the one to probe the peer now: its estimate is
+    /// stale and no other caller took that on within [`PROBE_GAP`]. So a
+    /// stale peer gets one probe, not one per read until the first answers.
+    pub fn claim_probe(&self) -> bool {
+        self.recent().is_none() && self.probed.claim(PROBE_GAP)
     }
 }
 
@@ -124,6 +136,18 @@ mod tests {
         assert_eq!(t.recent(), None, "stale: the peer counts as unknown");
         t.record(Duration::from_millis(3));
         assert_eq!(t.recent(), Some(Duration::from_millis(3)), "a fresh start");
+    }
+
+    #[test]
+    fn a_stale_peer_is_probed_once_per_gap() {
+        let t = AnswerTime::default();
+        assert!(t.claim_probe(), "never called: probe it");
+        assert!(!t.claim_probe(), "a probe is under way");
+        t.record(Duration::from_millis(30));
+        std::thread::sleep(PROBE_GAP + Duration::from_millis(20));
+        assert!(!t.claim_probe(), "fresh: nothing to probe");
+        std::thread::sleep(FRESH);
+        assert!(t.claim_probe(), "stale again");
     }
 
     #[test]

@@ -310,6 +310,15 @@ impl Mesh {
     }
 
     /// `read` of what this node knows of peer `id` (`None` if nothing).
+    /// Whether the caller is the one to probe peer `id`, whose answer time
+    /// went stale ([`crate::answer_time::AnswerTime::claim_probe`]): false
+    /// for a peer that is not stale, unknown, or being probed by another
+    /// caller.
+    pub fn claim_probe(&self, id: NodeId) -> bool {
+        self.peer_read(id, |p| Some(p.answer_time.claim_probe()))
+            .unwrap_or(false)
+    }
+
     fn peer_read<T>(&self, id: NodeId, read: impl FnOnce(&Peer) -> Option<T>) -> Option<T> {
         self.inner
             .peers

@@ -41,6 +41,27 @@ impl LastEvent {
         let now = Instant::now();
         self.at_or_after(now.checked_sub(window).unwrap_or(origin()))
     }
+
+    /// Records the event now unless it happened within the last `window`,
+    /// and says whether this call recorded it: of callers trying at once,
+    /// one wins.
+    pub fn claim(&self, window: Duration) -> bool {
+        let now = micros(Instant::now());
+        let window = window.as_micros() as u64;
+        let mut at = self.at.load(Ordering::Relaxed);
+        loop {
+            if at != 0 && at.saturating_add(window) >= now {
+                return false;
+            }
+            match self
+                .at
+                .compare_exchange_weak(at, now, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(seen) => at = seen,
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -66,5 +87,29 @@ mod tests {
         assert!(!event.at_or_after(after), "older than `after`");
         event.record();
         assert!(event.at_or_after(after));
+    }
+
+    #[test]
+    fn one_claim_wins_per_window() {
+        let event = LastEvent::default();
+        assert!(event.claim(Duration::from_millis(50)), "never happened");
+        assert!(!event.claim(Duration::from_millis(50)), "just claimed");
+        assert!(
+            event.within(Duration::from_millis(50)),
+            "a claim records it"
+        );
+        std::thread::sleep(Duration::from_millis(60));
+        assert!(event.claim(Duration::from_millis(50)), "the window passed");
+        let event = std::sync::Arc::new(LastEvent::default());
+        let won: usize = (0..8)
+            .map(|_| {
+                let e = event.clone();
+                std::thread::spawn(move || e.claim(Duration::from_secs(60)))
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|t| usize::from(t.join().unwrap()))
+            .sum();
+        assert_eq!(won, 1, "of eight at once, one claim wins");
     }
 }

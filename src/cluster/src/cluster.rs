@@ -60,6 +60,20 @@ pub const READ_HEDGE_RTT_FACTOR: u32 = 3;
 /// the RTT (a replica of unknown RTT counts as far).
 pub const READ_HEDGE_MAX: Duration = Duration::from_millis(500);
 
+/// A target of a read as [`Cluster::call_read_quorum`] ranks it: live
+/// first, then by `rank` (recent answer time, else ping RTT); ordered by
+/// its fields in this order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct ReadCandidate {
+    down: bool,
+    rank: Duration,
+    rtt: Duration,
+    node: NodeId,
+    /// This node, or a peer with a recent answer time: known to be fast
+    /// (or slow) now, rather than guessed from its ping RTT.
+    known: bool,
+}
+
 /// Writes in flight, counted by the newest layout version they were sent
 /// under: a node acknowledges version `v` ([`Cluster::writes_before`] = 0)
 /// only once no write it sent under an older version is still running, so
@@ -324,37 +338,41 @@ impl Cluster {
     {
         let quorum = self.inner.quorums.read;
         let me = self.id();
-        // (down, rank, rtt, node, known to be fast now)
-        let mut ranked: Vec<(bool, Duration, Duration, NodeId, bool)> = targets
+        let mut ranked: Vec<ReadCandidate> = targets
             .iter()
-            .map(|&n| {
-                let s = self.inner.mesh.standing(n);
+            .map(|&node| {
+                let s = self.inner.mesh.standing(node);
                 let rtt = s.rtt.unwrap_or(Duration::MAX);
-                let known = n == me || s.answer_time.is_some();
-                (!s.up, s.answer_time.unwrap_or(rtt), rtt, n, known)
+                ReadCandidate {
+                    down: !s.up,
+                    rank: s.answer_time.unwrap_or(rtt),
+                    rtt,
+                    node,
+                    known: node == me || s.answer_time.is_some(),
+                }
             })
             .collect();
         ranked.sort();
-        let known_up = ranked.iter().filter(|r| !r.0 && r.4).count();
+        let known_up = ranked.iter().filter(|c| !c.down && c.known).count();
         let mut first = Vec::with_capacity(quorum);
         let mut probes = Vec::new();
         let mut rest = Vec::new();
-        for r in ranked {
+        for c in ranked {
             if first.len() == quorum {
-                rest.push(r);
-            } else if known_up >= quorum && !r.0 && !r.4 {
+                rest.push(c);
+            } else if known_up >= quorum && !c.down && !c.known {
                 // One probe per stale peer, not one per read until it
                 // answers; the others keep it for their hedge.
-                if self.inner.mesh.claim_probe(r.3) {
-                    probes.push(r);
+                if self.inner.mesh.claim_probe(c.node) {
+                    probes.push(c);
                 } else {
-                    rest.push(r);
+                    rest.push(c);
                 }
             } else {
-                first.push(r);
+                first.push(c);
             }
         }
-        let slowest = first.iter().map(|r| r.2).max().unwrap_or_default();
+        let slowest = first.iter().map(|c| c.rtt).max().unwrap_or_default();
         let hedge = slowest
             .saturating_mul(READ_HEDGE_RTT_FACTOR)
             .max(READ_HEDGE_MIN)
@@ -364,7 +382,7 @@ impl Cluster {
             .into_iter()
             .chain(probes)
             .chain(rest)
-            .map(|r| r.3)
+            .map(|c| c.node)
             .collect();
         let how = quorum_call::Hedging {
             quorum,

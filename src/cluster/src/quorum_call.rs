@@ -841,6 +841,16 @@ mod tests {
         }
     }
 
+    /// `run_hedged` over `order` with every node up and the fakes `f`.
+    async fn all_up(
+        order: &[u8],
+        how: Hedging,
+        f: BTreeMap<NodeId, Fake>,
+        log: &Log,
+    ) -> Result<Vec<(NodeId, u8)>, QuorumError> {
+        run_hedged(nodes(order), how, |_| true, fake(f, log.clone())).await
+    }
+
     fn answered(r: &[(NodeId, u8)]) -> Vec<u8> {
         let mut got: Vec<u8> = r.iter().map(|(_, v)| *v).collect();
         got.sort();
@@ -851,14 +861,7 @@ mod tests {
     async fn hedged_calls_only_the_first_quorum_when_they_answer() {
         let (f, log) = fakes(&[(1, Fake::Ok), (2, Fake::Ok), (3, Fake::Ok)]);
         let hedge = Duration::from_millis(200);
-        let r = run_hedged(
-            nodes(&[2, 1, 3]),
-            how(2, 2, hedge),
-            |_| true,
-            fake(f, log.clone()),
-        )
-        .await
-        .unwrap();
+        let r = all_up(&[2, 1, 3], how(2, 2, hedge), f, &log).await.unwrap();
         assert_eq!(answered(&r), vec![1, 2]);
         // Past the hedge delay, node 3 has still not been called.
         tokio::time::sleep(hedge * 2).await;
@@ -873,14 +876,9 @@ mod tests {
         let slow = Duration::from_millis(300);
         let (f, log) = fakes(&[(1, Fake::Ok), (2, Fake::Ok), (3, Fake::Slow(slow))]);
         let start = Instant::now();
-        let r = run_hedged(
-            nodes(&[1, 2, 3]),
-            how(2, 3, slow * 10),
-            |_| true,
-            fake(f, log.clone()),
-        )
-        .await
-        .unwrap();
+        let r = all_up(&[1, 2, 3], how(2, 3, slow * 10), f, &log)
+            .await
+            .unwrap();
         assert!(start.elapsed() < slow, "took {:?}", start.elapsed());
         assert_eq!(answered(&r), vec![1, 2]);
         assert_eq!(
@@ -895,14 +893,9 @@ mod tests {
         );
         // Its answer counts when it comes first.
         let (f, log) = fakes(&[(1, Fake::Ok), (2, Fake::Slow(slow)), (3, Fake::Ok)]);
-        let r = run_hedged(
-            nodes(&[1, 2, 3]),
-            how(2, 3, slow * 10),
-            |_| true,
-            fake(f, log.clone()),
-        )
-        .await
-        .unwrap();
+        let r = all_up(&[1, 2, 3], how(2, 3, slow * 10), f, &log)
+            .await
+            .unwrap();
         assert_eq!(answered(&r), vec![1, 3]);
     }
 
@@ -911,14 +904,7 @@ mod tests {
         let (f, log) = fakes(&[(1, Fake::Fail), (2, Fake::Ok), (3, Fake::Ok)]);
         let hedge = Duration::from_secs(30);
         let start = Instant::now();
-        let r = run_hedged(
-            nodes(&[1, 2, 3]),
-            how(2, 2, hedge),
-            |_| true,
-            fake(f, log.clone()),
-        )
-        .await
-        .unwrap();
+        let r = all_up(&[1, 2, 3], how(2, 2, hedge), f, &log).await.unwrap();
         assert!(
             start.elapsed() < Duration::from_secs(1),
             "took {:?}",
@@ -940,14 +926,9 @@ mod tests {
         ]);
         let hedge = Duration::from_millis(150);
         let start = Instant::now();
-        let r = run_hedged(
-            nodes(&[1, 2, 3, 4]),
-            how(2, 2, hedge),
-            |_| true,
-            fake(f, log.clone()),
-        )
-        .await
-        .unwrap();
+        let r = all_up(&[1, 2, 3, 4], how(2, 2, hedge), f, &log)
+            .await
+            .unwrap();
         let took = start.elapsed();
         assert!(took >= hedge && took < hedge * 4, "took {took:?}");
         assert_eq!(answered(&r)[0], 1);
@@ -962,14 +943,9 @@ mod tests {
         // failure, without waiting for the hedge delay.
         let (f, log) = fakes(&[(1, Fake::Fail), (2, Fake::Fail), (3, Fake::Never)]);
         let start = Instant::now();
-        let e = run_hedged(
-            nodes(&[1, 2, 3]),
-            how(2, 2, Duration::from_secs(30)),
-            |_| true,
-            fake(f, log.clone()),
-        )
-        .await
-        .unwrap_err();
+        let e = all_up(&[1, 2, 3], how(2, 2, Duration::from_secs(30)), f, &log)
+            .await
+            .unwrap_err();
         assert!(start.elapsed() < Duration::from_secs(1));
         assert!(
             matches!(e, QuorumError::Failed { ok: 0, ref errors, .. } if errors.len() == 2),

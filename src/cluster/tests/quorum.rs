@@ -442,8 +442,11 @@ async fn a_stale_replica_is_probed_beside_the_read_not_instead_of_a_fast_one() {
         }
     }
     let (to_slow, to_fast) = (t.count(slow) - before.0, t.count(fast) - before.1);
+    // Sent to the slow replica in place of the fast one, about one read a
+    // second and more waited (8 in 5 s when this was the case); a read
+    // slowed by a busy test machine is rarer than that.
     assert!(
-        waited.len() <= 1,
+        waited.len() <= 3,
         "{} of {reads} reads waited for the hedge: {waited:?}",
         waited.len()
     );

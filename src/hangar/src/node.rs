@@ -91,8 +91,8 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
     let history = layout_file::load_or_create(&cfg.metadata_dir, replication.factor)?;
     // Opening may repair the store after a crash (redb walks the whole
     // file): keep it off the async workers.
-    let (kind, dir) = (cfg.db_engine, cfg.metadata_dir.clone());
-    let engine = tokio::task::spawn_blocking(move || open_engine(kind, &dir))
+    let (kind, dir, fsync) = (cfg.db_engine, cfg.metadata_dir.clone(), cfg.metadata_fsync);
+    let engine = tokio::task::spawn_blocking(move || open_engine(kind, &dir, fsync))
         .await
         .map_err(|e| NodeError::Io {
             what: "opening the metadata store".into(),
@@ -375,9 +375,9 @@ async fn start_web(cfg: &Config, api: &S3Api, limits: ConnLimits) -> Result<(), 
     Ok(())
 }
 
-/// Makes every acknowledged metadata write durable before the process
-/// exits: with `metadata_fsync = false` the engines flush in the background
-/// only, and a clean stop must not lose what a crash may.
+/// Makes every acknowledged metadata write durable in the engine before the
+/// process exits: with `metadata_fsync = false` it is only journalled
+/// without fsync, which survives a process crash but not a power cut.
 async fn flush(node: &Node) -> Result<(), NodeError> {
     node.db.sync_async().await?;
     tracing::info!("metadata flushed; stopped");

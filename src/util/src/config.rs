@@ -294,9 +294,15 @@ pub struct Config {
     pub metadata_dir: PathBuf,
     pub data_dir: DataDirs,
     pub metadata_snapshots_dir: Option<PathBuf>,
-    #[serde(default)]
+    /// Sync each metadata commit to disk before acknowledging it (default
+    /// true). `false` keeps acknowledged writes across a process crash (the
+    /// journal) but may lose the last half second of them to a power cut or
+    /// kernel crash: doc/configuration.md, "Durability".
+    #[serde(default = "default_true")]
     pub metadata_fsync: bool,
-    #[serde(default)]
+    /// Sync each block file (and its directory) before acknowledging the
+    /// write that stored it (default true); same trade as `metadata_fsync`.
+    #[serde(default = "default_true")]
     pub data_fsync: bool,
     #[serde(default)]
     pub disable_scrub: bool,
@@ -763,6 +769,8 @@ api_bind_addr = "127.0.0.1:3900"
         assert_eq!(c.compression_level, CompressionLevel(Some(1)));
         assert_eq!(c.rpc_timeout_msec, 300_000);
         assert_eq!(c.replication().unwrap().factor, 1);
+        // Durable by default: doc/configuration.md, "Durability".
+        assert!(c.metadata_fsync && c.data_fsync);
     }
 
     #[test]

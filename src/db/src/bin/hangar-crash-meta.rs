@@ -15,11 +15,13 @@
 //!   store with its value.
 //! * `run --engine E --dir D --iterations I [--writers N] [--max-kill-ms M]`.
 //!
-//! `--fsync false` (for `write` and `run`) turns off `metadata_fsync`, to see
-//! that the check does catch lost writes: a killed process then loses what
-//! the engine still held in memory. Adding `--sync-acked true` makes each
-//! writer call `Db::sync_async` after each write before announcing it, which
-//! must again lose nothing.
+//! `--fsync false` (for `write` and `run`) turns off `metadata_fsync`: each
+//! batch is then journalled without fsync before it is applied (the node's
+//! way, `hangar_db::Journaled`), which must again lose nothing to a process
+//! crash. Adding `--journal false` opens the engine without its journal, to
+//! see that the check does catch lost writes: a killed process then loses
+//! what the engine still held in memory. `--sync-acked true` makes each
+//! writer call `Db::sync_async` after each write before announcing it.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -27,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
-use hangar_db::{Db, DbError, DbOptions, open_engine};
+use hangar_db::{Db, DbError, DbOptions, engine_path, open_engine, open_engine_at};
 use hangar_util::config::DbEngine;
 
 const TREE: &str = "crash";
@@ -87,13 +89,19 @@ fn write(engine: DbEngine, dir: &Path, f: &HashMap<String, String>) -> ExitCode 
     let seconds: f64 = flag(f, "seconds", Some(20.0));
     let fsync: bool = flag(f, "fsync", Some(true));
     let sync_acked: bool = flag(f, "sync-acked", Some(false));
+    let journal: bool = flag(f, "journal", Some(true));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("tokio runtime");
     rt.block_on(async move {
-        let e = open_engine(engine, dir).unwrap_or_else(|e| fail(&format!("open: {e}")));
+        let opened = if journal || fsync {
+            open_engine(engine, dir, fsync)
+        } else {
+            open_engine_at(engine, &engine_path(engine, dir))
+        };
+        let e = opened.unwrap_or_else(|e| fail(&format!("open: {e}")));
         let db = Db::new(
             e,
             DbOptions {
@@ -138,7 +146,7 @@ fn write(engine: DbEngine, dir: &Path, f: &HashMap<String, String>) -> ExitCode 
 }
 
 fn check(engine: DbEngine, dir: &Path, keys: &Path) -> ExitCode {
-    let e = match open_engine(engine, dir) {
+    let e = match open_engine(engine, dir, true) {
         Ok(e) => e,
         Err(e) => {
             println!("open failed: {e}");
@@ -200,6 +208,7 @@ fn run(me: &str, f: &HashMap<String, String>, dir: &Path) -> ExitCode {
     let max_kill_ms: u64 = flag(f, "max-kill-ms", Some(600));
     let fsync: bool = flag(f, "fsync", Some(true));
     let sync_acked: bool = flag(f, "sync-acked", Some(false));
+    let journal: bool = flag(f, "journal", Some(true));
     std::fs::create_dir_all(dir).unwrap_or_else(|e| fail(&format!("{}: {e}", dir.display())));
     let keys_file = dir.join("acked-keys");
     let mut rng = Rng::new();
@@ -213,6 +222,7 @@ fn run(me: &str, f: &HashMap<String, String>, dir: &Path) -> ExitCode {
             .args(["--writers", &writers.to_string(), "--seconds", "30"])
             .args(["--fsync", &fsync.to_string()])
             .args(["--sync-acked", &sync_acked.to_string()])
+            .args(["--journal", &journal.to_string()])
             .arg("--dir")
             .arg(dir)
             .stdout(Stdio::piped())
@@ -274,7 +284,7 @@ fn run(me: &str, f: &HashMap<String, String>, dir: &Path) -> ExitCode {
         previous = keys;
     }
     println!(
-        "engine={} fsync={fsync} rounds={iterations} acknowledged_keys={acked_total} rounds_killed_before_first_ack={empty_rounds} sled_unfinished_snapshots={unfinished_snapshots} failed_rounds={failures} seconds={:.0}",
+        "engine={} fsync={fsync} journal={journal} rounds={iterations} acknowledged_keys={acked_total} rounds_killed_before_first_ack={empty_rounds} sled_unfinished_snapshots={unfinished_snapshots} failed_rounds={failures} seconds={:.0}",
         engine.name(),
         started.elapsed().as_secs_f64()
     );

@@ -1,10 +1,11 @@
 """Slow and idle clients cannot take the S3 endpoint from everyone else.
 
 An attacker opens more connections than the node serves and sends half a
-request head on each (slowloris): the connections past the limit get
-`503 SlowDown` at once and are closed, the others are closed once the
-header timeout passes, and a well-behaved client is served again within
-about that timeout. A client that stops sending a body half way is cut off
+request head on each (slowloris): at the limit the connection that has
+waited longest for its head is closed to make room, so a well-behaved
+client is served at once, and the others are closed once the header
+timeout passes. Only when every connection is inside a request does one
+more get `503 SlowDown` at once. A client that stops sending a body half way is cut off
 after the idle timeout, and one that sends nothing after connecting after
 the header timeout."""
 
@@ -70,29 +71,25 @@ def plain_get(port: int) -> int:
     return int(data.split(b" ", 2)[1])
 
 
-def test_a_slowloris_flood_is_refused_and_cleared(small):
+def test_a_slowloris_flood_makes_room_and_is_cleared(small):
     n, _ = small
     port = n.s3_port
     # A normal request works (403: anonymous; what matters is an answer).
     assert plain_get(port) in (200, 403)
     # The server gives the request's connection slot back just after it
-    # closes the socket: a flood sent at once could find it still taken
-    # (its last connection refused), and the extra connection below then
-    # take the slot freed meanwhile (accepted, and closed 2 s later: b'').
+    # closes the socket: let it, so the flood fills exactly the 50 slots.
     time.sleep(0.5)
     flood = [half_open(port) for _ in range(50)]
     time.sleep(0.2)
-    # Past the limit: answered at once, 503 SlowDown, closed.
-    extra = socket.create_connection(("127.0.0.1", port), timeout=5)
+    # Past the limit the connection that has waited longest for its head
+    # (the flood's first) is closed to make room, and the newcomer served.
     t0 = time.monotonic()
-    head = extra.recv(4096)
-    took = time.monotonic() - t0
-    assert head.startswith(b"HTTP/1.1 503"), head
-    assert b"SlowDown" in head and b"Retry-After: 1" in head, head
-    assert took < 1.0, took
-    extra.close()
-    # The half-open connections are closed once the header timeout passed.
-    waits = [closed_within(s, 6) for s in flood]
+    assert plain_get(port) in (200, 403)
+    assert time.monotonic() - t0 < 1.0
+    assert closed_within(flood[0], 1) is not None
+    # The other half-open connections are closed once the header timeout
+    # passed.
+    waits = [closed_within(s, 6) for s in flood[1:]]
     assert all(w is not None for w in waits), waits
     assert max(waits) < 5, max(waits)
     for s in flood:
@@ -101,16 +98,45 @@ def test_a_slowloris_flood_is_refused_and_cleared(small):
     assert plain_get(port) in (200, 403)
 
 
+def stalled_put(n: Node, key, name: str) -> socket.socket:
+    """A signed PUT announcing 1 000 000 bytes that sends 1000 of them."""
+    host = f"127.0.0.1:{n.s3_port}"
+    signed = sign_v4("PUT", host, f"/slow/{name}", [], {"content-length": "1000000"},
+                     "UNSIGNED-PAYLOAD", key)
+    head = f"PUT /slow/{name} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in signed.headers.items())
+    s = socket.create_connection(("127.0.0.1", n.s3_port), timeout=10)
+    s.sendall(head.encode() + b"\r\n" + b"x" * 1000)
+    return s
+
+
+def test_with_every_connection_inside_a_request_one_more_gets_503(small):
+    n, key = small
+    time.sleep(0.5)
+    busy = [stalled_put(n, key, f"busy{i}") for i in range(50)]
+    time.sleep(0.5)
+    # No connection waits for a head: nothing to close, so the newcomer is
+    # answered 503 SlowDown at once and closed.
+    extra = socket.create_connection(("127.0.0.1", n.s3_port), timeout=5)
+    t0 = time.monotonic()
+    head = extra.recv(4096)
+    took = time.monotonic() - t0
+    assert head.startswith(b"HTTP/1.1 503"), head
+    assert b"SlowDown" in head and b"Retry-After: 1" in head, head
+    assert took < 1.0, took
+    extra.close()
+    # The stalled bodies are cut off after the idle timeout.
+    waits = [closed_within(s, 6) for s in busy]
+    assert all(w is not None for w in waits), waits
+    for s in busy:
+        s.close()
+    assert plain_get(n.s3_port) in (200, 403)
+
+
 def test_a_body_that_stops_half_way_is_cut_off(small):
     """A signed PUT (so the server waits for its body) whose client sends
     1000 of the announced 1 000 000 bytes, then nothing."""
     n, key = small
-    host = f"127.0.0.1:{n.s3_port}"
-    signed = sign_v4("PUT", host, "/slow/stalled", [], {"content-length": "1000000"},
-                     "UNSIGNED-PAYLOAD", key)
-    head = "PUT /slow/stalled HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in signed.headers.items())
-    s = socket.create_connection(("127.0.0.1", n.s3_port), timeout=10)
-    s.sendall(head.encode() + b"\r\n" + b"x" * 1000)
+    s = stalled_put(n, key, "stalled")
     got: list[bytes] = []
     took = closed_within(s, 8, got)
     s.close()

@@ -81,8 +81,40 @@ pub struct Node {
     pub foreground: Foreground,
 }
 
+/// Descriptors a node keeps besides its client connections: the RPC
+/// mesh's connections, the metadata store, open block files, logs.
+const FDS_BESIDES_CLIENTS: u64 = 1024;
+
+/// Raises the open-file limit to what `cfg`'s connection limits need, or
+/// says which setting asks for more than the system allows.
+fn raise_fd_limit(cfg: &Config) -> Result<(), NodeError> {
+    let web = if cfg.s3_web.as_ref().is_some_and(|w| w.bind_addr.is_some()) {
+        cfg.s3_max_connections
+    } else {
+        0
+    };
+    let need =
+        (cfg.s3_max_connections + web + cfg.admin_max_connections) as u64 + FDS_BESIDES_CLIENTS;
+    match hangar_util::fd_limit::raise_to(need) {
+        Ok(limit) => {
+            tracing::debug!("open-file limit {limit} ({need} needed)");
+            Ok(())
+        }
+        Err(e @ hangar_util::fd_limit::FdLimitError::TooLow { .. }) => {
+            Err(NodeError::Setup(format!(
+                "{e}: s3_max_connections = {} (twice with [s3_web]), admin_max_connections = {} \
+             and {FDS_BESIDES_CLIENTS} for the mesh and files; lower s3_max_connections or \
+             raise the limit (ulimit -Hn, systemd LimitNOFILE=)",
+                cfg.s3_max_connections, cfg.admin_max_connections
+            )))
+        }
+        Err(e) => Err(NodeError::Setup(e.to_string())),
+    }
+}
+
 /// Opens the stores and starts the background workers.
 pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
+    raise_fd_limit(cfg)?;
     std::fs::create_dir_all(&cfg.metadata_dir).map_err(io(format!(
         "cannot create metadata_dir {}",
         cfg.metadata_dir.display()
@@ -316,6 +348,7 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
             shed_after_overload: Duration::from_millis(cfg.s3_shed_after_overload_msec),
             upload_latency_target: Duration::from_millis(cfg.s3_upload_latency_target_msec),
             sse_c_require_https: cfg.s3_api.sse_c_require_https,
+            allow_signature_v2: cfg.s3_api.allow_signature_v2,
         },
     );
     tracing::info!(
@@ -331,6 +364,7 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
     start_admin(&cfg, &node, &api, &s3_metrics, state).await?;
     let limits = ConnLimits {
         max_connections: cfg.s3_max_connections,
+        max_per_address: cfg.s3_max_connections_per_address,
         header_timeout: Duration::from_millis(cfg.s3_header_timeout_msec.max(1)),
         idle_timeout: Duration::from_millis(cfg.s3_idle_timeout_msec.max(1)),
     };
@@ -451,6 +485,7 @@ async fn start_admin(
     tracing::info!("admin endpoint on http://{addr}: /metrics, /health, admin API {api_state}");
     let limits = ConnLimits {
         max_connections: cfg.admin_max_connections,
+        max_per_address: 0,
         header_timeout: Duration::from_millis(cfg.admin_header_timeout_msec.max(1)),
         idle_timeout: Duration::from_millis(cfg.admin_idle_timeout_msec.max(1)),
     };

@@ -149,6 +149,11 @@ pub struct S3ApiConfig {
     /// as AWS refuses SSE-C over HTTP. Off by default: Hangar speaks HTTP.
     #[serde(default)]
     pub sse_c_require_https: bool,
+    /// Hangar's own: accept requests signed with AWS Signature Version 2,
+    /// held to Version 4's time bounds. Off by default: V2 is refused with
+    /// `400 InvalidRequest`, as AWS's newer regions refuse it.
+    #[serde(default)]
+    pub allow_signature_v2: bool,
 }
 
 /// `[s3_web]`: the website endpoint (`bind_addr`; buckets named by
@@ -266,7 +271,10 @@ fn default_upload_latency_target() -> u64 {
     1000
 }
 fn default_s3_header_timeout() -> u64 {
-    30_000
+    10_000
+}
+fn default_max_connections_per_address() -> usize {
+    256
 }
 fn default_s3_idle_timeout() -> u64 {
     60_000
@@ -391,9 +399,17 @@ pub struct Config {
     /// The scrub idles this many times the time it spent on each block.
     #[serde(default = "default_scrub_tranquility")]
     pub scrub_tranquility: u32,
-    /// Concurrent S3 connections served; one more is answered 503 and closed.
+    /// Concurrent S3 connections served. At the limit the connection that
+    /// has waited longest for a request head is closed to make room; when
+    /// every connection is inside a request, one more is answered 503 and
+    /// closed.
     #[serde(default = "default_max_connections")]
     pub s3_max_connections: usize,
+    /// Concurrent S3 connections from one client address (0: no bound of
+    /// its own); past it the address's longest-waiting idle connection is
+    /// closed to make room, or the new one refused.
+    #[serde(default = "default_max_connections_per_address")]
+    pub s3_max_connections_per_address: usize,
     /// Longest wait for a request's head (also an idle keep-alive connection).
     #[serde(default = "default_s3_header_timeout")]
     pub s3_header_timeout_msec: u64,
@@ -785,6 +801,17 @@ api_bind_addr = "127.0.0.1:3900"
         let text = format!("{BASE}root_domian = \".s3\"\n");
         let err = Config::parse(&text).unwrap_err().to_string();
         assert!(err.contains("root_domian"), "{err}");
+    }
+
+    #[test]
+    fn signature_v2_is_refused_unless_the_config_allows_it() {
+        assert!(!Config::parse(BASE).unwrap().s3_api.allow_signature_v2);
+        let on = Config::parse(&format!("{BASE}allow_signature_v2 = true\n")).unwrap();
+        assert!(on.s3_api.allow_signature_v2);
+        let err = Config::parse(&format!("{BASE}allow_signature_v2 = \"yes\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("allow_signature_v2"), "{err}");
     }
 
     #[test]

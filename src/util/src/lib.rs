@@ -1,7 +1,7 @@
 //! Hangar's shared ground: the configuration file, the block hash type, size
 //! parsing, the registry through which background workers report progress,
 //! the connection bounds the HTTP endpoints share (`conn_limits`,
-//! `idle_io`), whether the node is serving clients now (`foreground`),
+//! `idle_io`), the open-file limit (`fd_limit`), whether the node is serving clients now (`foreground`),
 //! when something last happened (`last_event`), and the low-priority threads
 //! of background block work (`low_priority`).
 //!
@@ -9,6 +9,7 @@
 
 pub mod config;
 pub mod conn_limits;
+pub mod fd_limit;
 mod fixed_bytes;
 pub mod foreground;
 pub mod hash;

@@ -186,7 +186,15 @@ impl Caller {
                 keys.insert("aws:principaltype", "User".to_owned());
                 keys.insert("aws:userid", k.access_key_id.clone());
                 keys.insert("aws:username", k.name.value.clone());
-                keys.insert("s3:signatureversion", "AWS4-HMAC-SHA256".to_owned());
+                // "AWS" for Signature Version 2 (when the node accepts it),
+                // so a policy can deny it as on S3. A V2 POST form is signed
+                // in its body, which this does not see: it counts as V4.
+                let version = if crate::request_time::Scheme::of(headers, query).is_v2() {
+                    "AWS"
+                } else {
+                    "AWS4-HMAC-SHA256"
+                };
+                keys.insert("s3:signatureversion", version.to_owned());
                 let auth_type = if op == "PostObject" {
                     "POST"
                 } else if headers.contains_key(http::header::AUTHORIZATION) {
@@ -233,6 +241,29 @@ impl Caller {
         object: Option<&str>,
     ) -> bool {
         self.may_with_acl(bucket, need, action, object, None)
+    }
+
+    /// Whether a DeleteObjects on `bucket`, which has a policy, may delete
+    /// any key, so that its body (the keys, each then decided by the
+    /// operation) is worth reading: always for a key; for an anonymous
+    /// request only when the bucket's ACL or an Allow of the policy could
+    /// grant it.
+    pub(crate) fn may_delete_some(&self, bucket: &BucketRow) -> bool {
+        if self.key.is_some() {
+            return true;
+        }
+        let block = bucket.public_access_block().unwrap_or_default();
+        let acl_allows =
+            !block.ignore_public_acls && acl_grants(bucket.acl(), None, "s3:DeleteObject", false);
+        let Some(policy) = bucket
+            .policy()
+            .and_then(|t| Policy::parse(t, &bucket.name).ok())
+        else {
+            return true;
+        };
+        acl_allows
+            || (policy.may_allow_anonymous()
+                && !(block.restrict_public_buckets && policy.is_public()))
     }
 
     /// [`Caller::may`], the object's ACL known (`object_acl`: the ACL of

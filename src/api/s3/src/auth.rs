@@ -38,15 +38,13 @@ impl S3Auth for KeyAuth {
 }
 
 /// Checks a key's permissions against the operation's needs, and the
-/// parts of a signature s3s leaves to the service: the credential scope's
-/// region and the presigned URL's maximum lifetime.
+/// part of a signature s3s leaves to the service: the credential scope's
+/// region. (The times a signature claims are bounded before s3s sees the
+/// request: [`crate::request_time`].)
 pub struct KeyAccess {
     pub model: Arc<Model>,
     pub region: String,
 }
-
-/// Longest presigned URL lifetime S3 accepts (seven days).
-const MAX_PRESIGNED_EXPIRES: u64 = 604_800;
 
 /// Why a node of a replicated cluster that knows no layout yet refuses
 /// operations on objects and buckets ([`Model::awaiting_layout`]).
@@ -85,23 +83,15 @@ impl KeyAccess {
             }
         }
         let query = cx.uri().query().unwrap_or("");
-        if let Some(cred) = query_param(query, "X-Amz-Credential") {
-            if let Some(region) = scope_region(&cred)
-                && region != self.region
-            {
-                return Err(s3_error!(
-                    AuthorizationQueryParametersError,
-                    "Error parsing the X-Amz-Credential parameter; the region '{region}' is wrong; expecting '{}'",
-                    self.region
-                ));
-            }
-            let expires = query_param(query, "X-Amz-Expires").and_then(|e| e.parse::<u64>().ok());
-            if expires.is_some_and(|e| e > MAX_PRESIGNED_EXPIRES) {
-                return Err(s3_error!(
-                    AuthorizationQueryParametersError,
-                    "X-Amz-Expires must be less than a week (in seconds) that is; {MAX_PRESIGNED_EXPIRES}"
-                ));
-            }
+        if let Some(cred) = query_param(query, "X-Amz-Credential")
+            && let Some(region) = scope_region(&cred)
+            && region != self.region
+        {
+            return Err(s3_error!(
+                AuthorizationQueryParametersError,
+                "Error parsing the X-Amz-Credential parameter; the region '{region}' is wrong; expecting '{}'",
+                self.region
+            ));
         }
         Ok(())
     }
@@ -194,10 +184,13 @@ impl S3Access for KeyAccess {
                 .inspect(|_| bucket_exists = true)
             {
                 // A missing bucket is reported as such by the operation, as S3 does.
-                None => true,
+                None => crate::body_limits::check_missing_bucket(cx.headers(), &bucket)
+                    .map(|()| true)?,
                 // The keys are in the body: with a policy, each is decided
                 // by the operation (`ops_delete`).
-                Some(row) if op == "DeleteObjects" && row.policy().is_some() => true,
+                Some(row) if op == "DeleteObjects" && row.policy().is_some() => {
+                    caller.may_delete_some(&row)
+                }
                 Some(row) => {
                     let action = iam_action(&op, by_version);
                     caller.may(&row, need, &action, object.as_deref())
@@ -225,7 +218,8 @@ impl S3Access for KeyAccess {
         if !no_such_bucket && self.model.awaiting_layout() {
             return Err(crate::error::service_unavailable(NO_LAYOUT_YET));
         }
+        let announced = crate::body_limits::announced(cx.headers());
         cx.extensions_mut().insert(caller);
-        Ok(())
+        crate::body_limits::reserve(&op, announced, cx.extensions_mut())
     }
 }

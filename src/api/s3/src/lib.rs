@@ -22,6 +22,7 @@ mod counted_body;
 pub mod error;
 mod expect_continue;
 pub mod header_limits;
+mod held_body;
 pub mod http_conn;
 mod lifecycle_rules;
 mod lingering_body;
@@ -47,7 +48,9 @@ mod payload_hash;
 pub mod policy;
 pub mod policy_eval;
 mod post_errors;
+mod post_gate;
 pub mod presign;
+pub mod request_time;
 mod s3_impl;
 pub mod server;
 mod sse_c;
@@ -88,6 +91,10 @@ pub struct S3Settings {
     /// Refuse SSE-C requests without `X-Forwarded-Proto: https`
     /// (`[s3_api] sse_c_require_https`).
     pub sse_c_require_https: bool,
+    /// Accept requests signed with Signature Version 2, held to V4's time
+    /// bounds (`[s3_api] allow_signature_v2`); refused otherwise
+    /// ([`request_time`]).
+    pub allow_signature_v2: bool,
 }
 
 /// The S3 API of one node.

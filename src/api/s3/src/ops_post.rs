@@ -27,6 +27,15 @@ impl S3Api {
         &self,
         req: S3Request<PostObjectInput>,
     ) -> S3Result<S3Response<PostObjectOutput>> {
+        // A form signed with Signature Version 2 (`AWSAccessKeyId`,
+        // `signature`) has a key but no credential scope, so no region; its
+        // time is bounded by the policy's expiration, as a V4 form's.
+        if req.credentials.is_some() && req.region.is_none() && !self.settings.allow_signature_v2 {
+            return Err(s3s::S3Error::with_message(
+                s3s::S3ErrorCode::InvalidRequest,
+                crate::request_time::V2_REFUSED,
+            ));
+        }
         if req.input.key.contains(FILENAME_PLACEHOLDER) {
             return Err(s3_error!(
                 NotImplemented,

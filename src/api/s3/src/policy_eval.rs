@@ -61,6 +61,14 @@ impl Policy {
         }
     }
 
+    /// Whether any Allow statement could apply to an anonymous request
+    /// (everyone, or a `NotPrincipal`), whatever its conditions.
+    pub fn may_allow_anonymous(&self) -> bool {
+        self.statements
+            .iter()
+            .any(|s| s.effect == Effect::Allow && (s.principal.everyone || s.principal.negated))
+    }
+
     /// Whether the policy grants public access, as S3 judges it: an Allow
     /// statement for everyone (`"*"`, or a `NotPrincipal`) without a
     /// condition that pins the caller down — an `IpAddress` on

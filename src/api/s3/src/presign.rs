@@ -69,10 +69,21 @@ pub fn path_for(bucket: &str, object: &str) -> String {
     }
 }
 
-fn hmac(key: &[u8], data: &str) -> [u8; 32] {
+/// HMAC-SHA256 of `data` under `key`.
+pub(crate) fn hmac(key: &[u8], data: &str) -> [u8; 32] {
     let mut m = <Hmac<Sha256>>::new_from_slice(key).expect("HMAC takes any key length");
     m.update(data.as_bytes());
     m.finalize().into_bytes().into()
+}
+
+/// SigV4's signing key of `secret` for a scope `date` (`YYYYMMDD`) /
+/// `region` / `service` / `aws4_request`.
+pub(crate) fn signing_key(secret: &str, date: &str, region: &str, service: &str) -> [u8; 32] {
+    let mut key = hmac(format!("AWS4{secret}").as_bytes(), date);
+    for part in [region, service, "aws4_request"] {
+        key = hmac(&key, part);
+    }
+    key
 }
 
 /// `YYYYMMDD'T'HHMMSS'Z'` of Unix seconds `t`.
@@ -126,10 +137,7 @@ pub fn presign(p: &Presign<'_>) -> String {
         "AWS4-HMAC-SHA256\n{date}\n{scope}\n{}",
         hex::encode(Sha256::digest(canonical.as_bytes()))
     );
-    let mut key = hmac(format!("AWS4{}", p.secret).as_bytes(), &date[..8]);
-    for part in [p.region, "s3", "aws4_request"] {
-        key = hmac(&key, part);
-    }
+    let key = signing_key(p.secret, &date[..8], p.region, "s3");
     let signature = hex::encode(hmac(&key, &to_sign));
     format!(
         "{}://{}{}?{qs}&X-Amz-Signature={signature}",

@@ -14,6 +14,7 @@ use crate::auth::{KeyAccess, KeyAuth};
 use crate::cors::Cors;
 use crate::counted_body::{Counted, Tally};
 use crate::expect_continue::{close_after, expects_continue, needs_close};
+use crate::held_body::Held;
 use crate::metrics::{Answered, RequestOp, S3Metrics};
 use hangar_util::conn_limits::{ConnGate, ConnLimits};
 use hangar_util::idle_io::IdleTimeout;
@@ -50,6 +51,10 @@ pub(crate) struct StatusOverride(pub http::StatusCode);
 pub struct Endpoint {
     s3: S3Service,
     cors: Arc<Cors>,
+    /// POST forms are authorised before their file is read.
+    post: Arc<crate::post_gate::PostGate>,
+    /// `[s3_api] allow_signature_v2` ([`crate::request_time`]).
+    allow_signature_v2: bool,
 }
 
 /// Builds the S3 endpoint of `api`: the s3s service (with Hangar's auth,
@@ -58,7 +63,13 @@ pub fn service(api: S3Api) -> Endpoint {
     let model = api.model.clone();
     let root_domain = api.settings.root_domain.clone();
     let region = api.settings.region.clone();
+    let allow_signature_v2 = api.settings.allow_signature_v2;
     let cors = Arc::new(Cors::new(model.clone(), root_domain.clone()));
+    let post = Arc::new(crate::post_gate::PostGate::new(
+        model.clone(),
+        root_domain.clone(),
+        allow_signature_v2,
+    ));
     let mut b = S3ServiceBuilder::new(api);
     b.set_auth(KeyAuth(model.clone()));
     b.set_access(KeyAccess { model, region });
@@ -69,6 +80,8 @@ pub fn service(api: S3Api) -> Endpoint {
     Endpoint {
         s3: b.build(),
         cors,
+        post,
+        allow_signature_v2,
     }
 }
 
@@ -187,8 +200,23 @@ pub async fn call(
     if let Some(e) = crate::header_limits::check(req.headers()) {
         return Ok(refused_unread(e));
     }
+    let now = i64::try_from(hangar_util::time::now_msec() / 1000).unwrap_or(i64::MAX);
+    let query = req.uri().query().unwrap_or("");
+    if let Err(e) =
+        crate::request_time::check(endpoint.allow_signature_v2, req.headers(), query, now)
+    {
+        return Ok(refused_unread(e));
+    }
     merge_content_encoding(req.headers_mut());
     let post_form = crate::post_errors::is_post_form(&req);
+    let req = if post_form {
+        match endpoint.post.admit(req).await {
+            Ok(req) => req,
+            Err(e) => return Ok(refused_unread(e)),
+        }
+    } else {
+        req
+    };
     let (req, mismatch) = crate::payload_hash::watch(req);
     let mut resp = endpoint.s3.call(req).await?;
     if post_form
@@ -277,10 +305,10 @@ pub async fn serve(
     limits: ConnLimits,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let gate = ConnGate::new(&limits, too_many());
+    let gate = ConnGate::making_room(&limits, too_many());
     tokio::pin!(shutdown);
     loop {
-        let (stream, peer, permit) = tokio::select! {
+        let (stream, peer, mut slot) = tokio::select! {
             _ = &mut shutdown => return Ok(()),
             c = gate.next(&listener, || {
                 metrics.refused_connections.inc();
@@ -290,17 +318,34 @@ pub async fn serve(
         let metrics = metrics.clone();
         let open = metrics.connections.clone();
         open.inc();
+        let slot_use = slot.user();
         tokio::spawn(async move {
             let conn = crate::http_conn::http1(&limits);
             let handler = hyper::service::service_fn(move |req| {
-                handle(service.clone(), metrics.clone(), peer, req)
+                // Inside a request until its answer is sent: never closed
+                // to make room meanwhile.
+                let busy = slot_use.request();
+                let answer = handle(service.clone(), metrics.clone(), peer, req);
+                async move {
+                    let resp = answer.await?;
+                    Ok::<_, s3s::HttpError>(
+                        resp.map(|b| s3s::Body::http_body_unsync(Held::new(b, busy))),
+                    )
+                }
             });
             let io = TokioIo::new(IdleTimeout::new(stream, limits.idle_timeout));
-            if let Err(e) = conn.serve_connection(io, handler).await {
-                tracing::debug!("connection from {peer}: {e}");
+            tokio::select! {
+                r = conn.serve_connection(io, handler) => {
+                    if let Err(e) = r {
+                        tracing::debug!("connection from {peer}: {e}");
+                    }
+                }
+                () = slot.evicted() => {
+                    tracing::debug!("connection from {peer} closed to make room for another");
+                }
             }
             open.dec();
-            drop(permit);
+            drop(slot);
         });
     }
 }

@@ -190,6 +190,10 @@ impl Register for Settling<'_> {
     async fn is_published(&self, _: &Proposal) -> Result<bool> {
         Ok(false)
     }
+
+    async fn still_newest(&self, _: &Proposal) -> Result<bool> {
+        Ok(false)
+    }
 }
 
 impl Inner {
@@ -289,6 +293,24 @@ impl Register for ObjectRegister<'_> {
             .get(&self.part, sort)
             .await?
             .is_some_and(|r| r.version == ours.version && !r.is_deleted()))
+    }
+
+    async fn still_newest(&self, value: &Proposal) -> Result<bool> {
+        let Proposal::Publish { row, .. } = value else {
+            return Ok(false);
+        };
+        let ours = hangar_table::decode::<ObjectTable>(row)?.timestamp_msec;
+        let newest = if self.versioning != Versioning::Off {
+            crate::versioned::head_of(self.objects, &self.part, self.key)
+                .await?
+                .newest_ts()
+        } else {
+            self.objects
+                .get(&self.part, self.key.as_bytes())
+                .await?
+                .map(|r| r.timestamp_msec)
+        };
+        Ok(newest.is_none_or(|t| t < ours))
     }
 }
 

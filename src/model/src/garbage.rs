@@ -183,6 +183,11 @@ pub async fn abandon_uploads(model: &Model, stale: &[StaleUpload]) -> Result<u64
             })
             .await?;
     }
+    if n > 0 {
+        // The collector may have made its first pass before these were
+        // queued; without a wake-up they would wait for its next one.
+        model.wake_gc();
+    }
     Ok(n)
 }
 

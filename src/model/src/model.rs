@@ -685,6 +685,12 @@ impl Model {
     /// `BucketNotEmpty`; otherwise it is made permanent before the bucket's
     /// tombstone is written, so that a writer that found the bucket before
     /// its deletion is refused however late it publishes.
+    ///
+    /// Multipart uploads in progress do not keep the bucket (as on S3's
+    /// general purpose buckets): the bucket's id is closed to new uploads
+    /// the same way, and once both fences are sealed every upload still in
+    /// progress is aborted, its parts' blocks released, before the
+    /// tombstone.
     pub async fn delete_bucket(&self, name: &str) -> Result<()> {
         self.buckets.check_writable()?;
         let bucket = self
@@ -702,18 +708,40 @@ impl Model {
         let close = FenceOp::Close {
             ttl_msec: DELETE_FENCE_TTL_MSEC,
         };
-        for op in [close, FenceOp::Seal] {
-            let found = match self.objects.fence(&part, token, op).await {
-                Ok(a) => a.live,
+        // Objects closed and found none: uploads closed too (their rows
+        // are not looked at: uploads in progress do not keep a bucket, as
+        // on S3), then both sealed, objects first, so that nothing is
+        // permanent before the bucket is known empty.
+        let steps = [
+            (close, true),
+            (close, false),
+            (FenceOp::Seal, true),
+            (FenceOp::Seal, false),
+        ];
+        for (op, objects) in steps {
+            let answer = if objects {
+                self.objects.fence(&part, token, op).await
+            } else {
+                self.mpus.fence(&part, token, op).await
+            };
+            let found = match answer {
+                Ok(a) => objects && a.live,
                 Err(e) => {
-                    self.open_fence(&part, token).await;
+                    self.open_fences(&part, token).await;
                     return Err(e);
                 }
             };
             if found {
-                self.open_fence(&part, token).await;
+                self.open_fences(&part, token).await;
                 return Err(ModelError::BucketNotEmpty(name.to_owned()));
             }
+        }
+        // No upload can start any more: end those in progress, before the
+        // tombstone (a deletion interrupted here is finished by a retry;
+        // once the bucket is gone no client can reach them).
+        let ended = self.end_all_multipart(&bucket).await?;
+        if ended > 0 {
+            tracing::info!(bucket = %name, "deleting bucket {name}: {ended} multipart uploads in progress aborted");
         }
         let holders: Vec<String> = self
             .list_keys()
@@ -753,11 +781,15 @@ impl Model {
         self.drop_aliases_of(&bucket).await
     }
 
-    /// Removes fence `token` of a bucket's objects after a deletion gave
-    /// up; where the removal does not arrive, the fence expires.
-    async fn open_fence(&self, part: &[u8], token: u64) {
+    /// Removes fence `token` of a bucket's objects and uploads after a
+    /// deletion gave up; where the removal does not arrive, the fence
+    /// expires.
+    async fn open_fences(&self, part: &[u8], token: u64) {
         if let Err(e) = self.objects.fence(part, token, FenceOp::Open).await {
             tracing::warn!("opening the fence of a bucket whose deletion gave up: {e}");
+        }
+        if let Err(e) = self.mpus.fence(part, token, FenceOp::Open).await {
+            tracing::warn!("opening the upload fence of a bucket whose deletion gave up: {e}");
         }
     }
 

@@ -64,6 +64,10 @@ impl Schema for MpuTable {
     const PARTITION_LEN: usize = 32;
     type Row = MpuRow;
     const MERKLE_TREE: Option<&'static str> = Some("merkle:mpu");
+    /// A bucket's deletion closes its id to new uploads as it does to new
+    /// objects ([`Model::delete_bucket`]), then ends the uploads in
+    /// progress.
+    const FENCE_TREE: Option<&'static str> = Some("fence:mpu");
 
     fn is_tombstone(row: &MpuRow) -> bool {
         row.deleted
@@ -290,6 +294,31 @@ impl Model {
         let existed = self.end_multipart(bucket, key, upload_id).await?;
         self.wake_gc();
         Ok(existed)
+    }
+
+    /// Ends every upload in progress in `bucket` as
+    /// [`Model::abort_multipart`] does (their parts' versions are queued
+    /// for collection); returns how many there were. For a bucket being
+    /// deleted, whose uploads are fenced so that none starts meanwhile.
+    pub(crate) async fn end_all_multipart(&self, bucket: &BucketRow) -> Result<u64> {
+        let mut ended = 0u64;
+        let mut after: Option<Vec<u8>> = None;
+        loop {
+            let start = after.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+            let page = self.list_multipart(bucket, start, 256).await?;
+            let full = page.len() == 256;
+            after = page.last().map(|(k, _)| k.clone());
+            for (_, m) in page {
+                if self.end_multipart(bucket, &m.key, m.upload_id).await? {
+                    ended += 1;
+                }
+            }
+            if !full {
+                break;
+            }
+        }
+        self.wake_gc();
+        Ok(ended)
     }
 
     /// Makes upload `upload_id`'s row a tombstone, then each of its parts;

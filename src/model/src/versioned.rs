@@ -58,6 +58,12 @@ pub(crate) struct Head {
 }
 
 impl Head {
+    /// The newest timestamp among the key's rows read, tombstones
+    /// included; `None` when it has none.
+    pub(crate) fn newest_ts(&self) -> Option<u64> {
+        self.newest_ts
+    }
+
     /// The latest live version (delete markers included).
     pub(crate) fn latest(self, key: &str) -> Option<FoundVersion> {
         let null = self.null.filter(|o| !o.is_deleted());

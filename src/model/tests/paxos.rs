@@ -20,7 +20,7 @@ use hangar_model::paxos::messages::{
     Accept, AcceptReply, Commit, PaxosKey, Prepare, PrepareReply, Proposal,
 };
 use hangar_model::paxos::proposer::{self, Link, Register};
-use hangar_model::paxos::{Acceptor, Ballot, BallotClock, Outcome};
+use hangar_model::paxos::{Acceptor, AcceptorState, Ballot, BallotClock, Outcome};
 use hangar_net::NetError;
 use hangar_util::NodeId;
 use rand::rngs::StdRng;
@@ -44,12 +44,19 @@ struct Cluster {
     cells: Vec<Mutex<BTreeMap<String, Cell>>>,
 }
 
-/// The replicated register's row: last writer (by timestamp) wins.
+/// The replicated register's row: last writer (by timestamp) wins. A
+/// cell without an ETag is a tombstone (the key was deleted).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 struct Cell {
     ts: u64,
     writer: u32,
     etag: String,
+}
+
+impl Cell {
+    fn is_tombstone(&self) -> bool {
+        self.etag.is_empty()
+    }
 }
 
 impl Cluster {
@@ -270,7 +277,8 @@ fn decode(v: &Proposal) -> Option<Cell> {
 impl Register for SimRegister {
     async fn propose(&self) -> hangar_model::Result<Option<Proposal>> {
         let cur = self.read();
-        let holds = match (&self.cond, &cur) {
+        let live = cur.as_ref().filter(|c| !c.is_tombstone());
+        let holds = match (&self.cond, live) {
             (Cond::IfNoneMatch, None) => true,
             (Cond::IfNoneMatch, Some(_)) => false,
             (Cond::IfMatch(e), Some(c)) => *e == c.etag,
@@ -310,6 +318,11 @@ impl Register for SimRegister {
     async fn is_published(&self, value: &Proposal) -> hangar_model::Result<bool> {
         let ours = decode(value);
         Ok(self.read().is_some_and(|c| Some(c) == ours))
+    }
+
+    async fn still_newest(&self, value: &Proposal) -> hangar_model::Result<bool> {
+        let ours = decode(value).map_or(0, |c| c.ts);
+        Ok(self.read().is_none_or(|c| c.ts < ours))
     }
 }
 
@@ -727,26 +740,131 @@ async fn acceptor_state_survives_a_reopen_and_is_collected_after_its_commit() {
 
 #[tokio::test]
 async fn a_dead_value_is_not_reported_and_its_entry_is_collected() {
-    let dir = tempfile::tempdir().unwrap();
-    let a = Acceptor::new(open_db(&dir.path().join("db")));
-    let key = PaxosKey::new(&[1; 32], "k");
-    // A value accepted in a ballot older than the dead age.
-    let old = Ballot {
-        counter: hangar_util::time::now_msec() - VALUE_DEAD_AFTER_MSEC - 1000,
+    // Dead once the acceptor accepted it VALUE_DEAD_AFTER_MSEC ago by its
+    // own clock (the state's methods take that clock as `now`).
+    let t = 1_000_000_000u64;
+    let mut s = AcceptorState::default();
+    let b1 = Ballot {
+        counter: 5,
         node: node(1),
     };
-    a.prepare(&key, old).await.unwrap();
-    a.accept(&key, old, Proposal::Nothing).await.unwrap();
-    let b = Ballot {
-        counter: hangar_util::time::now_msec(),
+    s.prepare(b1, Ballot::ZERO, t);
+    s.accept(b1, Proposal::Nothing, Ballot::ZERO, t);
+    let b2 = Ballot {
+        counter: 6,
         node: node(2),
     };
     assert!(matches!(
-        a.prepare(&key, b).await.unwrap(),
+        s.prepare(b2, Ballot::ZERO, t + VALUE_DEAD_AFTER_MSEC),
+        PrepareReply::Promise {
+            accepted: Some(_),
+            ..
+        }
+    ));
+    let b3 = Ballot {
+        counter: 7,
+        node: node(2),
+    };
+    assert!(matches!(
+        s.prepare(b3, Ballot::ZERO, t + VALUE_DEAD_AFTER_MSEC + 1),
         PrepareReply::Promise { accepted: None, .. }
     ));
-    let far = hangar_util::time::now_msec() + KEEP_MSEC + 1000;
+
+    // On a store: collected once dead and past the keeping delay.
+    let dir = tempfile::tempdir().unwrap();
+    let a = Acceptor::new(open_db(&dir.path().join("db")));
+    let key = PaxosKey::new(&[1; 32], "k");
+    let b = Ballot {
+        counter: hangar_util::time::now_msec(),
+        node: node(1),
+    };
+    a.prepare(&key, b).await.unwrap();
+    a.accept(&key, b, Proposal::Nothing).await.unwrap();
+    let now = hangar_util::time::now_msec();
+    // Live: kept, however old its last change would be.
+    assert_eq!(
+        a.sweep(now + VALUE_DEAD_AFTER_MSEC - 1000, 100)
+            .await
+            .unwrap()
+            .removed,
+        0
+    );
+    let far = now + KEEP_MSEC + 1000;
     assert_eq!(a.sweep(far, 100).await.unwrap().removed, 1);
+}
+
+/// A proposer whose clock is 11 minutes behind the acceptors' (or, the
+/// same for the comparison, acceptors whose clocks are 11 minutes ahead):
+/// its ballots' counters are 11 minutes old by the acceptors' clocks.
+fn skewed_ballot(i: usize) -> Ballot {
+    Ballot {
+        counter: hangar_util::time::now_msec() - VALUE_DEAD_AFTER_MSEC - 60_000,
+        node: node(i),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_value_accepted_from_a_proposer_with_a_slow_clock_is_not_dead() {
+    // Writer 1, through node 0 whose clock is 11 minutes behind, had its
+    // `If-None-Match: *` value accepted by acceptors 0 and 1 — decided —
+    // and is publishing it. Writer 2 runs a round through nodes 1 and 2
+    // (it believes node 0 down): acceptor 1's promise must report writer
+    // 1's value, so writer 2 completes it and gets 412. Judged by the
+    // ballot's counter against acceptor 1's clock, the value was dead the
+    // moment it was accepted: writer 2 saw no value, read the key absent,
+    // and won too.
+    let cluster = Cluster::new(3);
+    let key = PaxosKey::new(&[7; 32], "k");
+    let b1 = skewed_ballot(0);
+    let v1 = Proposal::Publish {
+        sort: ByteBuf::from(b"k".to_vec()),
+        row: ByteBuf::from(
+            rmp_serde::to_vec(&Cell {
+                ts: 1,
+                writer: 1,
+                etag: "etag-1".into(),
+            })
+            .unwrap(),
+        ),
+    };
+    for a in &cluster.acceptors[..2] {
+        assert!(matches!(
+            a.prepare(&key, b1).await.unwrap(),
+            PrepareReply::Promise { .. }
+        ));
+        assert!(matches!(
+            a.accept(&key, b1, v1.clone()).await.unwrap(),
+            AcceptReply::Accepted
+        ));
+    }
+    let clocks = clocks(3);
+    let net = Net {
+        seed: 5,
+        max_delay_us: 100,
+        lose: 0,
+        believed_down: Some(0),
+        crash_after_accept: None,
+    };
+    let r2 = write(
+        cluster.clone(),
+        2,
+        2,
+        "k",
+        Cond::IfNoneMatch,
+        net,
+        clocks[2].clone(),
+    )
+    .await;
+    // Writer 1's own publish lands (idempotent if writer 2 completed it).
+    let w1 = decode(&v1).unwrap();
+    for i in 0..2 {
+        cluster.write(i, "k", &w1);
+    }
+    assert!(
+        matches!(r2, Result_::Failed412),
+        "writer 1's value was decided, yet writer 2 got {r2:?}: two If-None-Match writers won"
+    );
+    assert_eq!(cluster.converged("k"), Some(w1));
 }
 
 async fn settle(cluster: Arc<Cluster>, from: usize, key: &str, seed: u64, clock: Arc<BallotClock>) {
@@ -846,5 +964,211 @@ async fn after_a_settling_round_an_undecided_value_is_never_published() {
                 assert_eq!(Some(now), after_settle.clone(), "seed {seed}");
             }
         }
+    }
+}
+
+/// A proposer's link that, in its first accept, finds acceptors 1 and 2
+/// promised to a concurrent round (acceptor 0 alone accepts), and that
+/// holds its next round's prepares until the test lets them go.
+struct PausingLink {
+    inner: Arc<SimLink>,
+    cluster: Arc<Cluster>,
+    first_accept: Mutex<Option<Ballot>>,
+    paused: Arc<AtomicBool>,
+    resume: tokio::sync::watch::Receiver<bool>,
+}
+
+#[async_trait]
+impl Link for PausingLink {
+    fn me(&self) -> NodeId {
+        self.inner.me()
+    }
+    fn sets(&self) -> Vec<WriteSet> {
+        self.inner.sets()
+    }
+    fn is_up(&self, n: NodeId) -> bool {
+        self.inner.is_up(n)
+    }
+    async fn prepare(&self, to: NodeId, m: Prepare) -> Result<PrepareReply, NetError> {
+        let first = *self.first_accept.lock().unwrap();
+        if first.is_some_and(|b| m.ballot > b) {
+            self.paused.store(true, Ordering::SeqCst);
+            let mut resume = self.resume.clone();
+            resume.wait_for(|r| *r).await.unwrap();
+        }
+        self.inner.prepare(to, m).await
+    }
+    async fn accept(&self, to: NodeId, m: Accept) -> Result<AcceptReply, NetError> {
+        let first = *self.first_accept.lock().unwrap().get_or_insert(m.ballot);
+        if m.ballot == first && to != node(0) {
+            let i = self.inner.index(to);
+            let higher = Ballot {
+                counter: m.ballot.counter + 1,
+                node: node(2),
+            };
+            self.cluster.acceptors[i]
+                .prepare(&m.key, higher)
+                .await
+                .unwrap();
+        }
+        self.inner.accept(to, m).await
+    }
+    async fn commit(&self, to: NodeId, m: Commit) -> Result<(), NetError> {
+        self.inner.commit(to, m).await
+    }
+}
+
+/// Writer 1 (`If-None-Match: *`, node 0) sends its value v1 to accept:
+/// acceptor 0 accepts it, 1 and 2 refuse (a concurrent round promised
+/// higher), and writer 1 backs off. Writer 2 (node 2, believing node 1
+/// down) finds v1 accepted on acceptor 0, completes it — v1 is published —
+/// and gets 412. Then `after(v1's cell)` is written on every node, and
+/// writer 1 goes on. Returns the cluster, v1, and writer 1's answer.
+async fn writer_1_resumes_after_its_value_was_completed_and(
+    after: impl FnOnce(&Cell) -> Cell,
+) -> (Arc<Cluster>, Proposal, hangar_model::Result<Outcome>) {
+    let cluster = Cluster::new(3);
+    let clocks = clocks(3);
+    let (go, resume) = tokio::sync::watch::channel(false);
+    let paused = Arc::new(AtomicBool::new(false));
+    let net = |seed, believed_down| Net {
+        seed,
+        max_delay_us: 100,
+        lose: 0,
+        believed_down,
+        crash_after_accept: None,
+    };
+    let link = Arc::new(PausingLink {
+        inner: SimLink::new(0, cluster.clone(), net(1, None)),
+        cluster: cluster.clone(),
+        first_accept: Mutex::new(None),
+        paused: paused.clone(),
+        resume,
+    });
+    let reg = SimRegister {
+        cluster: cluster.clone(),
+        key: "k".into(),
+        writer: 1,
+        cond: Cond::IfNoneMatch,
+        rng: Mutex::new(StdRng::seed_from_u64(11)),
+        crash: None,
+    };
+    let clock1 = clocks[0].clone();
+    let writer1 = tokio::spawn(async move {
+        proposer::run(link, &clock1, &PaxosKey::new(&[7; 32], "k"), &reg).await
+    });
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while !paused.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await
+    .expect("writer 1 backed off after its refused accept");
+    let key = PaxosKey::new(&[7; 32], "k");
+    let v1 = cluster.acceptors[0]
+        .state(&key)
+        .await
+        .unwrap()
+        .and_then(|s| s.accepted)
+        .expect("acceptor 0 accepted writer 1's value")
+        .value;
+    let w1 = decode(&v1).unwrap();
+    assert_eq!(cluster.converged("k"), None);
+
+    let r2 = write(
+        cluster.clone(),
+        2,
+        2,
+        "k",
+        Cond::IfNoneMatch,
+        net(2, Some(1)),
+        clocks[2].clone(),
+    )
+    .await;
+    assert!(matches!(r2, Result_::Failed412), "{r2:?}");
+    assert_eq!(
+        cluster.converged("k"),
+        Some(w1.clone()),
+        "writer 2 completed v1"
+    );
+
+    let next = after(&w1);
+    for i in 0..cluster.n() {
+        cluster.write(i, "k", &next);
+    }
+    go.send(true).unwrap();
+    let r1 = tokio::time::timeout(Duration::from_secs(20), writer1)
+        .await
+        .expect("writer 1 ends")
+        .unwrap();
+    (cluster, v1, r1)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_value_published_by_another_round_and_then_deleted_is_not_published_again() {
+    // After v1 was completed and published by writer 2, the key is deleted
+    // (an unconditional DELETE: a tombstone past v1). Writer 1's next round
+    // finds v1 not published (the row is a tombstone) and the condition
+    // holding on the deleted key: it must not publish v1 again. Re-stamped
+    // past the tombstone, v1 (same version id, blocks the DELETE's
+    // collection was releasing) came back after its deletion and writer 1
+    // answered 200.
+    let (cluster, v1, r1) = writer_1_resumes_after_its_value_was_completed_and(|w1| Cell {
+        ts: w1.ts + 1,
+        writer: 99,
+        etag: String::new(),
+    })
+    .await;
+    let after = cluster.converged("k").unwrap();
+    assert!(
+        after.is_tombstone(),
+        "the deleted key came back as {after:?} (writer 1 answered {r1:?}): v1 was published again after its deletion"
+    );
+    // Its value was published once: 200 with it, or 503 (outcome unknown).
+    match r1 {
+        Ok(Outcome::Published(v)) => assert_eq!(v, v1),
+        Err(ModelError::ConditionalWrite {
+            outcome_unknown: true,
+            ..
+        }) => {}
+        other => panic!("writer 1: {other:?}"),
+    }
+}
+
+/// The deterministic reproduction of the open anomaly of doc/chaos.md
+/// ("Anomalies found by the history check"): it fails today, so it is
+/// ignored in the suite; `cargo nextest run -p hangar_model --run-ignored
+/// only overwritten` runs it. Answering 503 whenever the key was written
+/// past the value this proposer sent makes it pass, but also turns losers
+/// whose value was never published into unknown outcomes (one of the five
+/// losers of `at_most_one_if_match_of_one_etag_wins_under_random_schedules`,
+/// seed 0); the precise fix needs to know whether the value was ever
+/// published, which the register cannot tell yet.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "open anomaly: a 412 for a conditional write whose value another round published (doc/chaos.md)"]
+async fn a_value_published_by_another_round_and_then_overwritten_is_not_answered_412() {
+    // As above, but the key is then overwritten (an unconditional PUT past
+    // v1) instead of deleted: writer 1's next round finds v1 not published
+    // (it is no longer the current row) and its condition false on the
+    // existing key, decides nothing, and answers 412 — although its value
+    // had been published. It must answer 503 (outcome unknown), or 200.
+    let over = |w1: &Cell| Cell {
+        ts: w1.ts + 1,
+        writer: 99,
+        etag: "overwrite".into(),
+    };
+    let (cluster, v1, r1) = writer_1_resumes_after_its_value_was_completed_and(over).await;
+    assert_eq!(
+        cluster.converged("k").map(|c| c.writer),
+        Some(99),
+        "the overwrite stays"
+    );
+    match r1 {
+        Ok(Outcome::Published(v)) => assert_eq!(v, v1),
+        Err(ModelError::ConditionalWrite {
+            outcome_unknown: true,
+            ..
+        }) => {}
+        other => panic!("writer 1, whose value was published, answered {other:?}"),
     }
 }

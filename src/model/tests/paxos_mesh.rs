@@ -141,6 +141,9 @@ impl Register for Cell {
     async fn is_published(&self, v: &Proposal) -> hangar_model::Result<bool> {
         Ok(Some(v) == self.value.lock().unwrap().as_deref().map(proposal).as_ref())
     }
+    async fn still_newest(&self, _: &Proposal) -> hangar_model::Result<bool> {
+        Ok(self.value.lock().unwrap().is_none())
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -334,3 +334,56 @@ async fn a_restart_after_a_publish_whose_upload_record_was_not_ended_keeps_the_o
         "records are gone"
     );
 }
+
+/// An upload in progress.
+fn mpu(key: &str) -> hangar_model::multipart::MpuRow {
+    hangar_model::multipart::MpuRow {
+        deleted: false,
+        upload_id: new_version_id(),
+        key: key.into(),
+        initiated_msec: now_msec(),
+        headers: Default::default(),
+        user_meta: Default::default(),
+        checksum_algorithm: None,
+        tags: Default::default(),
+        sse_c: None,
+    }
+}
+
+#[tokio::test]
+async fn deleting_a_bucket_ends_its_uploads_and_refuses_one_started_from_before() {
+    // A bucket without objects but with an upload in progress is deleted,
+    // and the upload with it; a CreateMultipartUpload that found the
+    // bucket before the deletion (the stale row) and records its upload
+    // after is refused by the seal on the bucket's uploads, instead of
+    // leaving an upload no client can reach in a deleted bucket.
+    let n = node().await;
+    n.model.create_multipart(&n.bucket, mpu("a")).await.unwrap();
+    n.model.delete_bucket("races").await.unwrap();
+    let left = n
+        .model
+        .list_multipart(&n.bucket, Bound::Unbounded, 10)
+        .await
+        .unwrap();
+    assert!(
+        left.is_empty(),
+        "uploads left in the deleted bucket: {left:?}"
+    );
+    let late = n.model.create_multipart(&n.bucket, mpu("b")).await;
+    assert!(
+        matches!(
+            late,
+            Err(ModelError::Table(hangar_table::TableError::Fenced { .. }))
+        ),
+        "{late:?}"
+    );
+    let left = n
+        .model
+        .list_multipart(&n.bucket, Bound::Unbounded, 10)
+        .await
+        .unwrap();
+    assert!(
+        left.is_empty(),
+        "an upload recorded after the deletion: {left:?}"
+    );
+}

@@ -2,18 +2,23 @@
 //! store (tree [`PAXOS_TREE`], never replicated).
 //!
 //! Every answer is given after the state it depends on is written (one
-//! group commit: synced when `metadata_fsync` is on), so a node that
-//! restarts keeps its promises and accepted values.
+//! group commit: synced when `metadata_fsync` is on, the default, else
+//! journalled), so a node that restarts after a crash keeps its promises
+//! and accepted values (after a power cut only with `metadata_fsync`).
 //!
 //! Bounded: nothing is held in memory per key. An entry whose value was
 //! committed (or is dead) is removed [`KEEP_MSEC`] after its last change,
 //! by a sweep that runs at most once a minute from the handlers; the
 //! highest ballot promised by a removed entry is kept in one floor entry,
 //! and every key's promise is at least that floor, so a removal never lets
-//! an old round's accept through. An accepted value is dead once its
-//! ballot is [`VALUE_DEAD_AFTER_MSEC`] old: a proposer completes an
-//! unfinished round long before (the next round on the key does), and a
-//! proposer gives up on its own round within [`super::ROUND_DEADLINE`].
+//! an old round's accept through. An accepted value is dead once this
+//! node accepted it [`VALUE_DEAD_AFTER_MSEC`] ago, by its own clock: a
+//! proposer completes an unfinished round long before (the next round on
+//! the key does), and a proposer gives up on its own round within
+//! [`super::ROUND_DEADLINE`]. The ballot's counter is the proposer's clock,
+//! not this node's: comparing it with this node's clock made a value
+//! accepted a moment ago dead at once when the two clocks were 10 minutes
+//! apart, and two conditional writers could both win.
 
 use std::ops::Bound;
 use std::sync::Arc;
@@ -31,7 +36,8 @@ pub const PAXOS_TREE: &str = "paxos_object";
 /// The entry of the floor (shorter than any key's entry, which starts with
 /// a 32-byte bucket id).
 const FLOOR_KEY: &[u8] = b"floor";
-/// An accepted value whose ballot is older than this is ignored.
+/// An accepted value that this node accepted longer ago than this (by its
+/// own clock) is ignored.
 pub const VALUE_DEAD_AFTER_MSEC: u64 = 10 * 60 * 1000;
 /// How long an entry without a live value is kept after its last change:
 /// past [`VALUE_DEAD_AFTER_MSEC`], so that every value that a round may
@@ -54,14 +60,25 @@ pub struct AcceptorState {
     pub committed: Option<Ballot>,
     /// When this node last changed the entry (its clock).
     pub touched_msec: u64,
+    /// When this node accepted `accepted` (its clock; 0 in the entries of
+    /// older binaries, whose age is then taken from `touched_msec`, which
+    /// is never earlier).
+    #[serde(default)]
+    pub accepted_msec: u64,
 }
 
 impl AcceptorState {
-    /// The accepted value, unless it is dead at `now`.
+    /// The accepted value, unless it is dead at `now` (this node's clock).
+    /// Its age is measured on this node's clock alone: never the ballot's
+    /// counter, which is the proposer's clock.
     fn live_accepted(&self, now: u64) -> Option<&Accepted> {
+        let since = match self.accepted_msec {
+            0 => self.touched_msec,
+            t => t,
+        };
         self.accepted
             .as_ref()
-            .filter(|a| a.ballot.counter.saturating_add(VALUE_DEAD_AFTER_MSEC) >= now)
+            .filter(|_| since.saturating_add(VALUE_DEAD_AFTER_MSEC) >= now)
     }
 
     /// Phase 1 on this state.
@@ -86,6 +103,7 @@ impl AcceptorState {
         }
         self.promised = b;
         self.accepted = Some(Accepted { ballot: b, value });
+        self.accepted_msec = now;
         self.touched_msec = now;
         AcceptReply::Accepted
     }
@@ -97,6 +115,7 @@ impl AcceptorState {
         }
         if self.accepted.as_ref().is_some_and(|a| a.ballot <= b) {
             self.accepted = None;
+            self.accepted_msec = 0;
         }
         self.touched_msec = now;
     }

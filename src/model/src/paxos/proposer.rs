@@ -52,6 +52,12 @@ pub trait Register: Send + Sync {
     /// Whether `value`, one of this proposer's, is published (a later
     /// round completed it).
     async fn is_published(&self, value: &Proposal) -> Result<bool>;
+    /// Whether `value`, one of this proposer's sent in an earlier accept
+    /// and not published now, is still newer than everything stored (read
+    /// at the read quorum): nothing was written at or past its timestamp,
+    /// so it was never published (a published value is kept until a newer
+    /// write replaces it). Only then may it be proposed again.
+    async fn still_newest(&self, value: &Proposal) -> Result<bool>;
 }
 
 /// How a conditional write ended.
@@ -307,7 +313,28 @@ async fn rounds(
             }
         }
         let value = match register.propose().await? {
-            Some(v) => v,
+            Some(v) => match sent.first() {
+                None => v,
+                // Our value again, as it was sent (never re-stamped): a
+                // new value would be a second publication of this write.
+                Some(ours) if register.still_newest(ours).await? => ours.clone(),
+                // The key was written at or past our value's timestamp:
+                // a later round may have published our value, and a
+                // write replaced it since (a DELETE). Publishing it again,
+                // re-stamped past that write, would bring back a row whose
+                // blocks its replacement released. Which happened cannot
+                // be told here: the outcome is unknown.
+                Some(_) => {
+                    return Err(fail(
+                        format!(
+                            "conditional write of {:?}: the key was written after this write's value was sent for acceptance; a concurrent round may have published it meanwhile: outcome unknown",
+                            key.key
+                        ),
+                        &sent,
+                        false,
+                    ));
+                }
+            },
             None if sent.is_empty() && !settling => return Ok(Outcome::PreconditionFailed),
             // A value of ours may sit accepted somewhere: decide "nothing"
             // in this ballot, so that no later round can complete it.

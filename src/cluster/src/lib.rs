@@ -28,6 +28,7 @@ pub use error::ClusterError;
 pub use layout_file::LayoutFileError;
 pub use live_layout::{
     ClusterLayout, EXCHANGE_INTERVAL, LayoutPush, LayoutPushReply, PUSH_PATH, PeerLayoutState,
+    WeakClusterLayout,
 };
 pub use node_info::{DiskSpace, NodeInfo};
 pub use quorum_call::{

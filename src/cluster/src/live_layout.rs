@@ -68,6 +68,20 @@ pub struct ClusterLayout {
     inner: Arc<Inner>,
 }
 
+/// A [`ClusterLayout`] that does not keep it alive: for the handlers the
+/// mesh holds (a handler holding the layout would hold the mesh too).
+#[derive(Clone)]
+pub struct WeakClusterLayout {
+    inner: std::sync::Weak<Inner>,
+}
+
+impl WeakClusterLayout {
+    /// The layout, unless the node is stopping.
+    pub fn upgrade(&self) -> Option<ClusterLayout> {
+        self.inner.upgrade().map(|inner| ClusterLayout { inner })
+    }
+}
+
 /// The published history and what every read looks up in it.
 struct Published {
     history: Arc<LayoutHistory>,
@@ -100,6 +114,10 @@ struct Inner {
     /// must neither wait for a file write nor copy the history.
     published: RwLock<Published>,
     peers: Mutex<BTreeMap<NodeId, PeerLayoutState>>,
+    /// The peers this process exchanged histories with (either way) since
+    /// it started: this node's history then holds everything theirs held
+    /// at that exchange.
+    exchanged: Mutex<BTreeSet<NodeId>>,
 }
 
 impl ClusterLayout {
@@ -129,6 +147,7 @@ impl ClusterLayout {
                 published: RwLock::new(Published::of(&history)),
                 history: tokio::sync::Mutex::new(history),
                 peers: Mutex::new(BTreeMap::new()),
+                exchanged: Mutex::new(BTreeSet::new()),
             }),
         };
         layout.inner.endpoint.set_handler(
@@ -144,6 +163,57 @@ impl ClusterLayout {
     /// This node's id, as the layout writes it.
     pub fn me(&self) -> NodeId {
         self.inner.me
+    }
+
+    /// A handle that does not keep the layout alive.
+    pub fn downgrade(&self) -> WeakClusterLayout {
+        WeakClusterLayout {
+            inner: Arc::downgrade(&self.inner),
+        }
+    }
+
+    /// Exchanges histories with each of `peers` now, concurrently (one
+    /// push and its answer each, at most a few seconds): once it returns,
+    /// this node's history holds everything those that answered held.
+    /// Returns the peers that answered. What a node must do before it acts
+    /// on its layout towards a peer, such as pushing rows of the partitions
+    /// it holds: a node that was away may hold a layout the others have
+    /// long left (doc/replication.md §7).
+    pub async fn exchange_with(&self, peers: &[NodeId]) -> BTreeSet<NodeId> {
+        let mut set = tokio::task::JoinSet::new();
+        for &id in peers {
+            if id == self.inner.me {
+                continue;
+            }
+            let inner = self.inner.clone();
+            set.spawn(async move { inner.exchange(id).await.is_ok().then_some(id) });
+        }
+        set.join_all().await.into_iter().flatten().collect()
+    }
+
+    /// Whether this process exchanged histories with `peer` (either way)
+    /// since it started, so that its history is not older than what `peer`
+    /// held then.
+    pub fn has_exchanged_with(&self, peer: NodeId) -> bool {
+        peer == self.inner.me
+            || self
+                .inner
+                .exchanged
+                .lock()
+                .expect("exchanged lock")
+                .contains(&peer)
+    }
+
+    /// Exchanges histories with `peer` in the background (after a peer's
+    /// message showed that one of the two layouts is stale).
+    pub fn exchange_soon(&self, peer: NodeId) {
+        if peer == self.inner.me {
+            return;
+        }
+        let inner = self.inner.clone();
+        tokio::spawn(async move {
+            let _ = inner.exchange(peer).await;
+        });
     }
 
     /// A copy of the current history.
@@ -320,7 +390,13 @@ impl Inner {
                 tokio::spawn(self.push_to_all(Some(peer)));
             }
         }
+        self.exchanged_with(peer);
         Ok(())
+    }
+
+    /// Records that this node's history now holds `peer`'s.
+    fn exchanged_with(&self, peer: NodeId) {
+        self.exchanged.lock().expect("exchanged lock").insert(peer);
     }
 
     /// Exchanges with every live peer but `except`, concurrently; returns
@@ -405,6 +481,7 @@ impl Handler<LayoutPush, LayoutPushReply> for PushHandler {
         }
         inner.heard_from(from, req.msg.info);
         let (merged, changed) = inner.merge(from, &theirs).await.map_err(HandlerError)?;
+        inner.exchanged_with(from);
         if changed {
             tokio::spawn(inner.push_to_all(Some(from)));
         }

@@ -385,6 +385,11 @@ pub async fn held_marks(db: &Db, index: &'static str) -> Result<[bool; 256], DbE
     .map_err(|e| bad(e.to_string()))?
 }
 
+/// Whether partition `p` is marked held (see [`held_marks`]).
+pub async fn is_marked_held(db: &Db, index: &'static str, p: Partition) -> Result<bool, DbError> {
+    Ok(db.get_async(index, vec![p, HELD]).await?.is_some())
+}
+
 /// Marks `partitions` held (see the module documentation), in one
 /// transaction.
 pub async fn mark_held(

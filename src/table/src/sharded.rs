@@ -48,7 +48,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::StreamExt;
-use hangar_cluster::{Cluster, QuorumError, StorageNodes};
+use hangar_cluster::{Cluster, QuorumError, StorageNodes, WeakClusterLayout};
 use hangar_db::Db;
 use hangar_layout::Partition;
 use hangar_net::{CallOpts, Endpoint, Handler, HandlerError, NetError, Request, Response};
@@ -216,6 +216,8 @@ impl<S: Schema> ShardedTable<S> {
         let h = Handlers::<S> {
             table: table.clone(),
             index,
+            layout: cluster.layout().downgrade(),
+            me: cluster.id(),
             _s: PhantomData,
         };
         eps.update.set_handler(h.clone(), HANDLER_QUEUE);
@@ -465,6 +467,17 @@ impl<S: Schema> ShardedTable<S> {
 
     /// Sends `rows` to `node` in the background (read repair).
     fn repair(&self, node: NodeId, rows: Vec<WireRow>) {
+        // A node that has not yet exchanged layouts with `node` since it
+        // started may read under a layout the others retired, and its
+        // "merged" row be one they deleted and collected since.
+        if !self.cluster.layout().has_exchanged_with(node) {
+            tracing::debug!(
+                "{}: no read repair of {} before a layout exchange with it",
+                S::TREE,
+                node.short()
+            );
+            return;
+        }
         let ep = self.eps.update.clone();
         tokio::spawn(async move {
             let n = rows.len();
@@ -692,6 +705,9 @@ struct RangePage<S: Schema> {
 struct Handlers<S: Schema> {
     table: Table<S>,
     index: &'static str,
+    /// This node's layout, to refuse rows of partitions it does not hold.
+    layout: WeakClusterLayout,
+    me: NodeId,
     _s: PhantomData<S>,
 }
 
@@ -700,8 +716,59 @@ impl<S: Schema> Clone for Handlers<S> {
         Handlers {
             table: self.table.clone(),
             index: self.index,
+            layout: self.layout.clone(),
+            me: self.me,
             _s: PhantomData,
         }
+    }
+}
+
+impl<S: Schema> Handlers<S> {
+    /// Refuses `rows` when one of them belongs to a layout partition that
+    /// no active layout version of this node assigns to it and that it
+    /// never held (no `held` mark, [`merkle::held_marks`]), once some
+    /// version assigns partitions at all: only a node holding a stale
+    /// layout, its own or this one's, sends such rows, and merging them
+    /// would keep rows nobody syncs or collects. The two nodes exchange
+    /// layouts at once, so the stale one catches up. Rows of a partition
+    /// this node held in a retired version are still merged (a coordinator
+    /// that has not yet learnt of the retirement writes to the old set too)
+    /// and leave again with the next sync pass's drop.
+    async fn check_held(
+        &self,
+        from: NodeId,
+        rows: &[WireRow],
+    ) -> std::result::Result<(), HandlerError> {
+        let Some(layout) = self.layout.upgrade() else {
+            return Err(HandlerError::new("node is stopping"));
+        };
+        let h = layout.history();
+        if !h.versions.iter().any(|v| v.is_assigned()) {
+            return Ok(());
+        }
+        let partitions: BTreeSet<Partition> = rows
+            .iter()
+            .map(|r| S::layout_partition(&r.key[..S::PARTITION_LEN.min(r.key.len())]))
+            .collect();
+        for p in partitions {
+            if h.versions
+                .iter()
+                .any(|v| v.nodes_of_partition(p).contains(&self.me))
+                || merkle::is_marked_held(self.table.db(), self.index, p)
+                    .await
+                    .map_err(HandlerError::new)?
+            {
+                continue;
+            }
+            layout.exchange_soon(from);
+            return Err(HandlerError::new(format!(
+                "{}: rows of layout partition {p}, which node {} never held and holds in no active layout version (current {}): the sender's layout or this node's is stale",
+                S::TREE,
+                self.me.short(),
+                h.current().version
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -720,6 +787,7 @@ impl<S: Schema> Handler<UpdateRows, ()> for Handlers<S> {
         &self,
         req: Request<UpdateRows>,
     ) -> std::result::Result<Response<()>, HandlerError> {
+        self.check_held(req.from, &req.msg.rows).await?;
         crate::replicated::serve_update(&self.table, req).await
     }
 }

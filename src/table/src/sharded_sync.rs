@@ -22,6 +22,13 @@
 //! Every call runs at background priority. Tombstones are rows like any
 //! other, so a delete made while a node was down reaches it.
 //!
+//! Before comparing anything, a pass exchanges layout histories with every
+//! live peer ([`hangar_cluster::ClusterLayout::exchange_with`]) and compares
+//! only with the peers that answered, under the merged history: a node
+//! started again from an old disk learns first that its partitions moved
+//! (or that it was removed), instead of pushing rows the others deleted and
+//! collected since (doc/replication.md §7).
+//!
 //! Layout sync: a pass is *complete* for the current layout version `v` when,
 //! for every partition this node holds in `v` and every active version's set
 //! of it, enough nodes of the set to meet every write quorum (`rf + 1 -
@@ -597,8 +604,21 @@ impl PassReport {
 /// One anti-entropy pass: compares every partition this node holds (in any
 /// active layout version) of every table with each other node of it.
 pub async fn sync_pass(cluster: &Cluster, tables: &[Arc<dyn ShardedSyncable>]) -> PassReport {
-    let h = cluster.layout().history();
     let me = cluster.id();
+    // First the layout: a node that was away (or removed while it was down)
+    // may hold a version the others retired long ago, under which it would
+    // push rows whose tombstones they have since collected. After these
+    // exchanges this node's history holds everything each answering peer's
+    // held, so every version it finds active is active on that peer too;
+    // peers that did not answer are not compared this pass.
+    let up: Vec<NodeId> = cluster
+        .mesh()
+        .up_nodes()
+        .into_iter()
+        .filter(|n| *n != me)
+        .collect();
+    let fresh = cluster.layout().exchange_with(&up).await;
+    let h = cluster.layout().history();
     let version = h.current().version;
     let mut report = PassReport {
         version,
@@ -625,6 +645,13 @@ pub async fn sync_pass(cluster: &Cluster, tables: &[Arc<dyn ShardedSyncable>]) -
     let mut equal_with: BTreeMap<Partition, BTreeSet<NodeId>> = BTreeMap::new();
     for (peer, ps) in by_peer {
         if !cluster.is_up(peer) {
+            continue;
+        }
+        if !fresh.contains(&peer) {
+            report.errors.push(format!(
+                "layout exchange with {} failed: not compared",
+                peer.short()
+            ));
             continue;
         }
         let mut unequal: BTreeSet<Partition> = BTreeSet::new();

@@ -29,6 +29,7 @@ mod resync_settings;
 pub mod rpc;
 mod scan;
 pub mod scrub;
+mod stragglers;
 mod tally;
 
 pub use error::BlockError;

@@ -59,6 +59,10 @@ pub struct BlockStats {
     pub background_pending_bytes: AtomicU64,
     /// Copies still being sent after their put returned.
     pub background_copies_pending: AtomicU64,
+    /// Copies given up after their put returned, because their node's
+    /// stragglers held their cap or the copy ran past its deadline
+    /// (`stragglers.rs`); the replica's resync brings it those blocks.
+    pub background_copies_abandoned: AtomicU64,
     /// Local copies found corrupt and moved to quarantine.
     pub blocks_quarantined: AtomicU64,
     /// Resync reads of other nodes answered `deferred` because this node's

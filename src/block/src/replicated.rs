@@ -7,7 +7,9 @@
 //!   workers), sends the stored form to every node of the block's partition
 //!   in every active layout version (this node through the mesh's local
 //!   call), and returns once the write quorum of every version acknowledged.
-//!   The other copies finish in the background. Every byte being sent,
+//!   The other copies finish in the background, within bounds
+//!   ([`crate::stragglers`]: a quarter of the budget per node, 30 s), past
+//!   which they are abandoned to the replica's resync. Every byte being sent,
 //!   foreground or background, holds its share of a RAM budget
 //!   (`block_ram_buffer_max`) until its last copy ended, so memory stays
 //!   bounded however slow a replica is; when the budget is spent a put waits,
@@ -48,7 +50,7 @@ use hangar_net::{Body, CallOpts, NetError};
 use hangar_util::config::Config;
 use hangar_util::last_event::LastEvent;
 use hangar_util::{Hash, NodeId};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
@@ -57,6 +59,7 @@ use crate::manager::BlockManager;
 use crate::refcount::BlockRefTable;
 use crate::resync::{DEFAULT_SERVE_MAX, Resync, ResyncSettings};
 use crate::rpc::{BlockEndpoints, BlockLimits, GetBlock, PutBlock, UnrefBlock};
+use crate::stragglers::{STRAGGLER_DEADLINE, Stragglers};
 use crate::{BlockError, Result};
 use hangar_table::sharded::ShardedTable;
 
@@ -137,6 +140,8 @@ pub struct ReplicatedBlocks {
     resync: Arc<Resync>,
     /// When a put last failed for overload ([`BlockError::is_overload`]).
     overloaded: LastEvent,
+    /// Copies running on after their put's quorum, bounded per node.
+    stragglers: Arc<Stragglers>,
 }
 
 /// The budget share of one put, released when its last copy ended.
@@ -146,10 +151,14 @@ struct InFlight {
     mgr: Arc<BlockManager>,
     /// Set when the put returned with copies still running.
     background: AtomicBool,
+    /// Turns true when the put reached its write quorum: the copies still
+    /// running become stragglers.
+    quorum: watch::Sender<bool>,
 }
 
 impl InFlight {
     fn mark_background(&self) {
+        self.quorum.send_replace(true);
         if !self.background.swap(true, Ordering::AcqRel) {
             let s = self.mgr.stats();
             s.background_pending_bytes
@@ -208,6 +217,10 @@ impl ReplicatedBlocks {
             .unwrap_or(usize::MAX)
             .min(Semaphore::MAX_PERMITS);
         let refs = ShardedTable::new(mgr.metadata().clone(), cluster.clone())?;
+        let stragglers = Stragglers::new(
+            (cfg.ram_budget / 4).max(limits.max_stored()),
+            STRAGGLER_DEADLINE,
+        );
         let resync = Resync::new(
             mgr.clone(),
             Some((cluster.clone(), endpoints.clone())),
@@ -223,6 +236,7 @@ impl ReplicatedBlocks {
             refs,
             resync,
             overloaded: LastEvent::default(),
+            stragglers,
         }))
     }
 
@@ -357,11 +371,39 @@ impl ReplicatedBlocks {
         let call = |node: NodeId| {
             let (ep, mgr, flight) = (self.endpoints.put.clone(), self.mgr.clone(), flight.clone());
             let (msg, data) = (msg.clone(), enc.data.clone());
+            let (mut reached, stragglers) = (flight.quorum.subscribe(), self.stragglers.clone());
             async move {
-                let r = ep
-                    .call_with_body(node, msg, Some(Body::from_bytes(data)), opts)
-                    .await
-                    .map(|r| r.msg);
+                let len = data.len() as u64;
+                let rpc = ep.call_with_body(node, msg, Some(Body::from_bytes(data)), opts);
+                tokio::pin!(rpc);
+                let outcome = tokio::select! {
+                    biased;
+                    r = &mut rpc => Some(r),
+                    // The put returned without this copy: it may run on
+                    // only as a bounded straggler.
+                    _ = async { reached.wait_for(|q| *q).await.map(|_| ()) } => {
+                        match stragglers.admit(node, len) {
+                            Some(_admitted) => {
+                                tokio::time::timeout(stragglers.deadline(), rpc).await.ok()
+                            }
+                            None => None,
+                        }
+                    }
+                };
+                let Some(r) = outcome else {
+                    mgr.stats()
+                        .background_copies_abandoned
+                        .fetch_add(1, Ordering::Relaxed);
+                    debug!(
+                        node = %node.short(),
+                        "block {hash}: copy abandoned after the write quorum (slow replica); \
+                         its resync brings it the block"
+                    );
+                    return Err(NetError::Overloaded(
+                        "block copy abandoned after the write quorum".into(),
+                    ));
+                };
+                let r = r.map(|r| r.msg);
                 let s = mgr.stats();
                 match &r {
                     Ok(_) if node != me => {
@@ -417,6 +459,7 @@ impl ReplicatedBlocks {
                     len,
                     mgr: self.mgr.clone(),
                     background: AtomicBool::new(false),
+                    quorum: watch::Sender::new(false),
                 })
             }
             Ok(Err(_closed)) => Err(BlockError::Task("block RAM budget closed".into())),

@@ -207,6 +207,11 @@ impl NodeCollector {
                 "Block puts refused because block_ram_buffer_max stayed spent past the deadline",
                 &b.puts_overloaded,
             ),
+            (
+                "hangar_block_background_copies_abandoned",
+                "Block copies given up after their put returned (a slow replica); its resync brings it the block",
+                &b.background_copies_abandoned,
+            ),
         ] {
             counter(e, name, help, l(v))?;
         }

@@ -1,0 +1,147 @@
+"""A replica whose disk stalls while the node stays up (issue 27 §5): node 3's
+data directory is an ext4 file system of its own on a loop device, frozen
+with fsfreeze(8), so every block write there blocks while the node still
+answers pings and serves metadata. Uploads through node 1 must keep
+completing at the write quorum (nodes 1 and 2) instead of running out of
+node 1's block RAM budget on copies that node 3 never finishes, and once
+the disk thaws node 3 must get every block through its resync queue.
+
+Needs root, losetup, mkfs.ext4 and fsfreeze: skipped without them."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from hangar_testlib import MiB, Node, random_bytes, s3_client
+from test_layout_cluster import laid_out_cluster
+
+BUDGET_MIB = 8
+
+
+def _run(*cmd: str) -> str:
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=30).stdout.strip()
+
+
+class LoopFs:
+    """An ext4 file system in a file, mounted on `mnt`."""
+
+    def __init__(self, root: Path, size_mib: int = 256):
+        self.img, self.mnt = root / "disk.img", root / "mnt"
+        self.mnt.mkdir(parents=True)
+        with open(self.img, "wb") as f:
+            f.truncate(size_mib * MiB)
+        _run("mkfs.ext4", "-q", "-F", str(self.img))
+        self.dev = _run("losetup", "--find", "--show", str(self.img))
+        _run("mount", self.dev, str(self.mnt))
+        self.frozen = False
+
+    def freeze(self) -> None:
+        _run("fsfreeze", "--freeze", str(self.mnt))
+        self.frozen = True
+
+    def thaw(self) -> None:
+        if self.frozen:
+            _run("fsfreeze", "--unfreeze", str(self.mnt))
+            self.frozen = False
+
+    def remove(self) -> None:
+        self.thaw()
+        subprocess.run(["umount", "-l", str(self.mnt)], capture_output=True, timeout=30)
+        subprocess.run(["losetup", "-d", self.dev], capture_output=True, timeout=30)
+
+
+def _loop_fs_or_skip(root: Path) -> LoopFs:
+    if os.geteuid() != 0 or not all(shutil.which(t) for t in ("losetup", "mkfs.ext4", "fsfreeze")):
+        pytest.skip("needs root, losetup, mkfs.ext4 and fsfreeze")
+    try:
+        return LoopFs(root)
+    except (subprocess.CalledProcessError, OSError) as e:
+        pytest.skip(f"cannot mount a loop device here: {e}")
+
+
+def block_files(n: Node) -> set[str]:
+    """Names of the block files under a node's data directory."""
+    data = Path(re.search(r'(?m)^data_dir = "(.*)"$', n.config.read_text()).group(1))
+    return {p.name.split(".")[0] for p in data.rglob("*") if p.is_file() and not p.name.startswith(".")}
+
+
+def test_uploads_complete_at_quorum_while_a_replica_disk_stalls(tmp_path_factory):
+    fs = _loop_fs_or_skip(tmp_path_factory.mktemp("stalldisk"))
+    made = []
+
+    def configure(n: Node) -> Node:
+        made.append(n)
+        text = n.config.read_text()
+        budget = BUDGET_MIB
+        if len(made) == 3:
+            text = re.sub(r'(?m)^data_dir = ".*"$', f'data_dir = "{fs.mnt}/data"', text)
+            # A bigger node: it accepts (and, stalled, holds) more block
+            # puts at once than node 1 has budget for.
+            budget = 8 * BUDGET_MIB
+        n.config.write_text(f'block_ram_buffer_max = "{budget}MiB"\n' + text)
+        return n
+
+    nodes = []
+    try:
+        nodes = laid_out_cluster(tmp_path_factory, "stall", configure=configure)
+        n1, _, n3 = nodes
+        key = n1.create_key("stall", create_bucket=True)
+        c1 = s3_client(n1, key, read_timeout=30)
+        c1.create_bucket(Bucket="stall")
+        c1.put_object(Bucket="stall", Key="before", Body=random_bytes(MiB, 1))
+
+        fs.freeze()
+        # Three times the budget of node 1, in 1 MiB blocks that do not
+        # compress: without the fix, node 3's unfinished copies hold node
+        # 1's whole budget after the first eight, and the rest wait, then
+        # fail with 503 SlowDown.
+        count, failures, slow = 3 * BUDGET_MIB, [], []
+        bodies = {f"k{i}": random_bytes(MiB, 100 + i) for i in range(count)}
+
+        def put(names):
+            c = s3_client(n1, key, read_timeout=30)
+            for k in names:
+                t0 = time.monotonic()
+                try:
+                    c.put_object(Bucket="stall", Key=k, Body=bodies[k])
+                except Exception as e:  # noqa: BLE001 - any failure is the finding
+                    failures.append((k, repr(e)[:200]))
+                    continue
+                if time.monotonic() - t0 > 5:
+                    slow.append((k, round(time.monotonic() - t0, 1)))
+
+        names = sorted(bodies)
+        threads = [threading.Thread(target=put, args=(names[i::4],)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(300)
+        assert not failures, f"{len(failures)} of {count} uploads failed while node 3's disk stalled: {failures[:3]}"
+        assert not slow, f"uploads waited on the stalled replica: {slow[:5]}"
+        # Node 3 still answers and serves what it has.
+        assert n3.cli_json("status")["peers"]
+
+        fs.thaw()
+        # Every block reaches node 3 (its resync queue) once its disk thaws.
+        want = block_files(nodes[0])
+        deadline = time.monotonic() + 90
+        while not want <= block_files(n3):
+            assert time.monotonic() < deadline, f"node 3 lacks {len(want - block_files(n3))} blocks 90 s after the thaw"
+            time.sleep(1)
+        for k in ("before", names[0], names[-1]):
+            got = s3_client(n3, key).get_object(Bucket="stall", Key=k)["Body"].read()
+            assert got == (bodies[k] if k in bodies else random_bytes(MiB, 1))
+    finally:
+        fs.thaw()
+        for n in nodes:
+            if n.proc is not None and n.proc.poll() is None:
+                n.stop()
+        fs.remove()

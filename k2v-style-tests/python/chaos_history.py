@@ -406,15 +406,16 @@ class KeyVerdict:
 
     @property
     def known(self) -> str:
-        """Anomaly 1 of doc/chaos.md (a conditional write answered 412
-        whose value was published): the minimal history holds a refused
-        write whose value another of its operations observed."""
+        """A label for anomaly 1 of doc/chaos.md (a conditional write
+        answered 412 whose value was published; fixed, so a regression):
+        the minimal history holds a refused write whose value another of
+        its operations observed."""
         if not self.minimal:
             return ""
         seen = {o.value for o in self.minimal if o.kind == GET} | {
             o.expect for o in self.minimal if o.kind == PUT_IF_MATCH and o.outcome == OK}
         if any(o.outcome == FAIL and o.value in seen for o in self.minimal):
-            return "anomaly 1 (a 412 whose value was published)"
+            return "like anomaly 1 (a 412 whose value was published): a regression"
         return ""
 
 
@@ -665,11 +666,6 @@ class HistoryRun:
         return [v for v in self.verdicts if v.result.linearizable is False]
 
     @property
-    def unknown_kind(self) -> list[KeyVerdict]:
-        """Non-linearizable keys that are not anomaly 1."""
-        return [v for v in self.bad_keys if not v.known]
-
-    @property
     def undecided(self) -> list[KeyVerdict]:
         return [v for v in self.verdicts if v.result.linearizable is None]
 
@@ -679,13 +675,7 @@ class HistoryRun:
 
     @property
     def passed(self) -> bool:
-        return self.passed_but_known and not self.bad_keys
-
-    @property
-    def passed_but_known(self) -> bool:
-        """Passed, but for keys showing anomaly 1 (which an xfail test of
-        test_chaos_history_regressions.py stands for until it is fixed)."""
-        return (not self.error and not self.crashes and not self.unknown_kind and not self.rec.corrupt
+        return (not self.error and not self.crashes and not self.bad_keys and not self.rec.corrupt
                 and not self.anomalies and not self.undecided and not self.unexpected and self.final_reads > 0)
 
     def save(self) -> None:

@@ -37,10 +37,7 @@ def test_histories_under_kill9_and_a_partition_are_linearizable(tmp_path):
     print(text)
     assert run.fault_counts["kill1"] >= 1 and run.fault_counts["partition"] >= 1, text
     assert len(run.rec.ops) >= 200, text
-    # Anomaly 1 (doc/chaos.md: a 412 whose value was published) is a race
-    # that shows about once in ten minutes of this load; it has its own
-    # xfail test (test_chaos_history_regressions.py). Anything else fails.
-    assert run.passed_but_known, text
+    assert run.passed, text
 
 
 def test_the_check_catches_a_cluster_that_promises_less(tmp_path):

@@ -1,6 +1,6 @@
 """Anomalies the history mode of the chaos suite found (doc/chaos.md,
 "Anomalies found by the history check"), each as a test against real
-processes that fails while the anomaly is there."""
+processes that failed while the anomaly was there."""
 
 from __future__ import annotations
 
@@ -77,12 +77,6 @@ def test_the_recorded_history_is_not_linearizable():
     assert lz.check_key(fixed).linearizable
 
 
-@pytest.mark.xfail(reason="A conditional PUT can be answered 412 while its value is published (doc/chaos.md, "
-                          "anomaly 1): a proposer whose accept was refused finds, in its next round, its "
-                          "value no longer the current row (another round completed it and a third write "
-                          "replaced it), reads the key, finds its condition false and answers 412 "
-                          "(paxos/proposer.rs). A race: it shows in about a third of the runs.",
-                   strict=False)
 def test_an_if_match_answered_412_never_has_its_value_published(three):
     """Nine clients, three through each node, race If-Match writes on one
     key for 15 s, each naming the ETag it saw last (some a made-up one, as

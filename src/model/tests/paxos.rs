@@ -42,6 +42,8 @@ struct Cluster {
     _dirs: Vec<tempfile::TempDir>,
     acceptors: Vec<Arc<Acceptor>>,
     cells: Vec<Mutex<BTreeMap<String, Cell>>>,
+    /// Every (key, writer) whose value a round published, ever.
+    ever: Mutex<std::collections::BTreeSet<(String, u32)>>,
 }
 
 /// The replicated register's row: last writer (by timestamp) wins. A
@@ -70,6 +72,7 @@ impl Cluster {
             _dirs: dirs,
             acceptors,
             cells: (0..n).map(|_| Mutex::new(BTreeMap::new())).collect(),
+            ever: Mutex::new(Default::default()),
         })
     }
 
@@ -214,8 +217,10 @@ impl Link for SimLink {
     }
     async fn commit(&self, to: NodeId, m: Commit) -> Result<(), NetError> {
         let a = self.cluster.acceptors[self.index(to)].clone();
-        self.deliver(to, async move { a.commit(&m.key, m.ballot).await.unwrap() })
-            .await
+        self.deliver(to, async move {
+            a.commit(&m.key, m.ballot, m.value).await.unwrap()
+        })
+        .await
     }
 }
 
@@ -308,6 +313,11 @@ impl Register for SimRegister {
             return std::future::pending().await;
         }
         if let Some(cell) = decode(value) {
+            self.cluster
+                .ever
+                .lock()
+                .unwrap()
+                .insert((self.key.clone(), cell.writer));
             for i in self.majority() {
                 self.cluster.write(i, &self.key, &cell);
             }
@@ -566,6 +576,101 @@ async fn a_value_accepted_by_a_crashed_proposer_is_completed_by_the_next_round()
     assert!(on >= 2, "on {on} replicas");
 }
 
+/// Conditional writes of one key race while unconditional writes replace
+/// its value now and then (some keeping the ETag the writers expect, some
+/// not): many rounds decide, values are published and replaced, and a
+/// loser's next round often finds its condition failing on a key written
+/// past its value. Whatever the schedule, a writer told 412 was never
+/// published (it would be a write that happened, answered as one that did
+/// not: doc/chaos.md, "Anomalies found by the history check"), and a
+/// writer told 200 was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writer_told_412_was_never_published_under_random_schedules_with_overwrites() {
+    let cluster = Cluster::new(3);
+    let clocks = clocks(3);
+    let mut told_412 = 0;
+    for seed in 0..80u64 {
+        let mut rng = StdRng::seed_from_u64(seed ^ 0x0be7);
+        let key = format!("over-{seed}");
+        let base = Cell {
+            ts: 1,
+            writer: 0,
+            etag: "e0".into(),
+        };
+        for i in 0..cluster.n() {
+            cluster.write(i, &key, &base);
+        }
+        let mut tasks = Vec::new();
+        for w in 1..=rng.random_range(2..=5u32) {
+            let from = rng.random_range(0..cluster.n());
+            let net = Net {
+                seed: rng.random(),
+                max_delay_us: rng.random_range(0..3000),
+                lose: if rng.random_bool(0.3) { 50 } else { 0 },
+                believed_down: None,
+                crash_after_accept: None,
+            };
+            let (c, k, clock) = (cluster.clone(), key.clone(), clocks[from].clone());
+            let start = Duration::from_micros(rng.random_range(0..3000));
+            tasks.push(tokio::spawn(async move {
+                tokio::time::sleep(start).await;
+                (
+                    w,
+                    write(c, from, w, &k, Cond::IfMatch("e0".into()), net, clock).await,
+                )
+            }));
+        }
+        // The unconditional writer: straight to every replica, past what
+        // is there, with the expected ETag or another.
+        let (c, k) = (cluster.clone(), key.clone());
+        let overwrites: Vec<(u64, bool)> = (0..rng.random_range(1..=3))
+            .map(|_| (rng.random_range(0..6000), rng.random_bool(0.5)))
+            .collect();
+        let over = tokio::spawn(async move {
+            for (i, (after_us, keep_etag)) in overwrites.into_iter().enumerate() {
+                tokio::time::sleep(Duration::from_micros(after_us)).await;
+                let ts = c.converged(&k).map_or(1, |x| x.ts + 1);
+                let cell = Cell {
+                    ts,
+                    writer: 1000 + i as u32,
+                    etag: if keep_etag {
+                        "e0".into()
+                    } else {
+                        "other".into()
+                    },
+                };
+                for r in 0..c.n() {
+                    c.write(r, &k, &cell);
+                }
+            }
+        });
+        let mut results = Vec::new();
+        for t in tasks {
+            results.push(t.await.unwrap());
+        }
+        over.await.unwrap();
+        let ever = cluster.ever.lock().unwrap().clone();
+        for (w, r) in &results {
+            let published = ever.contains(&(key.clone(), *w));
+            match r {
+                Result_::Failed412 => {
+                    told_412 += 1;
+                    assert!(
+                        !published,
+                        "seed {seed}: writer {w} was told 412 but its value was published: {results:?}"
+                    );
+                }
+                Result_::Won(_) => assert!(published, "seed {seed}: writer {w} won unpublished"),
+                Result_::Unavailable { .. } => {}
+            }
+        }
+    }
+    assert!(
+        told_412 > 0,
+        "the schedules made no loser: they test nothing"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_proposer_whose_accept_failed_and_whose_condition_then_failed_cannot_be_completed() {
     // Writer 1's value is accepted by one acceptor only (its other accepts
@@ -655,7 +760,8 @@ async fn acceptor_state_survives_a_reopen_and_is_collected_after_its_commit() {
             a.prepare(&key, b).await.unwrap(),
             PrepareReply::Promise {
                 accepted: None,
-                committed: None
+                committed: None,
+                ..
             }
         ));
         assert!(matches!(
@@ -691,6 +797,7 @@ async fn acceptor_state_survives_a_reopen_and_is_collected_after_its_commit() {
         PrepareReply::Promise {
             accepted: Some(acc),
             committed: None,
+            ..
         } => {
             assert_eq!(acc.ballot, b);
             assert_eq!(acc.value, value, "the accepted value survived");
@@ -700,7 +807,7 @@ async fn acceptor_state_survives_a_reopen_and_is_collected_after_its_commit() {
     // Not collectable while its value is live and not committed.
     let far = hangar_util::time::now_msec() + KEEP_MSEC + 1000;
     assert_eq!(a.sweep(b.counter + 1000, 100).await.unwrap().removed, 0);
-    a.commit(&key, higher).await.unwrap();
+    a.commit(&key, higher, None).await.unwrap();
     let s = a.state(&key).await.unwrap().unwrap();
     assert_eq!(s.accepted, None, "the commit forgets the value");
     assert_eq!(s.committed, Some(higher));
@@ -733,7 +840,8 @@ async fn acceptor_state_survives_a_reopen_and_is_collected_after_its_commit() {
         a.prepare(&key, next).await.unwrap(),
         PrepareReply::Promise {
             accepted: None,
-            committed: None
+            committed: None,
+            ..
         }
     ));
 }
@@ -1135,23 +1243,17 @@ async fn a_value_published_by_another_round_and_then_deleted_is_not_published_ag
     }
 }
 
-/// The deterministic reproduction of the open anomaly of doc/chaos.md
-/// ("Anomalies found by the history check"): it fails today, so it is
-/// ignored in the suite; `cargo nextest run -p hangar_model --run-ignored
-/// only overwritten` runs it. Answering 503 whenever the key was written
-/// past the value this proposer sent makes it pass, but also turns losers
-/// whose value was never published into unknown outcomes (one of the five
-/// losers of `at_most_one_if_match_of_one_etag_wins_under_random_schedules`,
-/// seed 0); the precise fix needs to know whether the value was ever
-/// published, which the register cannot tell yet.
+/// The deterministic reproduction of the anomaly the history check found
+/// (doc/chaos.md, "Anomalies found by the history check"): writer 1 was
+/// answered 412 although its value had been published. The acceptors'
+/// logs of decided values (src/model/src/paxos/decided.rs) name it now.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "open anomaly: a 412 for a conditional write whose value another round published (doc/chaos.md)"]
 async fn a_value_published_by_another_round_and_then_overwritten_is_not_answered_412() {
     // As above, but the key is then overwritten (an unconditional PUT past
     // v1) instead of deleted: writer 1's next round finds v1 not published
     // (it is no longer the current row) and its condition false on the
-    // existing key, decides nothing, and answers 412 — although its value
-    // had been published. It must answer 503 (outcome unknown), or 200.
+    // existing key, decides nothing, and answered 412 — although its value
+    // had been published. The logs of decided values say it was: 200.
     let over = |w1: &Cell| Cell {
         ts: w1.ts + 1,
         writer: 99,
@@ -1165,10 +1267,6 @@ async fn a_value_published_by_another_round_and_then_overwritten_is_not_answered
     );
     match r1 {
         Ok(Outcome::Published(v)) => assert_eq!(v, v1),
-        Err(ModelError::ConditionalWrite {
-            outcome_unknown: true,
-            ..
-        }) => {}
         other => panic!("writer 1, whose value was published, answered {other:?}"),
     }
 }

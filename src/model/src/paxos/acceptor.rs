@@ -19,6 +19,10 @@
 //! not this node's: comparing it with this node's clock made a value
 //! accepted a moment ago dead at once when the two clocks were 10 minutes
 //! apart, and two conditional writers could both win.
+//!
+//! Each entry also logs the ids of the values this node learnt decided for
+//! its key lately ([`super::decided`]), which a prepare answers, so that a
+//! proposer can tell whether its value was ever published.
 
 use std::ops::Bound;
 use std::sync::Arc;
@@ -29,6 +33,7 @@ use hangar_util::time::now_msec;
 use serde::{Deserialize, Serialize};
 
 use super::Ballot;
+use super::decided::{DecidedMemory, ValueId};
 use super::messages::{AcceptReply, Accepted, PaxosKey, PrepareReply, Proposal};
 
 /// The acceptor's tree in the node's store.
@@ -65,6 +70,10 @@ pub struct AcceptorState {
     /// is never earlier).
     #[serde(default)]
     pub accepted_msec: u64,
+    /// The values this node learnt decided lately (`decided.rs`; empty in
+    /// the entries of older binaries, whose commits count as forgotten).
+    #[serde(default)]
+    pub decided: DecidedMemory,
 }
 
 impl AcceptorState {
@@ -92,6 +101,7 @@ impl AcceptorState {
         PrepareReply::Promise {
             accepted: self.live_accepted(now).cloned(),
             committed: self.committed,
+            decided: Some(self.decided.log(self.committed, now)),
         }
     }
 
@@ -108,8 +118,16 @@ impl AcceptorState {
         AcceptReply::Accepted
     }
 
-    /// The value of ballot `b` is published.
-    pub fn commit(&mut self, b: Ballot, now: u64) {
+    /// The value of ballot `b` is published; `value` is its id if the
+    /// sender knows it (else this node's, if it accepted that value).
+    pub fn commit(&mut self, b: Ballot, value: Option<ValueId>, now: u64) {
+        let value = value.or_else(|| {
+            self.accepted
+                .as_ref()
+                .filter(|a| a.ballot == b)
+                .map(|a| a.value.id())
+        });
+        self.decided.record(b, value, now);
         if self.committed.is_none_or(|c| c < b) {
             self.committed = Some(b);
         }
@@ -211,8 +229,14 @@ impl Acceptor {
             .await
     }
 
-    pub async fn commit(&self, key: &PaxosKey, b: Ballot) -> Result<(), DbError> {
-        self.update(key, move |s, _, now| s.commit(b, now)).await
+    pub async fn commit(
+        &self,
+        key: &PaxosKey,
+        b: Ballot,
+        value: Option<ValueId>,
+    ) -> Result<(), DbError> {
+        self.update(key, move |s, _, now| s.commit(b, value, now))
+            .await
     }
 
     /// This node's state of `key` (tests, tools).

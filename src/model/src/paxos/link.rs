@@ -86,7 +86,7 @@ impl Handler<Commit, ()> for Handlers {
         let m = req.msg;
         m.key.check().map_err(HandlerError::new)?;
         self.acceptor
-            .commit(&m.key, m.ballot)
+            .commit(&m.key, m.ballot, m.value)
             .await
             .map_err(HandlerError::new)?;
         Ok(Response::new(()))

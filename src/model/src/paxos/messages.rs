@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_bytes::ByteBuf;
 
 use super::Ballot;
+use super::decided::{DecidedLog, ValueId};
 
 /// Longest object key an acceptor takes (S3's limit is 1024 bytes).
 pub const MAX_OBJECT_KEY: usize = 1024;
@@ -55,6 +56,11 @@ pub enum Proposal {
 }
 
 impl Proposal {
+    /// This value's name in the acceptors' logs of decided values.
+    pub fn id(&self) -> ValueId {
+        ValueId::of(self)
+    }
+
     /// Refuses a value larger than a peer may send (the accept handler
     /// calls it before anything else).
     pub fn check(&self) -> Result<(), String> {
@@ -92,6 +98,10 @@ pub enum PrepareReply {
     Promise {
         accepted: Option<Accepted>,
         committed: Option<Ballot>,
+        /// The values it knows decided lately ([`DecidedLog`]); `None`
+        /// from a binary that keeps no such log.
+        #[serde(default)]
+        decided: Option<DecidedLog>,
     },
     /// It promised `promised` (at least as high) already.
     Rejected { promised: Ballot },
@@ -113,9 +123,12 @@ pub enum AcceptReply {
 }
 
 /// The value accepted in `ballot` is published: the acceptor forgets
-/// every value accepted in `ballot` or before.
+/// every value accepted in `ballot` or before, and logs `value` (the
+/// published value's id, when the sender knows it) as decided in `ballot`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Commit {
     pub key: PaxosKey,
     pub ballot: Ballot,
+    #[serde(default)]
+    pub value: Option<ValueId>,
 }

@@ -25,12 +25,14 @@
 //! retried with a higher one after a jittered backoff, at most
 //! [`proposer::MAX_ROUNDS`] times. Unconditional writes take none of this.
 //!
-//! Files: [`ballot`] (ballots), [`messages`] (the frames), [`acceptor`]
+//! Files: [`ballot`] (ballots), [`decided`] (what acceptors remember of
+//! decided values, and what a proposer learns from it), [`messages`] (the frames), [`acceptor`]
 //! (durable state), [`proposer`] (the rounds, over any [`proposer::Link`]
 //! and [`proposer::Register`]), [`link`] (the mesh endpoints).
 
 pub mod acceptor;
 pub mod ballot;
+pub mod decided;
 pub mod link;
 pub mod messages;
 pub mod proposer;

@@ -11,6 +11,7 @@ use hangar_net::NetError;
 use hangar_util::NodeId;
 use rand::Rng;
 
+use super::decided::{self, DecidedLog, ValueId, Verdict};
 use super::messages::{
     Accept, AcceptReply, Accepted, Commit, PaxosKey, Prepare, PrepareReply, Proposal,
 };
@@ -21,6 +22,11 @@ use crate::{ModelError, Result};
 pub const MAX_ROUNDS: usize = 12;
 /// Longest a conditional write keeps trying.
 pub const ROUND_DEADLINE: Duration = Duration::from_secs(20);
+/// How long into a write the acceptors' logs of decided values still hold
+/// every decision since its first accept: well inside
+/// [`super::decided::DECIDED_KEEP_MSEC`], whatever a slow phase adds to
+/// [`ROUND_DEADLINE`].
+const LOGS_TRUSTED_FOR: Duration = Duration::from_secs(60);
 /// First backoff after a refused round; doubled each time, up to
 /// [`MAX_BACKOFF`], with random jitter.
 const BACKOFF: Duration = Duration::from_millis(4);
@@ -195,6 +201,9 @@ async fn rounds(
     // Values of this write sent in an accept: one of them may be completed
     // by a later round, whatever this proposer answers.
     let mut sent: Vec<Proposal> = Vec::new();
+    // The ballot of this write's first accept: every decision of one of
+    // its values is in this ballot or a later one (decided.rs).
+    let mut first_sent: Option<Ballot> = None;
     let mut refused_rounds = 0;
     let mut backoff = BACKOFF;
     let fail = |reason: String, sent: &[Proposal], contended: bool| ModelError::ConditionalWrite {
@@ -257,13 +266,20 @@ async fn rounds(
         };
         let mut highest: Option<Accepted> = None;
         let mut committed: Option<Ballot> = None;
+        // `None` when an acceptor of an older binary keeps no log.
+        let mut logs: Option<Vec<DecidedLog>> = Some(Vec::new());
         for (_, r) in promises {
             if let PrepareReply::Promise {
                 accepted,
                 committed: c,
+                decided,
             } = r
             {
                 committed = committed.max(c);
+                match (decided, logs.as_mut()) {
+                    (Some(d), Some(l)) => l.push(d),
+                    _ => logs = None,
+                }
                 if let Some(a) = accepted
                     && highest.as_ref().is_none_or(|h| a.ballot > h.ballot)
                 {
@@ -301,11 +317,40 @@ async fn rounds(
                     false,
                 ));
             }
-            committed_everywhere(&link, key, b).await;
+            committed_everywhere(&link, key, b, Some(a.value.id())).await;
             if sent.contains(&a.value) {
                 return Ok(Outcome::Published(a.value));
             }
             continue;
+        }
+        // Nothing new is decided before the last decision is in the log of
+        // a majority (decided.rs): re-send its commit if a log lacks it.
+        if let Some(l) = &logs
+            && let Some((c, id)) = decided::unlogged_commit(l, committed)
+            && let Err(e) = log_commit(&link, clock, key, c, id).await
+        {
+            let e = match e {
+                PhaseError::Refused => "refused".to_owned(),
+                PhaseError::Unavailable(e) => e,
+            };
+            return Err(fail(
+                format!(
+                    "conditional write of {:?}: logging the last decision: {e}",
+                    key.key
+                ),
+                &sent,
+                false,
+            ));
+        }
+        let verdict = match first_sent {
+            None => Verdict::NeverPublished,
+            // Past this, an acceptor may have dropped the log entry of one
+            // of our values: ask no more of the logs.
+            Some(_) if start.elapsed() > LOGS_TRUSTED_FOR => Verdict::Unknown,
+            Some(first) => decided::verdict(logs.as_deref(), &sent, first),
+        };
+        if let Verdict::Published(i) = verdict {
+            return Ok(Outcome::Published(sent[i].clone()));
         }
         for v in &sent {
             if register.is_published(v).await? {
@@ -313,11 +358,15 @@ async fn rounds(
             }
         }
         let value = match register.propose().await? {
-            Some(v) => match sent.first() {
+            Some(v) => match sent.last() {
                 None => v,
                 // Our value again, as it was sent (never re-stamped): a
                 // new value would be a second publication of this write.
-                Some(ours) if register.still_newest(ours).await? => ours.clone(),
+                Some(ours) if all_newest(register, &sent).await? => ours.clone(),
+                // None of ours was ever published (the logs say so): a new
+                // value, stamped past what is stored now, is the only one
+                // of this write that can be.
+                Some(_) if verdict == Verdict::NeverPublished => v,
                 // The key was written at or past our value's timestamp:
                 // a later round may have published our value, and a
                 // write replaced it since (a DELETE). Publishing it again,
@@ -342,6 +391,7 @@ async fn rounds(
         };
         if value != Proposal::Nothing {
             sent.push(value.clone());
+            first_sent.get_or_insert(b);
         }
         match decide(&link, clock, key, b, value.clone()).await {
             Ok(()) => {}
@@ -361,7 +411,21 @@ async fn rounds(
             }
         }
         if value == Proposal::Nothing {
-            committed_everywhere(&link, key, b).await;
+            committed_everywhere(&link, key, b, Some(value.id())).await;
+            // A value of ours may have been published by another round
+            // and replaced since by a write past it: then this write
+            // happened, and 412 would be a lie. Unless the logs or the
+            // register rule that out, the outcome is unknown.
+            if verdict != Verdict::NeverPublished && !all_newest(register, &sent).await? {
+                return Err(fail(
+                    format!(
+                        "conditional write of {:?}: its condition fails now, but the key was written after this write's value was sent for acceptance, and whether a concurrent round published that value meanwhile cannot be told: outcome unknown",
+                        key.key
+                    ),
+                    &sent,
+                    false,
+                ));
+            }
             return Ok(Outcome::PreconditionFailed);
         }
         if let Err(e) = register.publish(&value).await {
@@ -375,7 +439,7 @@ async fn rounds(
                 false,
             ));
         }
-        committed_everywhere(&link, key, b).await;
+        committed_everywhere(&link, key, b, Some(value.id())).await;
         return Ok(Outcome::Published(value));
     }
 }
@@ -409,10 +473,53 @@ async fn decide(
     .map(|_| ())
 }
 
-/// Tells every acceptor, in the background, that the value of `b` is
-/// published. A commit that does not arrive only costs a later round a
-/// repeated, idempotent publish.
-async fn committed_everywhere(link: &Arc<dyn Link>, key: &PaxosKey, b: Ballot) {
+/// Whether every value of `sent` is newer than everything stored
+/// ([`Register::still_newest`]): then none of them was ever published.
+async fn all_newest(register: &dyn Register, sent: &[Proposal]) -> Result<bool> {
+    for v in sent {
+        if !register.still_newest(v).await? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Tells the acceptors that the value of `b` (`value`, when known) is
+/// published, and waits until a majority of every set has logged it.
+async fn log_commit(
+    link: &Arc<dyn Link>,
+    clock: &BallotClock,
+    key: &PaxosKey,
+    b: Ballot,
+    value: Option<ValueId>,
+) -> std::result::Result<(), PhaseError> {
+    let k = key.clone();
+    phase(
+        link,
+        clock,
+        move |l, n| {
+            let m = Commit {
+                key: k.clone(),
+                ballot: b,
+                value,
+            };
+            async move { l.commit(n, m).await }
+        },
+        |_: &()| None,
+    )
+    .await
+    .map(|_| ())
+}
+
+/// Tells every acceptor, in the background, that the value of `b` (named
+/// `value`) is published. A commit that does not arrive only costs a later
+/// round a repeated, idempotent publish, or the commit sent again.
+async fn committed_everywhere(
+    link: &Arc<dyn Link>,
+    key: &PaxosKey,
+    b: Ballot,
+    value: Option<ValueId>,
+) {
     let (link, key) = (link.clone(), key.clone());
     tokio::spawn(async move {
         let k = key.clone();
@@ -424,6 +531,7 @@ async fn committed_everywhere(link: &Arc<dyn Link>, key: &PaxosKey, b: Ballot) {
                 let m = Commit {
                     key: k.clone(),
                     ballot: b,
+                    value,
                 };
                 async move { l.commit(n, m).await }
             },

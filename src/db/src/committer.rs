@@ -142,6 +142,24 @@ fn answer(writers: Vec<Completion>, result: Result<()>) {
     }
 }
 
+/// Marks the engine as applying a batch until dropped
+/// ([`crate::Db::applying_for`]); one batch is applied at a time.
+struct Applying<'a>(&'a CommitStats);
+
+impl<'a> Applying<'a> {
+    fn start(stats: &'a CommitStats) -> Applying<'a> {
+        let now = hangar_util::time::now_msec().max(1);
+        stats.applying_since_msec.store(now, Ordering::Relaxed);
+        Applying(stats)
+    }
+}
+
+impl Drop for Applying<'_> {
+    fn drop(&mut self) {
+        self.0.applying_since_msec.store(0, Ordering::Relaxed);
+    }
+}
+
 /// Everything the committer thread works with.
 struct Committer {
     engine: Arc<dyn Engine>,
@@ -163,7 +181,10 @@ impl Committer {
         if sync {
             self.stats.syncs.fetch_add(1, Ordering::Relaxed);
         }
-        let r = self.engine.apply(Batch::ops(batch.pending), sync);
+        let r = {
+            let _applying = Applying::start(&self.stats);
+            self.engine.apply(Batch::ops(batch.pending), sync)
+        };
         if let Err(e) = &r {
             tracing::error!("metadata batch of {} writes failed: {e}", batch.ok.len());
             if sync {
@@ -282,7 +303,10 @@ impl Committer {
                 Some(e) => Err(e),
                 None => {
                     self.stats.syncs.fetch_add(1, Ordering::Relaxed);
-                    let r = self.engine.apply(Batch::ops_cloned(&writes), true);
+                    let r = {
+                        let _applying = Applying::start(&self.stats);
+                        self.engine.apply(Batch::ops_cloned(&writes), true)
+                    };
                     if let Err(e) = &r {
                         tracing::error!("metadata batch of {} writes failed: {e}", writers.len());
                         self.poison.set(e);

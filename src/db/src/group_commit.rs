@@ -52,6 +52,9 @@ pub struct CommitStats {
     pub writes: AtomicU64,
     pub failed_writes: AtomicU64,
     pub syncs: AtomicU64,
+    /// When the engine began applying the batch it is applying now (ms
+    /// since the epoch), 0 when it is not: [`Db::applying_for`].
+    pub applying_since_msec: AtomicU64,
 }
 
 /// The metadata store: an engine plus its group committer.
@@ -98,6 +101,23 @@ impl Db {
     /// Committer counters.
     pub fn stats(&self) -> &CommitStats {
         &self.stats
+    }
+
+    /// How long the engine has been applying (and syncing) the batch it
+    /// is applying now; `None` when it is not. A disk that stopped taking
+    /// writes (frozen, failing, a hung controller) shows as a duration
+    /// that keeps growing, while reads may still be served from the cache.
+    pub fn applying_for(&self) -> Option<std::time::Duration> {
+        match self
+            .stats
+            .applying_since_msec
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            0 => None,
+            since => Some(std::time::Duration::from_millis(
+                hangar_util::time::now_msec().saturating_sub(since),
+            )),
+        }
     }
 
     /// Runs `f` in the next group commit and returns its result once the batch
@@ -393,14 +413,26 @@ mod tests {
         assert_eq!(db.get("t", b"g").unwrap(), Some(b"1".to_vec()));
     }
 
-    /// A real sled store whose sync fails once asked to: an fsync error
-    /// cannot be provoked on a healthy disk.
-    struct FailingSync {
+    /// A real sled store whose sync fails once asked to, and whose apply
+    /// waits while `stall` is set: an fsync error or a disk that stops
+    /// taking writes cannot be provoked on a healthy disk.
+    struct Faulty {
         inner: SledEngine,
         fail: std::sync::atomic::AtomicBool,
+        stall: std::sync::atomic::AtomicBool,
     }
 
-    impl Engine for FailingSync {
+    impl Faulty {
+        fn new(dir: &std::path::Path) -> Faulty {
+            Faulty {
+                inner: SledEngine::open(dir, 16 << 20).unwrap(),
+                fail: std::sync::atomic::AtomicBool::new(false),
+                stall: std::sync::atomic::AtomicBool::new(false),
+            }
+        }
+    }
+
+    impl Engine for Faulty {
         fn name(&self) -> &'static str {
             "failing-sync"
         }
@@ -418,6 +450,9 @@ mod tests {
             self.inner.range(tree, start, end, reverse, limit)
         }
         fn apply(&self, batch: Vec<crate::WriteOp>, sync: bool) -> Result<()> {
+            while self.stall.load(Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
             self.inner.apply(batch, false)?;
             if sync { self.sync() } else { Ok(()) }
         }
@@ -442,10 +477,7 @@ mod tests {
     async fn a_failed_sync_refuses_every_later_write() {
         for p in [Pipelining::On, Pipelining::Off] {
             let dir = tempfile::tempdir().unwrap();
-            let engine = Arc::new(FailingSync {
-                inner: SledEngine::open(dir.path(), 16 << 20).unwrap(),
-                fail: std::sync::atomic::AtomicBool::new(false),
-            });
+            let engine = Arc::new(Faulty::new(dir.path()));
             let opts = DbOptions {
                 fsync: true,
                 max_batch: 256,
@@ -469,6 +501,41 @@ mod tests {
             engine.fail.store(false, Ordering::Relaxed);
             assert!(put(b"after").await.is_err(), "{p:?}");
             assert_eq!(db.get("t", b"after").unwrap(), None);
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stalled_apply_shows_how_long_it_has_waited() {
+        for p in [Pipelining::On, Pipelining::Off] {
+            let dir = tempfile::tempdir().unwrap();
+            let engine = Arc::new(Faulty::new(dir.path()));
+            let opts = DbOptions {
+                fsync: true,
+                max_batch: 256,
+                queue_len: 16,
+            };
+            let db = Db::with_pipelining(engine.clone(), opts, p);
+            assert_eq!(db.applying_for(), None);
+            engine.stall.store(true, Ordering::Relaxed);
+            let w = {
+                let db = db.clone();
+                tokio::spawn(async move {
+                    db.write(|tx| {
+                        tx.put("t", b"k".to_vec(), b"v".to_vec());
+                        Ok::<_, DbError>(())
+                    })
+                    .await
+                })
+            };
+            tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+            let waited = db.applying_for().expect("the engine is applying");
+            assert!(
+                waited >= std::time::Duration::from_millis(300),
+                "{waited:?}"
+            );
+            engine.stall.store(false, Ordering::Relaxed);
+            w.await.unwrap().unwrap();
+            assert_eq!(db.applying_for(), None, "{p:?}");
         }
     }
 }

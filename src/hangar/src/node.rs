@@ -112,6 +112,39 @@ fn raise_fd_limit(cfg: &Config) -> Result<(), NodeError> {
     }
 }
 
+/// Makes this node answer pings "unfit" while a metadata commit has waited
+/// for the disk longer than `limit_msec` (0: never), so that its peers go
+/// around it as around a dead node (`metadata_stall_timeout_msec`,
+/// doc/replication.md §9).
+fn unfit_while_metadata_stalls(mesh: &Mesh, db: &Db, limit_msec: u64) {
+    if limit_msec == 0 {
+        return;
+    }
+    let (db, limit) = (db.clone(), Duration::from_millis(limit_msec));
+    let said = std::sync::atomic::AtomicBool::new(false);
+    mesh.set_health_check(Box::new(move || {
+        use std::sync::atomic::Ordering::Relaxed;
+        match db.applying_for() {
+            Some(t) if t > limit => {
+                let why = format!(
+                    "a metadata commit has waited {:.1} s for the disk (metadata_stall_timeout_msec = {limit_msec})",
+                    t.as_secs_f64()
+                );
+                if !said.swap(true, Relaxed) {
+                    tracing::error!("{why}: peers are told this node is down until it goes through");
+                }
+                Err(why)
+            }
+            _ => {
+                if said.swap(false, Relaxed) {
+                    tracing::warn!("metadata commits go through again: peers are told this node is up");
+                }
+                Ok(())
+            }
+        }
+    }));
+}
+
 /// Opens the stores and starts the background workers.
 pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
     raise_fd_limit(cfg)?;
@@ -152,6 +185,7 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
     }
     let mesh = Mesh::start(MeshConfig::from_config(cfg)?).await?;
     tracing::info!("RPC mesh on {} as {}", cfg.rpc_bind_addr, mesh.peer_addr());
+    unfit_while_metadata_stalls(&mesh, &db, cfg.metadata_stall_timeout_msec);
     let cluster = match Cluster::start(
         mesh.clone(),
         history,

@@ -29,7 +29,9 @@
 //! call fails, or the failure detector reports it down while it is asked)
 //! is a [`ModelError::BucketCoordinator`] (S3: 503 with retry hints);
 //! there is no fail-over to the next node while this node still reports
-//! it up. A coordinator of an older binary, without the endpoint, leaves
+//! it up. A coordinator whose metadata disk stalls answers pings "unfit"
+//! once a commit has waited `metadata_stall_timeout_msec`, so it is then
+//! reported down and the next node takes over. A coordinator of an older binary, without the endpoint, leaves
 //! the decision to the requester (as that binary does: not serialised).
 //!
 //! What it does not promise (a consensus round would): while nodes

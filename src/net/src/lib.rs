@@ -52,3 +52,4 @@ pub use identity::{NODE_KEY_FILE, NodeId, NodeKey, PeerAddr};
 pub use mesh::{Mesh, Standing};
 pub use metrics::NetMetrics;
 pub use peers::{PEER_LIST_FILE, PeerStatus};
+pub use ping::HealthCheck;

@@ -53,6 +53,8 @@ pub(crate) struct MeshInner {
     persist_lock: Mutex<()>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     pub(crate) self_ref: Weak<MeshInner>,
+    /// What this node's ping handler asks before it answers.
+    pub(crate) health: Arc<RwLock<Option<crate::ping::HealthCheck>>>,
 }
 
 fn transport_config(cfg: &MeshConfig) -> Result<quinn::TransportConfig, NetError> {
@@ -180,14 +182,19 @@ impl Mesh {
             persist_lock: Mutex::new(()),
             tasks: Mutex::new(Vec::new()),
             self_ref: weak.clone(),
+            health: Arc::new(RwLock::new(None)),
         });
         if changed {
             inner.persist_peers();
         }
         let mesh = Mesh { inner };
         let weak = Arc::downgrade(&mesh.inner);
-        mesh.endpoint::<PingMsg, PingMsg>(PING_PATH)?
-            .set_handler(PingHandler, DEFAULT_QUEUE_CAPACITY);
+        mesh.endpoint::<PingMsg, PingMsg>(PING_PATH)?.set_handler(
+            PingHandler {
+                health: mesh.inner.health.clone(),
+            },
+            DEFAULT_QUEUE_CAPACITY,
+        );
         mesh.endpoint::<PeerListMsg, PeerListMsg>(PEERS_PATH)?
             .set_handler(PeersHandler { mesh: weak.clone() }, 64);
 
@@ -259,6 +266,14 @@ impl Mesh {
     /// Every known node, this one included, with its health.
     pub fn peer_status(&self) -> Vec<PeerStatus> {
         self.inner.peer_status()
+    }
+
+    /// Makes this node answer pings with a refusal while `check` fails:
+    /// its peers then report it down (crate::ping), as they do a dead node,
+    /// though its process runs. For a node that cannot do its work, e.g.
+    /// because its metadata disk stopped taking writes.
+    pub fn set_health_check(&self, check: crate::ping::HealthCheck) {
+        *self.inner.health.write().expect("health lock") = Some(check);
     }
 
     /// Whether `id` answers pings now (always true for this node).

@@ -7,8 +7,15 @@
 //! ([`crate::liveness`]): under overload
 //! pings wait behind the calls' data, and declaring such a peer down would
 //! close a connection full of calls that are being served.
+//!
+//! A node whose process runs but that cannot do its work — its metadata
+//! disk stopped taking writes — answers pings with a refusal
+//! ([`Mesh::set_health_check`](crate::Mesh::set_health_check)): its peers
+//! mark it down at once, so that quorums and coordinators go around it,
+//! and up again at its first pong. The connection stays open (the node
+//! answers); nothing else changes.
 
-use std::sync::Weak;
+use std::sync::{Arc, RwLock, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
@@ -33,11 +40,24 @@ pub(crate) struct PingMsg {
     pub nonce: u64,
 }
 
-pub(crate) struct PingHandler;
+/// Says why this node cannot do its work now, if it cannot.
+pub type HealthCheck = Box<dyn Fn() -> Result<(), String> + Send + Sync>;
+
+/// How a refused ping's message starts: the peer is running but unfit.
+const UNFIT: &str = "unfit: ";
+
+pub(crate) struct PingHandler {
+    pub(crate) health: Arc<RwLock<Option<HealthCheck>>>,
+}
 
 #[async_trait]
 impl Handler<PingMsg, PingMsg> for PingHandler {
     async fn handle(&self, req: Request<PingMsg>) -> Result<Response<PingMsg>, HandlerError> {
+        if let Some(check) = &*self.health.read().expect("health lock")
+            && let Err(why) = check()
+        {
+            return Err(HandlerError::new(format!("{UNFIT}{why}")));
+        }
         Ok(Response::new(req.msg))
     }
 }
@@ -122,6 +142,16 @@ impl MeshInner {
                 p.failed_pings = 0;
                 p.last_seen = Some(SystemTime::now());
                 tracing::debug!(peer = %id, "ping late, but the peer answers calls");
+            }
+            // An answer, not a loss: the peer runs but says it cannot work.
+            Err(NetError::Remote { message, .. }) if message.starts_with(UNFIT) => {
+                p.failed_pings = 0;
+                p.last_seen = Some(SystemTime::now());
+                if p.up {
+                    tracing::warn!(peer = %id, "peer is down: it answers pings with \"{message}\"");
+                    p.up = false;
+                    self.metrics().set_peer_up(&id, false);
+                }
             }
             other => {
                 p.failed_pings += 1;

@@ -307,3 +307,60 @@ async fn simultaneous_dials_settle_on_one_connection() {
     a.shutdown().await;
     b.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_says_it_cannot_work_is_down_until_it_can() {
+    init_tracing();
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let cfg_a = test_config(da.path(), SECRET, "127.0.0.1:0".parse().unwrap());
+    let interval = cfg_a.ping_interval;
+    let a = Mesh::start(cfg_a).await.unwrap();
+    let mut cfg_b = test_config(db.path(), SECRET, "127.0.0.1:0".parse().unwrap());
+    cfg_b.bootstrap_peers = vec![a.peer_addr()];
+    let b = Mesh::start(cfg_b).await.unwrap();
+    let b_id = b.id();
+    assert!(
+        wait_for(Duration::from_secs(5), || is_up(&a, b_id))
+            .await
+            .is_some()
+    );
+    let unfit = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let u = unfit.clone();
+    b.set_health_check(Box::new(move || {
+        if u.load(std::sync::atomic::Ordering::Relaxed) {
+            Err("metadata disk stalled".into())
+        } else {
+            Ok(())
+        }
+    }));
+    // One refused ping is enough: down within an interval (and a little).
+    let down_after = wait_for(interval * 2 + Duration::from_secs(1), || !is_up(&a, b_id))
+        .await
+        .expect("a node refusing pings stays up");
+    assert!(
+        down_after <= interval + Duration::from_millis(500),
+        "took {down_after:?}"
+    );
+    // Still connected: it answers other calls meanwhile.
+    b.endpoint::<String, String>("test/echo")
+        .unwrap()
+        .set_handler(Echo, 4);
+    let r = a
+        .endpoint::<String, String>("test/echo")
+        .unwrap()
+        .call(
+            b_id,
+            "x".into(),
+            CallOpts::default().with_timeout(Duration::from_secs(2)),
+        )
+        .await;
+    assert_eq!(r.unwrap(), "x");
+    assert!(!is_up(&a, b_id), "a call does not bring it back up");
+    unfit.store(false, std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        wait_for(interval * 2 + Duration::from_secs(1), || is_up(&a, b_id))
+            .await
+            .is_some(),
+        "up again at its first pong"
+    );
+}

@@ -247,6 +247,9 @@ fn default_resync_serve_max() -> usize {
 fn default_resync_yield_msec() -> u64 {
     0
 }
+fn default_metadata_stall_timeout() -> u64 {
+    10_000
+}
 fn default_scrub_tranquility() -> u32 {
     4
 }
@@ -312,6 +315,12 @@ pub struct Config {
     /// write that stored it (default true); same trade as `metadata_fsync`.
     #[serde(default = "default_true")]
     pub data_fsync: bool,
+    /// A metadata commit that has waited for the disk longer than this
+    /// makes the node answer its peers' pings "unfit": they report it down
+    /// and go around it (quorums, bucket coordinators) until its commits go
+    /// through again. 0: never.
+    #[serde(default = "default_metadata_stall_timeout")]
+    pub metadata_stall_timeout_msec: u64,
     #[serde(default)]
     pub disable_scrub: bool,
     #[serde(default)]
@@ -787,6 +796,7 @@ api_bind_addr = "127.0.0.1:3900"
         assert_eq!(c.replication().unwrap().factor, 1);
         // Durable by default: doc/configuration.md, "Durability".
         assert!(c.metadata_fsync && c.data_fsync);
+        assert_eq!(c.metadata_stall_timeout_msec, 10_000);
     }
 
     #[test]

@@ -37,6 +37,7 @@ import collections
 import dataclasses
 import hashlib
 import json
+import math
 import random
 import signal
 import threading
@@ -306,8 +307,7 @@ class Client:
             else:
                 self.h.rec.add(key, kind, call, INF, etag, expect, UNKNOWN, self.name,
                                f"via n{self.slot}: {status or ''} {code}")
-                if status is not None and 400 <= status < 500:
-                    self.h.unexpected.append(f"{name} {key} via n{self.slot}: {status} {code}")
+                self.h.note_unexpected(self.slot, status, code, f"{name} {key}")
 
     def delete(self, key: str) -> None:
         c = self.client()
@@ -319,8 +319,7 @@ class Client:
         except Exception as e:  # noqa: BLE001
             status, code = self._err("DELETE", e, call, time.monotonic())
             self.h.rec.add(key, DELETE, call, INF, None, None, UNKNOWN, self.name, f"via n{self.slot}: {code}")
-            if status is not None and 400 <= status < 500:
-                self.h.unexpected.append(f"DELETE {key} via n{self.slot}: {status} {code}")
+            self.h.note_unexpected(self.slot, status, code, f"DELETE {key}")
 
     def multipart(self, key: str) -> None:
         """One part (it may be small: it is the last); the write is the
@@ -349,8 +348,7 @@ class Client:
             status, code = self._err("CompleteMultipartUpload", e, call, time.monotonic())
             self.h.rec.add(key, PUT, call, INF, etag, None, UNKNOWN, self.name,
                            f"Complete via n{self.slot}: {code}")
-            if status is not None and 400 <= status < 500:
-                self.h.unexpected.append(f"Complete {key} via n{self.slot}: {status} {code}")
+            self.h.note_unexpected(self.slot, status, code, f"Complete {key}")
 
     def get(self, key: str, note: str = "") -> None:
         c = self.client()
@@ -430,6 +428,8 @@ class HistoryRun:
         self.crashes: list[str] = []
         self.anomalies: list[str] = []  # found outside the checker (ETags)
         self.unexpected: list[str] = []  # 4xx answers to writes other than 412/404
+        # node slot -> when its clock was last set right (inf while skewed)
+        self.skewed: dict[int, float] = {}
         self.faults: list[str] = []
         self.windows: list[tuple[float, float]] = []  # (start, end) of each fault
         self.fault_counts = collections.Counter()
@@ -479,11 +479,13 @@ class HistoryRun:
             s = rng.choice(slots)
             skew = "+15m" if kind == "skew+" else "-15m"
             n = c.nodes[s]
+            self.skewed[s] = math.inf
             n.stop()
             n.start(skew=skew)
             time.sleep(p.fault_seconds)
             n.stop()
             n.start()
+            self.skewed[s] = time.monotonic()
             self.fault(kind, f"n{s} restarted with its clock {skew} (libfaketime) for {p.fault_seconds:.0f}s, "
                              "then on the real clock", t0)
         elif kind == "diskfull":
@@ -660,6 +662,17 @@ class HistoryRun:
                 except AssertionError:
                     v.minimal = None
             self.verdicts.append(v)
+
+    def note_unexpected(self, slot: int, status: int | None, code: str, what: str) -> None:
+        """A 4xx answer to a write other than 412/404 is unexpected, but
+        for `403 RequestTimeTooSkewed` from a node whose clock a skew fault
+        set 15 minutes off (until 5 s after it is set right): S3 refuses a
+        request signed more than 15 minutes from its own clock."""
+        if status is None or not 400 <= status < 500:
+            return
+        if code == "RequestTimeTooSkewed" and self.skewed.get(slot, -math.inf) + 5 >= time.monotonic():
+            return
+        self.unexpected.append(f"{what} via n{slot}: {status} {code}")
 
     @property
     def bad_keys(self) -> list[KeyVerdict]:

@@ -78,7 +78,7 @@ def meshed_nodes(tmp_path_factory, prefix: str) -> tuple[list[Node], list[str]]:
     each seeing the other two up; returns them and their node ids. No layout."""
     import secrets
 
-    from test_layout_cluster import make_node, wait_for
+    from cluster_testlib import make_node, wait_for
 
     secret = secrets.token_hex(32)
     first = with_tokens(make_node(tmp_path_factory, f"{prefix}1", secret, []))

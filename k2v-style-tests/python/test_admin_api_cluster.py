@@ -12,7 +12,7 @@ import pytest
 
 from admin_api_lib import ADMIN_TOKEN, admin_url, call, meshed_nodes, ok
 from hangar_testlib import HANGAR_BIN
-from test_layout_cluster import wait_for
+from cluster_testlib import wait_for
 
 
 def health(n) -> tuple[int, dict]:

@@ -22,7 +22,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from hangar_testlib import Key, Node, bucket_name, error_code, http_status, random_bytes, s3_client
-from test_layout_cluster import laid_out_cluster
+from cluster_testlib import laid_out_cluster
 
 ROUNDS = 40
 WRITERS = 4

@@ -22,7 +22,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from hangar_testlib import Key, Node, bucket_name, error_code, random_bytes, s3_client
-from test_layout_cluster import laid_out_cluster
+from cluster_testlib import laid_out_cluster
 
 BLOCK = re.compile(r"^[0-9a-f]{64}(\.zst)?$")
 FAST_GC = "block_gc_delay_secs = 1\ntombstone_gc_delay_secs = 1\n"

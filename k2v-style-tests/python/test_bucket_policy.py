@@ -18,7 +18,7 @@ from botocore.exceptions import ClientError
 
 from hangar_testlib import REGION, Node, bucket_name, error_code, http_status, s3_client, send
 from test_cluster_control import key_of
-from test_layout_cluster import laid_out_cluster
+from cluster_testlib import laid_out_cluster
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ import linearizability as lz
 from hangar_testlib import REGION, bucket_name
 from linearizability import FAIL, GET, OK, PUT_IF_ABSENT, PUT_IF_MATCH, UNKNOWN
 from test_cluster_control import key_of
-from test_layout_cluster import laid_out_cluster
+from cluster_testlib import laid_out_cluster
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 
 from hangar_testlib import Key, bucket_name, s3_client
 from test_cluster_control import key_of
-from test_layout_cluster import laid_out_cluster
+from cluster_testlib import laid_out_cluster
 
 
 @pytest.fixture
@@ -53,7 +53,7 @@ def test_a_new_node_that_has_no_layout_yet_does_not_deny_a_key(three, tmp_path_f
     counted itself as every node of the cluster, so a key it had not
     received yet was "absent": 403 InvalidAccessKeyId for a key that
     exists. With no peer up to ask, it must answer 503."""
-    from test_layout_cluster import make_node
+    from cluster_testlib import make_node
 
     n1 = three[0]
     key = key_of(n1.cli_json("key", "create", "k-new"), "k-new")

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from hangar_testlib import bucket_name, random_bytes, s3_client
-from test_layout_cluster import converge, laid_out_cluster, node_id, wait_for
+from cluster_testlib import converge, laid_out_cluster, node_id, wait_for
 
 MiB = 1024 * 1024
 SIZES = [1_000, 4_000, 300_000, MiB, MiB + 1, 2 * MiB + 5]

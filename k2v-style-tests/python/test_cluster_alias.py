@@ -24,7 +24,7 @@ from botocore.exceptions import ClientError
 from clients import AwsCli
 from hangar_testlib import Key, bucket_name, error_code, http_status, s3_client
 from test_bucket_policy import anonymous, eventually, policy, status
-from test_layout_cluster import laid_out_cluster
+from cluster_testlib import laid_out_cluster
 
 
 @pytest.fixture(scope="module")

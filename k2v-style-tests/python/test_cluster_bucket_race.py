@@ -15,7 +15,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from hangar_testlib import REGION, Key, bucket_name, error_code, http_status, s3_client
-from test_layout_cluster import laid_out_cluster, node_id, wait_for
+from cluster_testlib import laid_out_cluster, node_id, wait_for
 
 ROUNDS = 15
 # Requests per node in each round: 2, so 6 creates of one name at once.

@@ -17,7 +17,7 @@ import pytest
 
 from hangar_testlib import MiB, bucket_name, s3_client, sha256
 from test_cluster_control import key_of
-from test_layout_cluster import laid_out_cluster
+from cluster_testlib import laid_out_cluster
 
 PING_TIMEOUT_MSEC = 100
 WRITERS = 48

@@ -27,7 +27,7 @@ from hangar_testlib import (
     s3_client,
     sha256,
 )
-from test_layout_cluster import converge, make_node, node_id, peer_addr, wait_for
+from cluster_testlib import converge, make_node, node_id, peer_addr, wait_for
 
 
 @pytest.fixture(scope="module")

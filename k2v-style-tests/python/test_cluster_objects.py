@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError
 
 from hangar_testlib import MiB, bucket_name, error_code, http_status, md5_hex, random_bytes, s3_client, sha256
 from test_cluster_control import cluster, key_of  # noqa: F401 (the module's cluster fixture)
-from test_layout_cluster import wait_for
+from cluster_testlib import wait_for
 
 
 @pytest.fixture(scope="module")
@@ -280,7 +280,7 @@ def test_a_layout_change_under_load_loses_nothing(setup, tmp_path_factory):
     reads find old data on the old holders)."""
     import re
 
-    from test_layout_cluster import converge, make_node, node_id, peer_addr, version
+    from cluster_testlib import converge, make_node, node_id, peer_addr, version
 
     (n1, n2, n3), key, bucket = setup
     secret = re.search(r'rpc_secret = "([0-9a-f]+)"', n1.config.read_text()).group(1)

@@ -20,7 +20,7 @@ import pytest
 
 from hangar_testlib import MiB, Node, bucket_name, random_bytes, s3_client, sha256
 from test_cluster_control import key_of
-from test_layout_cluster import converge, laid_out_cluster, make_node, node_id, peer_addr, wait_for
+from cluster_testlib import converge, laid_out_cluster, make_node, node_id, peer_addr, wait_for
 
 
 def block_files(n: Node) -> dict[str, int]:

@@ -30,7 +30,7 @@ import blake3
 import botocore.exceptions
 
 from hangar_testlib import MiB, Node, random_bytes, s3_client
-from test_layout_cluster import laid_out_cluster, node_id
+from cluster_testlib import laid_out_cluster, node_id
 
 BUDGET_MIB = 8
 

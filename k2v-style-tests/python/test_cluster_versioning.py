@@ -14,7 +14,7 @@ from botocore.exceptions import ClientError
 
 from hangar_testlib import bucket_name, random_bytes, s3_client
 from test_cluster_control import key_of
-from test_layout_cluster import laid_out_cluster
+from cluster_testlib import laid_out_cluster
 from test_versioning import enable, versions_of
 
 

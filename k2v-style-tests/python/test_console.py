@@ -26,7 +26,7 @@ import pytest
 
 from admin_api_lib import ADMIN_TOKEN, READ_TOKEN, call, meshed_nodes, ok
 from hangar_testlib import random_bytes
-from test_layout_cluster import wait_for
+from cluster_testlib import wait_for
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")

@@ -26,7 +26,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from hangar_testlib import Node, error_code, http_status, s3_client
-from test_layout_cluster import laid_out_cluster, node_id, wait_for
+from cluster_testlib import laid_out_cluster, node_id, wait_for
 
 BUCKET = "crash-acked"
 KEYS_PER_WORKER = 6

@@ -20,7 +20,7 @@ import time
 from botocore.exceptions import ClientError
 
 from hangar_testlib import Key, s3_client, bucket_name, error_code
-from test_layout_cluster import converge, make_node, node_id, peer_addr, wait_for
+from cluster_testlib import converge, make_node, node_id, peer_addr, wait_for
 
 BUCKETS = 6
 OBJECTS = 5

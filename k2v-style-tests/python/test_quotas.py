@@ -23,7 +23,7 @@ from admin_api_lib import call, ok, with_tokens
 import hangar_testlib
 from hangar_testlib import HANGAR_BIN, Node, bucket_name, random_bytes, s3_client, sign_v4
 from test_cluster_control import key_of
-from test_layout_cluster import laid_out_cluster
+from cluster_testlib import laid_out_cluster
 
 MiB = 1024 * 1024
 

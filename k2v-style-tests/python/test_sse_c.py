@@ -26,7 +26,7 @@ from hangar_testlib import (
 )
 from test_cluster_control import key_of
 from test_cluster_resync import block_files
-from test_layout_cluster import laid_out_cluster, wait_for
+from cluster_testlib import laid_out_cluster, wait_for
 
 KEY_A = bytes(range(32))
 KEY_B = bytes(range(100, 132))

@@ -89,7 +89,7 @@ mod paxos {
             node: NodeId([7; 32]),
         };
         s.accept(b, Proposal::Nothing, Ballot::ZERO, 1_000);
-        s.commit(b, 1_000);
+        s.commit(b, None, 1_000);
         s
     }
 
@@ -115,7 +115,7 @@ mod paxos {
         let mut s = state();
         let _ = s.accept(m.ballot, m.value, Ballot::ZERO, m.ballot.counter);
         let _ = s.prepare(m.ballot, m.ballot, u64::MAX);
-        s.commit(m.ballot, m.ballot.counter);
+        s.commit(m.ballot, None, m.ballot.counter);
     }
 
     pub fn commit(msg: &[u8]) {
@@ -126,7 +126,7 @@ mod paxos {
             return;
         }
         let mut s = state();
-        s.commit(m.ballot, m.ballot.counter);
+        s.commit(m.ballot, m.value, m.ballot.counter);
         let _ = s.prepare(m.ballot, Ballot::ZERO, u64::MAX);
     }
 }

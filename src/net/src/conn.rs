@@ -24,9 +24,9 @@ use crate::answer_time::AnswerTime;
 use crate::error::NetError;
 use crate::handshake::Admission;
 use crate::identity::{NodeId, PeerAddr};
-use crate::mesh::MeshInner;
 use crate::peers::{ConnEntry, Peer};
 use crate::priority::PriorityGate;
+use crate::state::MeshInner;
 use crate::tls::{SERVER_NAME, peer_node_id};
 
 /// QUIC close code: a duplicate connection was dropped in favour of another.

@@ -1,21 +1,21 @@
 //! Typed RPC endpoints: one per message type, found by path, with a handler
 //! on the receiving side and `call` on the sending side.
 
-use std::any::Any;
 use std::marker::PhantomData;
 use std::sync::{Arc, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde::{Serialize, de::DeserializeOwned};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Semaphore;
 
 use crate::body::Body;
 use crate::error::NetError;
 use crate::frame::{self, decode, encode};
 use crate::identity::NodeId;
-use crate::mesh::MeshInner;
 pub use crate::priority::Priority;
+use crate::registry::{ServeEndpoint, ServeError, ServeOk};
+use crate::state::MeshInner;
 
 /// A type that can travel as an RPC message (MessagePack via serde).
 pub trait Message: Serialize + DeserializeOwned + Send + Sync + 'static {}
@@ -133,29 +133,6 @@ pub struct Endpoint<Req, Resp> {
 
 /// Default number of calls a handler admits at once.
 pub const DEFAULT_QUEUE_CAPACITY: usize = 1024;
-
-pub(crate) struct ServeOk {
-    pub msg: Vec<u8>,
-    pub body: Option<Body>,
-    pub _permit: OwnedSemaphorePermit,
-}
-
-pub(crate) struct ServeError {
-    pub status: u8,
-    pub message: String,
-}
-
-/// The untyped face of an endpoint, used by the stream server.
-#[async_trait]
-pub(crate) trait ServeEndpoint: Send + Sync {
-    async fn serve(
-        &self,
-        from: NodeId,
-        msg: &[u8],
-        body: Option<Body>,
-        timeout: Duration,
-    ) -> Result<ServeOk, ServeError>;
-}
 
 impl<Req: Message, Resp: Message> Endpoint<Req, Resp> {
     pub(crate) fn new(path: String, mesh: Weak<MeshInner>) -> Endpoint<Req, Resp> {
@@ -302,10 +279,15 @@ impl<Req: Message, Resp: Message> ServeEndpoint for Endpoint<Req, Resp> {
     }
 }
 
-/// An endpoint as kept in the mesh's registry: the untyped server face and
-/// the typed value for [`crate::Mesh::endpoint`] to hand out again.
-#[derive(Clone)]
-pub(crate) struct EndpointEntry {
-    pub serve: Arc<dyn ServeEndpoint>,
-    pub typed: Arc<dyn Any + Send + Sync>,
+impl MeshInner {
+    /// The endpoint registered at `path`, if it has these types.
+    pub(crate) fn typed_endpoint<Req: Message, Resp: Message>(
+        &self,
+        path: &str,
+    ) -> Option<Arc<Endpoint<Req, Resp>>> {
+        self.serve_entry(path)?
+            .typed
+            .downcast::<Endpoint<Req, Resp>>()
+            .ok()
+    }
 }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::endpoint::{CallOpts, Handler, HandlerError, Priority, Request, Response};
 use crate::error::NetError;
 use crate::identity::NodeId;
-use crate::mesh::MeshInner;
+use crate::state::MeshInner;
 
 /// Path of the built-in peer-exchange endpoint.
 pub(crate) const PEERS_PATH: &str = "hangar/net/peers";

@@ -37,7 +37,9 @@ mod metrics;
 mod peers;
 mod ping;
 mod priority;
+mod registry;
 mod rpc;
+mod state;
 mod tls;
 pub mod wire;
 
@@ -52,4 +54,4 @@ pub use identity::{NODE_KEY_FILE, NodeId, NodeKey, PeerAddr};
 pub use mesh::{Mesh, Standing};
 pub use metrics::NetMetrics;
 pub use peers::{PEER_LIST_FILE, PeerStatus};
-pub use ping::HealthCheck;
+pub use state::HealthCheck;

@@ -6,7 +6,7 @@
 //! "overloaded"; `Peer::answers`), and new flow-control credit from the
 //! peer (QUIC `MAX_DATA` / `MAX_STREAM_DATA` frames, which it sends only
 //! after its application read this node's data; [`credit_frames`]). The
-//! failure detector ([`crate::ping`]) counts a ping that timed out as a
+//! failure detector (`ping.rs`) counts a ping that timed out as a
 //! failure only when neither came since the ping was sent: a peer busy
 //! enough to answer its pings late (they wait behind the calls' data) is
 //! slow, not dead, and closing its connection would fail every call in

@@ -1,24 +1,25 @@
-//! The mesh: starting a node, its public API, and the state shared by the
-//! connection, RPC, ping and peer-exchange parts.
+//! The mesh: starting a node and its public API ([`Mesh`]), over the
+//! shared state of `state.rs`.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use quinn::crypto::rustls::QuicServerConfig;
 use tokio::sync::Notify;
-use tokio::task::JoinHandle;
 
 use crate::config::{Congestion, MeshConfig};
-use crate::endpoint::{DEFAULT_QUEUE_CAPACITY, Endpoint, EndpointEntry, Message};
+use crate::endpoint::{DEFAULT_QUEUE_CAPACITY, Endpoint, Message};
 use crate::error::NetError;
 use crate::exchange::{PEERS_PATH, PeerListMsg, PeersHandler};
 use crate::handshake::{HandshakeLimits, LogThrottle, MAX_PENDING};
 use crate::identity::{NodeId, NodeKey, PeerAddr};
 use crate::metrics::NetMetrics;
-use crate::peers::{Peer, PeerStatus, PeerTable, load_peer_list, save_peer_list};
+use crate::peers::{Peer, PeerStatus, PeerTable, load_peer_list};
 use crate::ping::{PING_PATH, PingHandler, PingMsg};
+use crate::registry::EndpointEntry;
+use crate::state::MeshInner;
 use crate::tls::ClusterTls;
 
 /// blake3 context deriving the QUIC stateless-reset key from the node key.
@@ -31,30 +32,6 @@ const RESET_KEY_CONTEXT: &str = "hangar 2026-11 quic stateless reset key v1";
 #[derive(Clone)]
 pub struct Mesh {
     inner: Arc<MeshInner>,
-}
-
-pub(crate) struct MeshInner {
-    pub(crate) cfg: MeshConfig,
-    id: NodeId,
-    pub(crate) tls: ClusterTls,
-    pub(crate) transport: Arc<quinn::TransportConfig>,
-    pub(crate) quic: quinn::Endpoint,
-    local_addr: SocketAddr,
-    pub(crate) public_addr: Option<String>,
-    pub(crate) peers: Mutex<PeerTable>,
-    endpoints: RwLock<HashMap<String, EndpointEntry>>,
-    metrics: NetMetrics,
-    /// Incoming handshakes in progress, bounded.
-    pub(crate) handshakes: Arc<HandshakeLimits>,
-    /// Rate of warnings about refused handshakes.
-    pub(crate) handshake_log: LogThrottle,
-    /// Wakes the dial loop when a peer needs a connection.
-    pub(crate) dial_wakeup: Arc<Notify>,
-    persist_lock: Mutex<()>,
-    tasks: Mutex<Vec<JoinHandle<()>>>,
-    pub(crate) self_ref: Weak<MeshInner>,
-    /// What this node's ping handler asks before it answers.
-    pub(crate) health: Arc<RwLock<Option<crate::ping::HealthCheck>>>,
 }
 
 fn transport_config(cfg: &MeshConfig) -> Result<quinn::TransportConfig, NetError> {
@@ -272,7 +249,7 @@ impl Mesh {
     /// its peers then report it down (crate::ping), as they do a dead node,
     /// though its process runs. For a node that cannot do its work, e.g.
     /// because its metadata disk stopped taking writes.
-    pub fn set_health_check(&self, check: crate::ping::HealthCheck) {
+    pub fn set_health_check(&self, check: crate::state::HealthCheck) {
         *self.inner.health.write().expect("health lock") = Some(check);
     }
 
@@ -396,82 +373,4 @@ impl Mesh {
         }
         let _ = tokio::time::timeout(Duration::from_secs(2), self.inner.quic.wait_idle()).await;
     }
-}
-
-impl Drop for MeshInner {
-    fn drop(&mut self) {
-        self.quic.close(0u32.into(), b"shutdown");
-        for t in self.tasks.get_mut().expect("tasks lock").drain(..) {
-            t.abort();
-        }
-    }
-}
-
-impl MeshInner {
-    pub(crate) fn id(&self) -> NodeId {
-        self.id
-    }
-
-    pub(crate) fn rpc_timeout(&self) -> Duration {
-        self.cfg.rpc_timeout
-    }
-
-    pub(crate) fn metrics(&self) -> &NetMetrics {
-        &self.metrics
-    }
-
-    pub(crate) fn serve_entry(&self, path: &str) -> Option<EndpointEntry> {
-        self.endpoints
-            .read()
-            .expect("endpoints lock")
-            .get(path)
-            .cloned()
-    }
-
-    pub(crate) fn typed_endpoint<Req: Message, Resp: Message>(
-        &self,
-        path: &str,
-    ) -> Option<Arc<Endpoint<Req, Resp>>> {
-        self.serve_entry(path)?
-            .typed
-            .downcast::<Endpoint<Req, Resp>>()
-            .ok()
-    }
-
-    /// Writes the peer list file with the current table.
-    pub(crate) fn persist_peers(&self) {
-        let _guard = self.persist_lock.lock().expect("persist lock");
-        let list = self.peers.lock().expect("peers lock").addresses();
-        if let Err(e) = save_peer_list(&self.cfg.metadata_dir, &list) {
-            tracing::warn!(error = %e, "cannot write the peer list");
-        }
-    }
-
-    fn peer_status(&self) -> Vec<PeerStatus> {
-        let mut v = vec![PeerStatus {
-            id: self.id,
-            addr: Some(
-                self.public_addr
-                    .clone()
-                    .unwrap_or_else(|| self.local_addr.to_string()),
-            ),
-            is_up: true,
-            connected: true,
-            last_seen_msec: Some(hangar_now_msec()),
-            rtt_msec: Some(0.0),
-            is_self: true,
-        }];
-        let table = self.peers.lock().expect("peers lock");
-        let mut others: Vec<PeerStatus> = table.peers.iter().map(|(id, p)| p.status(*id)).collect();
-        others.sort_by_key(|p| p.id);
-        v.extend(others);
-        v
-    }
-}
-
-fn hangar_now_msec() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }

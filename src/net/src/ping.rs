@@ -26,7 +26,7 @@ use crate::endpoint::{CallOpts, Handler, HandlerError, Priority, Request, Respon
 use crate::error::NetError;
 use crate::identity::NodeId;
 use crate::liveness;
-use crate::mesh::MeshInner;
+use crate::state::{HealthCheck, MeshInner};
 
 /// Path of the built-in ping endpoint.
 pub(crate) const PING_PATH: &str = "hangar/net/ping";
@@ -39,9 +39,6 @@ const RTT_WEIGHT: f64 = 0.2;
 pub(crate) struct PingMsg {
     pub nonce: u64,
 }
-
-/// Says why this node cannot do its work now, if it cannot.
-pub type HealthCheck = Box<dyn Fn() -> Result<(), String> + Send + Sync>;
 
 /// How a refused ping's message starts: the peer is running but unfit.
 const UNFIT: &str = "unfit: ";

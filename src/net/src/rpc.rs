@@ -7,11 +7,12 @@ use quinn::{RecvStream, SendStream};
 
 use crate::answer_time::CallTimer;
 use crate::body::{Body, recv_body, send_body};
-use crate::endpoint::{Priority, ServeError, ServeOk};
+use crate::endpoint::Priority;
 use crate::error::NetError;
 use crate::frame::{self, CODE_CANCELLED, MAX_MESSAGE_LEN, RequestHeader, ResponseHeader};
 use crate::identity::NodeId;
-use crate::mesh::MeshInner;
+use crate::registry::{ServeError, ServeOk};
+use crate::state::MeshInner;
 
 impl MeshInner {
     /// Sends a call to `to` and waits for the response message, all within

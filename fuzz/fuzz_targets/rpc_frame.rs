@@ -16,11 +16,11 @@ use hangar_block::rpc::{
 use hangar_cluster::{LayoutPush, LayoutPushReply};
 use hangar_fuzz as _;
 use hangar_model::bucket_create::{CreateBucket, CreateReply};
-use hangar_model::conditional::{PublishIf, PublishIfReply};
+use hangar_model::object_paxos::{PublishIf, PublishIfReply};
 use hangar_model::paxos::messages::{AcceptReply, PrepareReply};
 use hangar_net::wire;
 use hangar_table::gc_rpc::GcRows;
-use hangar_table::replicated::{PullRows, ReadRow, RowPage, UpdateRows};
+use hangar_table::full_table::{PullRows, ReadRow, RowPage, UpdateRows};
 use hangar_table::sharded::{MerkleRequest, MerkleResponse, RangeRows, ReadRange};
 use libfuzzer_sys::fuzz_target;
 use serde::de::DeserializeOwned;

@@ -13,7 +13,7 @@
 use bytes::Bytes;
 use hangar_block::{BlockRefTable, EncodedBlock, RcRow};
 use hangar_fuzz as _;
-use hangar_model::{bucket, key, multipart, object, version};
+use hangar_model::{block_list, bucket, key, multipart, object};
 use hangar_table::{Crdt, Schema, decode};
 use hangar_util::Hash;
 use libfuzzer_sys::fuzz_target;
@@ -39,7 +39,7 @@ fuzz_target!(|data: &[u8]| {
     let (a, b) = rest.split_at(split);
     match which % 9 {
         0 => rows::<object::ObjectTable>(a, b),
-        1 => rows::<version::VersionTable>(a, b),
+        1 => rows::<block_list::VersionTable>(a, b),
         2 => rows::<multipart::MpuTable>(a, b),
         3 => rows::<multipart::PartTable>(a, b),
         4 => rows::<key::KeyTable>(a, b),

@@ -40,7 +40,7 @@
 //! both answered 200); from different rows, the merge keeps one and
 //! reports the other ([`crate::bucket::displaced`]).
 //!
-//! [`FullTable::get_quorum`]: hangar_table::replicated::FullTable::get_quorum
+//! [`FullTable::get_quorum`]: hangar_table::full_table::FullTable::get_quorum
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;

@@ -131,7 +131,7 @@ impl Model {
     pub async fn set_version_acl(
         &self,
         bucket: &BucketRow,
-        found: &crate::versioned::FoundVersion,
+        found: &crate::version_ops::FoundVersion,
         acl: crate::access::CannedAcl,
     ) -> Result<()> {
         let mut row = found.row.clone();

@@ -1,9 +1,9 @@
 //! The tables every node holds (keys, buckets, bucket aliases): local on a node without a
 //! cluster (tests, tools), replicated to every node otherwise
-//! ([`hangar_table::replicated::FullTable`]).
+//! ([`hangar_table::full_table::FullTable`]).
 
 use hangar_db::Db;
-use hangar_table::replicated::FullTable;
+use hangar_table::full_table::FullTable;
 use hangar_table::{Schema, Table};
 
 use crate::Result;

@@ -17,7 +17,7 @@ use crate::format_tests::{fixstr as s, test_model};
 use crate::object::{ObjectData, ObjectRow};
 use crate::state::MODEL_STATE_TREE;
 use crate::usage::{USAGE_COUNTED, USAGE_TREE, Usage};
-use crate::versioning::VersionRef;
+use crate::version_keys::VersionRef;
 use crate::{Model, ModelError};
 
 #[test]

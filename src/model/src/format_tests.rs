@@ -10,11 +10,11 @@ use hangar_table::{LEGACY_ROW_FORMAT, ROW_FORMAT, Schema, Table, TableError, sto
 use hangar_util::Hash;
 use serde::Serialize;
 
+use crate::block_list::VersionTable;
 use crate::bucket::BucketTable;
 use crate::key::KeyTable;
 use crate::multipart::{MpuTable, PartTable, mpu_sort_key};
 use crate::object::{ObjectData, ObjectTable};
-use crate::version::VersionTable;
 
 // ---- the layout of format 1 ----
 
@@ -368,8 +368,8 @@ fn model_on(
 /// whose entries have offsets.
 #[tokio::test]
 async fn a_node_written_by_format_1_is_readable() {
+    use crate::block_list::{BlockLookup, VersionTable};
     use crate::multipart::CompletedPart;
-    use crate::version::{BlockLookup, VersionTable};
 
     let (_d, model) = test_model();
     let db = model.db().clone();

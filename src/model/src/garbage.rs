@@ -16,9 +16,9 @@ use hangar_table::tombstones::{self, TombstoneTree};
 use hangar_util::time::now_msec;
 use hangar_util::worker::{WorkerRegistry, WorkerState};
 
+use crate::block_list::VersionTable;
 use crate::multipart::{MpuTable, PartTable};
 use crate::object::ObjectTable;
-use crate::version::VersionTable;
 use crate::{Model, ModelError, Result, VersionId};
 
 pub use crate::queues::{UPLOAD_TREE, UploadOf, VERSION_GC_TREE, queue_version_gc};
@@ -74,14 +74,14 @@ async fn published_as_version(
     key: &str,
     started_msec: u64,
 ) -> Result<bool> {
-    use crate::versioning::{split_sort_key, versions_older_than, versions_start};
+    use crate::version_keys::{split_sort_key, versions_older_than, versions_start};
     if started_msec == 0 {
         // Records of older binaries, which wrote object rows only.
         return Ok(false);
     }
     let k = key.as_bytes();
     let end = versions_older_than(k, started_msec.saturating_sub(CLOCK_MARGIN_MSEC))
-        .unwrap_or_else(|| crate::versioning::after_versions(k));
+        .unwrap_or_else(|| crate::version_keys::after_versions(k));
     let mut from = versions_start(k);
     let mut first = true;
     loop {

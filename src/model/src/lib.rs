@@ -8,11 +8,14 @@
 //!   name in a cluster;
 //! - [`object`]: the current version of each object, with its metadata and
 //!   either its bytes (small objects, stored inline) or a block count;
-//! - [`version`]: a version's block list, one row per block so that a large
-//!   object costs O(n) rows and never rewrites a growing list;
-//! - [`versioning`], [`versioned`], [`version_list`]: the versions of an
-//!   object in a versioned bucket (rows of the object table), delete
-//!   markers, and their listings;
+//! - [`block_list`]: a version's block list, one row per block so that a
+//!   large object costs O(n) rows and never rewrites a growing list;
+//! - the versions of an object in a versioned bucket, rows of the object
+//!   table: [`version_keys`] (where each version lives and how clients name
+//!   it), [`version_ops`] (reading, writing, delete markers, removal) and
+//!   [`version_list`] (their listings);
+//! - [`object_paxos`]: conditional writes in a cluster, a Paxos round per
+//!   key ([`paxos`]); `write_condition`: the conditions they check;
 //! - [`object_lock`]: S3 Object Lock (bucket configuration, a version's
 //!   retention and legal hold, and whether a version may be removed);
 //! - [`sse_c`]: SSE-C, data sealed with the customer's key;
@@ -24,10 +27,9 @@
 
 pub mod access;
 pub mod alias;
+pub mod block_list;
 pub mod bucket;
 pub mod bucket_create;
-mod condition;
-pub mod conditional;
 mod configuration;
 mod control;
 mod error;
@@ -58,6 +60,7 @@ mod model;
 pub mod multipart;
 pub mod object;
 pub mod object_lock;
+pub mod object_paxos;
 pub mod paxos;
 mod queues;
 pub mod retention;
@@ -66,15 +69,15 @@ pub mod sse_c;
 mod state;
 pub mod usage;
 pub mod usage_backfill;
-pub mod version;
+pub mod version_keys;
 pub mod version_list;
-pub mod versioned;
-pub mod versioning;
+pub mod version_ops;
 pub mod website;
+mod write_condition;
 
-pub use condition::WriteCondition;
 pub use error::ModelError;
 pub use model::{Model, PermissionChange};
+pub use write_condition::WriteCondition;
 
 /// Result alias of this crate.
 pub type Result<T> = std::result::Result<T, ModelError>;

@@ -20,7 +20,7 @@ use hangar_util::worker::{WorkerRegistry, WorkerState};
 use crate::bucket::{BucketRow, Versioning};
 use crate::lifecycle::{Removal, VersionFacts, plan_key};
 use crate::object::ObjectRow;
-use crate::versioning::{VersionRef, newer_is_null, split_sort_key};
+use crate::version_keys::{VersionRef, newer_is_null, split_sort_key};
 use crate::{Model, ModelError, Result};
 
 /// Rows read at once while walking a bucket.

@@ -8,7 +8,7 @@ use hangar_util::time::now_msec;
 
 use crate::bucket::{BucketRow, Versioning};
 use crate::object_lock::{ObjectLockConfig, Retention, retention_change_allowed};
-use crate::versioned::FoundVersion;
+use crate::version_ops::FoundVersion;
 use crate::{Model, ModelError, Result};
 
 impl Model {

@@ -16,18 +16,18 @@ use futures::StreamExt;
 use hangar_block::ReplicatedBlocks;
 
 use crate::alias::AliasTable;
+use crate::block_list::{BlockEntry, VersionTable};
 use crate::bucket::{BucketRow, BucketTable, Versioning};
 use crate::bucket_create::BucketCreation;
-use crate::condition::{WriteCondition, stamped};
-use crate::conditional::{Conditional, KeyLocks};
 use crate::control::ControlTable;
 use crate::key::{KeyRow, KeyTable, Permission, new_key_id, new_secret, valid_key_id};
 use crate::multipart::{MpuTable, PartTable};
 use crate::object::{ObjectRow, ObjectTable};
+use crate::object_paxos::{Conditional, KeyLocks};
 use crate::queues::{UploadOf, end_upload_record, queue_version_gc, record_upload};
 use crate::rows::Rows;
 use crate::usage::{Usage, UsageRequest};
-use crate::version::{BlockEntry, VersionTable};
+use crate::write_condition::{WriteCondition, stamped};
 use crate::{ModelError, Result, VersionId};
 use hangar_table::sharded::ShardedTable;
 use hangar_table::sharded_sync::ShardedSyncable;
@@ -828,7 +828,7 @@ impl Model {
                 .filter(|n| !cluster.is_up(*n))
                 .collect();
             hangar_table::TableError::Replication(
-                hangar_table::replicated::ReplicationError::Quorum {
+                hangar_table::full_table::ReplicationError::Quorum {
                     op: "usage",
                     tree: ObjectTable::TREE,
                     partition: p,
@@ -1044,7 +1044,7 @@ impl Model {
             && let Some(c) = &self.conditional
         {
             // Decided by a Paxos round over the bucket partition's nodes
-            // (conditional.rs).
+            // (object_paxos.rs).
             c.publish(&part, key, row, &cond).await?
         } else if cond.is_none() || spread {
             let old = self.objects.get(&part, key.as_bytes()).await?;

@@ -225,7 +225,7 @@ impl ObjectRow {
 /// The object table: partition = bucket id (32 bytes), sort key = object
 /// key (the `null` version), or object key ++ 0x00 ++ (u64::MAX − timestamp)
 /// BE ++ version id for the versions of a versioned bucket
-/// ([`crate::versioning`]).
+/// ([`crate::version_keys`]).
 pub struct ObjectTable;
 
 impl Schema for ObjectTable {

@@ -21,7 +21,7 @@ use std::ops::Bound;
 
 use hangar_db::Db;
 use hangar_table::fence::{self, FenceAnswer, FenceOp};
-use hangar_table::replicated::ReplicationError;
+use hangar_table::full_table::ReplicationError;
 use hangar_table::sharded::ShardedTable;
 use hangar_table::{Schema, Table, TableError};
 

@@ -4,7 +4,7 @@
 //! its null version placed by its timestamp).
 //!
 //! A key's versions sort right after its null row, newest first
-//! ([`crate::versioning`]), so once the scan knows a key's latest version it
+//! ([`crate::version_keys`]), so once the scan knows a key's latest version it
 //! seeks past the key's other rows (one range read from
 //! [`after_versions`]) instead of reading them.
 
@@ -12,7 +12,7 @@ use std::ops::Bound;
 
 use crate::bucket::BucketRow;
 use crate::object::ObjectRow;
-use crate::versioning::{
+use crate::version_keys::{
     VersionRef, after_versions, newer_is_null, split_sort_key, version_sort_key,
     versions_older_than,
 };

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use hangar_model::access::{CannedAcl, PublicAccessBlock};
 use hangar_model::alias::AliasRow;
+use hangar_model::block_list::BlockEntry;
 use hangar_model::bucket::{BucketQuotas, BucketRow, CorsRule, Versioning, bucket_id, displaced};
 use hangar_model::key::{KeyRow, Permission};
 use hangar_model::lifecycle::{LifecycleFilter, LifecycleRule};
@@ -16,7 +17,6 @@ use hangar_model::object_lock::{
     DefaultRetention, ObjectLockConfig, Retention, RetentionMode, RetentionPeriod,
 };
 use hangar_model::sse_c::SseC;
-use hangar_model::version::BlockEntry;
 use hangar_model::website::WebsiteConfig;
 use hangar_table::crdt::laws;
 use hangar_table::{Crdt, Lww, LwwMap};

@@ -17,7 +17,7 @@ use hangar_layout::LayoutHistory;
 use hangar_model::object::{ObjectData, ObjectRow, ObjectTable};
 use hangar_model::{Model, ModelError};
 use hangar_net::Mesh;
-use hangar_table::replicated::ReplicationError;
+use hangar_table::full_table::ReplicationError;
 use hangar_table::{Table, TableError};
 use hangar_util::config::ConsistencyMode;
 

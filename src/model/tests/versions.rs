@@ -15,8 +15,8 @@ use hangar_db::{Db, DbOptions, RedbEngine};
 use hangar_model::bucket::{BucketRow, Versioning};
 use hangar_model::garbage::{UploadOf, collect_versions};
 use hangar_model::object::{ObjectData, ObjectRow};
+use hangar_model::version_keys::VersionRef;
 use hangar_model::version_list::{ListedVersion, VersionCursor};
-use hangar_model::versioning::VersionRef;
 use hangar_model::{Model, VersionId, new_version_id};
 use rand::{Rng, SeedableRng};
 

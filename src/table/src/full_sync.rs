@@ -2,12 +2,12 @@
 //!
 //! Every [`SYNC_INTERVAL`], and as soon as a peer comes up, each node asks
 //! each live peer for the digest of each full table (a blake3 over every
-//! stored row, [`crate::replicated::digest`]). Where the digests differ it
+//! stored row, [`crate::full_table::digest`]). Where the digests differ it
 //! pulls the peer's rows a page at a time, merges them, and pushes its own
 //! rows back, so both end with the union of what either had. These tables
 //! are small (keys, buckets): a whole-table digest is their Merkle root, and
 //! a difference moves the table, in pages of
-//! [`crate::replicated::MAX_ROWS_PER_MESSAGE`] rows, at background priority.
+//! [`crate::full_table::MAX_ROWS_PER_MESSAGE`] rows, at background priority.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -18,7 +18,7 @@ use hangar_util::NodeId;
 use hangar_util::worker::{WorkerRegistry, WorkerState};
 use serde_bytes::ByteBuf;
 
-use crate::replicated::{
+use crate::full_table::{
     FullTable, MAX_ROWS_PER_MESSAGE, PullRows, UpdateRows, WireRow, check_rows, digest, merge_rows,
 };
 use crate::{Schema, TableError};

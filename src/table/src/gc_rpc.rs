@@ -9,7 +9,7 @@ use hangar_util::Hash;
 use serde::{Deserialize, Serialize};
 use serde_bytes::ByteBuf;
 
-use crate::replicated::{MAX_KEY_LEN, MAX_ROWS_PER_MESSAGE};
+use crate::full_table::{MAX_KEY_LEN, MAX_ROWS_PER_MESSAGE};
 use crate::{Schema, Table};
 
 /// One row to check or remove: its storage key and the blake3 of its value.

@@ -18,9 +18,9 @@
 pub mod crdt;
 pub mod fence;
 pub mod full_sync;
+pub mod full_table;
 pub mod gc_rpc;
 pub mod merkle;
-pub mod replicated;
 pub mod sharded;
 mod sharded_fence;
 pub mod sharded_gc;
@@ -124,7 +124,7 @@ pub enum TableError {
     #[error("row of table {tree} cannot be decoded: {message}")]
     Decode { tree: &'static str, message: String },
     #[error(transparent)]
-    Replication(#[from] replicated::ReplicationError),
+    Replication(#[from] full_table::ReplicationError),
     #[error(transparent)]
     Net(#[from] hangar_net::NetError),
     #[error("table {tree}: a peer sent a bad answer: {message}")]

@@ -39,7 +39,7 @@
 //!   the background (read repair).
 //! - Nothing a peer sends is trusted for size: rows per message, key and
 //!   value lengths and limits are bounded by the constants of
-//!   `crate::replicated`, and every row is decoded before it is merged.
+//!   `crate::full_table`, and every row is decoded before it is merged.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::marker::PhantomData;
@@ -56,11 +56,11 @@ use hangar_util::NodeId;
 use serde::{Deserialize, Serialize};
 use serde_bytes::ByteBuf;
 
-use crate::merkle::{self, DEPTH};
-use crate::replicated::{
+use crate::full_table::{
     MAX_KEY_LEN, MAX_ROWS_PER_MESSAGE, MAX_VALUE_LEN, ReadRow, ReplicationError, UpdateRows,
     WireRow, endpoint_path,
 };
+use crate::merkle::{self, DEPTH};
 use crate::{Crdt, Result, Schema, Table, TableError, decode, encode};
 
 /// Bytes of row values one answer or update carries, about: an answer stops
@@ -788,7 +788,7 @@ impl<S: Schema> Handler<UpdateRows, ()> for Handlers<S> {
         req: Request<UpdateRows>,
     ) -> std::result::Result<Response<()>, HandlerError> {
         self.check_held(req.from, &req.msg.rows).await?;
-        crate::replicated::serve_update(&self.table, req).await
+        crate::full_table::serve_update(&self.table, req).await
     }
 }
 
@@ -798,7 +798,7 @@ impl<S: Schema> Handler<ReadRow, Option<ByteBuf>> for Handlers<S> {
         &self,
         req: Request<ReadRow>,
     ) -> std::result::Result<Response<Option<ByteBuf>>, HandlerError> {
-        crate::replicated::serve_read(&self.table, req).await
+        crate::full_table::serve_read(&self.table, req).await
     }
 }
 

@@ -25,8 +25,8 @@ use hangar_net::CallOpts;
 use hangar_util::NodeId;
 use serde_bytes::ByteBuf;
 
+use crate::full_table::MAX_ROWS_PER_MESSAGE;
 use crate::gc_rpc::{GcRow, GcRows};
-use crate::replicated::MAX_ROWS_PER_MESSAGE;
 use crate::sharded::ShardedTable;
 use crate::tombstones::DueTombstone;
 use crate::{Result, Schema};

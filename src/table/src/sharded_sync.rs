@@ -57,8 +57,8 @@ use hangar_util::worker::{WorkerRegistry, WorkerState};
 use serde_bytes::ByteBuf;
 use tokio::sync::watch;
 
+use crate::full_table::{MAX_KEY_LEN, MAX_ROWS_PER_MESSAGE, UpdateRows, check_rows, merge_rows};
 use crate::merkle::{self, DEPTH, Summary};
-use crate::replicated::{MAX_KEY_LEN, MAX_ROWS_PER_MESSAGE, UpdateRows, check_rows, merge_rows};
 use crate::sharded::{
     MerkleRequest, MerkleResponse, ShardedTable, WireSummary, batches, read_rows,
 };
@@ -530,7 +530,7 @@ impl<S: Schema> ShardedTable<S> {
 async fn read_all<S: Schema>(
     db: &hangar_db::Db,
     keys: Vec<Vec<u8>>,
-) -> Result<Vec<crate::replicated::WireRow>, TableError> {
+) -> Result<Vec<crate::full_table::WireRow>, TableError> {
     let mut out = Vec::new();
     let mut rest = keys;
     while !rest.is_empty() {

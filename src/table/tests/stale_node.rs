@@ -7,7 +7,7 @@
 mod common;
 
 use common::*;
-use hangar_table::replicated::WireRow;
+use hangar_table::full_table::WireRow;
 
 /// Waits until every node of `nodes` has layout version `v` current and
 /// `kept` versions kept.

@@ -21,7 +21,7 @@ use crate::ops_put::check_key_length;
 use crate::ops_put::{BodySource, system_headers};
 use crate::sse_c::Sealing;
 use crate::time::timestamp;
-use hangar_model::versioned::FoundVersion;
+use hangar_model::version_ops::FoundVersion;
 
 /// The version a copy source names, if any.
 fn version_id_of(source: &CopySource) -> Option<&str> {

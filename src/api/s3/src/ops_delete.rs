@@ -3,7 +3,7 @@
 //! marker, or with a `versionId` removes that version for good
 //! (`hangar_model::Model::delete_version`).
 
-use hangar_model::versioned::Deleted;
+use hangar_model::version_ops::Deleted;
 use s3s::dto::{
     DeleteObjectInput, DeleteObjectOutput, DeleteObjectsInput, DeleteObjectsOutput, DeletedObject,
     Error as DeleteError,

@@ -22,7 +22,7 @@ use crate::error::OrS3;
 use crate::ops_versioning::parse_version_id;
 use crate::sse_c::{Given, Sealing};
 use crate::time::timestamp;
-use hangar_model::versioned::FoundVersion;
+use hangar_model::version_ops::FoundVersion;
 
 /// Blocks read ahead of the one being sent.
 const READ_AHEAD: usize = 2;

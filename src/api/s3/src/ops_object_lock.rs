@@ -276,7 +276,7 @@ impl S3Api {
         bucket: &str,
         key: &str,
         version_id: Option<&str>,
-    ) -> S3Result<(BucketRow, hangar_model::versioned::FoundVersion)> {
+    ) -> S3Result<(BucketRow, hangar_model::version_ops::FoundVersion)> {
         let b = self.bucket(signer, bucket).await?;
         if b.object_lock().is_none() {
             return Err(no_lock_configuration());

@@ -18,7 +18,7 @@ use crate::access::signer;
 use crate::error::OrS3;
 use crate::ops_versioning::parse_version_id;
 use crate::tagging::{self, TagsOf};
-use hangar_model::versioned::FoundVersion;
+use hangar_model::version_ops::FoundVersion;
 
 fn no_such_key() -> s3s::S3Error {
     s3_error!(NoSuchKey, "The specified key does not exist.")

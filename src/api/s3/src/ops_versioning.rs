@@ -10,8 +10,8 @@ use std::fmt::Write as _;
 
 use hangar_model::bucket::{BucketRow, Versioning};
 use hangar_model::object::ObjectRow;
+use hangar_model::version_keys::VersionRef;
 use hangar_model::version_list::{ListedVersion, VersionCursor};
-use hangar_model::versioning::VersionRef;
 use s3s::dto::{
     BucketVersioningStatus, GetBucketVersioningInput, GetBucketVersioningOutput,
     ListObjectVersionsInput, ListObjectVersionsOutput, MFADelete, PutBucketVersioningInput,

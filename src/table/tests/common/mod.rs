@@ -15,7 +15,7 @@ pub use hangar_cluster::{Cluster, QuorumError, layout_file};
 pub use hangar_db::{Db, DbOptions, SledEngine};
 pub use hangar_layout::{NodeId, NodeRole, Partition};
 pub use hangar_net::{Handler, HandlerError, Mesh, MeshConfig, Request, Response};
-pub use hangar_table::replicated::{FullTable, ReadRow, ReplicationError, UpdateRows};
+pub use hangar_table::full_table::{FullTable, ReadRow, ReplicationError, UpdateRows};
 pub use hangar_table::sharded::{RangeRows, ReadRange, ShardedTable};
 pub use hangar_table::sharded_sync::{
     ShardedSyncStatus, ShardedSyncable, spawn_sharded_sync_worker, sync_pass,

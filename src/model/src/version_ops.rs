@@ -1,5 +1,5 @@
 //! The operations of versioned buckets on the object table (row layout in
-//! [`crate::versioning`]): reading the latest or a given version, writing a
+//! [`crate::version_keys`]): reading the latest or a given version, writing a
 //! new version, delete markers, and removing a version for good.
 //!
 //! Like every object write, each is one row merged into the table (no
@@ -16,12 +16,12 @@ use std::ops::Bound;
 use hangar_util::time::now_msec;
 
 use crate::bucket::{BucketRow, Versioning};
-use crate::condition::WriteCondition;
 use crate::object::{ObjectRow, ObjectTable};
 use crate::rows::Rows;
-use crate::versioning::{
+use crate::version_keys::{
     VersionRef, after_versions, newer_is_null, split_sort_key, version_sort_key,
 };
+use crate::write_condition::WriteCondition;
 use crate::{Model, ModelError, Result};
 
 /// Rows read at once when looking for a key's newest live version.
@@ -164,7 +164,7 @@ pub(crate) async fn write_version(
 
 /// What [`write_version`] would write, without writing it: the sort key,
 /// the stamped row and its version id, or `None` when `cond` does not hold
-/// (a conditional write's Paxos round proposes it, `crate::conditional`).
+/// (a conditional write's Paxos round proposes it, `crate::object_paxos`).
 pub(crate) async fn plan_version(
     objects: &Rows<ObjectTable>,
     part: &[u8],
@@ -263,7 +263,7 @@ impl Model {
 
     /// Publishes `row` in a versioned bucket (see [`write_version`]); a
     /// conditional write is a Paxos round in a cluster
-    /// (`crate::conditional`), and holds this node's lock of the key
+    /// (`crate::object_paxos`), and holds this node's lock of the key
     /// otherwise.
     pub(crate) async fn publish_versioned(
         &self,

@@ -28,14 +28,14 @@ use serde::{Deserialize, Serialize};
 use serde_bytes::ByteBuf;
 
 use crate::bucket::Versioning;
-use crate::condition::{WriteCondition, stamped};
 use crate::object::{ObjectRow, ObjectTable};
 use crate::paxos::link::{MeshLink, PaxosEndpoints};
 use crate::paxos::messages::{PaxosKey, Proposal};
 use crate::paxos::proposer::{self, Link, Register};
 use crate::paxos::{Acceptor, BallotClock, Outcome};
 use crate::rows::Rows;
-use crate::versioning::VersionRef;
+use crate::version_keys::VersionRef;
+use crate::write_condition::{WriteCondition, stamped};
 use crate::{ModelError, Result};
 
 /// The endpoint older binaries send conditional writes to.
@@ -124,7 +124,7 @@ impl Conditional {
     }
 
     /// Like [`Conditional::publish`] in a versioned bucket: the row becomes
-    /// a new version of `key` (see [`crate::versioned`]).
+    /// a new version of `key` (see [`crate::version_ops`]).
     pub(crate) async fn publish_version(
         &self,
         part: &[u8; 32],
@@ -256,7 +256,7 @@ fn proposal(sort: Vec<u8>, row: &ObjectRow) -> Proposal {
 impl Register for ObjectRegister<'_> {
     async fn propose(&self) -> Result<Option<Proposal>> {
         if self.versioning != Versioning::Off {
-            return Ok(crate::versioned::plan_version(
+            return Ok(crate::version_ops::plan_version(
                 self.objects,
                 &self.part,
                 self.key,
@@ -301,7 +301,7 @@ impl Register for ObjectRegister<'_> {
         };
         let ours = hangar_table::decode::<ObjectTable>(row)?.timestamp_msec;
         let newest = if self.versioning != Versioning::Off {
-            crate::versioned::head_of(self.objects, &self.part, self.key)
+            crate::version_ops::head_of(self.objects, &self.part, self.key)
                 .await?
                 .newest_ts()
         } else {

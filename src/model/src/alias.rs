@@ -77,6 +77,7 @@ impl AliasRow {
 pub struct AliasTable;
 
 impl Schema for AliasTable {
+    const NEWEST_FORMAT: u8 = crate::row_format::NEWEST;
     const TREE: &'static str = "bucket_alias";
     const PARTITION_LEN: usize = 0;
     type Row = AliasRow;

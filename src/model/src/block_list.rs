@@ -54,6 +54,7 @@ impl Crdt for BlockEntry {
 pub struct VersionTable;
 
 impl Schema for VersionTable {
+    const NEWEST_FORMAT: u8 = crate::row_format::NEWEST;
     const TREE: &'static str = "version";
     const PARTITION_LEN: usize = 16;
     type Row = BlockEntry;

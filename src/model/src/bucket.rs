@@ -3,12 +3,12 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use hangar_db::{DbError, Tx};
-use hangar_table::{
-    ACCESS_ROW_FORMAT, CREATOR_ROW_FORMAT, Crdt, LIFECYCLE_ROW_FORMAT, Lww, NEWEST_ROW_FORMAT,
-    OBJECT_LOCK_ROW_FORMAT, QUOTA_ROW_FORMAT, ROW_FORMAT, Schema, VERSIONING_ROW_FORMAT,
-    WEBSITE_ROW_FORMAT,
+use crate::row_format::{
+    ACCESS_ROW_FORMAT, CREATOR_ROW_FORMAT, LIFECYCLE_ROW_FORMAT, OBJECT_LOCK_ROW_FORMAT,
+    QUOTA_ROW_FORMAT, TAGS_CORS_ROW_FORMAT, VERSIONING_ROW_FORMAT, WEBSITE_ROW_FORMAT,
 };
+use hangar_db::{DbError, Tx};
+use hangar_table::{Crdt, Lww, ROW_FORMAT, Schema};
 use serde::{Deserialize, Serialize};
 
 use crate::ModelError;
@@ -258,6 +258,7 @@ impl BucketRow {
 pub struct BucketTable;
 
 impl Schema for BucketTable {
+    const NEWEST_FORMAT: u8 = crate::row_format::NEWEST;
     const TREE: &'static str = "bucket";
     const PARTITION_LEN: usize = 0;
     type Row = BucketRow;
@@ -283,7 +284,7 @@ impl Schema for BucketTable {
         } else if row.tags.is_unset() && row.cors.is_unset() {
             ROW_FORMAT
         } else {
-            NEWEST_ROW_FORMAT
+            TAGS_CORS_ROW_FORMAT
         }
     }
 

@@ -4,7 +4,8 @@
 //! of dropping it on its next merge (a lost Deny statement would open the
 //! bucket); every other bucket row keeps its format byte for byte.
 
-use hangar_table::{ACCESS_ROW_FORMAT, CREATOR_ROW_FORMAT, LIFECYCLE_ROW_FORMAT, encode};
+use crate::row_format::{ACCESS_ROW_FORMAT, CREATOR_ROW_FORMAT, LIFECYCLE_ROW_FORMAT};
+use hangar_table::encode;
 
 use crate::access::PublicAccessBlock;
 use crate::bucket::{BucketRow, BucketTable};

@@ -6,7 +6,8 @@
 //! blocks are named by the hash of what is stored, and their entries count
 //! plaintext bytes.
 
-use hangar_table::{Lww, OBJECT_LOCK_ROW_FORMAT, ROW_FORMAT, SSE_C_ROW_FORMAT, encode};
+use crate::row_format::{OBJECT_LOCK_ROW_FORMAT, SSE_C_ROW_FORMAT};
+use hangar_table::{Lww, ROW_FORMAT, encode};
 use hangar_util::Hash;
 
 use crate::format_tests::{fixstr as s, test_model};

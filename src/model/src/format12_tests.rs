@@ -8,9 +8,8 @@
 
 use std::sync::Arc;
 
-use hangar_table::{
-    CREATOR_ROW_FORMAT, LIFECYCLE_ROW_FORMAT, QUOTA_ROW_FORMAT, ROW_FORMAT, encode,
-};
+use crate::row_format::{CREATOR_ROW_FORMAT, LIFECYCLE_ROW_FORMAT, QUOTA_ROW_FORMAT};
+use hangar_table::{ROW_FORMAT, encode};
 
 use crate::bucket::{BucketQuotas, BucketRow, BucketTable, Versioning};
 use crate::format_tests::{fixstr as s, test_model};

@@ -5,7 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use hangar_table::{Lww, NEWEST_ROW_FORMAT, ROW_FORMAT, Schema, Table, encode, storage_key};
+use crate::row_format::TAGS_CORS_ROW_FORMAT;
+use hangar_table::{Lww, ROW_FORMAT, Schema, Table, encode, storage_key};
 use serde::Serialize;
 
 use crate::bucket::{BucketRow, BucketTable, CorsRule};
@@ -70,7 +71,7 @@ fn an_untagged_row_is_format_2_byte_for_byte() {
 fn a_tagged_row_is_format_3_with_its_tags_last() {
     let tags = TagSet::from([("k".to_owned(), "v".to_owned())]);
     let v = encode::<ObjectTable>(&object(Lww::new(0, tags.clone())));
-    assert_eq!(v[0], NEWEST_ROW_FORMAT);
+    assert_eq!(v[0], TAGS_CORS_ROW_FORMAT);
     assert_eq!(v[1], 0x89, "a map of 9 fields");
     // a4 "tags" 82 a2 "ts" 00 a5 "value" 81 a1 "k" a1 "v"
     let mut tail = s("tags");
@@ -87,7 +88,7 @@ fn a_tagged_row_is_format_3_with_its_tags_last() {
     removed.update(7, TagSet::new());
     assert_eq!(
         encode::<ObjectTable>(&object(removed))[0],
-        NEWEST_ROW_FORMAT
+        TAGS_CORS_ROW_FORMAT
     );
 }
 
@@ -107,7 +108,7 @@ fn bucket_configuration_and_upload_tags_are_format_3() {
         }],
     );
     let v = encode::<BucketTable>(&b);
-    assert_eq!(v[0], NEWEST_ROW_FORMAT);
+    assert_eq!(v[0], TAGS_CORS_ROW_FORMAT);
     assert_eq!(v[1], 0x86, "tags absent, cors present");
     // a4 "cors" 82 a2 "ts" 09 a5 "value" 91 86 a2 "id" c0 af "allowed_origins" 91 a1 "*" …
     let mut cors = s("cors");
@@ -138,7 +139,7 @@ fn bucket_configuration_and_upload_tags_are_format_3() {
     };
     assert_eq!(encode::<MpuTable>(&m)[0], ROW_FORMAT);
     m.tags.insert("a".into(), "b".into());
-    assert_eq!(encode::<MpuTable>(&m)[0], NEWEST_ROW_FORMAT);
+    assert_eq!(encode::<MpuTable>(&m)[0], TAGS_CORS_ROW_FORMAT);
 }
 
 #[tokio::test]
@@ -167,7 +168,7 @@ async fn the_table_writes_and_reads_both_formats() {
         }
     };
     assert_eq!(raw(b"plain").await[0], ROW_FORMAT);
-    assert_eq!(raw(b"tagged").await[0], NEWEST_ROW_FORMAT);
+    assert_eq!(raw(b"tagged").await[0], TAGS_CORS_ROW_FORMAT);
     assert_eq!(t.get(&part, b"tagged").await.unwrap(), Some(tagged));
 }
 

@@ -4,7 +4,8 @@
 //! merge (which would make the key work again); every other key row stays
 //! format 2 byte for byte.
 
-use hangar_table::{KEY_EXPIRY_ROW_FORMAT, Lww, ROW_FORMAT, encode};
+use crate::row_format::KEY_EXPIRY_ROW_FORMAT;
+use hangar_table::{Lww, ROW_FORMAT, encode};
 use serde::Serialize;
 
 use crate::format_tests::{fixstr as s, test_model};

@@ -3,7 +3,8 @@
 //! its map, so a binary of format 6 refuses it instead of dropping the
 //! configuration on its next merge; every other bucket row is unchanged.
 
-use hangar_table::{Lww, ROW_FORMAT, Schema, WEBSITE_ROW_FORMAT};
+use crate::row_format::WEBSITE_ROW_FORMAT;
+use hangar_table::{Lww, ROW_FORMAT, Schema};
 
 use crate::bucket::{BucketRow, BucketTable};
 use crate::website::{Redirect, RoutingRule, WebsiteConfig};

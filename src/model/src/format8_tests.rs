@@ -4,7 +4,8 @@
 //! other row keeps its format byte for byte, so a binary of an older
 //! format refuses (rather than silently drops) a lock.
 
-use hangar_table::{Lww, OBJECT_LOCK_ROW_FORMAT, ROW_FORMAT, encode};
+use crate::row_format::OBJECT_LOCK_ROW_FORMAT;
+use hangar_table::{Lww, ROW_FORMAT, encode};
 
 use crate::bucket::{BucketRow, BucketTable, Versioning};
 use crate::format_tests::{fixstr as s, test_model};
@@ -76,7 +77,7 @@ fn a_bucket_with_object_lock_is_format_8() {
     let mut b = BucketRow::new("b", "ab".repeat(32), 1, 1);
     b.versioning = Lww::new(2, Versioning::Enabled);
     let before = encode::<BucketTable>(&b);
-    assert_eq!(before[0], hangar_table::VERSIONING_ROW_FORMAT);
+    assert_eq!(before[0], crate::row_format::VERSIONING_ROW_FORMAT);
     b.object_lock = Lww::new(
         3,
         Some(ObjectLockConfig {

@@ -3,7 +3,8 @@
 //! binary of an older format refuses it instead of dropping the rules on
 //! its next merge; every other bucket row keeps its format byte for byte.
 
-use hangar_table::{CREATOR_ROW_FORMAT, LIFECYCLE_ROW_FORMAT, ROW_FORMAT, encode};
+use crate::row_format::{CREATOR_ROW_FORMAT, LIFECYCLE_ROW_FORMAT};
+use hangar_table::{ROW_FORMAT, encode};
 
 use crate::bucket::{BucketRow, BucketTable};
 use crate::format_tests::{fixstr as s, test_model};

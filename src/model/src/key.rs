@@ -5,7 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use hangar_table::{Crdt, KEY_EXPIRY_ROW_FORMAT, Lww, LwwMap, ROW_FORMAT, Schema};
+use crate::row_format::KEY_EXPIRY_ROW_FORMAT;
+use hangar_table::{Crdt, Lww, LwwMap, ROW_FORMAT, Schema};
 use serde::{Deserialize, Serialize};
 
 /// What a key may do on one bucket. No right at all is also the tombstone
@@ -146,6 +147,7 @@ impl From<KeyRowV1> for KeyRow {
 pub struct KeyTable;
 
 impl Schema for KeyTable {
+    const NEWEST_FORMAT: u8 = crate::row_format::NEWEST;
     const TREE: &'static str = "key";
     const PARTITION_LEN: usize = 0;
     type Row = KeyRow;

@@ -64,6 +64,7 @@ pub mod object_paxos;
 pub mod paxos;
 mod queues;
 pub mod retention;
+pub mod row_format;
 mod rows;
 pub mod sse_c;
 mod state;

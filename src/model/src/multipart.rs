@@ -13,9 +13,8 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use hangar_table::{
-    Crdt, Lww, NEWEST_ROW_FORMAT, ROW_FORMAT, SSE_C_ROW_FORMAT, Schema, max_by_content,
-};
+use crate::row_format::{SSE_C_ROW_FORMAT, TAGS_CORS_ROW_FORMAT};
+use hangar_table::{Crdt, Lww, ROW_FORMAT, Schema, max_by_content};
 use serde::{Deserialize, Serialize};
 
 use crate::bucket::BucketRow;
@@ -60,6 +59,7 @@ impl Crdt for MpuRow {
 pub struct MpuTable;
 
 impl Schema for MpuTable {
+    const NEWEST_FORMAT: u8 = crate::row_format::NEWEST;
     const TREE: &'static str = "mpu";
     const PARTITION_LEN: usize = 32;
     type Row = MpuRow;
@@ -79,7 +79,7 @@ impl Schema for MpuTable {
         } else if row.tags.is_empty() {
             ROW_FORMAT
         } else {
-            NEWEST_ROW_FORMAT
+            TAGS_CORS_ROW_FORMAT
         }
     }
 }
@@ -114,6 +114,7 @@ impl Crdt for PartRow {
 pub struct PartTable;
 
 impl Schema for PartTable {
+    const NEWEST_FORMAT: u8 = crate::row_format::NEWEST;
     const TREE: &'static str = "mpu_part";
     const PARTITION_LEN: usize = 16;
     type Row = PartRow;

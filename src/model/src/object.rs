@@ -9,11 +9,12 @@
 
 use std::collections::BTreeMap;
 
-use hangar_db::{DbError, Tx};
-use hangar_table::{
-    ACCESS_ROW_FORMAT, Crdt, Lww, NEWEST_ROW_FORMAT, OBJECT_LOCK_ROW_FORMAT, ROW_FORMAT,
-    SSE_C_ROW_FORMAT, Schema, VERSIONING_ROW_FORMAT,
+use crate::row_format::{
+    ACCESS_ROW_FORMAT, OBJECT_LOCK_ROW_FORMAT, SSE_C_ROW_FORMAT, TAGS_CORS_ROW_FORMAT,
+    VERSIONING_ROW_FORMAT,
 };
+use hangar_db::{DbError, Tx};
+use hangar_table::{Crdt, Lww, ROW_FORMAT, Schema};
 use serde::{Deserialize, Serialize};
 
 use crate::VersionId;
@@ -229,6 +230,7 @@ impl ObjectRow {
 pub struct ObjectTable;
 
 impl Schema for ObjectTable {
+    const NEWEST_FORMAT: u8 = crate::row_format::NEWEST;
     const TREE: &'static str = "object";
     const PARTITION_LEN: usize = 32;
     type Row = ObjectRow;
@@ -252,7 +254,7 @@ impl Schema for ObjectTable {
         } else if row.tags.is_unset() {
             ROW_FORMAT
         } else {
-            NEWEST_ROW_FORMAT
+            TAGS_CORS_ROW_FORMAT
         }
     }
 

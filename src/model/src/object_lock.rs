@@ -6,7 +6,7 @@
 //! of the bucket row (`BucketRow::object_lock`), a version's retention and
 //! legal hold are registers of its object row (`ObjectRow::retention`,
 //! `ObjectRow::legal_hold`), written in row format
-//! [`hangar_table::OBJECT_LOCK_ROW_FORMAT`] (doc/table-rows.md).
+//! [`crate::row_format::OBJECT_LOCK_ROW_FORMAT`] (doc/table-rows.md).
 //!
 //! What a removal sees: in a cluster the row is read at the read quorum
 //! just before its tombstone is written, so a retention or a legal hold

@@ -184,7 +184,7 @@ fn a_bucket_row_with_its_creator_is_format_6_and_without_keeps_its_format() {
     let mut mine = plain.clone();
     mine.created_by = Some("GK000000000000000000000001".into());
     let bytes = hangar_table::encode::<BucketTable>(&mine);
-    assert_eq!(bytes[0], hangar_table::CREATOR_ROW_FORMAT);
+    assert_eq!(bytes[0], hangar_model::row_format::CREATOR_ROW_FORMAT);
     // One more field in the map, appended: the rest is the format-2 row.
     let before = hangar_table::encode::<BucketTable>(&plain);
     assert_eq!((before[1], bytes[1]), (0x85, 0x86));

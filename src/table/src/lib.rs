@@ -10,9 +10,12 @@
 //! (doc/replication.md).
 //!
 //! Storage key: `partition(Schema::PARTITION_LEN bytes) ++ sort key`. Row
-//! value: one format byte ([`ROW_FORMAT`]) then the row as a MessagePack map
-//! (field names included, so a field added with `#[serde(default)]` reads old
-//! rows). Rows of [`LEGACY_ROW_FORMAT`] are still read. See
+//! value: one format byte ([`ROW_FORMAT`], or a newer one of the row's
+//! schema: [`Schema::format_of`]) then the row as a MessagePack map (field
+//! names included, so a field added with `#[serde(default)]` reads old
+//! rows). Rows of [`LEGACY_ROW_FORMAT`] are still read. What each newer
+//! format adds is the schema's own history: this crate only knows the
+//! range of formats a schema reads ([`Schema::NEWEST_FORMAT`]). See
 //! `doc/table-rows.md`.
 
 pub mod crdt;
@@ -37,7 +40,7 @@ use serde::de::DeserializeOwned;
 pub use crdt::{Crdt, Lww, LwwMap, max_by_content};
 
 /// The first byte of a row written now, unless the row needs a newer
-/// format ([`Schema::format_of`]).
+/// format of its schema ([`Schema::format_of`], [`Schema::NEWEST_FORMAT`]).
 ///
 /// Format 2: hashes and ids are MessagePack `bin` (format 1 wrote them as
 /// arrays of integers); block entries carry their byte offset; key rows are
@@ -49,69 +52,6 @@ pub use crdt::{Crdt, Lww, LwwMap, max_by_content};
 /// its data, and a row of format 1 is rewritten as format 2 the next time
 /// it is merged.
 pub const ROW_FORMAT: u8 = 2;
-
-/// The newest format: format 2 plus fields that a format-2 reader would
-/// drop without noticing (MessagePack maps ignore unknown names), so a row
-/// that carries them says so and such a reader refuses it instead of
-/// losing them on its next merge. Written only for the rows that carry one
-/// ([`Schema::format_of`]): every other row stays format 2, byte for byte,
-/// and a node of the previous binary keeps reading it.
-pub const NEWEST_ROW_FORMAT: u8 = 3;
-
-/// Format 3 plus what bucket versioning adds (the bucket's versioning
-/// register, the delete-marker kind of object data): a reader of format 3
-/// would drop the register on its next merge, or fail on the unknown
-/// variant, so such rows say so. Written only for the rows that carry one.
-pub const VERSIONING_ROW_FORMAT: u8 = 4;
-
-/// Format 4 plus an access key's expiry (`KeyRow::expires_msec`): a reader
-/// of format 4 would drop the expiry on its next merge, and the key would
-/// work again, so such a key row says so. Written only for key rows that
-/// carry one.
-pub const KEY_EXPIRY_ROW_FORMAT: u8 = 5;
-
-/// Format 5 plus the creating access key of a bucket (`created_by`): a
-/// reader of format 5 would drop it on its next merge, so such rows say so.
-/// Written only for the bucket rows that carry one.
-pub const CREATOR_ROW_FORMAT: u8 = 6;
-
-/// Format 6 plus a bucket's website configuration (`website`): a reader
-/// of format 6 would drop it on its next merge, so such rows say so.
-/// Written only for the bucket rows that carry one.
-pub const WEBSITE_ROW_FORMAT: u8 = 7;
-/// Format 7 plus S3 Object Lock: a bucket's lock configuration register,
-/// a version's retention and legal hold registers. A reader of an older
-/// format would drop them on its next merge (and the version would become
-/// deletable), so such rows say so. Written only for rows that carry one.
-/// A row that also carries a field of format 9 is format 9.
-pub const OBJECT_LOCK_ROW_FORMAT: u8 = 8;
-/// Format 8 plus a bucket's lifecycle rules (`BucketRow::lifecycle`): a
-/// reader of format 8 would drop them on its next merge, so such rows say
-/// so. Written only for the bucket rows that carry them. A bucket row with both
-/// lifecycle rules and a lock configuration is format 9, which includes 8.
-pub const LIFECYCLE_ROW_FORMAT: u8 = 9;
-/// Format 9 plus access control: a bucket's policy document, public access
-/// block and canned ACL registers, an object version's canned ACL
-/// register. A reader of format 9 would drop them on its next merge (and a
-/// Deny statement or a private ACL would be lost), so such rows say so.
-/// Written only for the rows that carry one; a row with a field of format
-/// 10 is format 10, which includes 3 to 9.
-pub const ACCESS_ROW_FORMAT: u8 = 10;
-
-/// Format 10 plus SSE-C: an object version's or a multipart upload's
-/// `sse_c` record (the algorithm and the salted check of the customer's
-/// key). A reader of an older format would drop it on its next merge and
-/// then serve the sealed bytes as if they were the object, so such rows
-/// say so. Written only for the rows that carry one; an object row with an
-/// Object Lock or ACL field as well is format 11, which includes 3 to 10.
-pub const SSE_C_ROW_FORMAT: u8 = 11;
-
-/// Format 11 plus a bucket's quotas (`BucketRow::quotas`): a reader of
-/// an older format would drop them on its next merge (and stop enforcing
-/// them), so such rows say so. Written only for the bucket rows that carry
-/// them; a bucket row with quotas is format 12 whatever else it carries
-/// (12 includes 3 to 11).
-pub const QUOTA_ROW_FORMAT: u8 = 12;
 
 /// The previous format, still read.
 pub const LEGACY_ROW_FORMAT: u8 = 1;
@@ -184,10 +124,19 @@ pub trait Schema: Send + Sync + 'static {
         rmp_serde::from_slice(body).map_err(|e| e.to_string())
     }
 
-    /// The format byte `row` is written with: [`ROW_FORMAT`], or
-    /// [`NEWEST_ROW_FORMAT`] when it carries a field of that format (the
-    /// fields of format 3 are skipped when empty, so the bytes after the
-    /// format byte are the same either way for a row without them).
+    /// The newest format byte this schema writes. Formats from
+    /// [`ROW_FORMAT`] to it are format 2 plus fields and variants a reader
+    /// of an older format would drop without noticing (MessagePack maps
+    /// ignore unknown names), all read by the one decoder of the current
+    /// row type; a newer byte is a row of a newer binary and is refused, so
+    /// that a merge here never loses what it carries. Each schema keeps its
+    /// own history of formats (the model's: `hangar_model::row_format`).
+    const NEWEST_FORMAT: u8 = ROW_FORMAT;
+
+    /// The format byte `row` is written with: [`ROW_FORMAT`], or a newer
+    /// one, at most [`Schema::NEWEST_FORMAT`], when it carries a field that
+    /// format adds (such fields are skipped when empty, so the bytes after
+    /// the format byte are the same either way for a row without them).
     fn format_of(row: &Self::Row) -> u8 {
         let _ = row;
         ROW_FORMAT
@@ -310,7 +259,7 @@ pub fn storage_key<S: Schema>(partition: &[u8], sort: &[u8]) -> Vec<u8> {
 /// write of a table and every row sent to a peer is encoded.
 pub fn encode<S: Schema>(row: &S::Row) -> Vec<u8> {
     let format = S::format_of(row);
-    debug_assert!((ROW_FORMAT..=QUOTA_ROW_FORMAT).contains(&format));
+    debug_assert!((ROW_FORMAT..=S::NEWEST_FORMAT).contains(&format));
     let mut v = vec![format];
     rmp_serde::encode::write_named(&mut v, row).expect("table rows encode");
     v
@@ -325,22 +274,11 @@ pub fn decode<S: Schema>(v: &[u8]) -> Result<S::Row> {
         message,
     };
     match v.split_first() {
-        // Formats 3 to 12 are format 2 with more (defaulted) fields and
-        // variants: one decoder.
-        Some((
-            &(ROW_FORMAT
-            | NEWEST_ROW_FORMAT
-            | VERSIONING_ROW_FORMAT
-            | KEY_EXPIRY_ROW_FORMAT
-            | CREATOR_ROW_FORMAT
-            | WEBSITE_ROW_FORMAT
-            | OBJECT_LOCK_ROW_FORMAT
-            | LIFECYCLE_ROW_FORMAT
-            | ACCESS_ROW_FORMAT
-            | SSE_C_ROW_FORMAT
-            | QUOTA_ROW_FORMAT),
-            body,
-        )) => rmp_serde::from_slice(body).map_err(|e| err(e.to_string())),
+        // The formats of the schema from 2 on are format 2 with more
+        // (defaulted) fields and variants: one decoder.
+        Some((f, body)) if (ROW_FORMAT..=S::NEWEST_FORMAT).contains(f) => {
+            rmp_serde::from_slice(body).map_err(|e| err(e.to_string()))
+        }
         Some((&LEGACY_ROW_FORMAT, body)) => S::decode_old(LEGACY_ROW_FORMAT, body).map_err(err),
         Some((f, _)) => Err(err(format!("unknown row format {f}"))),
         None => Err(err("empty row".into())),
@@ -628,7 +566,7 @@ mod tests {
         let mut legacy = vec![LEGACY_ROW_FORMAT];
         rmp_serde::encode::write_named(&mut legacy, &MaxRow { v: 7 }).unwrap();
         let mut unknown = legacy.clone();
-        unknown[0] = QUOTA_ROW_FORMAT + 1;
+        unknown[0] = T::NEWEST_FORMAT + 1;
         db.write(move |tx| {
             tx.put("t", storage_key::<T>(b"p1", b"old"), legacy);
             tx.put("t", storage_key::<T>(b"p1", b"bad"), unknown);

@@ -1,29 +1,8 @@
 //! `hangar`: the node (`hangar server`) and the operator CLI.
 
-mod admin_error;
-mod admin_server;
-mod admin_state;
-mod block_admin;
-mod block_cli;
+mod admin;
 mod cli;
-mod cli_error;
-mod cluster_admin;
-mod docs_cli;
-mod expiry;
-mod health;
-mod layout_admin;
-mod layout_cli;
-mod layout_progress;
 mod node;
-mod node_health;
-mod node_report;
-mod presign_admin;
-mod presign_cli;
-mod progress;
-mod single_node;
-mod stats_cli;
-mod status_cli;
-mod units;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -33,8 +12,8 @@ use hangar_api_admin::client::{AdminClient, HttpTarget};
 use hangar_api_admin::proto::SOCKET_NAME;
 use hangar_util::config::Config;
 
-use crate::cli_error::{CliError, Exit};
-use crate::progress::Progress;
+use crate::cli::error::{CliError, Exit};
+use crate::cli::progress::Progress;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -114,44 +93,44 @@ enum Cmd {
         port: u16,
     },
     /// Manage access keys.
-    #[command(subcommand, after_help = cli::KEY_EXAMPLES)]
-    Key(cli::KeyCmd),
+    #[command(subcommand, after_help = cli::commands::KEY_EXAMPLES)]
+    Key(cli::commands::KeyCmd),
     /// Manage buckets and permissions.
-    #[command(subcommand, after_help = cli::BUCKET_EXAMPLES)]
-    Bucket(cli::BucketCmd),
+    #[command(subcommand, after_help = cli::commands::BUCKET_EXAMPLES)]
+    Bucket(cli::commands::BucketCmd),
     /// Bearer tokens for the admin API with a scope and an expiry.
-    #[command(subcommand, name = "admin-token", after_help = cli::ADMIN_TOKEN_EXAMPLES)]
-    AdminToken(cli::AdminTokenCmd),
+    #[command(subcommand, name = "admin-token", after_help = cli::commands::ADMIN_TOKEN_EXAMPLES)]
+    AdminToken(cli::commands::AdminTokenCmd),
     /// Node identity and peering.
     #[command(subcommand)]
-    Node(cli::NodeCmd),
+    Node(cli::commands::NodeCmd),
     /// Every known node at a glance: up/down, layout version and sync,
     /// resync queue, scrub, disk free; and the cluster health.
-    #[command(after_help = status_cli::EXAMPLES)]
+    #[command(after_help = cli::status::EXAMPLES)]
     Status,
     /// Per bucket its objects and bytes; per node its disks, table rows
     /// and block files.
-    #[command(after_help = stats_cli::EXAMPLES)]
+    #[command(after_help = cli::stats::EXAMPLES)]
     Stats,
     /// The cluster layout: roles, staged changes, versions.
-    #[command(subcommand, after_help = layout_cli::EXAMPLES)]
-    Layout(layout_cli::LayoutCmd),
+    #[command(subcommand, after_help = cli::layout::EXAMPLES)]
+    Layout(cli::layout::LayoutCmd),
     /// Inspect background workers.
     #[command(subcommand)]
-    Worker(cli::WorkerCmd),
+    Worker(cli::commands::WorkerCmd),
     /// Inspect this node's metadata tables.
     #[command(subcommand)]
-    Table(cli::TableCmd),
+    Table(cli::commands::TableCmd),
     /// Repairs: requeue blocks, sync tables, clear the resync queue.
-    #[command(subcommand, after_help = block_cli::REPAIR_EXAMPLES)]
-    Repair(block_cli::RepairCmd),
+    #[command(subcommand, after_help = cli::block::REPAIR_EXAMPLES)]
+    Repair(cli::block::RepairCmd),
     /// Inspect blocks and their resync errors.
     #[command(subcommand)]
-    Block(block_cli::BlockCmd),
+    Block(cli::block::BlockCmd),
     /// A presigned S3 URL for one request (get, put, delete an object, or
     /// list a bucket), signed on the node with one of its keys.
-    #[command(after_help = presign_cli::EXAMPLES)]
-    Presign(presign_cli::PresignArgs),
+    #[command(after_help = cli::presign::EXAMPLES)]
+    Presign(cli::presign::PresignArgs),
     /// Ask the running node's `/health` (on `[admin] api_bind_addr`):
     /// one line, exit 0 when healthy, 1 when not.
     Health,
@@ -161,7 +140,7 @@ enum Cmd {
     )]
     Completions {
         #[arg(value_enum)]
-        shell: docs_cli::CompletionShell,
+        shell: cli::docs::CompletionShell,
     },
     /// Print the man page hangar(1) on stdout, or write it and one page
     /// per subcommand into a directory.
@@ -276,7 +255,9 @@ async fn convert_db(from: String, to: String, json: bool) -> Result<(), CliError
         .map_err(|e| CliError::failed(e.to_string()))?;
     bar.finish(&format!("convert-db: {n} keys copied"));
     if json {
-        cli::print_json(&serde_json::json!({"converted_keys": n, "from": from, "to": to}));
+        cli::commands::print_json(
+            &serde_json::json!({"converted_keys": n, "from": from, "to": to}),
+        );
     } else {
         println!("Converted {n} keys from {from} to {to}.");
         println!(
@@ -299,18 +280,18 @@ async fn run(cli: Cli) -> Result<(), CliError> {
     };
     match cli.cmd {
         Cmd::Completions { shell } => {
-            docs_cli::completions(Cli::command(), shell);
+            cli::docs::completions(Cli::command(), shell);
             Ok(())
         }
-        Cmd::Man { dir } => docs_cli::man(Cli::command(), dir.as_deref()),
+        Cmd::Man { dir } => cli::docs::man(Cli::command(), dir.as_deref()),
         Cmd::ConvertDb { from, to } => convert_db(from, to, cli.json).await,
-        Cmd::SingleNode { dir, port } => single_node::run(dir, port)
+        Cmd::SingleNode { dir, port } => node::single_node::run(dir, port)
             .await
             .map_err(|e| CliError::failed(e.to_string())),
         Cmd::Server => {
             let cfg =
                 Config::load(&cli.config).map_err(|e| CliError::new(Exit::Usage, e.to_string()))?;
-            node::run(cfg)
+            node::server::run(cfg)
                 .await
                 .map_err(|e| CliError::failed(e.to_string()))
         }
@@ -323,9 +304,9 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             if let Cmd::Health = cmd {
                 // Every failure of `health` exits 1, as container health
                 // checks expect.
-                let t = health::target(cli.admin_url.as_deref(), cfg.as_ref())
+                let t = cli::health::target(cli.admin_url.as_deref(), cfg.as_ref())
                     .map_err(|e| CliError::new(Exit::Failed, e))?;
-                return health::run(&t, cli.json)
+                return cli::health::run(&t, cli.json)
                     .await
                     .map_err(|e| CliError::new(Exit::Failed, e));
             }
@@ -347,18 +328,18 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             };
             let c = &client;
             match cmd {
-                Cmd::Key(k) => cli::key(c, k, cli.json).await,
-                Cmd::Bucket(b) => cli::bucket(c, b, cli.json).await,
-                Cmd::AdminToken(t) => cli::admin_token(c, t, cli.json).await,
-                Cmd::Worker(w) => cli::worker(c, w, cli.json).await,
-                Cmd::Table(t) => cli::table(c, t, cli.json).await,
-                Cmd::Repair(r) => block_cli::repair(c, r, cli.json).await,
-                Cmd::Block(b) => block_cli::block(c, b, cli.json).await,
-                Cmd::Node(n) => cli::node(c, cfg.as_ref(), n, cli.json).await,
-                Cmd::Status => status_cli::status(c, cli.json).await,
-                Cmd::Stats => stats_cli::stats(c, cli.json).await,
-                Cmd::Presign(p) => presign_cli::presign(c, p, cli.json).await,
-                Cmd::Layout(l) => layout_cli::run(c, l, cli.json).await,
+                Cmd::Key(k) => cli::commands::key(c, k, cli.json).await,
+                Cmd::Bucket(b) => cli::commands::bucket(c, b, cli.json).await,
+                Cmd::AdminToken(t) => cli::commands::admin_token(c, t, cli.json).await,
+                Cmd::Worker(w) => cli::commands::worker(c, w, cli.json).await,
+                Cmd::Table(t) => cli::commands::table(c, t, cli.json).await,
+                Cmd::Repair(r) => cli::block::repair(c, r, cli.json).await,
+                Cmd::Block(b) => cli::block::block(c, b, cli.json).await,
+                Cmd::Node(n) => cli::commands::node(c, cfg.as_ref(), n, cli.json).await,
+                Cmd::Status => cli::status::status(c, cli.json).await,
+                Cmd::Stats => cli::stats::stats(c, cli.json).await,
+                Cmd::Presign(p) => cli::presign::presign(c, p, cli.json).await,
+                Cmd::Layout(l) => cli::layout::run(c, l, cli.json).await,
                 Cmd::Health
                 | Cmd::Server
                 | Cmd::SingleNode { .. }

@@ -4,7 +4,7 @@
 
 use clap::Args;
 
-use crate::cli_error::CliError;
+use crate::cli::error::CliError;
 
 /// Longest `--expires-in`: a hundred years.
 const MAX_SECS: u64 = 100 * 365 * 86_400;

@@ -6,8 +6,8 @@ use hangar_api_admin::client::AdminClient;
 use hangar_api_admin::proto::{AliasChange, Request};
 use serde_json::Value;
 
-use crate::cli_error::CliError;
-use crate::expiry::ExpiryArgs;
+use crate::cli::error::CliError;
+use crate::cli::expiry::ExpiryArgs;
 
 /// `hangar key --help` examples.
 pub const KEY_EXAMPLES: &str = "\
@@ -230,7 +230,7 @@ pub async fn admin_token(
         println!("Scope: {}", s(&v, "scope"));
         println!(
             "Expires: {}",
-            crate::expiry::describe(&v, hangar_util::time::now_msec())
+            crate::cli::expiry::describe(&v, hangar_util::time::now_msec())
         );
     }
     Ok(())
@@ -259,7 +259,7 @@ fn parse_quota_count(s: &str) -> Result<Quota, String> {
 /// A quota as `bucket info` shows it.
 fn quota_text(v: &Value, unit: &str) -> String {
     match v.as_u64() {
-        Some(n) if unit == "bytes" => format!("{n} bytes ({})", crate::units::human(n)),
+        Some(n) if unit == "bytes" => format!("{n} bytes ({})", crate::cli::units::human(n)),
         Some(n) => format!("{n} {unit}"),
         None => "none".into(),
     }
@@ -383,7 +383,7 @@ fn print_key(v: &Value, show_secret: bool) {
     println!("Can create buckets: {}", v["allow_create_bucket"]);
     println!(
         "Expires: {}",
-        crate::expiry::describe(v, hangar_util::time::now_msec())
+        crate::cli::expiry::describe(v, hangar_util::time::now_msec())
     );
     let buckets = v["buckets"].as_array().cloned().unwrap_or_default();
     if !buckets.is_empty() {
@@ -414,8 +414,11 @@ pub async fn key(client: &AdminClient, cmd: KeyCmd, json: bool) -> Result<(), Cl
             expiry,
             never_expires,
         } => {
-            let expires_msec =
-                crate::expiry::set_value(&expiry, never_expires, hangar_util::time::now_msec())?;
+            let expires_msec = crate::cli::expiry::set_value(
+                &expiry,
+                never_expires,
+                hangar_util::time::now_msec(),
+            )?;
             (Request::KeySetExpiry { key, expires_msec }, false)
         }
         KeyCmd::Import { id, secret, name } => (Request::KeyImport { id, secret, name }, true),

@@ -12,11 +12,11 @@ use hangar_model::{Model, ModelError, PermissionChange};
 use hangar_net::PeerAddr;
 use serde_json::{Value, json};
 
-use crate::admin_error::model_error;
-use crate::admin_state::AdminState;
-use crate::block_admin;
-use crate::layout_admin::{self, AssignArgs};
-use crate::presign_admin::{self, PresignArgs};
+use crate::admin::block;
+use crate::admin::error::model_error;
+use crate::admin::layout::{self, AssignArgs};
+use crate::admin::presign::{self, PresignArgs};
+use crate::admin::state::AdminState;
 
 /// JSON view of a key, as `hangar key info --json` prints it.
 pub fn key_json(k: &KeyRow) -> Value {
@@ -136,7 +136,7 @@ impl AdminOps for AdminState {
     }
 
     async fn health(&self) -> Health {
-        crate::node_health::check(&self.cluster, &self.mesh)
+        crate::admin::health::check(&self.cluster, &self.mesh)
     }
 }
 
@@ -348,27 +348,27 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
         ),
         Request::WorkerList => serde_json::to_value(st.workers.list()).map_err(AdminError::internal)?,
         Request::WorkerInfo { name } => {
-            block_admin::worker_info(&st.workers, &st.resync, &st.scrub, &name).await?
+            block::worker_info(&st.workers, &st.resync, &st.scrub, &name).await?
         }
         Request::WorkerSet { setting, value } => {
-            block_admin::worker_set(&st.resync, &st.scrub, &setting, &value)?
+            block::worker_set(&st.resync, &st.scrub, &setting, &value)?
         }
-        Request::Scrub { command } => block_admin::scrub(&st.scrub, &command).await?,
-        Request::RepairBlocks => block_admin::repair_blocks(&st.resync).await?,
-        Request::RepairTables => block_admin::repair_tables(&st.cluster, model).await?,
-        Request::ClearResyncQueue => block_admin::clear_resync_queue(&st.blocks).await?,
-        Request::BlockListErrors => block_admin::list_errors(&st.blocks).await?,
+        Request::Scrub { command } => block::scrub(&st.scrub, &command).await?,
+        Request::RepairBlocks => block::repair_blocks(&st.resync).await?,
+        Request::RepairTables => block::repair_tables(&st.cluster, model).await?,
+        Request::ClearResyncQueue => block::clear_resync_queue(&st.blocks).await?,
+        Request::BlockListErrors => block::list_errors(&st.blocks).await?,
         Request::BlockRetryNow { hash } => {
-            block_admin::retry_now(&st.blocks, &st.resync, hash).await?
+            block::retry_now(&st.blocks, &st.resync, hash).await?
         }
-        Request::BlockInfo { hash } => block_admin::info(&st.blocks, &st.cluster, &hash).await?,
+        Request::BlockInfo { hash } => block::info(&st.blocks, &st.cluster, &hash).await?,
         Request::NodeId => json!({"node": st.mesh.peer_addr().to_string()}),
-        Request::Status => crate::cluster_admin::status(st).await?,
-        Request::ClusterStatistics => crate::cluster_admin::statistics(st).await?,
+        Request::Status => crate::admin::cluster::status(st).await?,
+        Request::ClusterStatistics => crate::admin::cluster::statistics(st).await?,
         Request::ClusterHealth => {
             let h = st.cluster.layout().snapshot().await;
             let up = st.mesh.up_nodes().into_iter().collect();
-            layout_admin::health(&h, &up, st.cluster.consistency_mode())
+            layout::health(&h, &up, st.cluster.consistency_mode())
         }
         Request::NodeConnect { peer } => {
             let addr: PeerAddr = peer.parse().map_err(|e| {
@@ -394,25 +394,25 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
                 gateway,
                 tags,
             };
-            layout_admin::assign(st.cluster.layout(), &st.mesh, args).await?
+            layout::assign(st.cluster.layout(), &st.mesh, args).await?
         }
         Request::LayoutRemove { node } => {
-            layout_admin::remove(st.cluster.layout(), &st.mesh, &node).await?
+            layout::remove(st.cluster.layout(), &st.mesh, &node).await?
         }
         Request::LayoutConfig { zone_redundancy } => {
-            layout_admin::config(st.cluster.layout(), &zone_redundancy).await?
+            layout::config(st.cluster.layout(), &zone_redundancy).await?
         }
-        Request::LayoutShow => layout_admin::show(st.cluster.layout()).await,
+        Request::LayoutShow => layout::show(st.cluster.layout()).await,
         Request::LayoutApply { version } => {
-            layout_admin::apply(st.cluster.layout(), version).await?
+            layout::apply(st.cluster.layout(), version).await?
         }
-        Request::LayoutRevert => layout_admin::revert(st.cluster.layout()).await?,
-        Request::LayoutHistory => layout_admin::history(st.cluster.layout()).await,
+        Request::LayoutRevert => layout::revert(st.cluster.layout()).await?,
+        Request::LayoutHistory => layout::history(st.cluster.layout()).await,
         Request::LayoutSkipDeadNodes {
             version,
             allow_missing_data,
         } => {
-            layout_admin::skip_dead_nodes(
+            layout::skip_dead_nodes(
                 st.cluster.layout(),
                 &st.mesh,
                 version,
@@ -444,7 +444,7 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
                 expires_secs,
                 endpoint,
             };
-            presign_admin::presign_object(model, &st.presign, args, e).await?
+            presign::presign_object(model, &st.presign, args, e).await?
         }
     })
 }

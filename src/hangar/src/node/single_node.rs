@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use hangar_util::config::Config;
 
-use crate::node::{self, NodeError};
+use crate::node::server::{self, NodeError};
 
 const BUCKET: &str = "hangar";
 const KEY_NAME: &str = "single-node";
@@ -44,8 +44,8 @@ pub async fn run(dir: PathBuf, port: u16) -> Result<(), NodeError> {
             .map_err(io(format!("cannot write {}", cfg_path.display())))?;
     }
     let cfg = Config::load(&cfg_path)?;
-    let node = node::open(&cfg).await?;
-    if crate::layout_admin::assign_self_if_empty(node.cluster.layout())
+    let node = server::open(&cfg).await?;
+    if crate::admin::layout::assign_self_if_empty(node.cluster.layout())
         .await
         .map_err(|e| NodeError::Setup(e.to_string()))?
     {
@@ -97,5 +97,5 @@ Stop with Ctrl-C; data stays in {dir} for the next start.",
         secret = key.secret.value,
         cfg = cfg_path.display(),
     );
-    node::serve(cfg, node, move || println!("{banner}")).await
+    server::serve(cfg, node, move || println!("{banner}")).await
 }

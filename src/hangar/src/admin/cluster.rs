@@ -1,7 +1,7 @@
 //! The admin operations that show the whole cluster from one node:
 //! `hangar status` (each node's state and what it is doing) and `hangar
 //! stats` (buckets, disks, tables, blocks), from the layout, the mesh and
-//! every node's [`NodeReport`](crate::node_report::NodeReport).
+//! every node's [`NodeReport`](crate::admin::report::NodeReport).
 
 use std::collections::BTreeSet;
 
@@ -11,10 +11,10 @@ use hangar_api_admin::proto::AdminError;
 use hangar_layout::{LayoutHistory, NodeId};
 use serde_json::{Value, json};
 
-use crate::admin_error::model_error;
-use crate::admin_state::AdminState;
-use crate::layout_admin;
-use crate::node_report::{self, report_json};
+use crate::admin::error::model_error;
+use crate::admin::layout;
+use crate::admin::report::{self, report_json};
+use crate::admin::state::AdminState;
 
 /// Most buckets `stats` shows (each is a read of its usage counters).
 pub const STATS_MAX_BUCKETS: usize = 10_000;
@@ -40,12 +40,12 @@ fn layout_sync(h: &LayoutHistory, node: NodeId) -> Value {
     json!({"ack": ack, "sync": sync, "sync_ack": read, "state": state})
 }
 
-/// `hangar status`: `layout_admin::status`, and for each node its own
+/// `hangar status`: `layout::status`, and for each node its own
 /// report (`report`, or `report_error` saying why there is none) and its
 /// progress through the current layout version (`layout_sync`).
 pub async fn status(st: &AdminState) -> Result<Value, AdminError> {
     let layout = st.cluster.layout();
-    let mut v = layout_admin::status(layout, &st.mesh, st.cluster.consistency_mode()).await;
+    let mut v = layout::status(layout, &st.mesh, st.cluster.consistency_mode()).await;
     let h = layout.history();
     let rows = v["peers"].as_array_mut().expect("status lists peers");
     // Down nodes are not asked: their answer could only be a timeout.
@@ -54,7 +54,7 @@ pub async fn status(st: &AdminState) -> Result<Value, AdminError> {
         .filter(|r| r["is_up"] == Value::Bool(true))
         .filter_map(node_id)
         .collect();
-    let mut reports = node_report::gather(&st.reports, ask).await;
+    let mut reports = report::gather(&st.reports, ask).await;
     for row in rows.iter_mut() {
         let Some(id) = node_id(row) else { continue };
         let (report, error) = match reports.remove(&id) {
@@ -98,8 +98,7 @@ pub async fn statistics(st: &AdminState) -> Result<Value, AdminError> {
     ids.extend(h.all_nodes());
     let up: BTreeSet<NodeId> = st.mesh.up_nodes().into_iter().collect();
     let infos = st.cluster.layout().peers();
-    let reports =
-        node_report::gather(&st.reports, ids.iter().copied().filter(|i| up.contains(i))).await;
+    let reports = report::gather(&st.reports, ids.iter().copied().filter(|i| up.contains(i))).await;
     let me = st.cluster.id();
     let nodes: Vec<Value> = ids
         .iter()

@@ -5,10 +5,10 @@
 use clap::Subcommand;
 use serde_json::Value;
 
-use crate::cli::{call, print_fields, print_json, s};
-use crate::cli_error::CliError;
-use crate::cli_error::Exit;
-use crate::progress::Progress;
+use crate::cli::commands::{call, print_fields, print_json, s};
+use crate::cli::error::CliError;
+use crate::cli::error::Exit;
+use crate::cli::progress::Progress;
 use hangar_api_admin::client::AdminClient;
 use hangar_api_admin::proto::Request;
 

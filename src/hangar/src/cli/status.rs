@@ -7,8 +7,8 @@ use hangar_api_admin::client::AdminClient;
 use hangar_api_admin::proto::Request;
 use serde_json::Value;
 
-use crate::cli::{call, print_json, s};
-use crate::cli_error::CliError;
+use crate::cli::commands::{call, print_json, s};
+use crate::cli::error::CliError;
 
 /// `hangar status --help` examples.
 pub const EXAMPLES: &str = "\
@@ -27,7 +27,7 @@ pub async fn status(client: &AdminClient, json: bool) -> Result<(), CliError> {
     let now = hangar_util::time::now_msec();
     let size = |x: &Value| {
         x.as_u64()
-            .map(crate::units::human)
+            .map(crate::cli::units::human)
             .unwrap_or_else(|| "-".into())
     };
     let free = |d: &Value| {

@@ -16,7 +16,7 @@ use hangar_net::Mesh;
 use hangar_util::config::ConsistencyMode;
 use serde_json::{Value, json};
 
-use crate::layout_admin;
+use crate::admin::layout;
 
 /// This node's health.
 pub fn check(cluster: &Cluster, mesh: &Mesh) -> Health {
@@ -24,7 +24,7 @@ pub fn check(cluster: &Cluster, mesh: &Mesh) -> Health {
     let peers = mesh.peer_status();
     let up: BTreeSet<NodeId> = peers.iter().filter(|p| p.is_up).map(|p| p.id).collect();
     let mode = cluster.consistency_mode();
-    let parts = layout_admin::health(&h, &up, mode);
+    let parts = layout::health(&h, &up, mode);
     let mut table_nodes = h.all_nodes();
     table_nodes.insert(cluster.id());
     let tables_needed = match mode {

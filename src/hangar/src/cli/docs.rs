@@ -8,7 +8,7 @@ use std::path::Path;
 
 use clap_complete::Shell;
 
-use crate::cli_error::{CliError, Exit};
+use crate::cli::error::{CliError, Exit};
 
 /// The shells `hangar completions` writes a script for.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]

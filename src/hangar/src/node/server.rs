@@ -27,8 +27,8 @@ use hangar_util::foreground::Foreground;
 use hangar_util::worker::{WorkerRegistry, WorkerState};
 use prometheus_client::registry::Registry;
 
-use crate::admin_state::AdminState;
-use crate::node_report::{NodeReport, ReportRequest};
+use crate::admin::report::{NodeReport, ReportRequest};
+use crate::admin::state::AdminState;
 use hangar_cluster::{Cluster, ClusterError, LayoutFileError, layout_file};
 
 /// Errors that stop a node from starting.
@@ -294,15 +294,15 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
     tokio::spawn(resync.clone().run(workers.register("block-resync")));
     let scrub = Scrub::new(blocks.clone(), cfg.scrub_tranquility, !cfg.disable_scrub);
     tokio::spawn(scrub.clone().run(workers.register("block-scrub")));
-    crate::layout_progress::spawn(
+    crate::node::layout_progress::spawn(
         cluster.clone(),
         tables_synced.clone(),
         resync.clone(),
         &workers,
     );
-    let reports = crate::node_report::serve(
+    let reports = crate::admin::report::serve(
         &mesh,
-        crate::node_report::Sources {
+        crate::admin::report::Sources {
             cluster: cluster.clone(),
             model: model.clone(),
             blocks: blocks.clone(),
@@ -344,7 +344,7 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
         resync: node.resync.clone(),
         scrub: node.scrub.clone(),
         reports: node.reports.clone(),
-        presign: crate::presign_admin::PresignSettings::new(
+        presign: crate::admin::presign::PresignSettings::new(
             &cfg.s3_api.s3_region,
             cfg.s3_api.api_bind_addr.as_deref(),
         ),

@@ -1,5 +1,5 @@
-//! What the node's admin operations run on (`admin_server.rs` runs them,
-//! `cluster_admin.rs` answers the cluster-wide ones).
+//! What the node's admin operations run on (`server.rs` runs them,
+//! `cluster.rs` answers the cluster-wide ones).
 
 use std::sync::Arc;
 
@@ -10,8 +10,8 @@ use hangar_model::Model;
 use hangar_net::{Endpoint, Mesh};
 use hangar_util::worker::WorkerRegistry;
 
-use crate::node_report::{NodeReport, ReportRequest};
-use crate::presign_admin::PresignSettings;
+use crate::admin::presign::PresignSettings;
+use crate::admin::report::{NodeReport, ReportRequest};
 
 /// What the admin operations run on.
 #[derive(Clone)]

@@ -6,8 +6,8 @@ use clap::Args;
 use hangar_api_admin::client::AdminClient;
 use hangar_api_admin::proto::Request;
 
-use crate::cli::{call, print_json, s};
-use crate::cli_error::CliError;
+use crate::cli::commands::{call, print_json, s};
+use crate::cli::error::CliError;
 
 /// `hangar presign --help` examples.
 pub const EXAMPLES: &str = "\
@@ -32,7 +32,7 @@ pub struct PresignArgs {
     #[arg(long, default_value = "get", value_parser = ["get", "put", "delete", "list"])]
     pub action: String,
     /// How long the URL works: 90m, 12h, 7d… (at most 7 days; default 15 minutes).
-    #[arg(long, value_parser = crate::expiry::parse_duration_secs)]
+    #[arg(long, value_parser = crate::cli::expiry::parse_duration_secs)]
     pub expires_in: Option<u64>,
     /// `get`: the answer downloads as an attachment.
     #[arg(long)]

@@ -6,9 +6,9 @@ use clap::Subcommand;
 use hangar_util::size::Size;
 use serde_json::Value;
 
-use crate::cli::{call, print_json, s};
-use crate::cli_error::CliError;
-use crate::units::human;
+use crate::cli::commands::{call, print_json, s};
+use crate::cli::error::CliError;
+use crate::cli::units::human;
 use hangar_api_admin::client::AdminClient;
 use hangar_api_admin::proto::Request;
 
@@ -305,7 +305,7 @@ async fn wait_synced(
         .cloned()
         .unwrap_or_default();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(timeout_secs);
-    let mut bar = crate::progress::Progress::new();
+    let mut bar = crate::cli::progress::Progress::new();
     loop {
         let h = call(client, &Request::LayoutHistory).await?;
         let c = sync_counts(&h, &roles, version);
@@ -328,7 +328,7 @@ async fn wait_synced(
         if std::time::Instant::now() >= deadline {
             bar.finish(&msg);
             return Err(CliError::new(
-                crate::cli_error::Exit::Unavailable,
+                crate::cli::error::Exit::Unavailable,
                 format!(
                     "layout version {version} is not synced after {timeout_secs} s: `hangar layout history` \
                      shows which nodes lag, `hangar status` which are down (`hangar layout skip-dead-nodes` \

@@ -8,9 +8,9 @@ use hangar_api_admin::client::AdminClient;
 use hangar_api_admin::proto::Request;
 use serde_json::Value;
 
-use crate::cli::{call, print_json, s};
-use crate::cli_error::CliError;
-use crate::units::human;
+use crate::cli::commands::{call, print_json, s};
+use crate::cli::error::CliError;
+use crate::cli::units::human;
 
 /// `hangar stats --help` examples.
 pub const EXAMPLES: &str = "\

@@ -263,7 +263,7 @@ mod tests {
     use std::rc::Rc;
 
     use super::*;
-    use crate::format_tests::test_model;
+    use crate::test_support::test_model;
     use hangar_table::Table;
     use hangar_table::TableError;
 

@@ -9,7 +9,7 @@ use hangar_table::encode;
 
 use crate::access::PublicAccessBlock;
 use crate::bucket::{BucketRow, BucketTable};
-use crate::format_tests::{fixstr as s, test_model};
+use crate::test_support::{fixstr as s, test_model};
 
 fn find(v: &[u8], tail: &[u8]) -> usize {
     v.windows(tail.len())

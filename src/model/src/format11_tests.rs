@@ -10,10 +10,10 @@ use crate::row_format::{OBJECT_LOCK_ROW_FORMAT, SSE_C_ROW_FORMAT};
 use hangar_table::{Lww, ROW_FORMAT, encode};
 use hangar_util::Hash;
 
-use crate::format_tests::{fixstr as s, test_model};
 use crate::multipart::{MpuRow, MpuTable};
 use crate::object::{ObjectData, ObjectRow, ObjectTable};
 use crate::sse_c::{CustomerKey, SEAL_OVERHEAD, SseC};
+use crate::test_support::{fixstr as s, test_model};
 
 fn record() -> SseC {
     SseC {

@@ -12,9 +12,9 @@ use crate::row_format::{CREATOR_ROW_FORMAT, LIFECYCLE_ROW_FORMAT, QUOTA_ROW_FORM
 use hangar_table::{ROW_FORMAT, encode};
 
 use crate::bucket::{BucketQuotas, BucketRow, BucketTable, Versioning};
-use crate::format_tests::{fixstr as s, test_model};
 use crate::object::{ObjectData, ObjectRow};
 use crate::state::MODEL_STATE_TREE;
+use crate::test_support::{fixstr as s, test_model};
 use crate::usage::{USAGE_COUNTED, USAGE_TREE, Usage};
 use crate::version_keys::VersionRef;
 use crate::{Model, ModelError};

@@ -10,9 +10,9 @@ use hangar_table::{Lww, ROW_FORMAT, Schema, Table, encode, storage_key};
 use serde::Serialize;
 
 use crate::bucket::{BucketRow, BucketTable, CorsRule};
-use crate::format_tests::{fixstr as s, test_db, test_model};
 use crate::multipart::{MpuRow, MpuTable};
 use crate::object::{ObjectData, ObjectRow, ObjectTable, TagSet};
+use crate::test_support::{fixstr as s, test_db, test_model};
 
 /// `ObjectRow` as format 2 had it: no `tags`.
 #[derive(Serialize)]

@@ -8,7 +8,7 @@ use crate::row_format::KEY_EXPIRY_ROW_FORMAT;
 use hangar_table::{Lww, ROW_FORMAT, encode};
 use serde::Serialize;
 
-use crate::format_tests::{fixstr as s, test_model};
+use crate::test_support::{fixstr as s, test_model};
 
 /// `KeyRow` as format 2 had it: no `expires_msec`.
 #[derive(Serialize)]

@@ -8,11 +8,11 @@ use crate::row_format::OBJECT_LOCK_ROW_FORMAT;
 use hangar_table::{Lww, ROW_FORMAT, encode};
 
 use crate::bucket::{BucketRow, BucketTable, Versioning};
-use crate::format_tests::{fixstr as s, test_model};
 use crate::object::{ObjectData, ObjectRow, ObjectTable};
 use crate::object_lock::{
     DefaultRetention, ObjectLockConfig, Retention, RetentionMode, RetentionPeriod,
 };
+use crate::test_support::{fixstr as s, test_model};
 
 fn object() -> ObjectRow {
     let mut r = ObjectRow::tombstone([5; 16], 1);

@@ -7,8 +7,8 @@ use crate::row_format::{CREATOR_ROW_FORMAT, LIFECYCLE_ROW_FORMAT};
 use hangar_table::{ROW_FORMAT, encode};
 
 use crate::bucket::{BucketRow, BucketTable};
-use crate::format_tests::{fixstr as s, test_model};
 use crate::lifecycle::{LifecycleFilter, LifecycleRule};
+use crate::test_support::{fixstr as s, test_model};
 
 fn rule() -> LifecycleRule {
     LifecycleRule {

@@ -3,9 +3,8 @@
 //! struct mirroring the old layout, stored raw and read through its table.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
-use hangar_db::{Db, DbOptions, SledEngine};
+use hangar_db::Db;
 use hangar_table::{LEGACY_ROW_FORMAT, ROW_FORMAT, Schema, Table, TableError, storage_key};
 use hangar_util::Hash;
 use serde::Serialize;
@@ -15,6 +14,7 @@ use crate::bucket::BucketTable;
 use crate::key::KeyTable;
 use crate::multipart::{MpuTable, PartTable, mpu_sort_key};
 use crate::object::{ObjectData, ObjectTable};
+use crate::test_support::{test_db, test_model};
 
 // ---- the layout of format 1 ----
 
@@ -121,13 +121,6 @@ pub(crate) async fn put_legacy<S: Schema, R: Serialize>(
 
 /// Ids and hashes with bytes above 127, so that the legacy arrays hold both
 /// positive fixints and `cc xx` integers.
-/// A MessagePack fixstr: how a field name (or a short string) is written.
-pub(crate) fn fixstr(text: &str) -> Vec<u8> {
-    let mut v = vec![0xa0 | text.len() as u8];
-    v.extend_from_slice(text.as_bytes());
-    v
-}
-
 pub(crate) fn id(seed: u8) -> [u8; 16] {
     std::array::from_fn(|i| seed.wrapping_add((i as u8).wrapping_mul(37)))
 }
@@ -149,12 +142,6 @@ fn bin(bytes: &[u8]) -> Vec<u8> {
     let mut v = vec![0xc4, bytes.len() as u8];
     v.extend_from_slice(bytes);
     v
-}
-
-pub(crate) fn test_db() -> (tempfile::TempDir, Db) {
-    let d = tempfile::tempdir().unwrap();
-    let engine = SledEngine::open(&d.path().join("db"), 8 << 20).unwrap();
-    (d, Db::new(Arc::new(engine), DbOptions::default()))
 }
 
 async fn raw(db: &Db, tree: &'static str, key: Vec<u8>) -> Vec<u8> {
@@ -341,24 +328,6 @@ async fn legacy_key_and_bucket_rows_are_read() {
         .unwrap()
         .unwrap();
     assert_eq!(b.id_bytes(), hash(5));
-}
-
-/// A model on a fresh node directory (`db` and `data` under the tempdir).
-pub(crate) fn test_model() -> (tempfile::TempDir, Arc<crate::Model>) {
-    let d = tempfile::tempdir().unwrap();
-    let engine = SledEngine::open(&d.path().join("db"), 8 << 20).unwrap();
-    model_on(d, Arc::new(engine))
-}
-
-fn model_on(
-    d: tempfile::TempDir,
-    engine: Arc<dyn hangar_db::Engine>,
-) -> (tempfile::TempDir, Arc<crate::Model>) {
-    let db = Db::new(engine, DbOptions::default());
-    let files =
-        hangar_block::BlockFiles::new(vec![d.path().join("data")], Some(1), false, true).unwrap();
-    let blocks = hangar_block::BlockManager::new(files, db.clone(), 60_000);
-    (d, crate::Model::new(db, blocks, false))
 }
 
 /// A node whose metadata was written by format 1 (the block files are the

@@ -68,6 +68,8 @@ pub mod row_format;
 mod rows;
 pub mod sse_c;
 mod state;
+#[cfg(test)]
+mod test_support;
 pub mod usage;
 pub mod usage_backfill;
 pub mod version_keys;

@@ -1,0 +1,38 @@
+//! Helpers of the crate's unit tests: a store and a model on a fresh
+//! directory, and the MessagePack bytes the row-format tests compare.
+
+use std::sync::Arc;
+
+use hangar_db::{Db, DbOptions, SledEngine};
+
+/// A MessagePack fixstr: how a field name (or a short string) is written.
+pub(crate) fn fixstr(text: &str) -> Vec<u8> {
+    let mut v = vec![0xa0 | text.len() as u8];
+    v.extend_from_slice(text.as_bytes());
+    v
+}
+
+/// A metadata store on a fresh directory.
+pub(crate) fn test_db() -> (tempfile::TempDir, Db) {
+    let d = tempfile::tempdir().unwrap();
+    let engine = SledEngine::open(&d.path().join("db"), 8 << 20).unwrap();
+    (d, Db::new(Arc::new(engine), DbOptions::default()))
+}
+
+/// A model on a fresh node directory (`db` and `data` under the tempdir).
+pub(crate) fn test_model() -> (tempfile::TempDir, Arc<crate::Model>) {
+    let d = tempfile::tempdir().unwrap();
+    let engine = SledEngine::open(&d.path().join("db"), 8 << 20).unwrap();
+    model_on(d, Arc::new(engine))
+}
+
+fn model_on(
+    d: tempfile::TempDir,
+    engine: Arc<dyn hangar_db::Engine>,
+) -> (tempfile::TempDir, Arc<crate::Model>) {
+    let db = Db::new(engine, DbOptions::default());
+    let files =
+        hangar_block::BlockFiles::new(vec![d.path().join("data")], Some(1), false, true).unwrap();
+    let blocks = hangar_block::BlockManager::new(files, db.clone(), 60_000);
+    (d, crate::Model::new(db, blocks, false))
+}

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use prometheus_client::registry::Registry;
 
 use crate::auth::Tokens;
-use crate::console::node_s3::NodeS3;
+use crate::node_s3::NodeS3;
 
 /// What the admin endpoint serves.
 pub struct AdminEndpoint<H> {

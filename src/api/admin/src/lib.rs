@@ -21,6 +21,7 @@ pub mod exposition;
 mod families;
 pub mod http_api;
 mod http_reply;
+mod node_s3;
 pub mod ops;
 pub mod proto;
 pub mod routes;

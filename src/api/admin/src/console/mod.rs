@@ -8,7 +8,6 @@
 //! [`secure`]'s headers: a Content-Security-Policy with no inline script
 //! or style and no framing, `nosniff`, and `no-store`.
 
-pub mod node_s3;
 mod proxy;
 
 use std::sync::Arc;
@@ -19,8 +18,8 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::admin_endpoint::AdminEndpoint;
+pub use crate::node_s3::NodeS3;
 use crate::ops::AdminOps;
-pub use node_s3::NodeS3;
 
 /// The console's files: name under `/console/`, content type, content.
 const ASSETS: &[(&str, &str, &str)] = &[

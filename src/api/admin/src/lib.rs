@@ -12,6 +12,7 @@
 //! doc/admin-api.yaml is the OpenAPI description of every route.
 
 mod admin_endpoint;
+pub mod answers;
 pub mod auth;
 pub mod client;
 mod cluster_collector;

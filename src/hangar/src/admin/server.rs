@@ -3,6 +3,10 @@
 //! local socket and the admin HTTP API (`hangar_api_admin`), so the CLI
 //! and the API answer the same.
 
+use hangar_api_admin::answers::{
+    BucketCreated, BucketInfo, BucketKey, BucketQuotas, BucketSummary, BucketWebsite, KeyAlias,
+    KeyDeleted, KeyGrant, KeyInfo, KeySummary, Quotas, Website,
+};
 use hangar_api_admin::auth::Scope;
 use hangar_api_admin::ops::{AdminOps, Health};
 use hangar_api_admin::proto::{AdminError, AliasChange, Request};
@@ -18,25 +22,39 @@ use crate::admin::layout::{self, AssignArgs};
 use crate::admin::presign::{self, PresignArgs};
 use crate::admin::state::AdminState;
 
-/// JSON view of a key, as `hangar key info --json` prints it.
+/// A typed answer as the transports carry it.
+fn answer(a: impl serde::Serialize) -> Value {
+    serde_json::to_value(a).expect("admin answers serialize")
+}
+
+/// A key as `hangar key info --json` prints it.
 pub fn key_json(k: &KeyRow) -> Value {
-    json!({
-        "name": k.name.value,
-        "access_key_id": k.access_key_id,
-        "secret_access_key": k.secret.value,
-        "allow_create_bucket": k.allow_create_bucket.value,
-        "expires_msec": k.expires_msec.value,
-        "expires": k.expires_msec.value.map(hangar_util::time::rfc3339),
-        "expired": k.is_expired(hangar_util::time::now_msec()),
-        "buckets": k.granted().map(|(b, p)| json!({
-            "bucket": b, "read": p.read, "write": p.write, "owner": p.owner,
-        })).collect::<Vec<_>>(),
+    answer(KeyInfo {
+        name: k.name.value.clone(),
+        access_key_id: k.access_key_id.clone(),
+        secret_access_key: Some(k.secret.value.clone()),
+        allow_create_bucket: k.allow_create_bucket.value,
+        expires_msec: k.expires_msec.value,
+        expires: k.expires_msec.value.map(hangar_util::time::rfc3339),
+        expired: k.is_expired(hangar_util::time::now_msec()),
+        buckets: k
+            .granted()
+            .map(|(b, p)| KeyGrant {
+                bucket: b.to_owned(),
+                read: p.read,
+                write: p.write,
+                owner: p.owner,
+            })
+            .collect(),
     })
 }
 
-/// A bucket's quotas as the admin API shows them (null: no limit).
-fn quotas_json(q: hangar_model::bucket::BucketQuotas) -> Value {
-    json!({"max_size": q.max_size, "max_objects": q.max_objects})
+/// A bucket's quotas as the admin API shows them (`None`: no limit).
+fn quotas(q: hangar_model::bucket::BucketQuotas) -> Quotas {
+    Quotas {
+        max_size: q.max_size,
+        max_objects: q.max_objects,
+    }
 }
 
 /// What `bucket info` shows of bucket `b`: usage, quotas, website, the
@@ -44,40 +62,50 @@ fn quotas_json(q: hangar_model::bucket::BucketQuotas) -> Value {
 async fn bucket_info(model: &Model, b: &BucketRow) -> Result<Value, AdminError> {
     let e = model_error;
     let usage = model.bucket_usage(b).await.map_err(e)?;
-    let keys: Vec<Value> = model
+    let keys = model
         .list_keys()
         .await
         .map_err(e)?
         .iter()
         .filter_map(|k| {
             let p = k.permission(&b.name);
-            if !p.any() {
-                return None;
-            }
-            Some(
-                json!({"access_key_id": k.access_key_id, "name": k.name.value,
-                "read": p.read, "write": p.write, "owner": p.owner}),
-            )
+            p.any().then(|| BucketKey {
+                access_key_id: k.access_key_id.clone(),
+                name: k.name.value.clone(),
+                read: p.read,
+                write: p.write,
+                owner: p.owner,
+            })
         })
         .collect();
-    let website = b.website().map(|w| {
-        json!({"index_document": w.index_suffix, "error_document": w.error_key,
-            "redirect_all": w.redirect_all.as_ref().map(|r| &r.host_name),
-            "routing_rules": w.routing_rules.len()})
+    let website = b.website().map(|w| Website {
+        index_document: w.index_suffix.clone(),
+        error_document: w.error_key.clone(),
+        redirect_all: w.redirect_all.as_ref().map(|r| r.host_name.clone()),
+        routing_rules: w.routing_rules.len(),
     });
-    let aliases = model.bucket_aliases(b).await.map_err(e)?;
-    let local: Vec<Value> = model
+    let local_aliases = model
         .bucket_local_aliases(b)
         .await
         .map_err(e)?
         .into_iter()
-        .map(|(k, a)| json!({"access_key_id": k, "alias": a}))
+        .map(|(access_key_id, alias)| KeyAlias {
+            access_key_id,
+            alias,
+        })
         .collect();
-    Ok(
-        json!({"name": b.name, "id": b.id, "created": b.created_msec,
-        "objects": usage.objects, "bytes": usage.bytes, "keys": keys, "website": website,
-        "quotas": quotas_json(b.quotas()), "aliases": aliases, "local_aliases": local}),
-    )
+    Ok(answer(BucketInfo {
+        name: b.name.clone(),
+        id: b.id.clone(),
+        created: b.created_msec,
+        objects: usage.objects,
+        bytes: usage.bytes,
+        keys,
+        website,
+        quotas: quotas(b.quotas()),
+        aliases: model.bucket_aliases(b).await.map_err(e)?,
+        local_aliases,
+    }))
 }
 
 /// The bucket, the alias and for a local alias its key (the access key
@@ -162,24 +190,27 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
         Request::KeyImport { id, secret, name } => {
             key_json(&model.import_key(&id, &secret, &name).await.map_err(e)?)
         }
-        Request::KeyList => Value::Array(
+        Request::KeyList => answer(
             model
                 .list_keys()
                 .await
                 .map_err(e)?
                 .iter()
-                .map(|k| {
-                    json!({"access_key_id": k.access_key_id, "name": k.name.value,
-                        "expires_msec": k.expires_msec.value,
-                        "expired": k.is_expired(hangar_util::time::now_msec())})
+                .map(|k| KeySummary {
+                    access_key_id: k.access_key_id.clone(),
+                    name: k.name.value.clone(),
+                    expires_msec: k.expires_msec.value,
+                    expired: k.is_expired(hangar_util::time::now_msec()),
                 })
-                .collect(),
+                .collect::<Vec<_>>(),
         ),
         Request::KeyInfo { key } => key_json(&model.find_key(&key).await.map_err(e)?),
         Request::KeyDelete { key } => {
             let k = model.find_key(&key).await.map_err(e)?;
             model.delete_key(&k.access_key_id).await.map_err(e)?;
-            json!({"deleted": k.access_key_id})
+            answer(KeyDeleted {
+                deleted: k.access_key_id,
+            })
         }
         Request::KeySetCreateBucket { key, allow } => {
             let k = model.find_key(&key).await.map_err(e)?;
@@ -192,24 +223,29 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
         }
         Request::BucketCreate { name } => {
             let b = model.create_bucket(&name, None).await.map_err(e)?;
-            json!({"name": b.name, "id": b.id})
+            answer(BucketCreated {
+                name: b.name,
+                id: b.id,
+            })
         }
         Request::BucketList => {
             let mut aliases: std::collections::BTreeMap<String, Vec<String>> = Default::default();
             for (alias, b) in model.list_aliases().await.map_err(e)? {
                 aliases.entry(b.id).or_default().push(alias);
             }
-            Value::Array(
+            answer(
                 model
                     .list_buckets()
                     .await
                     .map_err(e)?
-                    .iter()
-                    .map(|b| {
-                        json!({"name": b.name, "id": b.id, "created": b.created_msec,
-                            "aliases": aliases.get(&b.id).cloned().unwrap_or_default()})
+                    .into_iter()
+                    .map(|b| BucketSummary {
+                        aliases: aliases.get(&b.id).cloned().unwrap_or_default(),
+                        name: b.name,
+                        id: b.id,
+                        created: b.created_msec,
                     })
-                    .collect(),
+                    .collect::<Vec<_>>(),
             )
         }
         Request::BucketInfo { name } => {
@@ -248,7 +284,10 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
                 max_objects,
             };
             let b = model.set_bucket_quotas(&bucket, q).await.map_err(e)?;
-            json!({"name": b.name, "quotas": quotas_json(b.quotas())})
+            answer(BucketQuotas {
+                quotas: quotas(b.quotas()),
+                name: b.name,
+            })
         }
         Request::BucketWebsite {
             bucket,
@@ -277,7 +316,10 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
                 None
             };
             let b = model.set_bucket_website(&bucket, website).await.map_err(e)?;
-            json!({"name": b.name, "website": b.website().is_some()})
+            answer(BucketWebsite {
+                website: b.website().is_some(),
+                name: b.name,
+            })
         }
         Request::AdminTokenCreate {
             scope,

@@ -2,6 +2,9 @@
 //! `hangar bucket …`, `hangar worker list`.
 
 use clap::{Args, Subcommand};
+use hangar_api_admin::answers::{
+    BucketInfo, BucketQuotas, BucketSummary, KeyDeleted, KeyInfo, KeySummary, Quotas,
+};
 use hangar_api_admin::client::AdminClient;
 use hangar_api_admin::proto::{AliasChange, Request};
 use serde_json::Value;
@@ -230,7 +233,7 @@ pub async fn admin_token(
         println!("Scope: {}", s(&v, "scope"));
         println!(
             "Expires: {}",
-            crate::cli::expiry::describe(&v, hangar_util::time::now_msec())
+            crate::cli::expiry::describe(v["expires_msec"].as_u64(), hangar_util::time::now_msec())
         );
     }
     Ok(())
@@ -257,8 +260,8 @@ fn parse_quota_count(s: &str) -> Result<Quota, String> {
 }
 
 /// A quota as `bucket info` shows it.
-fn quota_text(v: &Value, unit: &str) -> String {
-    match v.as_u64() {
+fn quota_text(v: Option<u64>, unit: &str) -> String {
+    match v {
         Some(n) if unit == "bytes" => format!("{n} bytes ({})", crate::cli::units::human(n)),
         Some(n) => format!("{n} {unit}"),
         None => "none".into(),
@@ -372,31 +375,43 @@ pub fn s(v: &Value, k: &str) -> String {
     }
 }
 
-fn print_key(v: &Value, show_secret: bool) {
-    println!("Key name: {}", s(v, "name"));
-    println!("Key ID: {}", s(v, "access_key_id"));
+/// A typed answer read from the node's JSON.
+fn typed<T: serde::de::DeserializeOwned>(v: &Value) -> Result<T, CliError> {
+    serde_json::from_value(v.clone())
+        .map_err(|e| CliError::from(format!("the node's answer cannot be read: {e}")))
+}
+
+fn print_key(k: &KeyInfo, show_secret: bool) {
+    println!("Key name: {}", k.name);
+    println!("Key ID: {}", k.access_key_id);
     if show_secret {
-        println!("Secret key: {}", s(v, "secret_access_key"));
+        println!(
+            "Secret key: {}",
+            k.secret_access_key.as_deref().unwrap_or_default()
+        );
     } else {
         println!("Secret key: (redacted, use --show-secret)");
     }
-    println!("Can create buckets: {}", v["allow_create_bucket"]);
+    println!("Can create buckets: {}", k.allow_create_bucket);
     println!(
         "Expires: {}",
-        crate::cli::expiry::describe(v, hangar_util::time::now_msec())
+        crate::cli::expiry::describe(k.expires_msec, hangar_util::time::now_msec())
     );
-    let buckets = v["buckets"].as_array().cloned().unwrap_or_default();
-    if !buckets.is_empty() {
+    if !k.buckets.is_empty() {
         println!("Buckets:");
-        for b in buckets {
-            println!("  {:<40} {}", s(&b, "bucket"), perm_string(&b));
+        for b in &k.buckets {
+            println!(
+                "  {:<40} {}",
+                b.bucket,
+                perm_string(b.read, b.write, b.owner)
+            );
         }
     }
 }
 
-fn perm_string(p: &Value) -> String {
-    let f = |k: &str, c: char| if p[k] == Value::Bool(true) { c } else { '-' };
-    format!("{}{}{}", f("read", 'R'), f("write", 'W'), f("owner", 'O'))
+fn perm_string(read: bool, write: bool, owner: bool) -> String {
+    let f = |on: bool, c: char| if on { c } else { '-' };
+    format!("{}{}{}", f(read, 'R'), f(write, 'W'), f(owner, 'O'))
 }
 
 /// Runs a key command.
@@ -448,23 +463,18 @@ pub async fn key(client: &AdminClient, cmd: KeyCmd, json: bool) -> Result<(), Cl
         print_json(&v);
     } else if list {
         println!("{:<28} {:<24} NAME", "ID", "EXPIRES");
-        for k in v.as_array().cloned().unwrap_or_default() {
-            let expires = match k["expires_msec"].as_u64() {
+        for k in typed::<Vec<KeySummary>>(&v)? {
+            let expires = match k.expires_msec {
                 None => "never".to_owned(),
-                Some(_) if k["expired"] == Value::Bool(true) => "EXPIRED".to_owned(),
+                Some(_) if k.expired => "EXPIRED".to_owned(),
                 Some(t) => hangar_util::time::rfc3339(t),
             };
-            println!(
-                "{:<28} {:<24} {}",
-                s(&k, "access_key_id"),
-                expires,
-                s(&k, "name")
-            );
+            println!("{:<28} {:<24} {}", k.access_key_id, expires, k.name);
         }
     } else if deleted {
-        println!("Key {} deleted.", s(&v, "deleted"));
+        println!("Key {} deleted.", typed::<KeyDeleted>(&v)?.deleted);
     } else {
-        print_key(&v, show_secret);
+        print_key(&typed(&v)?, show_secret);
     }
     Ok(())
 }
@@ -492,29 +502,19 @@ fn alias_names(
 fn alias_text(
     global: Option<String>,
     local: Option<hangar_api_admin::proto::LocalAlias>,
-    info: &Value,
+    info: &BucketInfo,
 ) -> String {
     match (global, local) {
         (_, Some(l)) => {
-            let id = info["local_aliases"]
-                .as_array()
-                .and_then(|a| a.iter().find(|x| x["alias"] == l.alias.as_str()))
-                .map_or(l.access_key_id.clone(), |x| s(x, "access_key_id"));
+            let id = info
+                .local_aliases
+                .iter()
+                .find(|x| x.alias == l.alias)
+                .map_or(l.access_key_id.clone(), |x| x.access_key_id.clone());
             format!("Local alias {} of key {id}", l.alias)
         }
         (g, None) => format!("Alias {}", g.unwrap_or_default()),
     }
-}
-
-/// The strings of a JSON array (none when it is not one).
-fn names_of(v: &Value) -> Vec<String> {
-    v.as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Runs a bucket command.
@@ -582,20 +582,20 @@ pub async fn bucket(client: &AdminClient, cmd: BucketCmd, json: bool) -> Result<
             }
             // A flag not given keeps the bucket's limit.
             let cur = if max_size.is_none() || max_objects.is_none() {
-                call(
+                let info = call(
                     client,
                     &Request::BucketInfo {
                         name: bucket.clone(),
                     },
                 )
-                .await?["quotas"]
-                    .clone()
+                .await?;
+                typed::<BucketInfo>(&info)?.quotas
             } else {
-                Value::Null
+                Quotas::default()
             };
             Request::BucketSetQuotas {
-                max_size: max_size.map_or(cur["max_size"].as_u64(), |q| q.0),
-                max_objects: max_objects.map_or(cur["max_objects"].as_u64(), |q| q.0),
+                max_size: max_size.map_or(cur.max_size, |q| q.0),
+                max_objects: max_objects.map_or(cur.max_objects, |q| q.0),
                 bucket,
             }
         }
@@ -623,20 +623,26 @@ pub async fn bucket(client: &AdminClient, cmd: BucketCmd, json: bool) -> Result<
             global_alias,
             local_alias,
             ..
-        }) => println!(
-            "{} now names bucket {}.",
-            alias_text(global_alias, local_alias, &v),
-            s(&v, "name")
-        ),
+        }) => {
+            let b: BucketInfo = typed(&v)?;
+            println!(
+                "{} now names bucket {}.",
+                alias_text(global_alias, local_alias, &b),
+                b.name
+            )
+        }
         Request::BucketUnalias(AliasChange {
             global_alias,
             local_alias,
             ..
-        }) => println!(
-            "{} of bucket {} removed.",
-            alias_text(global_alias, local_alias, &v),
-            s(&v, "name")
-        ),
+        }) => {
+            let b: BucketInfo = typed(&v)?;
+            println!(
+                "{} of bucket {} removed.",
+                alias_text(global_alias, local_alias, &b),
+                b.name
+            )
+        }
         Request::BucketDelete { name } => println!("Bucket {name} deleted."),
         Request::BucketWebsite { bucket, allow, .. } => {
             if allow {
@@ -646,69 +652,61 @@ pub async fn bucket(client: &AdminClient, cmd: BucketCmd, json: bool) -> Result<
             }
         }
         Request::BucketSetQuotas { bucket, .. } => {
+            let q = typed::<BucketQuotas>(&v)?.quotas;
             println!("Quotas of {bucket}:");
-            println!(
-                "  max size: {}",
-                quota_text(&v["quotas"]["max_size"], "bytes")
-            );
-            println!(
-                "  max objects: {}",
-                quota_text(&v["quotas"]["max_objects"], "objects")
-            );
+            println!("  max size: {}", quota_text(q.max_size, "bytes"));
+            println!("  max objects: {}", quota_text(q.max_objects, "objects"));
         }
         Request::BucketList => {
-            for b in v.as_array().cloned().unwrap_or_default() {
-                let aliases = names_of(&b["aliases"]);
-                if aliases.is_empty() {
-                    println!("{}", s(&b, "name"));
+            for b in typed::<Vec<BucketSummary>>(&v)? {
+                if b.aliases.is_empty() {
+                    println!("{}", b.name);
                 } else {
-                    println!("{}  (aliases: {})", s(&b, "name"), aliases.join(", "));
+                    println!("{}  (aliases: {})", b.name, b.aliases.join(", "));
                 }
             }
         }
         Request::BucketInfo { .. } => {
-            println!("Bucket: {}", s(&v, "name"));
-            println!("ID: {}", s(&v, "id"));
-            let aliases = names_of(&v["aliases"]);
-            if !aliases.is_empty() {
-                println!("Aliases: {}", aliases.join(", "));
+            let b: BucketInfo = typed(&v)?;
+            println!("Bucket: {}", b.name);
+            println!("ID: {}", b.id);
+            if !b.aliases.is_empty() {
+                println!("Aliases: {}", b.aliases.join(", "));
             }
-            let local: Vec<String> = v["local_aliases"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
+            let local: Vec<String> = b
+                .local_aliases
                 .iter()
-                .map(|l| format!("{} (key {})", s(l, "alias"), s(l, "access_key_id")))
+                .map(|l| format!("{} (key {})", l.alias, l.access_key_id))
                 .collect();
             if !local.is_empty() {
                 println!("Local aliases: {}", local.join(", "));
             }
-            println!("Objects: {}", s(&v, "objects"));
-            println!("Size: {} bytes", s(&v, "bytes"));
+            println!("Objects: {}", b.objects);
+            println!("Size: {} bytes", b.bytes);
             println!(
                 "Quotas: max size {}, max objects {}",
-                quota_text(&v["quotas"]["max_size"], "bytes"),
-                quota_text(&v["quotas"]["max_objects"], "objects")
+                quota_text(b.quotas.max_size, "bytes"),
+                quota_text(b.quotas.max_objects, "objects")
             );
-            match v.get("website").filter(|w| !w.is_null()) {
+            match &b.website {
                 Some(w) => println!(
                     "Website: yes (index {}, error document {})",
-                    s(w, "index_document"),
-                    s(w, "error_document")
+                    w.index_document.as_deref().unwrap_or_default(),
+                    w.error_document.as_deref().unwrap_or_default()
                 ),
                 None => println!("Website: no"),
             }
             println!("Keys:");
-            for k in v["keys"].as_array().cloned().unwrap_or_default() {
+            for k in &b.keys {
                 println!(
                     "  {} {:<28} {}",
-                    perm_string(&k),
-                    s(&k, "access_key_id"),
-                    s(&k, "name")
+                    perm_string(k.read, k.write, k.owner),
+                    k.access_key_id,
+                    k.name
                 );
             }
         }
-        _ => print_key(&v, false),
+        _ => print_key(&typed(&v)?, false),
     }
     Ok(())
 }

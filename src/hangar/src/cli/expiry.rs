@@ -54,9 +54,9 @@ pub fn parse_duration_secs(s: &str) -> Result<u64, String> {
     }
 }
 
-/// `key info`'s line about the expiry of a key shown as JSON `v`.
-pub fn describe(v: &serde_json::Value, now_msec: u64) -> String {
-    let Some(t) = v["expires_msec"].as_u64() else {
+/// `key info`'s line about an expiry (ms since the epoch; `None`: never).
+pub fn describe(expires_msec: Option<u64>, now_msec: u64) -> String {
+    let Some(t) = expires_msec else {
         return "never".into();
     };
     let at = hangar_util::time::rfc3339(t);
@@ -112,12 +112,11 @@ mod tests {
 
     #[test]
     fn descriptions() {
-        let v = serde_json::json!({"expires_msec": 10_000});
-        assert!(describe(&v, 20_000).starts_with("EXPIRED at 1970-01-01T00:00:10Z"));
-        assert_eq!(describe(&v, 5_000), "1970-01-01T00:00:10Z (in 5 s)");
+        assert!(describe(Some(10_000), 20_000).starts_with("EXPIRED at 1970-01-01T00:00:10Z"));
         assert_eq!(
-            describe(&serde_json::json!({"expires_msec": null}), 0),
-            "never"
+            describe(Some(10_000), 5_000),
+            "1970-01-01T00:00:10Z (in 5 s)"
         );
+        assert_eq!(describe(None, 0), "never");
     }
 }

@@ -1,0 +1,238 @@
+//! Typed answers of the admin operations on keys and buckets: the node
+//! builds them, the CLI reads them, and both transports carry them as the
+//! JSON objects doc/admin-api.yaml describes (serde_json writes an
+//! object's keys in alphabetical order whichever way it was built, so the
+//! bytes are those of the untyped answers these replace).
+//!
+//! Every field has a default when read, so a CLI reads the answer of a
+//! node that does not send a field yet (a cluster being upgraded).
+
+use serde::{Deserialize, Serialize};
+
+/// An access key: `key create|import|info|set|allow|deny`, and
+/// `bucket allow|deny` (the key after the change).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct KeyInfo {
+    pub name: String,
+    pub access_key_id: String,
+    /// Absent when the CLI was not asked to show it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret_access_key: Option<String>,
+    pub allow_create_bucket: bool,
+    /// When the key stops working, ms since the epoch; `None`: never.
+    pub expires_msec: Option<u64>,
+    /// `expires_msec` as RFC 3339.
+    pub expires: Option<String>,
+    pub expired: bool,
+    pub buckets: Vec<KeyGrant>,
+}
+
+/// A key's permissions on one bucket.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct KeyGrant {
+    pub bucket: String,
+    pub read: bool,
+    pub write: bool,
+    pub owner: bool,
+}
+
+/// One key of `key list`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct KeySummary {
+    pub access_key_id: String,
+    pub name: String,
+    pub expires_msec: Option<u64>,
+    pub expired: bool,
+}
+
+/// `key delete`: the id of the key deleted.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct KeyDeleted {
+    pub deleted: String,
+}
+
+/// `bucket create`: the new bucket.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BucketCreated {
+    pub name: String,
+    pub id: String,
+}
+
+/// One bucket of `bucket list`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BucketSummary {
+    pub name: String,
+    pub id: String,
+    /// Creation time, ms since the epoch.
+    pub created: u64,
+    /// Its global aliases.
+    pub aliases: Vec<String>,
+}
+
+/// `bucket info`, and `bucket alias|unalias` (the bucket after the
+/// change).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BucketInfo {
+    pub name: String,
+    pub id: String,
+    /// Creation time, ms since the epoch.
+    pub created: u64,
+    pub objects: u64,
+    pub bytes: u64,
+    /// The keys with any permission on it.
+    pub keys: Vec<BucketKey>,
+    /// `None`: not a website.
+    pub website: Option<Website>,
+    pub quotas: Quotas,
+    pub aliases: Vec<String>,
+    pub local_aliases: Vec<KeyAlias>,
+}
+
+/// A key's permissions on the bucket `bucket info` shows.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BucketKey {
+    pub access_key_id: String,
+    pub name: String,
+    pub read: bool,
+    pub write: bool,
+    pub owner: bool,
+}
+
+/// A bucket's website configuration, as `bucket info` summarises it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Website {
+    pub index_document: Option<String>,
+    pub error_document: Option<String>,
+    /// The host every request is redirected to, if any.
+    pub redirect_all: Option<String>,
+    /// How many routing rules it has.
+    pub routing_rules: usize,
+}
+
+/// A bucket's quotas (`None`: no limit).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Quotas {
+    pub max_size: Option<u64>,
+    pub max_objects: Option<u64>,
+}
+
+/// A local alias: a name of the bucket for one key only.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct KeyAlias {
+    pub access_key_id: String,
+    pub alias: String,
+}
+
+/// `bucket set-quotas`: the bucket's quotas now.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BucketQuotas {
+    pub name: String,
+    pub quotas: Quotas,
+}
+
+/// `bucket website`: whether the bucket is a website now.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BucketWebsite {
+    pub name: String,
+    pub website: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The typed answers write the JSON the untyped ones wrote: same keys,
+    /// same values, `null` for an absent option (the secret excepted,
+    /// which the node always sets).
+    #[test]
+    fn a_key_answer_is_the_json_it_was() {
+        let k = KeyInfo {
+            name: "n".into(),
+            access_key_id: "GK1".into(),
+            secret_access_key: Some("s".into()),
+            allow_create_bucket: true,
+            expires_msec: None,
+            expires: None,
+            expired: false,
+            buckets: vec![KeyGrant {
+                bucket: "b".into(),
+                read: true,
+                write: false,
+                owner: true,
+            }],
+        };
+        let before = serde_json::json!({
+            "name": "n", "access_key_id": "GK1", "secret_access_key": "s",
+            "allow_create_bucket": true, "expires_msec": null, "expires": null,
+            "expired": false,
+            "buckets": [{"bucket": "b", "read": true, "write": false, "owner": true}],
+        });
+        let v = serde_json::to_value(&k).unwrap();
+        assert_eq!(v, before);
+        assert_eq!(serde_json::to_string(&v).unwrap(), before.to_string());
+        assert_eq!(serde_json::from_value::<KeyInfo>(before).unwrap(), k);
+    }
+
+    #[test]
+    fn an_answer_without_a_newer_field_is_read() {
+        let b: BucketInfo = serde_json::from_value(serde_json::json!({
+            "name": "b", "id": "i", "created": 1, "objects": 2, "bytes": 3,
+            "keys": [], "aliases": ["x"], "local_aliases": []
+        }))
+        .unwrap();
+        assert_eq!(b.quotas, Quotas::default());
+        assert_eq!(b.website, None);
+        assert_eq!(b.aliases, vec!["x".to_owned()]);
+    }
+
+    /// The `required` fields of schema `name` in doc/admin-api.yaml (its
+    /// one-line `required: [...]` list: the file writes them so).
+    fn required_in_doc(name: &str) -> Vec<String> {
+        let doc = include_str!("../../../../doc/admin-api.yaml");
+        let start = doc
+            .find(&format!("\n    {name}:\n"))
+            .unwrap_or_else(|| panic!("schema {name} in doc/admin-api.yaml"));
+        let line = doc[start..]
+            .lines()
+            .find(|l| l.trim_start().starts_with("required: ["))
+            .expect("a required list");
+        let list = line
+            .trim()
+            .trim_start_matches("required: [")
+            .trim_end_matches(']');
+        let mut v: Vec<String> = list.split(',').map(|f| f.trim().to_owned()).collect();
+        v.sort();
+        v
+    }
+
+    fn fields(v: serde_json::Value) -> Vec<String> {
+        v.as_object().expect("an object").keys().cloned().collect()
+    }
+
+    /// The hand-written OpenAPI document and the types agree field by field
+    /// on the answers it names as schemas.
+    #[test]
+    fn the_openapi_document_names_every_field_of_the_typed_answers() {
+        assert_eq!(
+            fields(serde_json::to_value(BucketInfo::default()).unwrap()),
+            required_in_doc("BucketInfo")
+        );
+        assert_eq!(
+            fields(serde_json::to_value(Quotas::default()).unwrap()),
+            required_in_doc("BucketQuotas")
+        );
+    }
+}

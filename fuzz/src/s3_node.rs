@@ -49,8 +49,8 @@ impl Node {
                 .expect("block files");
             let blocks = BlockManager::new(files, db.clone(), 60_000);
             let model = Model::new(db, blocks, false);
-            model.import_key(KEY_ID, SECRET, "fuzz").await.expect("key");
-            model.set_create_bucket(KEY_ID, true).await.expect("allow");
+            model.keys().import(KEY_ID, SECRET, "fuzz").await.expect("key");
+            model.keys().set_create_bucket(KEY_ID, true).await.expect("allow");
             model
                 .create_bucket(BUCKET, Some(KEY_ID))
                 .await

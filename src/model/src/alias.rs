@@ -476,7 +476,7 @@ impl Model {
         }
         let sort = alias_sort_key(c.key.as_deref(), &c.alias);
         if let Some(k) = &c.key
-            && let Err(e) = self.get_key(k).await
+            && let Err(e) = self.keys().get(k).await
         {
             return match e {
                 e @ ModelError::Table(_) => Ok(unavailable(e)),

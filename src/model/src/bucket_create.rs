@@ -358,7 +358,7 @@ impl Model {
             self.alias_table().get_quorum(b"", local.as_bytes()).await?;
         }
         if let Some(id) = owner
-            && self.get_key(id).await?.is_none()
+            && self.keys().get(id).await?.is_none()
         {
             return Ok(reply(Decision::NoSuchKey, None, None));
         }
@@ -456,7 +456,7 @@ impl Model {
         }
         if changed
             && let Some(k) = &key
-            && let Err(e) = self.replicate_key(k).await
+            && let Err(e) = self.keys().replicate(k).await
         {
             return Ok(unavailable(e));
         }

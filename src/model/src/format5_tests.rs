@@ -66,10 +66,10 @@ fn a_key_without_expiry_is_format_2_byte_for_byte_and_one_with_it_format_5() {
 #[tokio::test]
 async fn a_key_created_expiring_and_renewed_through_the_model() {
     let (_d, model) = test_model();
-    let k = model.create_key_expiring("ci", Some(1)).await.unwrap();
+    let k = model.keys().create_expiring("ci", Some(1)).await.unwrap();
     assert_eq!(k.expires_msec.value, Some(1));
     let id = k.access_key_id.clone();
-    match model.get_signing_key(&id).await {
+    match model.keys().signing_key(&id).await {
         Err(crate::ModelError::KeyExpired {
             id: got,
             expired_msec: 1,
@@ -77,17 +77,18 @@ async fn a_key_created_expiring_and_renewed_through_the_model() {
         other => panic!("{other:?}"),
     }
     // The admin operations still see it.
-    assert!(model.get_key(&id).await.unwrap().is_some());
-    let renewed = model.set_key_expiry(&id, None).await.unwrap();
+    assert!(model.keys().get(&id).await.unwrap().is_some());
+    let renewed = model.keys().set_expiry(&id, None).await.unwrap();
     assert_eq!(renewed.expires_msec.value, None);
-    assert!(model.get_signing_key(&id).await.unwrap().is_some());
+    assert!(model.keys().signing_key(&id).await.unwrap().is_some());
     // A key deleted and imported again does not keep the old expiry.
-    model.set_key_expiry(&id, Some(1)).await.unwrap();
-    model.delete_key(&id).await.unwrap();
+    model.keys().set_expiry(&id, Some(1)).await.unwrap();
+    model.keys().delete(&id).await.unwrap();
     let again = model
-        .import_key(&id, "secret-secret-00", "ci")
+        .keys()
+        .import(&id, "secret-secret-00", "ci")
         .await
         .unwrap();
     assert_eq!(again.expires_msec.value, None);
-    assert!(model.get_signing_key(&id).await.unwrap().is_some());
+    assert!(model.keys().signing_key(&id).await.unwrap().is_some());
 }

@@ -465,7 +465,7 @@ async fn a_node_written_by_format_1_is_readable() {
     }
 
     // Everything reads through the model.
-    let k = model.get_key(key_id).await.unwrap().unwrap();
+    let k = model.keys().get(key_id).await.unwrap().unwrap();
     assert!(k.permission("photos").write);
     let b = model.get_bucket("photos").await.unwrap().unwrap();
     assert_eq!(b.id_bytes(), bucket_id);

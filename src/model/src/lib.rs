@@ -1,6 +1,7 @@
 //! Hangar's data model, on top of tables and the block store.
 //!
 //! - [`key`]: access keys, their secrets and their per-bucket permissions;
+//!   [`keys`]: the service that owns them (`Model::keys`);
 //! - [`bucket`]: buckets by name;
 //! - [`alias`]: more names of a bucket (bucket aliases);
 //! - [`access`]: a bucket's policy document and public access block;
@@ -53,6 +54,7 @@ mod format9_tests;
 mod format_tests;
 pub mod garbage;
 pub mod key;
+pub mod keys;
 pub mod lifecycle;
 pub mod lifecycle_worker;
 mod lock_ops;

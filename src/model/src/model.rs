@@ -20,7 +20,8 @@ use crate::block_list::{BlockEntry, VersionTable};
 use crate::bucket::{BucketRow, BucketTable, Versioning};
 use crate::bucket_create::BucketCreation;
 use crate::control::ControlTable;
-use crate::key::{KeyRow, KeyTable, Permission, new_key_id, new_secret, valid_key_id};
+use crate::key::{KeyRow, KeyTable, Permission};
+use crate::keys::Keys;
 use crate::multipart::{MpuTable, PartTable};
 use crate::object::{ObjectRow, ObjectTable};
 use crate::object_paxos::{Conditional, KeyLocks};
@@ -38,7 +39,7 @@ pub struct Model {
     blocks: Arc<BlockManager>,
     /// The cluster's blocks: where a block goes once a layout assigns it.
     cluster_blocks: Option<ClusterBlocks>,
-    keys: ControlTable<KeyTable>,
+    keys: Keys,
     buckets: ControlTable<BucketTable>,
     aliases: ControlTable<AliasTable>,
     objects: Rows<ObjectTable>,
@@ -134,7 +135,7 @@ impl Model {
             mpus: rows(&db, cluster)?,
             parts: rows(&db, cluster)?,
             cluster_blocks,
-            keys: ControlTable::new(db.clone(), cluster)?,
+            keys: Keys::new(db.clone(), ControlTable::new(db.clone(), cluster)?),
             buckets: ControlTable::new(db.clone(), cluster)?,
             aliases: ControlTable::new(db.clone(), cluster)?,
             db,
@@ -290,7 +291,7 @@ impl Model {
     /// without a cluster).
     pub fn full_tables(&self) -> Vec<Box<dyn hangar_table::full_sync::Syncable>> {
         let mut t: Vec<Box<dyn hangar_table::full_sync::Syncable>> = Vec::new();
-        if let Some(k) = self.keys.full() {
+        if let Some(k) = self.keys.table().full() {
             t.push(Box::new(k.clone()));
         }
         if let Some(b) = self.buckets.full() {
@@ -394,162 +395,9 @@ impl Model {
         self.gc_wakeup.notify_one();
     }
 
-    // ---- access keys ----
-
-    /// Creates a key with a fresh id and secret.
-    pub async fn create_key(&self, name: &str) -> Result<KeyRow> {
-        self.create_key_expiring(name, None).await
-    }
-
-    /// Creates a key that stops working at `expires_msec` (ms since the
-    /// epoch; `None`: never), in one write.
-    pub async fn create_key_expiring(
-        &self,
-        name: &str,
-        expires_msec: Option<u64>,
-    ) -> Result<KeyRow> {
-        self.import_key_expiring(&new_key_id(), &new_secret(), name, expires_msec)
-            .await
-    }
-
-    /// Creates a key with a given id and secret (`hangar key import`).
-    pub async fn import_key(&self, id: &str, secret: &str, name: &str) -> Result<KeyRow> {
-        self.import_key_expiring(id, secret, name, None).await
-    }
-
-    /// [`Self::import_key`], with an expiry.
-    pub async fn import_key_expiring(
-        &self,
-        id: &str,
-        secret: &str,
-        name: &str,
-        expires_msec: Option<u64>,
-    ) -> Result<KeyRow> {
-        if !valid_key_id(id) {
-            return Err(ModelError::Invalid(format!(
-                "access key id {id:?} must be GK followed by 24 hex digits"
-            )));
-        }
-        if secret.len() < 16 {
-            return Err(ModelError::Invalid("secret key too short".into()));
-        }
-        self.keys.check_writable()?;
-        let (id, secret, name) = (id.to_owned(), secret.to_owned(), name.to_owned());
-        let row: KeyRow = self
-            .db
-            .write(move |tx| {
-                let now = now_msec();
-                let row = match Table::<KeyTable>::tx_get(tx, b"", id.as_bytes())? {
-                    Some(old) if !old.is_deleted() => {
-                        return Err(ModelError::KeyAlreadyExists(id));
-                    }
-                    // A deleted key imported again: every register moves
-                    // past the tombstone's, its revoked rights stay revoked.
-                    Some(mut old) => {
-                        old.name.update(now, name);
-                        old.secret.update(now, secret);
-                        old.allow_create_bucket.update(now, false);
-                        old.deleted.update(now, false);
-                        // Not the old key's expiry: only the one given now.
-                        if expires_msec.is_some() || !old.expires_msec.is_unset() {
-                            old.expires_msec.update(now, expires_msec);
-                        }
-                        old
-                    }
-                    None => {
-                        let mut k = KeyRow::new(&id, &secret, &name, now);
-                        if expires_msec.is_some() {
-                            k.expires_msec.update(now, expires_msec);
-                        }
-                        k
-                    }
-                };
-                Ok(Table::<KeyTable>::tx_insert(tx, b"", id.as_bytes(), &row)?)
-            })
-            .await?;
-        self.replicate_key(&row).await?;
-        Ok(row)
-    }
-
-    /// The live key with this id.
-    pub async fn get_key(&self, id: &str) -> Result<Option<KeyRow>> {
-        Ok(self
-            .keys
-            .get(b"", id.as_bytes())
-            .await?
-            .filter(|k| !k.is_deleted()))
-    }
-
-    /// Every live key.
-    pub async fn list_keys(&self) -> Result<Vec<KeyRow>> {
-        let mut out = Vec::new();
-        let mut after: Option<Vec<u8>> = None;
-        loop {
-            let start = after.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
-            let page = self
-                .keys
-                .local()
-                .range(b"", start, Bound::Unbounded, false, 1000)
-                .await?;
-            let full = page.len() == 1000;
-            after = page.last().map(|(k, _)| k.clone());
-            out.extend(page.into_iter().map(|(_, r)| r).filter(|k| !k.is_deleted()));
-            if !full {
-                return Ok(out);
-            }
-        }
-    }
-
-    /// Finds a key by id, or by name when exactly one key has that name.
-    pub async fn find_key(&self, id_or_name: &str) -> Result<KeyRow> {
-        if let Some(k) = self.get_key(id_or_name).await? {
-            return Ok(k);
-        }
-        let matches: Vec<_> = self
-            .list_keys()
-            .await?
-            .into_iter()
-            .filter(|k| k.name.value == id_or_name || k.access_key_id.starts_with(id_or_name))
-            .collect();
-        match matches.len() {
-            1 => Ok(matches.into_iter().next().expect("one match")),
-            0 => Err(ModelError::NoSuchKey(id_or_name.to_owned())),
-            _ => Err(ModelError::Invalid(format!(
-                "{id_or_name:?} matches several keys; give the full key id"
-            ))),
-        }
-    }
-
-    /// Applies `f` to the live key `id` (with the time of the change, read
-    /// in the transaction) and stores the result.
-    async fn update_key(
-        &self,
-        id: &str,
-        f: impl FnOnce(&mut KeyRow, u64) + Send + 'static,
-    ) -> Result<KeyRow> {
-        self.keys.check_writable()?;
-        // A key known to another node only is fetched first.
-        self.get_key(id).await?;
-        let id = id.to_owned();
-        let row: KeyRow = self
-            .db
-            .write(move |tx| {
-                let mut k = Table::<KeyTable>::tx_get(tx, b"", id.as_bytes())?
-                    .filter(|k| !k.is_deleted())
-                    .ok_or_else(|| ModelError::NoSuchKey(id.clone()))?;
-                f(&mut k, now_msec());
-                Ok::<_, ModelError>(Table::<KeyTable>::tx_insert(tx, b"", id.as_bytes(), &k)?)
-            })
-            .await?;
-        self.replicate_key(&row).await?;
-        Ok(row)
-    }
-
-    pub(crate) async fn replicate_key(&self, row: &KeyRow) -> Result<()> {
-        let id = row.access_key_id.as_bytes().to_vec();
-        self.keys
-            .replicate(vec![(Vec::new(), id, row.clone())])
-            .await
+    /// The key service: access keys and their rights.
+    pub fn keys(&self) -> &Keys {
+        &self.keys
     }
 
     pub(crate) async fn replicate_bucket(&self, row: &BucketRow) -> Result<()> {
@@ -557,38 +405,6 @@ impl Model {
         self.buckets
             .replicate(vec![(Vec::new(), name, row.clone())])
             .await
-    }
-
-    /// Deletes a key (a tombstone row, every right revoked).
-    pub async fn delete_key(&self, id: &str) -> Result<()> {
-        self.update_key(id, |k, now| k.delete(now))
-            .await
-            .map(|_| ())
-    }
-
-    /// Grants or revokes the right to create buckets.
-    pub async fn set_create_bucket(&self, id: &str, allow: bool) -> Result<KeyRow> {
-        self.update_key(id, move |k, now| k.allow_create_bucket.update(now, allow))
-            .await
-    }
-
-    /// Sets when a key stops working (ms since the epoch), or with `None`
-    /// that it never does.
-    pub async fn set_key_expiry(&self, id: &str, expires_msec: Option<u64>) -> Result<KeyRow> {
-        self.update_key(id, move |k, now| k.expires_msec.update(now, expires_msec))
-            .await
-    }
-
-    /// The live key `id` if it may sign requests now: an expired key is
-    /// [`ModelError::KeyExpired`], for the S3 API to refuse.
-    pub async fn get_signing_key(&self, id: &str) -> Result<Option<KeyRow>> {
-        match self.get_key(id).await? {
-            Some(k) if k.is_expired(hangar_util::time::now_msec()) => Err(ModelError::KeyExpired {
-                id: k.access_key_id,
-                expired_msec: k.expires_msec.value.unwrap_or(0),
-            }),
-            other => Ok(other),
-        }
     }
 
     /// Changes a key's permissions on an existing bucket.
@@ -605,14 +421,15 @@ impl Model {
             .await?
             .ok_or_else(|| ModelError::NoSuchBucket(bucket.to_owned()))?
             .name;
-        self.update_key(key_id, move |k, now| {
-            let mut p = k.permission(&b);
-            p.read = change.read.unwrap_or(p.read);
-            p.write = change.write.unwrap_or(p.write);
-            p.owner = change.owner.unwrap_or(p.owner);
-            k.buckets.update(b, now, p);
-        })
-        .await
+        self.keys()
+            .update(key_id, move |k, now| {
+                let mut p = k.permission(&b);
+                p.read = change.read.unwrap_or(p.read);
+                p.write = change.write.unwrap_or(p.write);
+                p.owner = change.owner.unwrap_or(p.owner);
+                k.buckets.update(b, now, p);
+            })
+            .await
     }
 
     // ---- buckets ----
@@ -744,7 +561,8 @@ impl Model {
             tracing::info!(bucket = %name, "deleting bucket {name}: {ended} multipart uploads in progress aborted");
         }
         let holders: Vec<String> = self
-            .list_keys()
+            .keys()
+            .list()
             .await?
             .into_iter()
             .filter(|k| k.permission(name).any())
@@ -776,7 +594,7 @@ impl Model {
             .await?;
         self.replicate_bucket(&deleted).await?;
         for k in &keys {
-            self.replicate_key(k).await?;
+            self.keys().replicate(k).await?;
         }
         self.drop_aliases_of(&bucket).await
     }

@@ -74,7 +74,7 @@ async fn a_bucket_is_reached_and_changed_through_its_alias() {
             .len(),
         1
     );
-    let k = m.create_key("k").await.unwrap().access_key_id;
+    let k = m.keys().create("k").await.unwrap().access_key_id;
     let change = PermissionChange {
         read: Some(true),
         ..Default::default()
@@ -93,7 +93,7 @@ async fn an_alias_and_a_bucket_never_share_a_name() {
     m.create_bucket("photos", None).await.unwrap();
     m.create_bucket("videos", None).await.unwrap();
     m.add_bucket_alias("photos", "pics").await.unwrap();
-    let k = m.create_key("k").await.unwrap().access_key_id;
+    let k = m.keys().create("k").await.unwrap().access_key_id;
     assert!(exists(m.create_bucket("pics", Some(&k)).await));
     assert!(exists(m.create_bucket("pics", None).await));
     assert!(exists(m.add_bucket_alias("photos", "videos").await));
@@ -170,8 +170,8 @@ async fn a_local_alias_is_one_key_s_name_of_a_bucket() {
     let m = &n.model;
     let photos = m.create_bucket("photos", None).await.unwrap();
     m.create_bucket("videos", None).await.unwrap();
-    let k = m.create_key("k").await.unwrap().access_key_id;
-    let other = m.create_key("other").await.unwrap().access_key_id;
+    let k = m.keys().create("k").await.unwrap().access_key_id;
+    let other = m.keys().create("other").await.unwrap().access_key_id;
     m.add_local_bucket_alias(&k, "photos", "mine")
         .await
         .unwrap();
@@ -220,7 +220,7 @@ async fn a_local_alias_is_one_key_s_name_of_a_bucket() {
         .await
         .unwrap();
     // The key cannot create a bucket it would not reach; others can.
-    m.set_create_bucket(&k, true).await.unwrap();
+    m.keys().set_create_bucket(&k, true).await.unwrap();
     assert!(exists(m.create_bucket("mine", Some(&k)).await));
     assert!(matches!(
         m.add_local_bucket_alias("GK000000000000000000000009", "photos", "x-y")

@@ -40,7 +40,7 @@ async fn merge(m: &Model, row: &BucketRow) -> BucketRow {
 }
 
 async fn key(m: &Model, name: &str) -> String {
-    m.create_key(name).await.unwrap().access_key_id
+    m.keys().create(name).await.unwrap().access_key_id
 }
 
 #[tokio::test]
@@ -64,7 +64,8 @@ async fn the_creator_is_recorded_and_its_retry_is_already_owned() {
     ));
     assert!(
         !n.model
-            .get_key(&b)
+            .keys()
+            .get(&b)
             .await
             .unwrap()
             .unwrap()
@@ -84,7 +85,8 @@ async fn a_retry_finishes_a_creation_that_stopped_after_its_bucket_row() {
     merge(&n.model, &row).await;
     assert!(
         !n.model
-            .get_key(&a)
+            .keys()
+            .get(&a)
             .await
             .unwrap()
             .unwrap()
@@ -95,7 +97,7 @@ async fn a_retry_finishes_a_creation_that_stopped_after_its_bucket_row() {
         n.model.create_bucket("half", Some(&a)).await,
         Err(ModelError::BucketAlreadyOwnedByYou(_))
     ));
-    let k = n.model.get_key(&a).await.unwrap().unwrap();
+    let k = n.model.keys().get(&a).await.unwrap().unwrap();
     let p = k.permission("half");
     assert!(p.read && p.write && p.owner);
     // Stamped as the first attempt would have stamped it.
@@ -119,7 +121,8 @@ async fn a_retry_does_not_undo_a_later_revocation() {
     ));
     assert!(
         !n.model
-            .get_key(&a)
+            .keys()
+            .get(&a)
             .await
             .unwrap()
             .unwrap()

@@ -27,7 +27,7 @@ impl S3Auth for KeyAuth {
     async fn get_secret_key(&self, access_key: &str) -> S3Result<SecretKey> {
         // An expired key is refused here, before its signature is checked:
         // the answer is the same whatever the request.
-        match self.0.get_signing_key(access_key).await.or_s3()? {
+        match self.0.keys().signing_key(access_key).await.or_s3()? {
             Some(k) => Ok(SecretKey::from(k.secret.value)),
             None => Err(s3_error!(
                 InvalidAccessKeyId,
@@ -104,7 +104,8 @@ impl KeyAccess {
             return Ok(None);
         };
         self.model
-            .get_signing_key(&creds.access_key)
+            .keys()
+            .signing_key(&creds.access_key)
             .await
             .or_s3()?
             .map(Some)

@@ -28,7 +28,8 @@ impl S3Api {
     ) -> S3Result<S3Response<ListBucketsOutput>> {
         let key = self
             .model
-            .get_signing_key(access_key(&req)?)
+            .keys()
+            .signing_key(access_key(&req)?)
             .await
             .or_s3()?
             .ok_or_else(|| s3_error!(InvalidAccessKeyId))?;

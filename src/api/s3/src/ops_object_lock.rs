@@ -166,7 +166,7 @@ impl S3Api {
         let Some(c) = req.credentials.as_ref() else {
             return Ok(false);
         };
-        let key = self.model.get_signing_key(&c.access_key).await.or_s3()?;
+        let key = self.model.keys().signing_key(&c.access_key).await.or_s3()?;
         // Permissions name the bucket by its own name, not by an alias.
         let name = self.bucket(signer(&req.credentials), bucket).await?.name;
         Ok(key.is_some_and(|k| k.permission(&name).owner))

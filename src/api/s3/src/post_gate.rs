@@ -273,7 +273,7 @@ impl PostGate {
     /// The key `id`, if it exists and has not expired (s3s answers for the
     /// others).
     async fn key(&self, id: &str) -> S3Result<Option<KeyRow>> {
-        Ok(self.model.get_signing_key(id).await.ok().flatten())
+        Ok(self.model.keys().signing_key(id).await.ok().flatten())
     }
 }
 

@@ -146,7 +146,7 @@ pub async fn presign_object(
         })?,
     };
     let (scheme, host) = parse_endpoint(&endpoint)?;
-    let key = model.find_key(&a.key).await.map_err(&err)?;
+    let key = model.keys().find(&a.key).await.map_err(&err)?;
     // The bucket must exist, as the signing key names it (its local aliases
     // too): a URL for a typo is of no use to anyone.
     if model

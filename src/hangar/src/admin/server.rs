@@ -63,7 +63,8 @@ async fn bucket_info(model: &Model, b: &BucketRow) -> Result<Value, AdminError> 
     let e = model_error;
     let usage = model.bucket_usage(b).await.map_err(e)?;
     let keys = model
-        .list_keys()
+        .keys()
+        .list()
         .await
         .map_err(e)?
         .iter()
@@ -136,7 +137,8 @@ async fn alias_request(
         (Some(a), None) => (a, None),
         (None, Some(l)) => {
             let k = model
-                .find_key(&l.access_key_id)
+                .keys()
+                .find(&l.access_key_id)
                 .await
                 .map_err(model_error)?;
             (l.alias, Some(k.access_key_id))
@@ -174,25 +176,25 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
     Ok(match req {
         Request::KeyCreate { name, expires_msec } => key_json(
             &model
-                .create_key_expiring(&name, expires_msec)
+                .keys().create_expiring(&name, expires_msec)
                 .await
                 .map_err(e)?,
         ),
         Request::KeySetExpiry { key, expires_msec } => {
-            let k = model.find_key(&key).await.map_err(e)?;
+            let k = model.keys().find(&key).await.map_err(e)?;
             key_json(
                 &model
-                    .set_key_expiry(&k.access_key_id, expires_msec)
+                    .keys().set_expiry(&k.access_key_id, expires_msec)
                     .await
                     .map_err(e)?,
             )
         }
         Request::KeyImport { id, secret, name } => {
-            key_json(&model.import_key(&id, &secret, &name).await.map_err(e)?)
+            key_json(&model.keys().import(&id, &secret, &name).await.map_err(e)?)
         }
         Request::KeyList => answer(
             model
-                .list_keys()
+                .keys().list()
                 .await
                 .map_err(e)?
                 .iter()
@@ -204,19 +206,19 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
                 })
                 .collect::<Vec<_>>(),
         ),
-        Request::KeyInfo { key } => key_json(&model.find_key(&key).await.map_err(e)?),
+        Request::KeyInfo { key } => key_json(&model.keys().find(&key).await.map_err(e)?),
         Request::KeyDelete { key } => {
-            let k = model.find_key(&key).await.map_err(e)?;
-            model.delete_key(&k.access_key_id).await.map_err(e)?;
+            let k = model.keys().find(&key).await.map_err(e)?;
+            model.keys().delete(&k.access_key_id).await.map_err(e)?;
             answer(KeyDeleted {
                 deleted: k.access_key_id,
             })
         }
         Request::KeySetCreateBucket { key, allow } => {
-            let k = model.find_key(&key).await.map_err(e)?;
+            let k = model.keys().find(&key).await.map_err(e)?;
             key_json(
                 &model
-                    .set_create_bucket(&k.access_key_id, allow)
+                    .keys().set_create_bucket(&k.access_key_id, allow)
                     .await
                     .map_err(e)?,
             )
@@ -363,7 +365,7 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
                     "give at least one of read, write, owner (--read, --write, --owner)",
                 ));
             }
-            let k = model.find_key(&key).await.map_err(e)?;
+            let k = model.keys().find(&key).await.map_err(e)?;
             let flag = |set: bool| set.then_some(allow);
             let change = PermissionChange {
                 read: flag(read),

@@ -53,15 +53,19 @@ pub async fn run(dir: PathBuf, port: u16) -> Result<(), NodeError> {
     }
     let model = &node.model;
     let key = match model
-        .list_keys()
+        .keys()
+        .list()
         .await?
         .into_iter()
         .find(|k| k.name.value == KEY_NAME)
     {
         Some(k) => k,
         None => {
-            let k = model.create_key(KEY_NAME).await?;
-            model.set_create_bucket(&k.access_key_id, true).await?
+            let k = model.keys().create(KEY_NAME).await?;
+            model
+                .keys()
+                .set_create_bucket(&k.access_key_id, true)
+                .await?
         }
     };
     if model.get_bucket(BUCKET).await?.is_none() {

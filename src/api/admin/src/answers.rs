@@ -150,6 +150,50 @@ pub struct BucketWebsite {
     pub website: bool,
 }
 
+/// `admin-token create`: a signed admin token (shown once).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AdminToken {
+    pub token: String,
+    /// `read` or `full`.
+    pub scope: String,
+    /// When it stops working, ms since the epoch; `None`: never.
+    pub expires_msec: Option<u64>,
+    /// `expires_msec` as RFC 3339.
+    pub expires: Option<String>,
+}
+
+/// `bucket delete`: the name of the bucket deleted.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BucketDeleted {
+    pub deleted: String,
+}
+
+/// One table of `table status`: its rows on this node and their digest.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TableStatus {
+    pub table: String,
+    pub rows: u64,
+    /// Hex of the digest of the rows.
+    pub digest: String,
+}
+
+/// `node id`: this node's `<id>@<address>`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct NodeAddr {
+    pub node: String,
+}
+
+/// `node connect`: the peer this node connected to.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct NodeConnected {
+    pub connected: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,8 +4,9 @@
 //! and the API answer the same.
 
 use hangar_api_admin::answers::{
-    BucketCreated, BucketInfo, BucketKey, BucketQuotas, BucketSummary, BucketWebsite, KeyAlias,
-    KeyDeleted, KeyGrant, KeyInfo, KeySummary, Quotas, Website,
+    AdminToken, BucketCreated, BucketDeleted, BucketInfo, BucketKey, BucketQuotas, BucketSummary,
+    BucketWebsite, KeyAlias, KeyDeleted, KeyGrant, KeyInfo, KeySummary, NodeAddr, NodeConnected,
+    Quotas, TableStatus, Website,
 };
 use hangar_api_admin::auth::Scope;
 use hangar_api_admin::ops::{AdminOps, Health};
@@ -14,7 +15,7 @@ use hangar_model::bucket::BucketRow;
 use hangar_model::key::KeyRow;
 use hangar_model::{Model, ModelError, PermissionChange};
 use hangar_net::PeerAddr;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::admin::block;
 use crate::admin::error::model_error;
@@ -176,7 +177,8 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
     Ok(match req {
         Request::KeyCreate { name, expires_msec } => key_json(
             &model
-                .keys().create_expiring(&name, expires_msec)
+                .keys()
+                .create_expiring(&name, expires_msec)
                 .await
                 .map_err(e)?,
         ),
@@ -184,7 +186,8 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
             let k = model.keys().find(&key).await.map_err(e)?;
             key_json(
                 &model
-                    .keys().set_expiry(&k.access_key_id, expires_msec)
+                    .keys()
+                    .set_expiry(&k.access_key_id, expires_msec)
                     .await
                     .map_err(e)?,
             )
@@ -194,7 +197,8 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
         }
         Request::KeyList => answer(
             model
-                .keys().list()
+                .keys()
+                .list()
                 .await
                 .map_err(e)?
                 .iter()
@@ -218,7 +222,8 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
             let k = model.keys().find(&key).await.map_err(e)?;
             key_json(
                 &model
-                    .keys().set_create_bucket(&k.access_key_id, allow)
+                    .keys()
+                    .set_create_bucket(&k.access_key_id, allow)
                     .await
                     .map_err(e)?,
             )
@@ -317,7 +322,10 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
             } else {
                 None
             };
-            let b = model.set_bucket_website(&bucket, website).await.map_err(e)?;
+            let b = model
+                .set_bucket_website(&bucket, website)
+                .await
+                .map_err(e)?;
             answer(BucketWebsite {
                 website: b.website().is_some(),
                 name: b.name,
@@ -339,18 +347,17 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
                 return Err(AdminError::bad("the expiry is in the past"));
             }
             // The token is the answer, never logged.
-            tracing::info!(
-                scope = sc.name(),
+            tracing::info!(scope = sc.name(), expires_msec, "admin token created");
+            answer(AdminToken {
+                token: signer.mint(sc, expires_msec),
+                scope: sc.name().to_owned(),
                 expires_msec,
-                "admin token created"
-            );
-            json!({"token": signer.mint(sc, expires_msec), "scope": sc.name(),
-                "expires_msec": expires_msec,
-                "expires": expires_msec.map(hangar_util::time::rfc3339)})
+                expires: expires_msec.map(hangar_util::time::rfc3339),
+            })
         }
         Request::BucketDelete { name } => {
             model.delete_bucket(&name).await.map_err(e)?;
-            json!({"deleted": name})
+            answer(BucketDeleted { deleted: name })
         }
         Request::BucketPermission {
             bucket,
@@ -379,18 +386,22 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
                     .map_err(e)?,
             )
         }
-        Request::TableStatus => Value::Array(
+        Request::TableStatus => answer(
             model
                 .table_status()
                 .await
                 .map_err(e)?
                 .into_iter()
-                .map(|(table, rows, digest)| {
-                    json!({"table": table, "rows": rows, "digest": hex::encode(digest)})
+                .map(|(table, rows, digest)| TableStatus {
+                    table: table.to_owned(),
+                    rows,
+                    digest: hex::encode(digest),
                 })
-                .collect(),
+                .collect::<Vec<_>>(),
         ),
-        Request::WorkerList => serde_json::to_value(st.workers.list()).map_err(AdminError::internal)?,
+        Request::WorkerList => {
+            serde_json::to_value(st.workers.list()).map_err(AdminError::internal)?
+        }
         Request::WorkerInfo { name } => {
             block::worker_info(&st.workers, &st.resync, &st.scrub, &name).await?
         }
@@ -402,11 +413,11 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
         Request::RepairTables => block::repair_tables(&st.cluster, model).await?,
         Request::ClearResyncQueue => block::clear_resync_queue(&st.blocks).await?,
         Request::BlockListErrors => block::list_errors(&st.blocks).await?,
-        Request::BlockRetryNow { hash } => {
-            block::retry_now(&st.blocks, &st.resync, hash).await?
-        }
+        Request::BlockRetryNow { hash } => block::retry_now(&st.blocks, &st.resync, hash).await?,
         Request::BlockInfo { hash } => block::info(&st.blocks, &st.cluster, &hash).await?,
-        Request::NodeId => json!({"node": st.mesh.peer_addr().to_string()}),
+        Request::NodeId => answer(NodeAddr {
+            node: st.mesh.peer_addr().to_string(),
+        }),
         Request::Status => crate::admin::cluster::status(st).await?,
         Request::ClusterStatistics => crate::admin::cluster::statistics(st).await?,
         Request::ClusterHealth => {
@@ -422,7 +433,9 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
                 .connect(&addr)
                 .await
                 .map_err(|e| AdminError::unavailable(format!("cannot connect to {peer}: {e}")))?;
-            json!({"connected": addr.to_string()})
+            answer(NodeConnected {
+                connected: addr.to_string(),
+            })
         }
         Request::LayoutAssign {
             nodes,
@@ -447,22 +460,15 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
             layout::config(st.cluster.layout(), &zone_redundancy).await?
         }
         Request::LayoutShow => layout::show(st.cluster.layout()).await,
-        Request::LayoutApply { version } => {
-            layout::apply(st.cluster.layout(), version).await?
-        }
+        Request::LayoutApply { version } => layout::apply(st.cluster.layout(), version).await?,
         Request::LayoutRevert => layout::revert(st.cluster.layout()).await?,
         Request::LayoutHistory => layout::history(st.cluster.layout()).await,
         Request::LayoutSkipDeadNodes {
             version,
             allow_missing_data,
         } => {
-            layout::skip_dead_nodes(
-                st.cluster.layout(),
-                &st.mesh,
-                version,
-                allow_missing_data,
-            )
-            .await?
+            layout::skip_dead_nodes(st.cluster.layout(), &st.mesh, version, allow_missing_data)
+                .await?
         }
         Request::PresignObject {
             bucket,

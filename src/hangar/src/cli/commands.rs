@@ -3,7 +3,8 @@
 
 use clap::{Args, Subcommand};
 use hangar_api_admin::answers::{
-    BucketInfo, BucketQuotas, BucketSummary, KeyDeleted, KeyInfo, KeySummary, Quotas,
+    AdminToken, BucketInfo, BucketQuotas, BucketSummary, KeyDeleted, KeyInfo, KeySummary, NodeAddr,
+    NodeConnected, Quotas, TableStatus,
 };
 use hangar_api_admin::client::AdminClient;
 use hangar_api_admin::proto::{AliasChange, Request};
@@ -226,15 +227,18 @@ pub async fn admin_token(
     let v = call(client, &req).await?;
     if json {
         print_json(&v);
-    } else if quiet {
-        println!("{}", s(&v, "token"));
     } else {
-        println!("Token: {}", s(&v, "token"));
-        println!("Scope: {}", s(&v, "scope"));
-        println!(
-            "Expires: {}",
-            crate::cli::expiry::describe(v["expires_msec"].as_u64(), hangar_util::time::now_msec())
-        );
+        let t: AdminToken = typed(&v)?;
+        if quiet {
+            println!("{}", t.token);
+        } else {
+            println!("Token: {}", t.token);
+            println!("Scope: {}", t.scope);
+            println!(
+                "Expires: {}",
+                crate::cli::expiry::describe(t.expires_msec, hangar_util::time::now_msec())
+            );
+        }
     }
     Ok(())
 }
@@ -720,13 +724,8 @@ pub async fn table(client: &AdminClient, cmd: TableCmd, json: bool) -> Result<()
         return Ok(());
     }
     println!("{:<12} {:>10}  DIGEST", "TABLE", "ROWS");
-    for t in v.as_array().cloned().unwrap_or_default() {
-        println!(
-            "{:<12} {:>10}  {}",
-            s(&t, "table"),
-            s(&t, "rows"),
-            s(&t, "digest")
-        );
+    for t in typed::<Vec<TableStatus>>(&v)? {
+        println!("{:<12} {:>10}  {}", t.table, t.rows, t.digest);
     }
     Ok(())
 }
@@ -789,7 +788,7 @@ pub async fn node(
             // The id lives in metadata_dir, so it is known even while the
             // node is stopped (when the CLI has the node's config).
             let addr = match (call(client, &Request::NodeId).await, cfg) {
-                (Ok(v), _) => s(&v, "node"),
+                (Ok(v), _) => typed::<NodeAddr>(&v)?.node,
                 (Err(_), Some(cfg)) => hangar_net::MeshConfig::from_config(cfg)
                     .and_then(|m| m.node_peer_addr())
                     .map_err(|e| e.to_string())?
@@ -812,7 +811,7 @@ pub async fn node(
             if json {
                 print_json(&v);
             } else {
-                println!("Connected to {}.", s(&v, "connected"));
+                println!("Connected to {}.", typed::<NodeConnected>(&v)?.connected);
             }
         }
     }

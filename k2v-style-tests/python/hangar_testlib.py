@@ -238,7 +238,11 @@ def bucket_name(hint: str) -> str:
 
 
 def s3_client(node: Node, key: Key, read_timeout: float = 60, **s3cfg) -> "boto3.client":
-    """A boto3 S3 client for this node, path-style unless told otherwise, no retries."""
+    """A boto3 S3 client for this node, path-style unless told otherwise.
+    It retries a failed request once: botocore's `max_attempts` counts
+    retries, not attempts (`total_max_attempts: 1` would retry none), so a
+    test that must see every refusal counts them server-side or uses a
+    client of its own (chaos_history.py's)."""
     s3 = {"addressing_style": "path"}
     s3.update(s3cfg)
     return boto3.client(

@@ -194,6 +194,107 @@ pub struct NodeConnected {
     pub connected: String,
 }
 
+/// `hangar stats` (`ClusterStatistics`): per bucket its usage, the
+/// totals, and per node its report.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ClusterStats {
+    pub buckets: Vec<BucketStats>,
+    pub totals: StatsTotals,
+    pub nodes: Vec<NodeStats>,
+}
+
+/// One bucket of `stats`: its stored object versions and their bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BucketStats {
+    pub name: String,
+    pub id: String,
+    pub objects: u64,
+    pub bytes: u64,
+}
+
+/// The sums of `stats` over its buckets.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StatsTotals {
+    pub buckets: u64,
+    pub objects: u64,
+    pub bytes: u64,
+}
+
+/// One node of `stats`: whether it is up, and its report, or why there is
+/// none (`report_error`: down, or it did not answer in time).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct NodeStats {
+    /// The node id, 64 hex digits.
+    pub id: String,
+    pub hostname: Option<String>,
+    pub is_up: bool,
+    pub is_self: bool,
+    pub report: Option<NodeReport>,
+    pub report_error: Option<String>,
+}
+
+/// What a node measures of itself when asked (`hangar status`, `stats`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct NodeReport {
+    /// The current layout version it holds.
+    pub layout_version: u64,
+    pub data_disk: Option<Disk>,
+    pub metadata_disk: Option<Disk>,
+    pub resync: Resync,
+    pub scrub: Option<Scrub>,
+    /// Rows it holds, per replicated table.
+    pub tables: std::collections::BTreeMap<String, u64>,
+    /// Its block files; `None` until the count made at start has finished.
+    pub blocks: Option<BlockFiles>,
+}
+
+/// A file system's space in bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Disk {
+    /// What an unprivileged process can still write.
+    pub avail: u64,
+    pub total: u64,
+}
+
+/// A node's resync worker.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Resync {
+    /// Blocks waiting in its queue.
+    pub queue: u64,
+    /// Block transfers running now.
+    pub in_flight: u64,
+    /// Errors since the node started.
+    pub errors: u64,
+}
+
+/// A node's scrub.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Scrub {
+    /// `idle`, `running` or `paused`.
+    pub status: String,
+    pub checked: u64,
+    pub corrupt: u64,
+    /// How far the current pass is, 0 to 1.
+    pub progress: f64,
+    pub last_pass_done_msec: Option<u64>,
+}
+
+/// A node's block files.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BlockFiles {
+    pub count: u64,
+    pub bytes: u64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

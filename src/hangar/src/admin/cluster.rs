@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 
 use futures::StreamExt;
 
+use hangar_api_admin::answers::{BucketStats, ClusterStats, NodeStats, StatsTotals};
 use hangar_api_admin::proto::AdminError;
 use hangar_layout::{LayoutHistory, NodeId};
 use serde_json::{Value, json};
@@ -91,7 +92,12 @@ pub async fn statistics(st: &AdminState) -> Result<Value, AdminError> {
         let u = u.map_err(model_error)?;
         objects += u.objects;
         bytes += u.bytes;
-        rows.push(json!({"name": b.name, "id": b.id, "objects": u.objects, "bytes": u.bytes}));
+        rows.push(BucketStats {
+            name: b.name.clone(),
+            id: b.id.clone(),
+            objects: u.objects,
+            bytes: u.bytes,
+        });
     }
     let h = st.cluster.layout().history();
     let mut ids: BTreeSet<NodeId> = st.mesh.peer_status().iter().map(|p| p.id).collect();
@@ -100,7 +106,7 @@ pub async fn statistics(st: &AdminState) -> Result<Value, AdminError> {
     let infos = st.cluster.layout().peers();
     let reports = report::gather(&st.reports, ids.iter().copied().filter(|i| up.contains(i))).await;
     let me = st.cluster.id();
-    let nodes: Vec<Value> = ids
+    let nodes = ids
         .iter()
         .map(|id| {
             let hostname = if *id == me {
@@ -111,20 +117,29 @@ pub async fn statistics(st: &AdminState) -> Result<Value, AdminError> {
                     .and_then(|s| s.info.as_ref())
                     .map(|i| i.hostname.clone())
             };
-            let (report, error) = match reports.get(id) {
-                Some(Ok(r)) => (report_json(r), Value::Null),
-                Some(Err(e)) => (Value::Null, json!(e)),
-                None => (Value::Null, json!("node is down")),
+            let (report, report_error) = match reports.get(id) {
+                Some(Ok(r)) => (Some(report::report_answer(r)), None),
+                Some(Err(e)) => (None, Some(e.clone())),
+                None => (None, Some("node is down".to_owned())),
             };
-            json!({
-                "id": id, "hostname": hostname, "is_up": up.contains(id), "is_self": *id == me,
-                "report": report, "report_error": error,
-            })
+            NodeStats {
+                id: id.to_string(),
+                hostname,
+                is_up: up.contains(id),
+                is_self: *id == me,
+                report,
+                report_error,
+            }
         })
         .collect();
-    Ok(json!({
-        "buckets": rows,
-        "totals": {"buckets": buckets.len(), "objects": objects, "bytes": bytes},
-        "nodes": nodes,
-    }))
+    serde_json::to_value(ClusterStats {
+        buckets: rows,
+        totals: StatsTotals {
+            buckets: buckets.len() as u64,
+            objects,
+            bytes,
+        },
+        nodes,
+    })
+    .map_err(AdminError::internal)
 }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use hangar_api_admin::answers;
 use hangar_block::{BlockManager, Resync, Scrub, ScrubState};
 use hangar_cluster::Cluster;
 use hangar_cluster::node_info::DiskSpace;
@@ -20,7 +21,7 @@ use hangar_layout::NodeId;
 use hangar_model::Model;
 use hangar_net::{CallOpts, Endpoint, Handler, HandlerError, Mesh, NetError, Request, Response};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// The mesh endpoint of node reports.
 pub const PATH: &str = "hangar/admin/report";
@@ -149,25 +150,40 @@ pub async fn gather(
 /// A report as the admin operations' JSON shows it (doc/admin-api.yaml,
 /// `NodeReport`).
 pub fn report_json(r: &NodeReport) -> Value {
-    let scrub = r.scrub.as_ref().map(|s| {
-        json!({
-            "status": s.status, "checked": s.checked, "corrupt": s.corrupt,
-            "progress": s.progress(), "last_pass_done_msec": s.last_pass_done_msec,
-        })
-    });
-    json!({
-        "layout_version": r.layout_version,
-        "data_disk": r.data_disk,
-        "metadata_disk": r.metadata_disk,
-        "resync": {
-            "queue": r.resync_queue,
-            "in_flight": r.resync_in_flight,
-            "errors": r.resync_errors,
+    serde_json::to_value(report_answer(r)).expect("admin answers serialize")
+}
+
+/// A node's report as the admin answers show it.
+pub fn report_answer(r: &NodeReport) -> answers::NodeReport {
+    let disk = |d: &DiskSpace| answers::Disk {
+        avail: d.avail,
+        total: d.total,
+    };
+    answers::NodeReport {
+        layout_version: r.layout_version,
+        data_disk: r.data_disk.as_ref().map(disk),
+        metadata_disk: r.metadata_disk.as_ref().map(disk),
+        resync: answers::Resync {
+            queue: r.resync_queue,
+            in_flight: r.resync_in_flight,
+            errors: r.resync_errors,
         },
-        "scrub": scrub,
-        "tables": r.tables.iter().map(|(t, n)| (t.clone(), json!(n))).collect::<serde_json::Map<_, _>>(),
-        "blocks": r.blocks.map(|(count, bytes)| json!({"count": count, "bytes": bytes})),
-    })
+        scrub: r.scrub.as_ref().map(|s| answers::Scrub {
+            // ScrubStatus's own name (lowercase), as serde writes it.
+            status: serde_json::to_value(s.status)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            checked: s.checked,
+            corrupt: s.corrupt,
+            progress: s.progress(),
+            last_pass_done_msec: s.last_pass_done_msec,
+        }),
+        tables: r.tables.iter().cloned().collect(),
+        blocks: r
+            .blocks
+            .map(|(count, bytes)| answers::BlockFiles { count, bytes }),
+    }
 }
 
 #[cfg(test)]

@@ -380,7 +380,7 @@ pub fn s(v: &Value, k: &str) -> String {
 }
 
 /// A typed answer read from the node's JSON.
-fn typed<T: serde::de::DeserializeOwned>(v: &Value) -> Result<T, CliError> {
+pub fn typed<T: serde::de::DeserializeOwned>(v: &Value) -> Result<T, CliError> {
     serde_json::from_value(v.clone())
         .map_err(|e| CliError::from(format!("the node's answer cannot be read: {e}")))
 }

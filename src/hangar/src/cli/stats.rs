@@ -4,11 +4,11 @@
 
 use std::collections::BTreeSet;
 
+use hangar_api_admin::answers::{ClusterStats, Disk};
 use hangar_api_admin::client::AdminClient;
 use hangar_api_admin::proto::Request;
-use serde_json::Value;
 
-use crate::cli::commands::{call, print_json, s};
+use crate::cli::commands::{call, print_json, typed};
 use crate::cli::error::CliError;
 use crate::cli::units::human;
 
@@ -22,15 +22,15 @@ Examples:
 Bucket counts come from a listing of each bucket (through the read quorum);
 node figures are measured by each node when asked.";
 
-fn size(v: &Value) -> String {
-    v.as_u64().map(human).unwrap_or_else(|| "-".into())
+fn size(v: Option<u64>) -> String {
+    v.map(human).unwrap_or_else(|| "-".into())
 }
 
-fn disk(d: &Value) -> String {
-    if d.is_null() {
-        return "-".into();
+fn disk(d: Option<Disk>) -> String {
+    match d {
+        None => "-".into(),
+        Some(d) => format!("{} / {}", size(Some(d.avail)), size(Some(d.total))),
     }
-    format!("{} / {}", size(&d["avail"]), size(&d["total"]))
 }
 
 fn short(id: &str) -> &str {
@@ -44,80 +44,80 @@ pub async fn stats(client: &AdminClient, json: bool) -> Result<(), CliError> {
         print_json(&v);
         return Ok(());
     }
+    let st: ClusterStats = typed(&v)?;
     println!("==== BUCKETS ====");
     println!(
         "{:<40} {:>12} {:>12} {:>16}",
         "NAME", "OBJECTS", "SIZE", "BYTES"
     );
-    for b in v["buckets"].as_array().cloned().unwrap_or_default() {
+    for b in &st.buckets {
         println!(
             "{:<40} {:>12} {:>12} {:>16}",
-            s(&b, "name"),
-            s(&b, "objects"),
-            size(&b["bytes"]),
-            s(&b, "bytes")
+            b.name,
+            b.objects,
+            size(Some(b.bytes)),
+            b.bytes
         );
     }
-    let t = &v["totals"];
+    let t = &st.totals;
     println!(
         "{:<40} {:>12} {:>12} {:>16}",
-        format!("total ({} buckets)", s(t, "buckets")),
-        s(t, "objects"),
-        size(&t["bytes"]),
-        s(t, "bytes")
+        format!("total ({} buckets)", t.buckets),
+        t.objects,
+        size(Some(t.bytes)),
+        t.bytes
     );
-    let nodes = v["nodes"].as_array().cloned().unwrap_or_default();
     println!();
     println!("==== NODES ====");
     println!(
         "{:<18} {:<14} {:<5} {:>22} {:>22} {:>9} {:>12}",
         "ID", "HOSTNAME", "UP", "DATA FREE / TOTAL", "META FREE / TOTAL", "BLOCKS", "BLOCK BYTES"
     );
-    for n in &nodes {
-        let r = &n["report"];
-        let id = s(n, "id");
-        let up = if n["is_up"] == Value::Bool(true) {
-            "up"
-        } else {
-            "DOWN"
+    for n in &st.nodes {
+        let r = n.report.as_ref();
+        let up = if n.is_up { "up" } else { "DOWN" };
+        let host = match n.hostname.as_deref() {
+            None | Some("") => "?",
+            Some(h) => h,
         };
-        let host = match s(n, "hostname") {
-            h if h.is_empty() => "?".to_owned(),
-            h => h,
-        };
+        let blocks = r.and_then(|r| r.blocks);
         println!(
             "{:<18} {:<14} {:<5} {:>22} {:>22} {:>9} {:>12}",
-            short(&id),
+            short(&n.id),
             host,
             up,
-            disk(&r["data_disk"]),
-            disk(&r["metadata_disk"]),
-            r["blocks"]["count"]
-                .as_u64()
-                .map_or("-".into(), |c| c.to_string()),
-            size(&r["blocks"]["bytes"])
+            disk(r.and_then(|r| r.data_disk)),
+            disk(r.and_then(|r| r.metadata_disk)),
+            blocks.map_or("-".into(), |b| b.count.to_string()),
+            size(blocks.map(|b| b.bytes))
         );
-        if r.is_null() && !n["report_error"].is_null() && n["is_up"] == Value::Bool(true) {
-            println!("  no report: {}", s(n, "report_error"));
+        if r.is_none()
+            && n.is_up
+            && let Some(e) = &n.report_error
+        {
+            println!("  no report: {e}");
         }
     }
-    let tables: BTreeSet<String> = nodes
+    let tables: BTreeSet<&String> = st
+        .nodes
         .iter()
-        .filter_map(|n| n["report"]["tables"].as_object())
-        .flat_map(|t| t.keys().cloned())
+        .filter_map(|n| n.report.as_ref())
+        .flat_map(|r| r.tables.keys())
         .collect();
     println!();
     println!("==== TABLE ROWS PER NODE ====");
     print!("{:<12}", "TABLE");
-    for n in &nodes {
-        print!(" {:>17}", short(&s(n, "id")));
+    for n in &st.nodes {
+        print!(" {:>17}", short(&n.id));
     }
     println!();
     for t in tables {
         print!("{t:<12}");
-        for n in &nodes {
-            let rows = n["report"]["tables"][&t]
-                .as_u64()
+        for n in &st.nodes {
+            let rows = n
+                .report
+                .as_ref()
+                .and_then(|r| r.tables.get(t))
                 .map_or("-".into(), |r| r.to_string());
             print!(" {rows:>17}");
         }

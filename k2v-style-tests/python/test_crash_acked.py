@@ -172,14 +172,36 @@ def run_round(clients, states, seed: int, kill) -> dict[str, int]:
     return counts
 
 
+# How long the nodes may disagree on a key whose last write was in flight
+# at the kill (it may have reached one replica): the quorum reads through
+# different nodes then see it or not until read repair or anti-entropy
+# spreads it. Not linearizable for that window (doc/chaos.md, "Known
+# gaps"); an acknowledged state is on a write quorum and every read sees it.
+AGREE_WITHIN = 30.0
+
+
+def read_everywhere(clients, k: str) -> set:
+    """The key's (digest, ETag) through every client, once the nodes agree
+    (or the last disagreement after AGREE_WITHIN seconds)."""
+    deadline = time.monotonic() + AGREE_WITHIN
+    while True:
+        seen = {read(c, k) for c in clients}
+        if len({d for d, _ in seen}) == 1 or time.monotonic() > deadline:
+            return seen
+        time.sleep(0.5)
+
+
 def check(clients, states) -> int:
     """Every key, through every client, is in its acknowledged state or in
     the outcome of its unanswered operation; then that is its new state."""
     lost = []
     for k, st in states.items():
-        seen = {read(c, k) for c in clients}
+        seen = read_everywhere(clients, k)
         digests = {d for d, _ in seen}
-        assert len(digests) == 1, f"{k}: nodes disagree after restart: {seen}"
+        assert all(d == st.acked or d in st.maybe for d in digests), (
+            f"{k}: a node shows a state that was never written or was replaced "
+            f"by an acknowledged one: {seen}, acknowledged {st.acked}, in flight {st.maybe}")
+        assert len(digests) == 1, f"{k}: nodes still disagree {AGREE_WITHIN:.0f} s after the restart: {seen}"
         got = digests.pop()
         if got != st.acked and got not in st.maybe:
             lost.append((k, st.acked, got, st.maybe))

@@ -212,6 +212,16 @@ def check(clients, states) -> int:
     return len(states)
 
 
+def settled(n: Node) -> bool:
+    """Whether node `n` has settled the uploads the kill interrupted: a
+    conditional write in flight may sit accepted by some acceptors, and the
+    node's start-up scan (worker `stale-uploads`) completes or kills such a
+    value; only then is the key's state final (doc/replication.md §10,
+    "Interrupted writes"). Before, a check could read a key as absent and
+    the next If-None-Match on it find the settled value (412)."""
+    return all(w["state"] == "done" for w in n.cli_json("worker", "list") if w["name"] == "stale-uploads")
+
+
 def fresh_states() -> dict[str, KeyState]:
     return {f"w{w}/k{i}": KeyState() for w in range(WORKERS) for i in range(KEYS_PER_WORKER)}
 
@@ -236,6 +246,7 @@ def test_kill9_of_a_node_loses_no_acknowledged_write(tmp_path, setting):
             for op, n in counts.items():
                 total[op] = total.get(op, 0) + n
             node.start()
+            wait_for(lambda: settled(node), 60, "interrupted uploads settled after the restart")
             check([s3_client(node, key)], states)
         # The load did exercise every kind of operation.
         assert all(total.get(op, 0) > 0 for op in ("put", "delete", "multipart", "if-match")), total
@@ -275,6 +286,8 @@ def test_kill9_of_a_whole_cluster_at_once_loses_no_acknowledged_write(tmp_path_f
                     30,
                     "full mesh after the restart",
                 )
+            for n in nodes:
+                wait_for(lambda n=n: settled(n), 60, "interrupted uploads settled after the restart")
             check([s3_client(n, key) for n in nodes], states)
         assert total > 50, total
     finally:

@@ -43,10 +43,11 @@ pub const DEFAULT_TRANQUILITY: u32 = 4;
 const PAGE: usize = 64;
 
 /// Where a scrub is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ScrubStatus {
     /// No pass running; the next starts `SCRUB_INTERVAL` after the last.
+    #[default]
     Idle,
     Running,
     Paused,

@@ -473,17 +473,23 @@ mod tests {
         }
     }
 
+    /// A store with fsync over a [`Faulty`] engine in a fresh directory.
+    fn faulty_db(p: Pipelining) -> (tempfile::TempDir, Arc<Faulty>, Db) {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Arc::new(Faulty::new(dir.path()));
+        let opts = DbOptions {
+            fsync: true,
+            max_batch: 256,
+            queue_len: 16,
+        };
+        let db = Db::with_pipelining(engine.clone(), opts, p);
+        (dir, engine, db)
+    }
+
     #[tokio::test]
     async fn a_failed_sync_refuses_every_later_write() {
         for p in [Pipelining::On, Pipelining::Off] {
-            let dir = tempfile::tempdir().unwrap();
-            let engine = Arc::new(Faulty::new(dir.path()));
-            let opts = DbOptions {
-                fsync: true,
-                max_batch: 256,
-                queue_len: 16,
-            };
-            let db = Db::with_pipelining(engine.clone(), opts, p);
+            let (_dir, engine, db) = faulty_db(p);
             let put = |k: &'static [u8]| {
                 let db = db.clone();
                 async move {
@@ -507,14 +513,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_stalled_apply_shows_how_long_it_has_waited() {
         for p in [Pipelining::On, Pipelining::Off] {
-            let dir = tempfile::tempdir().unwrap();
-            let engine = Arc::new(Faulty::new(dir.path()));
-            let opts = DbOptions {
-                fsync: true,
-                max_batch: 256,
-                queue_len: 16,
-            };
-            let db = Db::with_pipelining(engine.clone(), opts, p);
+            let (_dir, engine, db) = faulty_db(p);
             assert_eq!(db.applying_for(), None);
             engine.stall.store(true, Ordering::Relaxed);
             let w = {

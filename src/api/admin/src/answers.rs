@@ -278,8 +278,7 @@ pub struct Resync {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Scrub {
-    /// `idle`, `running` or `paused`.
-    pub status: String,
+    pub status: hangar_block::scrub::ScrubStatus,
     pub checked: u64,
     pub corrupt: u64,
     /// How far the current pass is, 0 to 1.

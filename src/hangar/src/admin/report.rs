@@ -169,11 +169,7 @@ pub fn report_answer(r: &NodeReport) -> answers::NodeReport {
             errors: r.resync_errors,
         },
         scrub: r.scrub.as_ref().map(|s| answers::Scrub {
-            // ScrubStatus's own name (lowercase), as serde writes it.
-            status: serde_json::to_value(s.status)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default(),
+            status: s.status,
             checked: s.checked,
             corrupt: s.corrupt,
             progress: s.progress(),

@@ -152,29 +152,29 @@ impl DecidedMemory {
         self.forgotten = forgotten;
     }
 
-    /// The log a prepare answers, `committed` being the highest ballot the
-    /// acceptor knows committed: a commit it did not log counts as
-    /// forgotten (a commit from a binary that sends no value id, or an
-    /// entry older than this log).
-    pub fn log(&self, committed: Option<Ballot>, now: u64) -> DecidedLog {
+    /// The log a prepare answers at `now` (entries past their age dropped
+    /// first), `committed` being the highest ballot the acceptor knows
+    /// committed: a commit it did not log counts as forgotten (a commit
+    /// from a binary that sends no value id, or one dropped from this log).
+    pub fn log(&mut self, committed: Option<Ballot>, now: u64) -> DecidedLog {
+        self.trim(now);
         let mut forgotten = self.forgotten;
         if let Some(c) = committed
             && !self.entries.iter().any(|e| e.ballot == c)
         {
             forgotten = forgotten.max(c);
         }
-        let mut entries = Vec::with_capacity(self.entries.len());
-        for e in &self.entries {
-            if e.at_msec.saturating_add(DECIDED_KEEP_MSEC) >= now {
-                entries.push(Decided {
+        DecidedLog {
+            entries: self
+                .entries
+                .iter()
+                .map(|e| Decided {
                     ballot: e.ballot,
                     value: e.value,
-                });
-            } else {
-                forgotten = forgotten.max(e.ballot);
-            }
+                })
+                .collect(),
+            forgotten,
         }
-        DecidedLog { entries, forgotten }
     }
 }
 

@@ -38,16 +38,25 @@ def laid_out_cluster(tmp_path_factory, prefix: str, secret: str | None = None,
     for n in nodes[1:]:
         n.start()
     ids = [node_id(n) for n in nodes]
-    for n, me in zip(nodes, ids):
-        want = set(ids) - {me}
-        wait_for(lambda: {p["id"] for p in n.cli_json("status")["peers"] if p["is_up"] and not p["is_self"]} == want,
-                 20, f"full mesh seen by {me[:8]}")
+    wait_full_mesh(nodes, ids)
     for n, me, zone in zip(nodes, ids, ["dc1", "dc2", "dc3"]):
         n.cli("layout", "assign", me[:12], "-z", zone, "-c", "1G")
     wait_for(lambda: len(first.cli_json("layout", "show")["staged"]["roles"]) == 3, 10, "3 staged roles")
     first.cli("layout", "apply", "--version", "1")
     converge(nodes, 1)
     return nodes
+
+
+def up_peers(n: Node) -> set[str]:
+    """The ids of the peers node `n` reports up (itself left out)."""
+    return {p["id"] for p in n.cli_json("status")["peers"] if p["is_up"] and not p["is_self"]}
+
+
+def wait_full_mesh(nodes: list[Node], ids: list[str], timeout: float = 20) -> None:
+    """Waits until each of `nodes` (whose ids are `ids`) reports all the
+    others up."""
+    for n, me in zip(nodes, ids):
+        wait_for(lambda n=n, me=me: up_peers(n) == set(ids) - {me}, timeout, f"full mesh seen by {me[:8]}")
 
 
 def peer_addr(n: Node) -> str:

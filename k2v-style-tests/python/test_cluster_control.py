@@ -9,7 +9,6 @@ Objects across nodes are in test_cluster_objects.py."""
 from __future__ import annotations
 
 import concurrent.futures as cf
-import secrets
 import time
 from pathlib import Path
 
@@ -27,33 +26,17 @@ from hangar_testlib import (
     s3_client,
     sha256,
 )
-from cluster_testlib import converge, make_node, node_id, peer_addr, wait_for
+from cluster_testlib import laid_out_cluster, node_id, wait_for
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    secret = secrets.token_hex(32)
     def quick_tombstones(n: Node) -> Node:
         # Tombstones are collected 3 s after they are written (a day by default).
         n.config.write_text("tombstone_gc_delay_secs = 3\n" + n.config.read_text())
         return n
 
-    first = quick_tombstones(make_node(tmp_path_factory, "ctl1", secret, []))
-    first.start()
-    nodes = [first] + [quick_tombstones(make_node(tmp_path_factory, f"ctl{i}", secret, [peer_addr(first)]))
-                       for i in (2, 3)]
-    for n in nodes[1:]:
-        n.start()
-    ids = [node_id(n) for n in nodes]
-    for n, me in zip(nodes, ids):
-        want = set(ids) - {me}
-        wait_for(lambda: {p["id"] for p in n.cli_json("status")["peers"] if p["is_up"] and not p["is_self"]} == want,
-                 20, f"full mesh seen by {me[:8]}")
-    for n, me, zone in zip(nodes, ids, ["dc1", "dc2", "dc3"]):
-        n.cli("layout", "assign", me[:12], "-z", zone, "-c", "1G")
-    wait_for(lambda: len(nodes[0].cli_json("layout", "show")["staged"]["roles"]) == 3, 10, "3 staged roles")
-    nodes[0].cli("layout", "apply", "--version", "1")
-    converge(nodes, 1)
+    nodes = laid_out_cluster(tmp_path_factory, "ctl", configure=quick_tombstones)
     yield nodes
     for n in nodes:
         n.stop()

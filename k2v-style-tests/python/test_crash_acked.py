@@ -26,7 +26,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from hangar_testlib import Node, error_code, http_status, s3_client
-from cluster_testlib import laid_out_cluster, node_id, wait_for
+from cluster_testlib import laid_out_cluster, node_id, wait_for, wait_full_mesh
 
 BUCKET = "crash-acked"
 KEYS_PER_WORKER = 6
@@ -276,16 +276,7 @@ def test_kill9_of_a_whole_cluster_at_once_loses_no_acknowledged_write(tmp_path_f
             total += sum(run_round(clients, states, seed=10 + rnd, kill=kill_all).values())
             for n in nodes:
                 n.start()
-            for n, me in zip(nodes, ids):
-                want = set(ids) - {me}
-                wait_for(
-                    lambda n=n, want=want: {
-                        p["id"] for p in n.cli_json("status")["peers"] if p["is_up"] and not p["is_self"]
-                    }
-                    == want,
-                    30,
-                    "full mesh after the restart",
-                )
+            wait_full_mesh(nodes, ids, 30)
             for n in nodes:
                 wait_for(lambda n=n: settled(n), 60, "interrupted uploads settled after the restart")
             check([s3_client(n, key) for n in nodes], states)

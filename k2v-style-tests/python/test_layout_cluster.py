@@ -17,7 +17,7 @@ import subprocess
 import pytest
 
 from cluster_testlib import RF, ZONES, converge, current_hash, make_node, node_id, peer_addr, replicas, show, \
-    staged_empty, version, wait_for
+    staged_empty, version, wait_for, wait_full_mesh
 from hangar_testlib import HANGAR_BIN
 
 @pytest.fixture(scope="module")
@@ -33,10 +33,7 @@ def cluster(tmp_path_factory, secret):
     for n in nodes:
         n.start()
     ids = [node_id(n) for n in nodes]
-    for n, me in zip(nodes, ids):
-        want = set(ids) - {me}
-        wait_for(lambda: {p["id"] for p in n.cli_json("status")["peers"] if p["is_up"] and not p["is_self"]} == want,
-                 20, f"full mesh seen by {me[:8]}")
+    wait_full_mesh(nodes, ids)
     yield nodes, ids
     for n in nodes:
         n.stop()

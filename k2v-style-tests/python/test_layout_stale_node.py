@@ -20,7 +20,7 @@ import time
 from botocore.exceptions import ClientError
 
 from hangar_testlib import Key, s3_client, bucket_name, error_code
-from cluster_testlib import converge, make_node, node_id, peer_addr, wait_for
+from cluster_testlib import converge, make_node, node_id, peer_addr, up_peers, wait_for, wait_full_mesh
 
 BUCKETS = 6
 OBJECTS = 5
@@ -29,10 +29,6 @@ OBJECTS = 5
 def quick_tombstones(n):
     n.config.write_text("tombstone_gc_delay_secs = 2\n" + n.config.read_text())
     return n
-
-
-def up_peers(n) -> set[str]:
-    return {p["id"] for p in n.cli_json("status")["peers"] if p["is_up"] and not p["is_self"]}
 
 
 def tombstones_waiting(n) -> int:
@@ -52,8 +48,7 @@ def test_a_removed_node_restarted_from_its_old_disk_brings_no_deleted_object_bac
         for n in nodes[1:]:
             n.start()
         ids = [node_id(n) for n in nodes]
-        for n, me in zip(nodes, ids):
-            wait_for(lambda: up_peers(n) == set(ids) - {me}, 20, f"full mesh seen by {me[:8]}")
+        wait_full_mesh(nodes, ids)
         for n, me, zone in zip(nodes, ids, ["dc1", "dc2", "dc3", "dc4"]):
             n.cli("layout", "assign", me[:12], "-z", zone, "-c", "1G")
         wait_for(lambda: len(first.cli_json("layout", "show")["staged"]["roles"]) == 4, 10, "4 staged roles")

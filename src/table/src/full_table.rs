@@ -148,6 +148,17 @@ pub enum ReplicationError {
         tree: &'static str,
         replication_factor: usize,
     },
+    /// A sharded table's read whose partition moved to other nodes each
+    /// time it was made (layouts learnt of while repairing its replicas).
+    #[error(
+        "{op} on table {tree} (layout partition {partition}): the partition's nodes changed during each of {attempts} reads; retry"
+    )]
+    LayoutMoving {
+        op: &'static str,
+        tree: &'static str,
+        partition: u8,
+        attempts: usize,
+    },
     /// A row too large for peers to accept (`MAX_KEY_LEN`, `MAX_VALUE_LEN`).
     #[error(
         "a row of table {tree} is too large to replicate: key {key_len} bytes, value {value_len} bytes"

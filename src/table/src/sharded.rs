@@ -79,6 +79,10 @@ type SetsKey = Vec<(u64, Vec<NodeId>)>;
 const INSERT_PARALLELISM: usize = 8;
 /// Rows read from the store at a time while filling an answer.
 const READ_CHUNK: usize = 100;
+/// How many times a read is made again when a blocking read repair finds
+/// that the partition's read nodes moved under it (a layout this node
+/// learnt of on the way).
+const READ_ATTEMPTS: usize = 3;
 
 /// A range of one partition key's rows, by sort key.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -415,61 +419,173 @@ impl<S: Schema> ShardedTable<S> {
     /// Reads row (`partition`, `sort`) from a read quorum of its nodes (the
     /// closest first, the others only if those fail or are slow:
     /// [`Cluster::call_read_quorum`]) and returns the merge of their answers
-    /// (`None` when none holds it); replicas that answered without it or
-    /// with an older row are repaired in the background.
+    /// (`None` when none holds it). Replicas that answered without it or
+    /// with an older row are repaired ([`Self::read_repair`]: before the
+    /// answer when fewer than a write quorum held what it returns).
     pub async fn get(&self, partition: &[u8], sort: &[u8]) -> Result<Option<S::Row>> {
         let p = S::layout_partition(partition);
         let key = crate::storage_key::<S>(partition, sort);
-        let targets = self.read_nodes(p);
-        if targets.is_empty() {
-            return Err(self.quorum_error("get", p, &[], QuorumError::NoLayout));
-        }
-        let answers = self
-            .cluster
-            .call_read_quorum(
-                &self.eps.read,
-                &targets,
-                ReadRow {
-                    key: ByteBuf::from(key.clone()),
-                },
-                CallOpts::default(),
-            )
-            .await
-            .map_err(|e| self.quorum_error("get", p, &targets, e))?;
-        let mut merged: Option<S::Row> = None;
-        for (node, v) in &answers {
-            let Some(v) = v else { continue };
-            match decode::<S>(v) {
-                Ok(row) => match &mut merged {
-                    Some(m) => m.merge(&row),
-                    None => merged = Some(row),
-                },
-                Err(e) => tracing::warn!("{}: row from {}: {e}", S::TREE, node.short()),
+        for _ in 0..READ_ATTEMPTS {
+            let targets = self.read_nodes(p);
+            if targets.is_empty() {
+                return Err(self.quorum_error("get", p, &[], QuorumError::NoLayout));
             }
-        }
-        if let Some(m) = &merged {
-            let value = encode::<S>(m);
+            let answers = self
+                .cluster
+                .call_read_quorum(
+                    &self.eps.read,
+                    &targets,
+                    ReadRow {
+                        key: ByteBuf::from(key.clone()),
+                    },
+                    CallOpts::default(),
+                )
+                .await
+                .map_err(|e| self.quorum_error("get", p, &targets, e))?;
+            let mut merged: Option<S::Row> = None;
+            for (node, v) in &answers {
+                let Some(v) = v else { continue };
+                match decode::<S>(v) {
+                    Ok(row) => match &mut merged {
+                        Some(m) => m.merge(&row),
+                        None => merged = Some(row),
+                    },
+                    Err(e) => tracing::warn!("{}: row from {}: {e}", S::TREE, node.short()),
+                }
+            }
+            let Some(m) = merged else { return Ok(None) };
+            let value = encode::<S>(&m);
             let stale: Vec<NodeId> = answers
                 .iter()
                 .filter(|(_, v)| v.as_deref().map(|v| v.as_slice()) != Some(value.as_slice()))
                 .map(|(n, _)| *n)
                 .collect();
+            let held = BTreeMap::from([(key.clone(), answers.len() - stale.len())]);
             let row = WireRow {
-                key: ByteBuf::from(key),
+                key: ByteBuf::from(key.clone()),
                 value: ByteBuf::from(value),
             };
-            for n in stale {
-                self.repair(n, vec![row.clone()]);
+            let repairs = stale.into_iter().map(|n| (n, vec![row.clone()])).collect();
+            match self.read_repair("get", p, &targets, repairs, held).await? {
+                Repaired::Done => return Ok(Some(m)),
+                Repaired::LayoutMoved => continue,
             }
         }
-        Ok(merged)
+        Err(self.layout_moving("get", p))
     }
 
-    /// Sends `rows` to `node` in the background (read repair).
-    fn repair(&self, node: NodeId, rows: Vec<WireRow>) {
-        // A node that has not yet exchanged layouts with `node` since it
-        // started may read under a layout the others retired, and its
-        // "merged" row be one they deleted and collected since.
+    /// Read repair: `repairs` are the rows each replica that answered a
+    /// read of partition `p` from `targets` lacked or held older, `held`
+    /// how many of them answered with each row the read returns (by
+    /// storage key). When every such row was held by a write quorum, the
+    /// repairs go in the background. Otherwise they are written before the
+    /// read answers: a row that a write put on one replica only (the others
+    /// crashed, or its coordinator did, before it reached them) would be
+    /// seen by a read whose quorum holds that replica and missed by the
+    /// next, whose quorum does not — reads would go back in time. Once the
+    /// row is on a write quorum, every later read quorum meets it. Fails
+    /// when it could not be put on one.
+    ///
+    /// A node repairs a replica only once it exchanged layouts with it
+    /// since it started: a node that was away may read under a layout the
+    /// others retired, and its "merged" row be one they deleted and
+    /// collected since. A blocking repair exchanges first (a few seconds
+    /// at most, once per peer); if that moved the partition's read nodes,
+    /// the read was made under an old layout and must be made again
+    /// ([`Repaired::LayoutMoved`]).
+    async fn read_repair(
+        &self,
+        op: &'static str,
+        p: Partition,
+        targets: &[NodeId],
+        repairs: BTreeMap<NodeId, Vec<WireRow>>,
+        held: BTreeMap<Vec<u8>, usize>,
+    ) -> Result<Repaired> {
+        let needed = self.cluster.quorums().write;
+        let short: Vec<(&Vec<u8>, usize)> = held
+            .iter()
+            .filter(|(_, h)| **h < needed)
+            .map(|(k, h)| (k, *h))
+            .collect();
+        if repairs.is_empty() || short.is_empty() {
+            for (node, rows) in repairs {
+                self.repair_soon(node, rows);
+            }
+            return Ok(Repaired::Done);
+        }
+        let layout = self.cluster.layout();
+        let strangers: Vec<NodeId> = repairs
+            .keys()
+            .copied()
+            .filter(|n| !layout.has_exchanged_with(*n))
+            .collect();
+        if !strangers.is_empty() {
+            layout.exchange_with(&strangers).await;
+            if self.read_nodes(p) != targets {
+                return Ok(Repaired::LayoutMoved);
+            }
+        }
+        let ep = &self.eps.update;
+        let calls = repairs.into_iter().map(|(node, rows)| {
+            let layout = layout.clone();
+            async move {
+                if !layout.has_exchanged_with(node) {
+                    // The exchange just tried did not get an answer.
+                    return (node, rows, Err(NetError::NotConnected(node)));
+                }
+                for batch in batches(rows.clone()) {
+                    let msg = UpdateRows { rows: batch };
+                    if let Err(e) = ep.call(node, msg, CallOpts::default()).await {
+                        return (node, rows, Err(e));
+                    }
+                }
+                (node, rows, Ok(()))
+            }
+        });
+        let done = futures::future::join_all(calls).await;
+        let mut errors = Vec::new();
+        let mut worst = usize::MAX;
+        for (key, h) in short {
+            let repaired = done
+                .iter()
+                .filter(|(_, rows, r)| r.is_ok() && rows.iter().any(|w| w.key.as_slice() == key))
+                .count();
+            worst = worst.min(h + repaired);
+        }
+        for (node, _, r) in done {
+            if let Err(e) = r {
+                errors.push((node, e));
+            }
+        }
+        if worst >= needed {
+            return Ok(Repaired::Done);
+        }
+        let failed = QuorumError::Failed {
+            needed,
+            ok: worst,
+            down: targets.iter().filter(|n| !self.cluster.is_up(**n)).count(),
+            targets: targets.len(),
+            version: None,
+            errors,
+        };
+        Err(self.quorum_error(op, p, targets, failed))
+    }
+
+    /// The error of a read that saw the partition's read nodes move under
+    /// it [`READ_ATTEMPTS`] times.
+    fn layout_moving(&self, op: &'static str, p: Partition) -> TableError {
+        TableError::Replication(ReplicationError::LayoutMoving {
+            op,
+            tree: S::TREE,
+            partition: p,
+            attempts: READ_ATTEMPTS,
+        })
+    }
+
+    /// Sends `rows` to `node` in the background (read repair of rows a
+    /// write quorum holds already), if this node exchanged layouts with it
+    /// ([`Self::read_repair`] says why).
+    fn repair_soon(&self, node: NodeId, rows: Vec<WireRow>) {
         if !self.cluster.layout().has_exchanged_with(node) {
             tracing::debug!(
                 "{}: no read repair of {} before a layout exchange with it",
@@ -501,7 +617,7 @@ impl<S: Schema> ShardedTable<S> {
     /// replica holding it, so none is missed; fewer than `limit` rows means
     /// the range holds no more. Tombstones are returned like other rows.
     /// Replicas found lacking a returned row, or holding an older one, are
-    /// repaired in the background.
+    /// repaired as [`Self::get`]'s are.
     pub async fn range(
         &self,
         partition: &[u8],
@@ -521,15 +637,24 @@ impl<S: Schema> ShardedTable<S> {
         let (mut start, mut end) = (owned(start), owned(end));
         let mut out = Vec::new();
         while out.len() < limit {
-            let page = self
-                .range_once(
-                    partition,
-                    start.clone(),
-                    end.clone(),
-                    reverse,
-                    limit - out.len(),
-                )
-                .await?;
+            let mut page = None;
+            for _ in 0..READ_ATTEMPTS {
+                page = self
+                    .range_once(
+                        partition,
+                        start.clone(),
+                        end.clone(),
+                        reverse,
+                        limit - out.len(),
+                    )
+                    .await?;
+                if page.is_some() {
+                    break;
+                }
+            }
+            let Some(page) = page else {
+                return Err(self.layout_moving("range", S::layout_partition(partition)));
+            };
             let cut = page.cut;
             out.extend(page.rows);
             match cut {
@@ -557,7 +682,7 @@ impl<S: Schema> ShardedTable<S> {
         end: Bound<ByteBuf>,
         reverse: bool,
         limit: usize,
-    ) -> Result<RangePage<S>> {
+    ) -> Result<Option<RangePage<S>>> {
         let p = S::layout_partition(partition);
         let targets = self.read_nodes(p);
         if targets.is_empty() {
@@ -630,6 +755,7 @@ impl<S: Schema> ShardedTable<S> {
         };
         let mut rows = Vec::new();
         let mut repairs: BTreeMap<NodeId, Vec<WireRow>> = BTreeMap::new();
+        let mut held: BTreeMap<Vec<u8>, usize> = BTreeMap::new();
         for (key, (row, sent)) in in_order {
             if rows.len() == limit {
                 break;
@@ -642,21 +768,32 @@ impl<S: Schema> ShardedTable<S> {
             }
             let Some(row) = row else { continue };
             let value = encode::<S>(&row);
+            let mut holders = 0;
             for (node, _) in &lasts {
-                if covered(*node, &key) && sent.get(node) != Some(&value) {
+                if !covered(*node, &key) {
+                    continue;
+                }
+                if sent.get(node) == Some(&value) {
+                    holders += 1;
+                } else {
                     repairs.entry(*node).or_default().push(WireRow {
                         key: ByteBuf::from(key.clone()),
                         value: ByteBuf::from(value.clone()),
                     });
                 }
             }
+            held.insert(key.clone(), holders);
             rows.push((key[S::PARTITION_LEN..].to_vec(), row));
         }
-        for (node, rows) in repairs {
-            self.repair(node, rows);
+        match self
+            .read_repair("range", p, &targets, repairs, held)
+            .await?
+        {
+            Repaired::Done => {}
+            Repaired::LayoutMoved => return Ok(None),
         }
         let cut = if rows.len() < limit { cut } else { None };
-        Ok(RangePage { rows, cut })
+        Ok(Some(RangePage { rows, cut }))
     }
 }
 
@@ -693,6 +830,15 @@ fn fenced(e: &QuorumError) -> bool {
 /// A key of a range read being merged: the merge of the rows decoded so
 /// far, and the value each replica sent.
 type Merging<S> = (Option<<S as Schema>::Row>, BTreeMap<NodeId, Vec<u8>>);
+
+/// How a read repair ended ([`ShardedTable::read_repair`]).
+enum Repaired {
+    /// The repairs were written, or sent in the background where a write
+    /// quorum held the rows already: the read may answer.
+    Done,
+    /// The partition's read nodes moved under the read: read again.
+    LayoutMoved,
+}
 
 /// One quorum range read: the rows, and where to go on when a replica's
 /// answer was cut by its byte budget.

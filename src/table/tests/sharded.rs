@@ -801,3 +801,192 @@ async fn a_full_table_quorum_read_sees_a_newer_row_this_node_lacks() {
     );
     nodes[0].mesh.shutdown().await;
 }
+
+/// A replica's read endpoints that answer from its own rows, or never
+/// while `stalled` is set: which nodes make a read's quorum is the test's
+/// choice, and can change between two reads.
+struct Gate {
+    table: Table<T>,
+    stalled: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Gate {
+    async fn wait(&self) {
+        while self.stalled.load(std::sync::atomic::Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+#[async_trait]
+impl Handler<ReadRow, Option<ByteBuf>> for Gate {
+    async fn handle(
+        &self,
+        req: Request<ReadRow>,
+    ) -> Result<Response<Option<ByteBuf>>, HandlerError> {
+        self.wait().await;
+        let key = req.msg.key.to_vec();
+        let (p, s) = key.split_at(T::PARTITION_LEN);
+        let found = self
+            .table
+            .range_raw(
+                p,
+                Bound::Included(s.to_vec()),
+                Bound::Included(s.to_vec()),
+                false,
+                1,
+            )
+            .await
+            .map_err(HandlerError::new)?;
+        Ok(Response::new(
+            found.into_iter().next().map(|(_, v)| ByteBuf::from(v)),
+        ))
+    }
+}
+
+#[async_trait]
+impl Handler<ReadRange, RangeRows> for Gate {
+    async fn handle(&self, req: Request<ReadRange>) -> Result<Response<RangeRows>, HandlerError> {
+        self.wait().await;
+        // The test reads whole partitions of one row: bounds and limits
+        // need no honouring.
+        let m = req.msg;
+        let rows = self
+            .table
+            .range_raw(
+                &m.partition,
+                Bound::Unbounded,
+                Bound::Unbounded,
+                m.reverse,
+                100,
+            )
+            .await
+            .map_err(HandlerError::new)?
+            .into_iter()
+            .map(|(k, v)| hangar_table::full_table::WireRow {
+                key: ByteBuf::from(k),
+                value: ByteBuf::from(v),
+            })
+            .collect();
+        Ok(Response::new(RangeRows { rows, more: false }))
+    }
+}
+
+/// A replica's update endpoint that merges rows half a second late, as a
+/// busy replica would: a read repair sent in the background has not
+/// landed when the next read comes.
+struct SlowUpdate(Db);
+
+#[async_trait]
+impl Handler<UpdateRows, ()> for SlowUpdate {
+    async fn handle(&self, req: Request<UpdateRows>) -> Result<Response<()>, HandlerError> {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let rows = req.msg.rows;
+        self.0
+            .write(move |tx| {
+                for r in &rows {
+                    let (p, s) = r.key.split_at(T::PARTITION_LEN);
+                    let row = hangar_table::decode::<T>(&r.value)?;
+                    Table::<T>::tx_insert(tx, p, s, &row)?;
+                }
+                Ok::<_, TableError>(())
+            })
+            .await
+            .map_err(HandlerError::new)?;
+        Ok(Response::new(()))
+    }
+}
+
+/// A write that reached one replica of three (the others crashed before
+/// it reached them, or its coordinator did): a read whose quorum holds
+/// that replica answers it, and from then on every read through any node
+/// must answer it too — quorum reads are monotonic only if the first read
+/// puts the row on a write quorum before it answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_one_replica_holds_once_read_is_read_through_every_quorum() {
+    let nodes = cluster_of(3).await;
+    nodes[0].table.insert(rows_of(6, 1, 1)).await.unwrap();
+    nodes[0].table.insert(rows_of(7, 1, 1)).await.unwrap();
+    assert!(eventually!(Duration::from_secs(5), {
+        let mut all = true;
+        for n in &nodes {
+            all &= local_count(n, 6).await == 1 && local_count(n, 7).await == 1;
+        }
+        all
+    }));
+    for p in [6u32, 7] {
+        let key = pk(p);
+        nodes[0]
+            .db
+            .write(move |tx| Table::<T>::tx_insert(tx, &key, b"k000", &row(5, "newer")).map(|_| ()))
+            .await
+            .unwrap();
+    }
+    let stalled = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let gate = |m: &Mesh| {
+        m.endpoint::<ReadRow, Option<ByteBuf>>("hangar/table/t/read")
+            .unwrap()
+            .set_handler(
+                Gate {
+                    table: nodes[2].table.local().clone(),
+                    stalled: stalled.clone(),
+                },
+                16,
+            );
+        m.endpoint::<ReadRange, RangeRows>("hangar/table/t/range")
+            .unwrap()
+            .set_handler(
+                Gate {
+                    table: nodes[2].table.local().clone(),
+                    stalled: stalled.clone(),
+                },
+                16,
+            );
+    };
+    gate(&nodes[2].mesh);
+    nodes[1]
+        .mesh
+        .endpoint::<UpdateRows, ()>("hangar/table/t/update")
+        .unwrap()
+        .set_handler(SlowUpdate(nodes[1].db.clone()), 16);
+    // Node 2 does not answer: the first reads' quorum is nodes 0 and 1.
+    assert_eq!(
+        nodes[0].table.get(&pk(6), b"k000").await.unwrap(),
+        Some(row(5, "newer"))
+    );
+    let first = nodes[0]
+        .table
+        .range(&pk(7), Bound::Unbounded, Bound::Unbounded, false, 10)
+        .await
+        .unwrap();
+    assert_eq!(first[0].1, row(5, "newer"));
+    // Now node 0 does not answer and node 2 does: the next reads' quorum
+    // is nodes 1 and 2, neither of which held the row before.
+    nodes[0]
+        .mesh
+        .endpoint::<ReadRow, Option<ByteBuf>>("hangar/table/t/read")
+        .unwrap()
+        .set_handler(Stall, 16);
+    nodes[0]
+        .mesh
+        .endpoint::<ReadRange, RangeRows>("hangar/table/t/range")
+        .unwrap()
+        .set_handler(Stall, 16);
+    stalled.store(false, std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(
+        nodes[2].table.get(&pk(6), b"k000").await.unwrap(),
+        Some(row(5, "newer")),
+        "a read through nodes 1 and 2 went back to the older row"
+    );
+    let second = nodes[2]
+        .table
+        .range(&pk(7), Bound::Unbounded, Bound::Unbounded, false, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        second[0].1,
+        row(5, "newer"),
+        "a listing through nodes 1 and 2 went back to the older row"
+    );
+    shutdown(&nodes).await;
+}

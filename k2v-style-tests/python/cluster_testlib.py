@@ -1,7 +1,8 @@
 """Helpers for tests of real multi-node clusters: nodes configured to join
-one another (`make_node`), a laid-out 3-node cluster (`laid_out_cluster`),
-node ids and peer addresses, and waiting for the layout to converge. Used
-by the cluster tests of this directory; it holds no tests itself."""
+one another (`make_node`), a laid-out 3-node cluster (`laid_out_cluster`,
+`quick_tombstone_cluster`), keys made through the CLI (`key_of`), node ids
+and peer addresses, and waiting for the layout to converge. Used by the
+cluster tests of this directory; it holds no tests itself."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import re
 import secrets
 import time
 
-from hangar_testlib import Node
+from hangar_testlib import Key, Node
 
 RF = 3
 ZONES = ["dc1", "dc2", "dc3"]
@@ -45,6 +46,22 @@ def laid_out_cluster(tmp_path_factory, prefix: str, secret: str | None = None,
     first.cli("layout", "apply", "--version", "1")
     converge(nodes, 1)
     return nodes
+
+
+def quick_tombstone_cluster(tmp_path_factory, prefix: str) -> list[Node]:
+    """A laid-out 3-node cluster (`laid_out_cluster`) whose tombstones are
+    collected 3 s after they are written (a day by default). The caller
+    stops the nodes."""
+    def quick_tombstones(n: Node) -> Node:
+        n.config.write_text("tombstone_gc_delay_secs = 3\n" + n.config.read_text())
+        return n
+
+    return laid_out_cluster(tmp_path_factory, prefix, configure=quick_tombstones)
+
+
+def key_of(info: dict, name: str = "") -> Key:
+    """The `Key` in the JSON answer of `hangar key create NAME --json`."""
+    return Key(info["access_key_id"], info["secret_access_key"], name)
 
 
 def up_peers(n: Node) -> set[str]:

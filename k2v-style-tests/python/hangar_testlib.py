@@ -1,5 +1,7 @@
 """Shared helpers for the real-client test suite: a running `hangar` node,
-SigV4 signing for hand-made requests, checksums and test data.
+SigV4 signing for hand-made requests, checksums and test data, and generic
+S3 helpers (an anonymous client, a call's outcome, bucket policies,
+versioning, block files on disk, polling until a condition holds).
 
 Everything here talks to a real `hangar` process over loopback sockets."""
 
@@ -27,7 +29,9 @@ from pathlib import Path
 from urllib.parse import quote
 
 import boto3
+from botocore import UNSIGNED
 from botocore.config import Config
+from botocore.exceptions import ClientError
 
 REPO = Path(__file__).resolve().parents[2]
 HANGAR_BIN = Path(os.environ.get("HANGAR_BIN", REPO / "target" / "debug" / "hangar"))
@@ -93,6 +97,48 @@ def die_with_parent() -> None:
 
     PR_SET_PDEATHSIG = 1
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+_BLOCK_FILE = re.compile(r"^[0-9a-f]{64}(\.zst)?$")
+
+
+def block_files(data: Path) -> set[str]:
+    """The names of the block files under a node's data directory (hash,
+    with `.zst` when compressed), to see blocks appear and be collected."""
+    return {p.name for p in data.rglob("*") if p.is_file() and _BLOCK_FILE.match(p.name)}
+
+
+def block_sizes(n: Node) -> dict[str, int]:
+    """The block files on a node's disk: name (hash, without `.zst`) -> stored
+    size. Files being written and the quarantine are left out; a file deleted
+    meanwhile (handed over, collected) is skipped."""
+    out = {}
+    if not n.data.exists():
+        return out
+    for l1 in n.data.iterdir():
+        if l1.name == "quarantine" or not l1.is_dir():
+            continue
+        for l2 in l1.iterdir():
+            for f in l2.iterdir():
+                if f.name.startswith("."):  # a file being written
+                    continue
+                try:
+                    out[f.name.removesuffix(".zst")] = f.stat().st_size
+                except FileNotFoundError:  # deleted (handed over, collected) meanwhile
+                    pass
+    return out
+
+
+def eventually(cond, timeout: float = 10, what: str = "") -> None:
+    """Poll `cond()` every 0.2 s until it is true; AssertionError naming
+    `what` if it is still false after `timeout` seconds. An exception raised
+    by `cond` goes through (cluster_testlib.wait_for instead retries through
+    the CLI's RuntimeError and returns the time it took)."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout}s: {what}")
+        time.sleep(0.2)
 
 
 @dataclass
@@ -267,6 +313,62 @@ def error_code(exc) -> str:
 
 def http_status(exc) -> int:
     return exc.response["ResponseMetadata"]["HTTPStatusCode"]
+
+
+def status(call) -> tuple[int, str]:
+    """Run `call()` (one boto3 request) and return (HTTP status, S3 error
+    code): (200, "") when it succeeds, so a test can compare outcomes."""
+    try:
+        call()
+    except ClientError as e:
+        return http_status(e), error_code(e)
+    return 200, ""
+
+
+def anonymous(node: Node):
+    """An unsigned boto3 S3 client for this node (path-style, no retries):
+    an anonymous caller, to see what bucket policies and ACLs grant to all."""
+    return boto3.client(
+        "s3",
+        endpoint_url=node.endpoint,
+        region_name=REGION,
+        config=Config(
+            signature_version=UNSIGNED,
+            s3={"addressing_style": "path"},
+            retries={"max_attempts": 1, "mode": "standard"},
+        ),
+    )
+
+
+def policy(*statements) -> str:
+    """A bucket policy document (JSON text, Version 2012-10-17) holding
+    these statements, for PutBucketPolicy."""
+    return json.dumps({"Version": "2012-10-17", "Statement": list(statements)})
+
+
+def enable(s3, bucket, status="Enabled"):
+    """Set a bucket's versioning with PutBucketVersioning: "Enabled" (by
+    default) or "Suspended"."""
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": status})
+
+
+def versions_of(s3, bucket, **kw):
+    """Every version and delete marker of a bucket (ListObjectVersions with
+    `kw`), following the markers page by page: ("v", version) and ("d",
+    delete marker) pairs, each page's versions (in S3's order) before its
+    delete markers."""
+    out, args = [], dict(kw)
+    while True:
+        r = s3.list_object_versions(Bucket=bucket, **args)
+        items = [("v", v) for v in r.get("Versions", [])] + [("d", d) for d in r.get("DeleteMarkers", [])]
+        out.extend(items)
+        if not r["IsTruncated"]:
+            return out
+        args["KeyMarker"] = r["NextKeyMarker"]
+        if "NextVersionIdMarker" in r:
+            args["VersionIdMarker"] = r["NextVersionIdMarker"]
+        else:
+            args.pop("VersionIdMarker", None)
 
 
 # ---------------------------------------------------------------- data

@@ -7,15 +7,12 @@ through the first node applies on the third)."""
 
 from __future__ import annotations
 
-
-import pytest
 import requests
-from botocore.exceptions import ClientError
 
-from hangar_testlib import bucket_name, error_code, http_status, s3_client
+from hangar_testlib import anonymous, bucket_name, eventually, s3_client, status
 # The same set-ups as the policy tests: one node or three, an owner key
 # that may create buckets and a key without permissions.
-from test_bucket_policy import anonymous, cluster, eventually, one, status, three  # noqa: F401
+from owner_fixtures import cluster, one, three  # noqa: F401 (fixtures)
 
 ALL_USERS = "http://acs.amazonaws.com/groups/global/AllUsers"
 AUTH_USERS = "http://acs.amazonaws.com/groups/global/AuthenticatedUsers"

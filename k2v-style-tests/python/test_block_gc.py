@@ -5,27 +5,12 @@ workers report what they did in `hangar worker list`."""
 
 from __future__ import annotations
 
-import re
 import socket
 import time
-from pathlib import Path
 
 import pytest
 
-from hangar_testlib import Node, random_bytes, s3_client, sign_v4
-
-BLOCK = re.compile(r"^[0-9a-f]{64}(\.zst)?$")
-
-
-def block_files(data: Path) -> set[str]:
-    return {p.name for p in data.rglob("*") if p.is_file() and BLOCK.match(p.name)}
-
-
-def wait_until(cond, timeout: float, what: str) -> None:
-    t0 = time.monotonic()
-    while not cond():
-        assert time.monotonic() - t0 < timeout, f"timed out waiting for {what}"
-        time.sleep(0.2)
+from hangar_testlib import Node, block_files, eventually, random_bytes, s3_client, sign_v4
 
 
 @pytest.fixture(scope="module")
@@ -49,10 +34,10 @@ def test_deleted_and_overwritten_blocks_are_reclaimed(gc_node):
     s3.put_object(Bucket="gcbucket", Key="a", Body=random_bytes(3 << 20, 2))
     second = block_files(n.data) - before - first
     assert len(second) == 3
-    wait_until(lambda: not (first & block_files(n.data)), 20, "the overwritten blocks to go")
+    eventually(lambda: not (first & block_files(n.data)), 20, "the overwritten blocks to go")
     assert second <= block_files(n.data)
     s3.delete_object(Bucket="gcbucket", Key="a")
-    wait_until(lambda: not (second & block_files(n.data)), 20, "the deleted blocks to go")
+    eventually(lambda: not (second & block_files(n.data)), 20, "the deleted blocks to go")
     workers = {w["name"]: w for w in n.cli_json("worker", "list")}
     assert workers["block-gc"]["processed"] >= 6
     assert workers["version-gc"]["processed"] >= 6
@@ -69,7 +54,7 @@ def test_shared_blocks_stay_while_referenced(gc_node):
     time.sleep(3)  # several GC passes past the grace delay
     assert s3.get_object(Bucket="gcbucket", Key="y")["Body"].read() == body
     s3.delete_object(Bucket="gcbucket", Key="y")
-    wait_until(lambda: not (shared & block_files(n.data)), 20, "the shared blocks to go")
+    eventually(lambda: not (shared & block_files(n.data)), 20, "the shared blocks to go")
 
 
 def test_blocks_of_an_upload_killed_midway_are_reclaimed(gc_node):
@@ -82,11 +67,11 @@ def test_blocks_of_an_upload_killed_midway_are_reclaimed(gc_node):
     before = block_files(n.data)
     sock = socket.create_connection(("127.0.0.1", n.s3_port))
     sock.sendall(head.encode() + data[: (5 << 20) // 2])
-    wait_until(lambda: len(block_files(n.data) - before) >= 2, 20, "the first blocks on disk")
+    eventually(lambda: len(block_files(n.data) - before) >= 2, 20, "the first blocks on disk")
     orphans = block_files(n.data) - before
     n.kill9()
     sock.close()
     n.start()
-    wait_until(lambda: not (orphans & block_files(n.data)), 30, "the orphaned blocks to go")
+    eventually(lambda: not (orphans & block_files(n.data)), 30, "the orphaned blocks to go")
     keys = [o["Key"] for o in s3_client(n, key).list_objects_v2(Bucket="gcbucket").get("Contents", [])]
     assert "cut" not in keys

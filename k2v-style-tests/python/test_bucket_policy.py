@@ -8,83 +8,17 @@ and on three (a policy set through the first node applies on the third)."""
 from __future__ import annotations
 
 import json
-import time
 
-import boto3
-import pytest
-from botocore import UNSIGNED
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from hangar_testlib import REGION, Node, bucket_name, error_code, http_status, s3_client, send
-from test_cluster_control import key_of
-from cluster_testlib import laid_out_cluster
-
-
-@pytest.fixture(scope="module")
-def one(tmp_path_factory):
-    n = Node(tmp_path_factory.mktemp("pol1"))
-    n.start()
-    key = n.create_key("owner", create_bucket=True)
-    other = n.create_key("other")
-    yield [n], key, other
-    n.stop()
-
-
-@pytest.fixture(scope="module")
-def three(tmp_path_factory):
-    nodes = laid_out_cluster(tmp_path_factory, "pol3")
-    first = nodes[0]
-    key = key_of(first.cli_json("key", "create", "owner"), "owner")
-    first.cli("key", "allow", key.id, "--create-bucket")
-    other = key_of(first.cli_json("key", "create", "other"), "other")
-    yield nodes, key, other
-    for n in nodes:
-        n.stop()
-
-
-@pytest.fixture(params=["one", "three"])
-def cluster(request):
-    return request.getfixturevalue(request.param)
-
-
-def anonymous(node: Node):
-    return boto3.client(
-        "s3",
-        endpoint_url=node.endpoint,
-        region_name=REGION,
-        config=Config(
-            signature_version=UNSIGNED,
-            s3={"addressing_style": "path"},
-            retries={"max_attempts": 1, "mode": "standard"},
-        ),
-    )
-
-
-def policy(*statements) -> str:
-    return json.dumps({"Version": "2012-10-17", "Statement": list(statements)})
+from hangar_testlib import anonymous, bucket_name, eventually, policy, s3_client, send, status
+from owner_fixtures import cluster, one, three  # noqa: F401 (fixtures)
 
 
 def stmt(effect="Allow", principal="*", action="s3:GetObject", resource=None, **extra):
     s = {"Effect": effect, "Principal": principal, "Action": action, "Resource": resource}
     s.update(extra)
     return s
-
-
-def status(call) -> tuple[int, str]:
-    try:
-        call()
-    except ClientError as e:
-        return http_status(e), error_code(e)
-    return 200, ""
-
-
-def eventually(cond, timeout: float = 10, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout}s: {what}")
-        time.sleep(0.2)
 
 
 def setup_bucket(cluster, hint: str):

@@ -17,8 +17,7 @@ from botocore.config import Config
 import linearizability as lz
 from hangar_testlib import REGION, bucket_name
 from linearizability import FAIL, GET, OK, PUT_IF_ABSENT, PUT_IF_MATCH, UNKNOWN
-from test_cluster_control import key_of
-from cluster_testlib import laid_out_cluster
+from cluster_testlib import key_of, laid_out_cluster
 
 
 @pytest.fixture

@@ -8,8 +8,7 @@ import botocore.exceptions
 import pytest
 
 from hangar_testlib import Key, bucket_name, s3_client
-from test_cluster_control import key_of
-from cluster_testlib import laid_out_cluster
+from cluster_testlib import key_of, laid_out_cluster
 
 
 @pytest.fixture

@@ -22,8 +22,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from clients import AwsCli
-from hangar_testlib import Key, bucket_name, error_code, http_status, s3_client
-from test_bucket_policy import anonymous, eventually, policy, status
+from hangar_testlib import Key, anonymous, bucket_name, error_code, eventually, http_status, policy, s3_client, status
 from cluster_testlib import laid_out_cluster
 
 

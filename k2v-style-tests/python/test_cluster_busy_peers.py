@@ -16,8 +16,7 @@ import time
 import pytest
 
 from hangar_testlib import MiB, bucket_name, s3_client, sha256
-from test_cluster_control import key_of
-from cluster_testlib import laid_out_cluster
+from cluster_testlib import key_of, laid_out_cluster
 
 PING_TIMEOUT_MSEC = 100
 WRITERS = 48

@@ -20,8 +20,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from hangar_testlib import bucket_name, http_status, random_bytes, s3_client
-from test_cluster_control import key_of
-from cluster_testlib import laid_out_cluster, wait_for
+from cluster_testlib import key_of, laid_out_cluster, wait_for
 
 PAXOS_ENDPOINTS = ("hangar/object/paxos/prepare", "hangar/object/paxos/accept", "hangar/object/paxos/commit")
 

@@ -17,7 +17,6 @@ from botocore.exceptions import ClientError
 
 from hangar_testlib import (
     MiB,
-    Key,
     Node,
     bucket_name,
     error_code,
@@ -26,24 +25,15 @@ from hangar_testlib import (
     s3_client,
     sha256,
 )
-from cluster_testlib import laid_out_cluster, node_id, wait_for
+from cluster_testlib import key_of, node_id, quick_tombstone_cluster, wait_for
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    def quick_tombstones(n: Node) -> Node:
-        # Tombstones are collected 3 s after they are written (a day by default).
-        n.config.write_text("tombstone_gc_delay_secs = 3\n" + n.config.read_text())
-        return n
-
-    nodes = laid_out_cluster(tmp_path_factory, "ctl", configure=quick_tombstones)
+    nodes = quick_tombstone_cluster(tmp_path_factory, "ctl")
     yield nodes
     for n in nodes:
         n.stop()
-
-
-def key_of(info: dict, name: str = "") -> Key:
-    return Key(info["access_key_id"], info["secret_access_key"], name)
 
 
 def test_a_key_made_through_one_node_signs_requests_on_every_node_at_once(cluster):

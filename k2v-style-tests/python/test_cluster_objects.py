@@ -16,12 +16,19 @@ import pytest
 from botocore.exceptions import ClientError
 
 from hangar_testlib import MiB, bucket_name, error_code, http_status, md5_hex, random_bytes, s3_client, sha256
-from test_cluster_control import cluster, key_of  # noqa: F401 (the module's cluster fixture)
-from cluster_testlib import wait_for
+from cluster_testlib import key_of, quick_tombstone_cluster, wait_for
 
 
 @pytest.fixture(scope="module")
-def setup(cluster):  # noqa: F811
+def cluster(tmp_path_factory):
+    nodes = quick_tombstone_cluster(tmp_path_factory, "ctl")
+    yield nodes
+    for n in nodes:
+        n.stop()
+
+
+@pytest.fixture(scope="module")
+def setup(cluster):
     n1, n2, n3 = cluster
     key = key_of(n1.cli_json("key", "create", "objects"), "objects")
     n1.cli("key", "allow", key.id, "--create-bucket")

@@ -28,8 +28,7 @@ import pytest
 from botocore.config import Config
 
 from hangar_testlib import REGION, MiB, bucket_name, error_code, http_status, s3_client, signed_request
-from test_cluster_control import key_of
-from cluster_testlib import laid_out_cluster, wait_for
+from cluster_testlib import key_of, laid_out_cluster, wait_for
 
 BUDGET_WAIT_S = 5  # hangar_block::replicated::DEFAULT_BUDGET_WAIT
 

@@ -18,28 +18,8 @@ import urllib.request
 
 import pytest
 
-from hangar_testlib import MiB, Node, bucket_name, random_bytes, s3_client, sha256
-from test_cluster_control import key_of
-from cluster_testlib import converge, laid_out_cluster, make_node, node_id, peer_addr, wait_for
-
-
-def block_files(n: Node) -> dict[str, int]:
-    """The block files on a node's disk: name (hash) -> stored size."""
-    out = {}
-    if not n.data.exists():
-        return out
-    for l1 in n.data.iterdir():
-        if l1.name == "quarantine" or not l1.is_dir():
-            continue
-        for l2 in l1.iterdir():
-            for f in l2.iterdir():
-                if f.name.startswith("."):  # a file being written
-                    continue
-                try:
-                    out[f.name.removesuffix(".zst")] = f.stat().st_size
-                except FileNotFoundError:  # deleted (handed over, collected) meanwhile
-                    pass
-    return out
+from hangar_testlib import MiB, Node, block_sizes, bucket_name, random_bytes, s3_client, sha256
+from cluster_testlib import converge, key_of, laid_out_cluster, make_node, node_id, peer_addr, wait_for
 
 
 def body(i: int, salt: int = 0) -> bytes:
@@ -69,7 +49,7 @@ def setup(tmp_path_factory):
         b = body(i)
         c.put_object(Bucket=bucket, Key=f"base/{i}", Body=b)
         objects[f"base/{i}"] = sha256(b)
-    wait_for(lambda: len({frozenset(block_files(n)) for n in nodes}) == 1 and block_files(nodes[0]), 30,
+    wait_for(lambda: len({frozenset(block_sizes(n)) for n in nodes}) == 1 and block_sizes(nodes[0]), 30,
              "every node holds every block")
     yield nodes, key, bucket, objects
     for n in nodes:
@@ -130,12 +110,12 @@ class Load:
 def test_a_wiped_data_directory_refills_while_clients_work(setup):
     nodes, key, bucket, objects = setup
     n1, n2, n3 = nodes
-    want = block_files(n1)
+    want = block_sizes(n1)
     n3.stop()
     shutil.rmtree(n3.data)
     with Load(n1, key, bucket, objects, "during-data-wipe") as load:
         n3.start()
-        took = wait_for(lambda: set(want) <= set(block_files(n3)), 120, "node 3 holds every block again")
+        took = wait_for(lambda: set(want) <= set(block_sizes(n3)), 120, "node 3 holds every block again")
     stats = resync_stats(n3)
     print(f"wiped data directory refilled in {took:.1f}s: {stats}")
     assert stats["blocks_fetched"] >= len(want), (stats, len(want))
@@ -161,7 +141,7 @@ def test_a_source_serving_clients_defers_to_an_idle_replica_but_serves_when_all_
     and the refill is served anyway (deferral never starves it)."""
     nodes, key, bucket, objects = setup
     n1, n2, n3 = nodes
-    want = block_files(n1)
+    want = block_sizes(n1)
     for busy in ([n1], [n1, n2]):
         served0 = [counter(n, "hangar_block_resync_served_total") for n in (n1, n2)]
         n3.stop()
@@ -172,7 +152,7 @@ def test_a_source_serving_clients_defers_to_an_idle_replica_but_serves_when_all_
         try:
             time.sleep(0.5)
             n3.start()
-            wait_for(lambda: set(want) <= set(block_files(n3)), 120, "node 3 holds every block again")
+            wait_for(lambda: set(want) <= set(block_sizes(n3)), 120, "node 3 holds every block again")
         finally:
             for load in loads:
                 load.__exit__()
@@ -197,7 +177,7 @@ def test_a_wiped_node_refills_from_the_reference_table(setup):
     queues every block for the resync worker."""
     nodes, key, bucket, objects = setup
     n1, n2, n3 = nodes
-    want = block_files(n1)
+    want = block_sizes(n1)
     n2.stop()
     shutil.rmtree(n2.data)
     for f in n2.meta.iterdir():
@@ -205,7 +185,7 @@ def test_a_wiped_node_refills_from_the_reference_table(setup):
             shutil.rmtree(f) if f.is_dir() else f.unlink()
     with Load(n3, key, bucket, objects, "during-full-wipe") as load:
         n2.start()
-        took = wait_for(lambda: set(want) <= set(block_files(n2)), 150, "node 2 holds every block again")
+        took = wait_for(lambda: set(want) <= set(block_sizes(n2)), 150, "node 2 holds every block again")
     print(f"wiped node refilled in {took:.1f}s: {resync_stats(n2)}")
     assert not load.errors, load.errors[:5]
     objects.update(load.acked)
@@ -215,7 +195,7 @@ def test_a_wiped_node_refills_from_the_reference_table(setup):
 def test_a_corrupt_block_is_quarantined_and_replaced_while_gets_succeed(setup):
     nodes, key, bucket, objects = setup
     n1 = nodes[0]
-    files = block_files(n1)
+    files = block_sizes(n1)
     victim = max(files, key=files.get)
     path = next(p for p in n1.data.rglob(f"{victim}*") if "quarantine" not in p.parts)
     raw = bytearray(path.read_bytes())
@@ -239,7 +219,7 @@ def test_a_corrupt_block_is_quarantined_and_replaced_while_gets_succeed(setup):
 def test_a_node_killed_mid_resync_resumes_without_fetching_twice_and_the_rate_limit_holds(setup):
     nodes, key, bucket, objects = setup
     n1, n2, n3 = nodes
-    want = block_files(n1)
+    want = block_sizes(n1)
     total = sum(want.values())
     n3.stop()
     shutil.rmtree(n3.data)
@@ -247,22 +227,22 @@ def test_a_node_killed_mid_resync_resumes_without_fetching_twice_and_the_rate_li
     text = n3.config.read_text()
     n3.config.write_text(f"resync_max_bytes_per_sec = {limit}\n" + text)
     n3.start()
-    wait_for(lambda: sum(block_files(n3).values()) > total * 0.15, 120, "a part refilled")
-    b0, t0 = sum(block_files(n3).values()), time.monotonic()
-    wait_for(lambda: sum(block_files(n3).values()) > b0 + total * 0.3 or set(want) <= set(block_files(n3)),
+    wait_for(lambda: sum(block_sizes(n3).values()) > total * 0.15, 120, "a part refilled")
+    b0, t0 = sum(block_sizes(n3).values()), time.monotonic()
+    wait_for(lambda: sum(block_sizes(n3).values()) > b0 + total * 0.3 or set(want) <= set(block_sizes(n3)),
              120, "more refilled")
-    b1, t1 = sum(block_files(n3).values()), time.monotonic()
+    b1, t1 = sum(block_sizes(n3).values()), time.monotonic()
     rate = (b1 - b0) / (t1 - t0)
     print(f"limited resync: {rate / 1e6:.2f} MB/s for a limit of {limit / 1e6:.2f} MB/s")
     # The files are counted every 0.1 s: a block of up to 1 MiB lands at once.
     assert rate <= limit * 1.1 + 2 * MiB / (t1 - t0), rate
     assert rate >= limit * 0.5, rate
     n3.kill9()
-    present = set(block_files(n3)) & set(want)
+    present = set(block_sizes(n3)) & set(want)
     assert 0 < len(present) < len(want), (len(present), len(want))
     n3.config.write_text(text)
     n3.start()
-    wait_for(lambda: set(want) <= set(block_files(n3)), 120, "node 3 holds every block after the restart")
+    wait_for(lambda: set(want) <= set(block_sizes(n3)), 120, "node 3 holds every block after the restart")
     fetched = resync_stats(n3)["blocks_fetched"]
     assert fetched == len(want) - len(present), (fetched, len(want), len(present))
     check_all(nodes, key, bucket, objects)
@@ -276,7 +256,7 @@ def test_a_fourth_node_gets_its_partitions_blocks_and_gives_them_back(setup, tmp
     secret = re.search(r'rpc_secret = "([0-9a-f]+)"', n1.config.read_text()).group(1)
     n4 = make_node(tmp_path_factory, "rs4", secret, [peer_addr(n1)])
     everyone = [n1, n2, n3, n4]
-    all_blocks = set(block_files(n1))
+    all_blocks = set(block_sizes(n1))
 
     def history(n):
         return n.cli_json("layout", "history")
@@ -289,7 +269,7 @@ def test_a_fourth_node_gets_its_partitions_blocks_and_gives_them_back(setup, tmp
             for p in r["partition_list"]:
                 holders.setdefault(p, set()).add(r["id"])
         ids = {node_id(n): n for n in members}
-        files = {i: set(block_files(n)) for i, n in ids.items()}
+        files = {i: set(block_sizes(n)) for i, n in ids.items()}
         blocks = set().union(*files.values())
         if not all_blocks <= blocks:
             return False
@@ -313,7 +293,7 @@ def test_a_fourth_node_gets_its_partitions_blocks_and_gives_them_back(setup, tmp
             print(f"version {v + 1} synced and {v} retired {took:.1f}s after apply")
         assert not load.errors, load.errors[:5]
         objects.update(load.acked)
-        all_blocks = set(block_files(n1)) | set(block_files(n4))
+        all_blocks = set(block_sizes(n1)) | set(block_sizes(n4))
         took = wait_for(lambda: placed_right(everyone), 120, "every block on its partition's 3 nodes")
         print(f"blocks placed for 4 nodes {took:.1f}s after retirement; n4: {resync_stats(n4)}")
         check_all(everyone, key, bucket, objects)
@@ -336,10 +316,10 @@ def test_a_fourth_node_gets_its_partitions_blocks_and_gives_them_back(setup, tmp
                      "the 4-node version retired")
         assert not load.errors, load.errors[:5]
         objects.update(load.acked)
-        all_blocks = set().union(*(set(block_files(n)) for n in everyone))
-        wait_for(lambda: all(all_blocks <= set(block_files(n)) for n in (n1, n2, n3)), 120,
+        all_blocks = set().union(*(set(block_sizes(n)) for n in everyone))
+        wait_for(lambda: all(all_blocks <= set(block_sizes(n)) for n in (n1, n2, n3)), 120,
                  "the three nodes hold every block again")
-        wait_for(lambda: not block_files(n4), 120, "node 4 handed over and deleted its blocks")
+        wait_for(lambda: not block_sizes(n4), 120, "node 4 handed over and deleted its blocks")
 
         # Its object, version and upload rows leave too (the sync worker's
         # pass after the retirement), and nothing is lost by it.
@@ -356,7 +336,7 @@ def test_the_scrub_finds_a_corrupt_block_and_keeps_its_place_across_a_restart(se
     across a restart, and resumed, it finishes the pass where it was."""
     nodes, key, bucket, objects = setup
     n1 = nodes[0]
-    files = block_files(n1)
+    files = block_sizes(n1)
     victim = min(files)  # the first block the scrub visits (hash order)
     path = next(p for p in n1.data.rglob(f"{victim}*") if "quarantine" not in p.parts)
     raw = bytearray(path.read_bytes())

@@ -11,8 +11,7 @@ import pytest
 
 from clients import AwsCli
 from hangar_testlib import bucket_name, s3_client, send, signed_request
-from test_cluster_control import key_of
-from cluster_testlib import laid_out_cluster
+from cluster_testlib import key_of, laid_out_cluster
 
 
 @pytest.fixture(scope="module")

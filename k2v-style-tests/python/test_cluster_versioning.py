@@ -12,10 +12,8 @@ import concurrent.futures
 import pytest
 from botocore.exceptions import ClientError
 
-from hangar_testlib import bucket_name, random_bytes, s3_client
-from test_cluster_control import key_of
-from cluster_testlib import laid_out_cluster
-from test_versioning import enable, versions_of
+from hangar_testlib import bucket_name, enable, random_bytes, s3_client, versions_of
+from cluster_testlib import key_of, laid_out_cluster
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,8 @@ import time
 import pytest
 from botocore.exceptions import ClientError
 
-from hangar_testlib import Key, Node, bucket_name, error_code, http_status, s3_client
-from test_cluster_control import key_of
-from cluster_testlib import laid_out_cluster
+from hangar_testlib import Node, bucket_name, error_code, http_status, s3_client
+from cluster_testlib import key_of, laid_out_cluster
 
 DAY = 2
 SHORT = f"lifecycle_day_secs = {DAY}\nlifecycle_interval_secs = 1\n"

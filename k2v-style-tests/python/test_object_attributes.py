@@ -10,8 +10,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from hangar_testlib import MiB, bucket_name, checksum_b64, error_code, http_status, random_bytes, s3_client
-from test_cluster_control import key_of
-from cluster_testlib import laid_out_cluster
+from cluster_testlib import key_of, laid_out_cluster
 
 ALL = ["ETag", "Checksum", "ObjectParts", "StorageClass", "ObjectSize"]
 

@@ -10,8 +10,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from hangar_testlib import bucket_name, error_code, http_status, s3_client
-from test_cluster_control import key_of
-from cluster_testlib import laid_out_cluster
+from cluster_testlib import key_of, laid_out_cluster
 
 
 def utc_in(seconds: float) -> dt.datetime:

@@ -18,8 +18,7 @@ import pytest
 import requests
 
 from hangar_testlib import REGION, bucket_name, s3_client, signing_key, strip_ns
-from test_cluster_control import key_of
-from cluster_testlib import laid_out_cluster
+from cluster_testlib import key_of, laid_out_cluster
 
 
 def iso(t: dt.datetime) -> str:

@@ -26,8 +26,7 @@ from pathlib import Path
 import pytest
 
 from hangar_testlib import REGION, Node, bucket_name, die_with_parent, free_port, random_bytes, s3_client, tail
-from test_cluster_control import key_of
-from cluster_testlib import laid_out_cluster, node_id, wait_for
+from cluster_testlib import key_of, laid_out_cluster, node_id, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "doc" / "grafana" / "hangar.json"

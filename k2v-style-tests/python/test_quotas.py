@@ -22,8 +22,7 @@ import requests
 from admin_api_lib import call, ok, with_tokens
 import hangar_testlib
 from hangar_testlib import HANGAR_BIN, Node, bucket_name, random_bytes, s3_client, sign_v4
-from test_cluster_control import key_of
-from cluster_testlib import laid_out_cluster
+from cluster_testlib import key_of, laid_out_cluster
 
 MiB = 1024 * 1024
 

@@ -16,6 +16,7 @@ from botocore.exceptions import ClientError
 from hangar_testlib import (
     MiB,
     Node,
+    block_sizes,
     bucket_name,
     error_code,
     http_status,
@@ -24,9 +25,7 @@ from hangar_testlib import (
     s3_client,
     signed_request,
 )
-from test_cluster_control import key_of
-from test_cluster_resync import block_files
-from cluster_testlib import laid_out_cluster, wait_for
+from cluster_testlib import key_of, laid_out_cluster, wait_for
 
 KEY_A = bytes(range(32))
 KEY_B = bytes(range(100, 132))
@@ -366,11 +365,11 @@ def test_a_corrupt_sealed_block_is_replaced_from_a_replica(three):
     nodes, key = three
     b = bucket_name("ssec-scrub")
     s3_client(nodes[0], key).create_bucket(Bucket=b)
-    before = set(block_files(nodes[1]))
+    before = set(block_sizes(nodes[1]))
     body = own_bytes(2 * MiB + 100, 41)
     s3_client(nodes[0], key).put_object(Bucket=b, Key="o", Body=body, **sse(KEY_A))
-    wait_for(lambda: all(len(set(block_files(n)) - before) == 3 for n in nodes), 30, "3 sealed blocks everywhere")
-    victim = sorted(set(block_files(nodes[1])) - before)[0]
+    wait_for(lambda: all(len(set(block_sizes(n)) - before) == 3 for n in nodes), 30, "3 sealed blocks everywhere")
+    victim = sorted(set(block_sizes(nodes[1])) - before)[0]
     assert not victim.endswith(".zst")
     path = next(p for p in nodes[1].data.rglob(victim) if "quarantine" not in p.parts)
     good = next(nodes[0].data.rglob(victim)).read_bytes()

@@ -14,8 +14,19 @@ import random
 import pytest
 from botocore.exceptions import ClientError
 
-from hangar_testlib import MiB, Node, error_code, http_status, random_bytes, s3_client, signed_request
-from test_block_gc import block_files, wait_until
+from hangar_testlib import (
+    MiB,
+    Node,
+    block_files,
+    enable,
+    error_code,
+    eventually,
+    http_status,
+    random_bytes,
+    s3_client,
+    signed_request,
+    versions_of,
+)
 
 
 def fails(call, status: int, code: str | None):
@@ -25,26 +36,6 @@ def fails(call, status: int, code: str | None):
     if code is not None:
         assert error_code(e.value) == code, e.value.response
     return e.value.response
-
-
-def versions_of(s3, bucket, **kw):
-    """Every version and delete marker, following the markers, in S3's order."""
-    out, args = [], dict(kw)
-    while True:
-        r = s3.list_object_versions(Bucket=bucket, **args)
-        items = [("v", v) for v in r.get("Versions", [])] + [("d", d) for d in r.get("DeleteMarkers", [])]
-        out.extend(items)
-        if not r["IsTruncated"]:
-            return out
-        args["KeyMarker"] = r["NextKeyMarker"]
-        if "NextVersionIdMarker" in r:
-            args["VersionIdMarker"] = r["NextVersionIdMarker"]
-        else:
-            args.pop("VersionIdMarker", None)
-
-
-def enable(s3, bucket, status="Enabled"):
-    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": status})
 
 
 def test_get_and_put_bucket_versioning(s3, bucket, node, admin_key):
@@ -310,5 +301,5 @@ def test_a_permanently_deleted_version_has_its_blocks_collected(gc_node):
     time.sleep(3)
     assert old_blocks | new_blocks <= block_files(n.data)
     s3.delete_object(Bucket=b, Key="big", VersionId=old)
-    wait_until(lambda: not (old_blocks & block_files(n.data)), 20, "the removed version's blocks to go")
+    eventually(lambda: not (old_blocks & block_files(n.data)), 20, "the removed version's blocks to go")
     assert new_blocks <= block_files(n.data)

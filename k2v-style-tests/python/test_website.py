@@ -14,8 +14,7 @@ from botocore.exceptions import ClientError
 
 from hangar_testlib import Node, bucket_name, error_code, free_port, http_status, s3_client, signed_request
 from admin_api_lib import call as admin_call, ok as admin_ok, with_tokens
-from test_cluster_control import key_of
-from cluster_testlib import laid_out_cluster
+from cluster_testlib import key_of, laid_out_cluster
 
 WEB_DOMAIN = "web.localhost"
 

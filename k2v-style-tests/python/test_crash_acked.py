@@ -56,6 +56,9 @@ class KeyState:
     acked: str | None = None  # digest of the body, None when absent
     etag: str | None = None
     maybe: set = field(default_factory=set)  # outcomes of unanswered operations
+    # What was done to the key, for the failure message: (op, digest sent,
+    # outcome, client retries).
+    log: list = field(default_factory=list)
 
 
 class Worker(threading.Thread):
@@ -81,19 +84,29 @@ class Worker(threading.Thread):
             op = self.rng.choice(["put", "put", "delete", "if-none-match", "if-match", "multipart"])
             try:
                 self.one(op, k, st)
+                st.log.append((op, self.pending, "ok", self.retries))
             except ClientError as e:
-                if http_status(e) == 412:
+                retried = e.response.get("ResponseMetadata", {}).get("RetryAttempts", 0)
+                st.log.append((op, self.pending, error_code(e), retried))
+                if http_status(e) == 412 and not retried:
                     # The key's state is known exactly, so no condition
-                    # this worker sends may fail.
-                    self.failure = f"{op} on {k} refused: {e}"
+                    # this worker sends may fail. Only a retried one may:
+                    # the client retries a 503, and an attempt that failed
+                    # with its outcome unknown may have been published,
+                    # by a later Paxos round, before the retry's condition
+                    # was checked (AWS says the same of its conditional
+                    # writes: a retry's 412 may follow a first attempt that
+                    # succeeded).
+                    self.failure = f"{op} on {k} refused: {e}; operations (op, body, outcome, retries): {st.log}"
                     return
                 self.ambiguous(st)
                 return
             except AssertionError as e:
                 self.failure = str(e)
                 return
-            except Exception:
+            except Exception as e:
                 # The node died under the request: its outcome is unknown.
+                st.log.append((op, self.pending, type(e).__name__, None))
                 self.ambiguous(st)
                 return
             self.counts[op] = self.counts.get(op, 0) + 1
@@ -102,9 +115,11 @@ class Worker(threading.Thread):
         st.maybe.add(self.pending)
 
     def one(self, op: str, k: str, st: KeyState) -> None:
+        self.retries = None
         if op == "delete":
             self.pending = None
-            self.c.delete_object(Bucket=BUCKET, Key=k)
+            r = self.c.delete_object(Bucket=BUCKET, Key=k)
+            self.retries = r["ResponseMetadata"].get("RetryAttempts")
             st.acked, st.etag = None, None
             return
         if op == "multipart":
@@ -119,6 +134,7 @@ class Worker(threading.Thread):
             r = self.c.complete_multipart_upload(
                 Bucket=BUCKET, Key=k, UploadId=up, MultipartUpload={"Parts": done}
             )
+            self.retries = r["ResponseMetadata"].get("RetryAttempts")
             st.acked, st.etag = self.pending, r["ETag"]
             return
         data = self.body()
@@ -139,6 +155,7 @@ class Worker(threading.Thread):
                 return
             extra = {"IfMatch": st.etag}
         r = self.c.put_object(Bucket=BUCKET, Key=k, Body=data, **extra)
+        self.retries = r["ResponseMetadata"].get("RetryAttempts")
         st.acked, st.etag = self.pending, r["ETag"]
 
 
@@ -195,18 +212,20 @@ def check(clients, states) -> int:
         digests = [d for d, _ in seen]
         assert all(d == st.acked or d in st.maybe for d in digests), (
             f"{k}: a node shows a state that was never written or was replaced "
-            f"by an acknowledged one: {seen}, acknowledged {st.acked}, in flight {st.maybe}")
+            f"by an acknowledged one: {seen}, acknowledged {st.acked}, in flight {st.maybe}; "
+            f"operations (op, body, outcome, retries): {st.log}")
         first_new = next((i for i, d in enumerate(digests) if d != st.acked), None)
         if first_new is not None:
             assert all(d == digests[first_new] for d in digests[first_new:]), (
                 f"{k}: reads in turn through the nodes went back in time: {seen} "
-                f"(acknowledged {st.acked})")
+                f"(acknowledged {st.acked}); operations: {st.log}")
         got = digests[-1]
         if got != st.acked and got not in st.maybe:
             lost.append((k, st.acked, got, st.maybe))
         st.acked = got
         st.etag = seen[-1][1]
         st.maybe = set()
+        st.log.append(("check", got, "read", None))
     assert not lost, f"{len(lost)} keys lost their acknowledged state, e.g. {lost[:3]}"
     return len(states)
 

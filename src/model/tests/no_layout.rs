@@ -8,67 +8,10 @@
 
 mod common;
 
-use std::sync::Arc;
-
-use hangar_block::{BlockFiles, BlockManager, ReplicatedBlocks, ReplicatedConfig, ResyncSettings};
-use hangar_cluster::Cluster;
-use hangar_db::{Db, DbOptions, RedbEngine};
-use hangar_layout::LayoutHistory;
+use hangar_model::ModelError;
 use hangar_model::object::{ObjectData, ObjectRow, ObjectTable};
-use hangar_model::{Model, ModelError};
-use hangar_net::Mesh;
 use hangar_table::full_table::ReplicationError;
 use hangar_table::{Table, TableError};
-use hangar_util::config::ConsistencyMode;
-
-struct Node {
-    _dir: tempfile::TempDir,
-    mesh: Mesh,
-    db: Db,
-    model: Arc<Model>,
-}
-
-async fn start_node() -> Node {
-    let dir = tempfile::tempdir().unwrap();
-    let mesh = common::start_mesh(dir.path(), [7; 32]).await;
-    let engine = RedbEngine::open(&dir.path().join("db"), 4 << 20).unwrap();
-    let db = Db::new(Arc::new(engine), DbOptions::default());
-    let data = dir.path().join("data");
-    let files = BlockFiles::new(vec![data.clone()], Some(1), false, true).unwrap();
-    let blocks = BlockManager::new(files, db.clone(), 60_000);
-    let cluster = Cluster::start(
-        mesh.clone(),
-        LayoutHistory::new(3),
-        ConsistencyMode::Consistent,
-        dir.path().to_path_buf(),
-        vec![data],
-    )
-    .unwrap();
-    let replicated = ReplicatedBlocks::new(
-        blocks.clone(),
-        cluster.clone(),
-        ReplicatedConfig::new(64 << 20, 1 << 20),
-        Arc::new(ResyncSettings::new(4, 0, 0)),
-    )
-    .unwrap();
-    let model =
-        Model::with_cluster(db.clone(), blocks, false, Some((&cluster, replicated))).unwrap();
-    Node {
-        _dir: dir,
-        mesh,
-        db,
-        model,
-    }
-}
-
-async fn three_unlaid_nodes() -> Vec<Node> {
-    let mut nodes = Vec::new();
-    for _ in 0..3 {
-        nodes.push(start_node().await);
-    }
-    common::connect_all(&nodes.iter().map(|n| &n.mesh).collect::<Vec<_>>()).await;
-    nodes
-}
 
 fn no_layout_yet<T>(r: &hangar_model::Result<T>) -> bool {
     matches!(
@@ -81,7 +24,7 @@ fn no_layout_yet<T>(r: &hangar_model::Result<T>) -> bool {
 
 #[tokio::test]
 async fn a_node_without_a_layout_neither_reads_its_own_object_rows_nor_empties_a_bucket() {
-    let nodes = three_unlaid_nodes().await;
+    let nodes = common::three_model_nodes().await;
     // Buckets are control rows, on every node: they can be made before a
     // layout (an operator preparing a cluster does).
     let bucket = nodes[0].model.create_bucket("full", None).await.unwrap();

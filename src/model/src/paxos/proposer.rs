@@ -290,6 +290,16 @@ async fn rounds(
         // An earlier round's value, accepted and maybe decided but not
         // known published: complete it first, in this ballot.
         if let Some(a) = highest.filter(|a| Some(a.ballot) > committed) {
+            tracing::info!(
+                "conditional write of {:?}{}: completing the value accepted in {} ({}), last commit {committed:?}, in {b}",
+                key.key,
+                if settling { " (settling)" } else { "" },
+                a.ballot,
+                match &a.value {
+                    Proposal::Nothing => "nothing",
+                    Proposal::Publish { .. } => "a row",
+                }
+            );
             match decide(&link, clock, key, b, a.value.clone()).await {
                 Ok(()) => {}
                 Err(PhaseError::Refused) => {

@@ -194,6 +194,72 @@ pub struct NodeConnected {
     pub connected: String,
 }
 
+/// `hangar status` (`GetClusterStatus`): every node this one knows of
+/// (its mesh's peers and the layout's nodes), and the cluster health.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ClusterStatus {
+    /// This node's `<id>@<host:port>`.
+    pub node: String,
+    pub layout_version: u64,
+    pub replication_factor: usize,
+    pub staged_changes: bool,
+    pub peers: Vec<PeerRow>,
+    pub health: crate::layout_answers::ClusterHealth,
+}
+
+/// One node of `hangar status`: what the mesh knows of it (`None`s for a
+/// node only the layout names), its role in the current layout version,
+/// its own report and its progress through that version.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PeerRow {
+    /// Node id (hex).
+    pub id: String,
+    /// `host:port` it is dialed at.
+    pub addr: Option<String>,
+    pub is_up: bool,
+    pub connected: bool,
+    pub last_seen_msec: Option<u64>,
+    pub rtt_msec: Option<f64>,
+    pub is_self: bool,
+    pub hostname: Option<String>,
+    pub data_disk: Option<Disk>,
+    pub metadata_disk: Option<Disk>,
+    /// When its self-description was received, ms since the epoch.
+    pub info_msec: Option<u64>,
+    /// Why a layout exchange with it was refused, if it was.
+    pub layout_refused: Option<String>,
+    pub zone: Option<String>,
+    /// Bytes; `None` for a gateway or a node without a role.
+    pub capacity: Option<u64>,
+    /// `None` for a node without a role.
+    pub gateway: Option<bool>,
+    pub tags: Option<Vec<String>>,
+    /// Partitions it holds a replica of in the current version.
+    pub partitions: usize,
+    pub report: Option<NodeReport>,
+    /// Why it has no report: down, no answer in time, an older version.
+    pub report_error: Option<String>,
+    pub layout_sync: LayoutSync,
+}
+
+/// Where a node is in the current layout version (the layout history's
+/// trackers).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LayoutSync {
+    /// The latest version it acknowledged.
+    pub ack: Option<u64>,
+    /// The latest version whose data it holds entirely.
+    pub sync: Option<u64>,
+    /// The latest synced version it reads from.
+    pub sync_ack: Option<u64>,
+    /// `synced`, `syncing`, or `no data` (the current version stores
+    /// nothing on it: a gateway, or no role).
+    pub state: String,
+}
+
 /// `hangar stats` (`ClusterStatistics`): per bucket its usage, the
 /// totals, and per node its report.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -297,6 +363,7 @@ pub struct BlockFiles {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::openapi_check::{fields, required_in_doc};
 
     /// The typed answers write the JSON the untyped ones wrote: same keys,
     /// same values, `null` for an absent option (the secret excepted,
@@ -342,41 +409,26 @@ mod tests {
         assert_eq!(b.aliases, vec!["x".to_owned()]);
     }
 
-    /// The `required` fields of schema `name` in doc/admin-api.yaml (its
-    /// one-line `required: [...]` list: the file writes them so).
-    fn required_in_doc(name: &str) -> Vec<String> {
-        let doc = include_str!("../../../../doc/admin-api.yaml");
-        let start = doc
-            .find(&format!("\n    {name}:\n"))
-            .unwrap_or_else(|| panic!("schema {name} in doc/admin-api.yaml"));
-        let line = doc[start..]
-            .lines()
-            .find(|l| l.trim_start().starts_with("required: ["))
-            .expect("a required list");
-        let list = line
-            .trim()
-            .trim_start_matches("required: [")
-            .trim_end_matches(']');
-        let mut v: Vec<String> = list.split(',').map(|f| f.trim().to_owned()).collect();
-        v.sort();
-        v
-    }
-
-    fn fields(v: serde_json::Value) -> Vec<String> {
-        v.as_object().expect("an object").keys().cloned().collect()
-    }
-
     /// The hand-written OpenAPI document and the types agree field by field
     /// on the answers it names as schemas.
     #[test]
     fn the_openapi_document_names_every_field_of_the_typed_answers() {
         assert_eq!(
-            fields(serde_json::to_value(BucketInfo::default()).unwrap()),
-            required_in_doc("BucketInfo")
+            fields(BucketInfo::default()),
+            required_in_doc(&["BucketInfo"])
         );
         assert_eq!(
-            fields(serde_json::to_value(Quotas::default()).unwrap()),
-            required_in_doc("BucketQuotas")
+            fields(Quotas::default()),
+            required_in_doc(&["BucketQuotas"])
+        );
+        assert_eq!(
+            fields(ClusterStatus::default()),
+            required_in_doc(&["Status"])
+        );
+        assert_eq!(fields(PeerRow::default()), required_in_doc(&["Peer"]));
+        assert_eq!(
+            fields(LayoutSync::default()),
+            required_in_doc(&["LayoutSync"])
         );
     }
 }

@@ -14,6 +14,7 @@
 mod admin_endpoint;
 pub mod answers;
 pub mod auth;
+pub mod block_answers;
 pub mod client;
 mod cluster_collector;
 mod collector;
@@ -22,7 +23,10 @@ pub mod exposition;
 mod families;
 pub mod http_api;
 mod http_reply;
+pub mod layout_answers;
 mod node_s3;
+#[cfg(test)]
+mod openapi_check;
 pub mod ops;
 pub mod proto;
 pub mod routes;

@@ -4,7 +4,13 @@
 
 use std::ops::Bound;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
+use hangar_api_admin::block_answers::{
+    BlockFile, BlockFileError, BlockFileStored, BlockHolder, BlockInfo, BlockReference,
+    BlockStorageSet, BlocksQueued, BlocksRetried, LastResyncError, ResyncError, ResyncQueueCleared,
+    ResyncStats, ScrubState, TablesRepaired, WorkerInfo, WorkerSetting,
+};
 use hangar_api_admin::proto::{AdminError, ErrorCode};
 use hangar_block::{BlockManager, BlockRefTable, Resync, Scrub, ScrubCommand, resync_queue};
 use hangar_cluster::Cluster;
@@ -12,7 +18,6 @@ use hangar_model::Model;
 use hangar_table::Table;
 use hangar_util::Hash;
 use hangar_util::worker::WorkerRegistry;
-use serde_json::{Value, json};
 
 /// Most references `block info` lists.
 const INFO_REFS: usize = 100;
@@ -24,13 +29,26 @@ fn parse_hash(s: &str) -> Result<Hash, AdminError> {
         .ok_or_else(|| AdminError::bad(format!("`{s}` is not a block hash (64 hex digits)")))
 }
 
+/// The scrub's stored state as the admin operations answer it.
+fn scrub_answer(st: hangar_block::ScrubState) -> ScrubState {
+    ScrubState {
+        status: st.status,
+        cursor: st.cursor,
+        pass_started_msec: st.pass_started_msec,
+        last_pass_done_msec: st.last_pass_done_msec,
+        checked: st.checked,
+        corrupt: st.corrupt,
+        bytes: st.bytes,
+    }
+}
+
 /// `worker info NAME`: the worker's status, plus the settings it reads.
 pub async fn worker_info(
     workers: &WorkerRegistry,
     resync: &Resync,
     scrub: &Scrub,
     name: &str,
-) -> Result<Value, AdminError> {
+) -> Result<WorkerInfo, AdminError> {
     let w = workers
         .list()
         .into_iter()
@@ -40,37 +58,56 @@ pub async fn worker_info(
                 "no worker {name} (`hangar worker list` names them)"
             ))
         })?;
-    let mut v = serde_json::to_value(&w).map_err(AdminError::internal)?;
+    let mut info = WorkerInfo {
+        name: w.name,
+        state: w.state,
+        processed: w.processed,
+        errors: w.errors,
+        queue_length: w.queue_length,
+        progress: w.progress,
+        last_error: w.last_error,
+        updated_msec: w.updated_msec,
+        settings: None,
+        stats: None,
+        scrub: None,
+    };
     if name == "block-resync" {
         let s = resync.stats();
-        let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
-        v["settings"] = resync
-            .settings()
-            .list()
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), Value::String(v)))
-            .collect::<serde_json::Map<_, _>>()
-            .into();
-        v["stats"] = json!({
-            "checked": load(&s.checked),
-            "blocks_fetched": load(&s.blocks_fetched),
-            "bytes_fetched": load(&s.bytes_fetched),
-            "blocks_handed_over": load(&s.blocks_handed_over),
-            "bytes_handed_over": load(&s.bytes_handed_over),
-            "errors": load(&s.errors),
-            "in_flight": load(&s.in_flight),
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        info.settings = Some(
+            resync
+                .settings()
+                .list()
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect(),
+        );
+        info.stats = Some(ResyncStats {
+            checked: load(&s.checked),
+            blocks_fetched: load(&s.blocks_fetched),
+            bytes_fetched: load(&s.bytes_fetched),
+            blocks_handed_over: load(&s.blocks_handed_over),
+            bytes_handed_over: load(&s.bytes_handed_over),
+            errors: load(&s.errors),
+            in_flight: load(&s.in_flight),
         });
     }
     if name == "block-scrub" {
         let st = scrub.state().await.map_err(AdminError::internal)?;
-        v["scrub"] = serde_json::to_value(&st).map_err(AdminError::internal)?;
-        v["settings"] = json!({"scrub-tranquility": scrub.tranquility().to_string()});
+        info.scrub = Some(scrub_answer(st));
+        info.settings = Some(
+            [(
+                "scrub-tranquility".to_owned(),
+                scrub.tranquility().to_string(),
+            )]
+            .into(),
+        );
     }
-    Ok(v)
+    Ok(info)
 }
 
 /// `repair scrub start|pause|resume|cancel`.
-pub async fn scrub(scrub: &Scrub, command: &str) -> Result<Value, AdminError> {
+pub async fn scrub(scrub: &Scrub, command: &str) -> Result<ScrubState, AdminError> {
     let cmd = match command {
         "start" => ScrubCommand::Start,
         "pause" => ScrubCommand::Pause,
@@ -90,7 +127,7 @@ pub async fn scrub(scrub: &Scrub, command: &str) -> Result<Value, AdminError> {
         .await
         .map_err(|m| AdminError::new(ErrorCode::Conflict, m))?;
     tracing::info!("scrub {command}: now {:?}", st.status);
-    serde_json::to_value(&st).map_err(AdminError::internal)
+    Ok(scrub_answer(st))
 }
 
 /// `worker set SETTING VALUE`.
@@ -99,14 +136,17 @@ pub fn worker_set(
     scrub: &Scrub,
     setting: &str,
     value: &str,
-) -> Result<Value, AdminError> {
+) -> Result<WorkerSetting, AdminError> {
     if setting == "scrub-tranquility" {
         let t: u32 = value
             .trim()
             .parse()
             .map_err(|_| AdminError::bad(format!("{setting}: `{value}` is not a whole number")))?;
         scrub.set_tranquility(t);
-        return Ok(json!({"setting": setting, "value": t.to_string()}));
+        return Ok(WorkerSetting {
+            setting: setting.to_owned(),
+            value: t.to_string(),
+        });
     }
     let now = resync
         .settings()
@@ -114,57 +154,57 @@ pub fn worker_set(
         .map_err(AdminError::bad)?;
     resync.wake();
     tracing::info!("worker setting {setting} = {now}");
-    Ok(json!({"setting": setting, "value": now}))
+    Ok(WorkerSetting {
+        setting: setting.to_owned(),
+        value: now,
+    })
 }
 
 /// `repair blocks`.
-pub async fn repair_blocks(resync: &Resync) -> Result<Value, AdminError> {
-    let n = resync
+pub async fn repair_blocks(resync: &Resync) -> Result<BlocksQueued, AdminError> {
+    let queued = resync
         .queue_everything()
         .await
         .map_err(AdminError::internal)?;
-    Ok(json!({"queued": n}))
+    Ok(BlocksQueued { queued })
 }
 
 /// `repair tables`: one anti-entropy pass of the sharded tables.
-pub async fn repair_tables(cluster: &Cluster, model: &Model) -> Result<Value, AdminError> {
+pub async fn repair_tables(cluster: &Cluster, model: &Model) -> Result<TablesRepaired, AdminError> {
     let r = hangar_table::sharded_sync::sync_pass(cluster, &model.sharded_tables()).await;
-    Ok(json!({
-        "partitions_differed": r.partitions_differed,
-        "rows_pulled": r.rows_pulled,
-        "rows_pushed": r.rows_pushed,
-        "complete": r.complete,
-        "errors": r.errors,
-    }))
+    Ok(TablesRepaired {
+        partitions_differed: r.partitions_differed as u64,
+        rows_pulled: r.rows_pulled,
+        rows_pushed: r.rows_pushed,
+        complete: r.complete,
+        errors: r.errors,
+    })
 }
 
 /// `repair clear-resync-queue`.
-pub async fn clear_resync_queue(blocks: &BlockManager) -> Result<Value, AdminError> {
-    let n = resync_queue::clear(blocks.metadata())
+pub async fn clear_resync_queue(blocks: &BlockManager) -> Result<ResyncQueueCleared, AdminError> {
+    let cleared = resync_queue::clear(blocks.metadata())
         .await
         .map_err(AdminError::internal)?;
-    Ok(json!({"cleared": n}))
+    Ok(ResyncQueueCleared { cleared })
 }
 
 /// `block list-errors`.
-pub async fn list_errors(blocks: &BlockManager) -> Result<Value, AdminError> {
+pub async fn list_errors(blocks: &BlockManager) -> Result<Vec<ResyncError>, AdminError> {
     let rows = resync_queue::errors(blocks.metadata(), None, LIST_ERRORS)
         .await
         .map_err(AdminError::internal)?;
-    Ok(Value::Array(
-        rows.into_iter()
-            .map(|(h, r)| {
-                json!({
-                    "hash": h.to_hex(),
-                    "tries": r.tries,
-                    "first_msec": r.first_msec,
-                    "last_msec": r.last_msec,
-                    "next_msec": r.next_msec,
-                    "error": r.error,
-                })
-            })
-            .collect(),
-    ))
+    Ok(rows
+        .into_iter()
+        .map(|(h, r)| ResyncError {
+            hash: h.to_hex(),
+            tries: r.tries,
+            first_msec: r.first_msec,
+            last_msec: r.last_msec,
+            next_msec: r.next_msec,
+            error: r.error,
+        })
+        .collect())
 }
 
 /// `block retry-now [HASH]`.
@@ -172,13 +212,13 @@ pub async fn retry_now(
     blocks: &BlockManager,
     resync: &Resync,
     hash: Option<String>,
-) -> Result<Value, AdminError> {
+) -> Result<BlocksRetried, AdminError> {
     let hash = hash.as_deref().map(parse_hash).transpose()?;
-    let n = resync_queue::retry_now(blocks.metadata(), hash)
+    let retried = resync_queue::retry_now(blocks.metadata(), hash)
         .await
         .map_err(AdminError::internal)?;
     resync.wake();
-    Ok(json!({"retried": n}))
+    Ok(BlocksRetried { retried })
 }
 
 /// `block info HASH`.
@@ -186,18 +226,20 @@ pub async fn info(
     blocks: &Arc<BlockManager>,
     cluster: &Cluster,
     hash: &str,
-) -> Result<Value, AdminError> {
+) -> Result<BlockInfo, AdminError> {
     let h = parse_hash(hash)?;
     let e = AdminError::internal;
     let refcount = blocks.refcount(h).await.map_err(e)?;
     let file = match blocks.read_encoded(h).await {
-        Ok(enc) => json!({
-            "stored_bytes": enc.data.len(),
-            "plain_bytes": enc.plain_len,
-            "compressed": enc.compressed,
-        }),
-        Err(hangar_block::BlockError::Missing(_)) => Value::Null,
-        Err(other) => json!({"error": other.to_string()}),
+        Ok(enc) => Some(BlockFile::Stored(BlockFileStored {
+            stored_bytes: enc.data.len() as u64,
+            plain_bytes: enc.plain_len,
+            compressed: enc.compressed,
+        })),
+        Err(hangar_block::BlockError::Missing(_)) => None,
+        Err(other) => Some(BlockFile::Unreadable(BlockFileError {
+            error: other.to_string(),
+        })),
     };
     let refs = Table::<BlockRefTable>::new(blocks.metadata().clone())
         .range(
@@ -213,28 +255,39 @@ pub async fn info(
     let error = resync_queue::error_of(blocks.metadata(), h)
         .await
         .map_err(e)?;
-    Ok(json!({
-        "hash": h.to_hex(),
-        "partition": h.as_bytes()[0],
-        "refcount": refcount,
-        "file": file,
-        "references": refs.into_iter().map(|(version, r)| json!({
-            "version": hex::encode(version),
-            "deleted": r.deleted,
-        })).collect::<Vec<_>>(),
-        "stored_on": nodes.sets.iter().map(|s| json!({
-            "layout_version": s.version,
-            "nodes": s.nodes.iter().map(|n| json!({
-                "node": n.to_string(),
-                "up": cluster.is_up(*n),
-                "this_node": *n == cluster.id(),
-            })).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>(),
-        "resync_error": error.map(|r| json!({
-            "tries": r.tries,
-            "last_msec": r.last_msec,
-            "next_msec": r.next_msec,
-            "error": r.error,
-        })),
-    }))
+    Ok(BlockInfo {
+        hash: h.to_hex(),
+        partition: h.as_bytes()[0],
+        refcount,
+        file,
+        references: refs
+            .into_iter()
+            .map(|(version, r)| BlockReference {
+                version: hex::encode(version),
+                deleted: r.deleted,
+            })
+            .collect(),
+        stored_on: nodes
+            .sets
+            .iter()
+            .map(|s| BlockStorageSet {
+                layout_version: s.version,
+                nodes: s
+                    .nodes
+                    .iter()
+                    .map(|n| BlockHolder {
+                        node: n.to_string(),
+                        up: cluster.is_up(*n),
+                        this_node: *n == cluster.id(),
+                    })
+                    .collect(),
+            })
+            .collect(),
+        resync_error: error.map(|r| LastResyncError {
+            tries: r.tries,
+            last_msec: r.last_msec,
+            next_msec: r.next_msec,
+            error: r.error,
+        }),
+    })
 }

@@ -7,27 +7,25 @@ use std::collections::BTreeSet;
 
 use futures::StreamExt;
 
-use hangar_api_admin::answers::{BucketStats, ClusterStats, NodeStats, StatsTotals};
+use hangar_api_admin::answers::{
+    BucketStats, ClusterStats, LayoutSync, NodeStats, PeerRow, StatsTotals,
+};
 use hangar_api_admin::proto::AdminError;
 use hangar_layout::{LayoutHistory, NodeId};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::admin::error::model_error;
 use crate::admin::layout;
-use crate::admin::report::{self, report_json};
+use crate::admin::report;
 use crate::admin::state::AdminState;
 
 /// Most buckets `stats` shows (each is a read of its usage counters).
 pub const STATS_MAX_BUCKETS: usize = 10_000;
 
-fn node_id(row: &Value) -> Option<NodeId> {
-    row["id"].as_str().and_then(|s| s.parse().ok())
-}
-
 /// Where `node` is in the current layout version's progress: what it
 /// acknowledged, synced and reads from, and whether it holds all the data
 /// the version gives it (`synced`), not yet (`syncing`), or stores none.
-fn layout_sync(h: &LayoutHistory, node: NodeId) -> Value {
+fn layout_sync(h: &LayoutHistory, node: NodeId) -> LayoutSync {
     let v = h.current().version;
     let get = |t: &hangar_layout::Tracker| t.0.get(&node).map(|e| e.0);
     let (ack, sync, read) = (get(&h.ack), get(&h.sync), get(&h.sync_ack));
@@ -38,7 +36,12 @@ fn layout_sync(h: &LayoutHistory, node: NodeId) -> Value {
     } else {
         "syncing"
     };
-    json!({"ack": ack, "sync": sync, "sync_ack": read, "state": state})
+    LayoutSync {
+        ack,
+        sync,
+        sync_ack: read,
+        state: state.to_owned(),
+    }
 }
 
 /// `hangar status`: `layout::status`, and for each node its own
@@ -48,26 +51,25 @@ pub async fn status(st: &AdminState) -> Result<Value, AdminError> {
     let layout = st.cluster.layout();
     let mut v = layout::status(layout, &st.mesh, st.cluster.consistency_mode()).await;
     let h = layout.history();
-    let rows = v["peers"].as_array_mut().expect("status lists peers");
+    let id_of = |row: &PeerRow| row.id.parse::<NodeId>().ok();
     // Down nodes are not asked: their answer could only be a timeout.
-    let ask: Vec<NodeId> = rows
+    let ask: Vec<NodeId> = v
+        .peers
         .iter()
-        .filter(|r| r["is_up"] == Value::Bool(true))
-        .filter_map(node_id)
+        .filter(|r| r.is_up)
+        .filter_map(id_of)
         .collect();
     let mut reports = report::gather(&st.reports, ask).await;
-    for row in rows.iter_mut() {
-        let Some(id) = node_id(row) else { continue };
-        let (report, error) = match reports.remove(&id) {
-            Some(Ok(r)) => (report_json(&r), Value::Null),
-            Some(Err(e)) => (Value::Null, json!(e)),
-            None => (Value::Null, json!("node is down")),
+    for row in v.peers.iter_mut() {
+        let Some(id) = id_of(row) else { continue };
+        (row.report, row.report_error) = match reports.remove(&id) {
+            Some(Ok(r)) => (Some(report::report_answer(&r)), None),
+            Some(Err(e)) => (None, Some(e)),
+            None => (None, Some("node is down".to_owned())),
         };
-        row["report"] = report;
-        row["report_error"] = error;
-        row["layout_sync"] = layout_sync(&h, id);
+        row.layout_sync = layout_sync(&h, id);
     }
-    Ok(v)
+    serde_json::to_value(v).map_err(AdminError::internal)
 }
 
 /// `hangar stats`: per bucket its stored object versions and their bytes

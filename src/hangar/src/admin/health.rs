@@ -9,12 +9,12 @@
 
 use std::collections::BTreeSet;
 
+use hangar_api_admin::layout_answers::NodeHealth;
 use hangar_api_admin::ops::Health;
 use hangar_cluster::Cluster;
 use hangar_layout::NodeId;
 use hangar_net::Mesh;
 use hangar_util::config::ConsistencyMode;
-use serde_json::{Value, json};
 
 use crate::admin::layout;
 
@@ -32,18 +32,20 @@ pub fn check(cluster: &Cluster, mesh: &Mesh) -> Health {
         _ => table_nodes.len() / 2 + 1,
     };
     let tables_up = table_nodes.iter().filter(|n| up.contains(n)).count();
-    let count = |k: &str| parts[k].as_u64().unwrap_or(0);
     let rf = h.replication_factor;
-    let m = parts["consistency_mode"].as_str().unwrap_or("?").to_owned();
-    let (status, ok, reason) = match parts["status"].as_str() {
-        Some("no layout applied") if rf > 1 => (
+    let m = serde_json::to_value(parts.consistency_mode)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    let (status, ok, reason) = match parts.status.as_str() {
+        "no layout applied" if rf > 1 => (
             "unavailable",
             false,
             format!(
                 "no layout applied: writes would not reach {rf} nodes (`hangar layout assign`, then `hangar layout apply`)"
             ),
         ),
-        Some("no layout applied") => (
+        "no layout applied" => (
             "healthy",
             true,
             "no layout applied: this node serves alone (replication_factor 1)".to_owned(),
@@ -56,23 +58,20 @@ pub fn check(cluster: &Cluster, mesh: &Mesh) -> Health {
                 table_nodes.len()
             ),
         ),
-        Some("unavailable") => (
+        "unavailable" => (
             "unavailable",
             false,
             format!(
                 "{} of {} partitions lack a write quorum of {} live nodes ({m} mode)",
-                count("unavailable"),
-                count("partitions"),
-                count("write_quorum"),
+                parts.unavailable, parts.partitions, parts.write_quorum,
             ),
         ),
-        Some("degraded") => (
+        "degraded" => (
             "degraded",
             true,
             format!(
                 "{} of {} partitions miss a replica but keep their quorums ({m} mode)",
-                count("degraded"),
-                count("partitions"),
+                parts.degraded, parts.partitions,
             ),
         ),
         _ => (
@@ -83,14 +82,17 @@ pub fn check(cluster: &Cluster, mesh: &Mesh) -> Health {
     };
     let others = peers.iter().filter(|p| !p.is_self).count();
     let others_up = peers.iter().filter(|p| p.is_up && !p.is_self).count();
-    let mut body: Value = json!({
-        "status": status,
-        "reason": reason,
-        "node": mesh.peer_addr().to_string(),
-        "known_peers": others,
-        "peers_up": others_up,
-        "layout_version": h.current().version,
-    });
-    body["partitions"] = parts;
-    Health { ok, body }
+    let body = NodeHealth {
+        status: status.to_owned(),
+        reason,
+        node: mesh.peer_addr().to_string(),
+        known_peers: others,
+        peers_up: others_up,
+        layout_version: h.current().version,
+        partitions: parts,
+    };
+    Health {
+        ok,
+        body: serde_json::to_value(body).expect("health answers serialize"),
+    }
 }

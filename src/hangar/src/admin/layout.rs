@@ -1,18 +1,26 @@
 //! The node side of `hangar layout …` and the layout part of `hangar
 //! status`: runs the operator's change on the cluster layout and answers
-//! with JSON (ids and hashes in hex) that the CLI prints.
+//! with the typed answers of `hangar_api_admin::layout_answers`, which the
+//! CLI prints.
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use hangar_api_admin::answers::{ClusterStatus, Disk, PeerRow};
+use hangar_api_admin::layout_answers::{
+    ApplyOutcome, ClusterHealth, Conflicts, CurrentLayout, DeadNodesSkipped, LayoutApplied,
+    LayoutAssigned, LayoutConfigured, LayoutHistoryAnswer, LayoutRemoved, LayoutReverted,
+    LayoutRole, LayoutShow, NodeTrackers, RoleStaged, StagedChanges, StagedParameters, SyncAck,
+    VersionLine,
+};
 use hangar_api_admin::proto::AdminError;
+use hangar_cluster::DiskSpace;
 use hangar_layout::{
-    AssignmentReport, LayoutHistory, LayoutParameters, NodeId, NodeRole, PARTITION_COUNT, Quorums,
-    ZoneRedundancy, resolve_node_prefix,
+    LayoutHistory, LayoutParameters, NodeId, NodeRole, PARTITION_COUNT, Quorums, ZoneRedundancy,
+    resolve_node_prefix,
 };
 use hangar_net::Mesh;
 use hangar_util::config::ConsistencyMode;
 use hangar_util::time::now_msec;
-use serde_json::{Value, json};
 
 use hangar_cluster::ClusterLayout;
 
@@ -58,16 +66,12 @@ async fn change<R>(
     r.map_err(|m| refused.take().unwrap_or_else(|| AdminError::internal(m)))
 }
 
-fn pushed_note(v: &mut Value, pushed: usize) {
-    v["pushed_to_peers"] = json!(pushed);
-}
-
 /// `layout assign`.
 pub async fn assign(
     layout: &ClusterLayout,
     mesh: &Mesh,
     a: AssignArgs,
-) -> Result<Value, AdminError> {
+) -> Result<LayoutAssigned, AdminError> {
     if a.gateway && a.capacity.is_some() {
         return Err(AdminError::bad(
             "-g (gateway) and -c (capacity) exclude each other",
@@ -121,14 +125,15 @@ pub async fn assign(
                 };
                 h.stage_role(me, now_msec(), node, role.clone())
                     .map_err(err)?;
-                staged.push(json!({"node": node, "role": role}));
+                staged.push(RoleStaged { node, role });
             }
             Ok(staged)
         })
         .await?;
-    let mut v = json!({ "staged": staged });
-    pushed_note(&mut v, pushed);
-    Ok(v)
+    Ok(LayoutAssigned {
+        staged,
+        pushed_to_peers: pushed,
+    })
 }
 
 /// `hangar single-node`'s first start: a cluster of one needs a layout of
@@ -157,7 +162,7 @@ pub async fn remove(
     layout: &ClusterLayout,
     mesh: &Mesh,
     prefix: &str,
-) -> Result<Value, AdminError> {
+) -> Result<LayoutRemoved, AdminError> {
     let me = layout.me();
     let (node, pushed) = change(layout, "layout remove", |h| {
         let node = resolve_node_prefix(prefix, known_nodes(mesh, h)).map_err(err)?;
@@ -165,13 +170,17 @@ pub async fn remove(
         Ok(node)
     })
     .await?;
-    let mut v = json!({ "removed": node });
-    pushed_note(&mut v, pushed);
-    Ok(v)
+    Ok(LayoutRemoved {
+        removed: node,
+        pushed_to_peers: pushed,
+    })
 }
 
 /// `layout config -r`.
-pub async fn config(layout: &ClusterLayout, zone_redundancy: &str) -> Result<Value, AdminError> {
+pub async fn config(
+    layout: &ClusterLayout,
+    zone_redundancy: &str,
+) -> Result<LayoutConfigured, AdminError> {
     let zr: ZoneRedundancy = zone_redundancy.parse().map_err(err)?;
     let me = layout.me();
     let params = LayoutParameters {
@@ -181,30 +190,34 @@ pub async fn config(layout: &ClusterLayout, zone_redundancy: &str) -> Result<Val
         h.stage_parameters(me, now_msec(), params).map_err(err)
     })
     .await?;
-    let mut v = json!({ "zone_redundancy": zr });
-    pushed_note(&mut v, pushed);
-    Ok(v)
+    Ok(LayoutConfigured {
+        zone_redundancy: zr,
+        pushed_to_peers: pushed,
+    })
 }
 
 /// `layout apply --version N`.
-pub async fn apply(layout: &ClusterLayout, version: u64) -> Result<Value, AdminError> {
+pub async fn apply(layout: &ClusterLayout, version: u64) -> Result<LayoutApplied, AdminError> {
     let me = layout.me();
     let (report, pushed) = change(layout, "layout apply", |h| {
         h.apply(version, me, now_msec()).map_err(err)
     })
     .await?;
-    let mut v = json!({ "version": version, "report": report });
-    pushed_note(&mut v, pushed);
-    Ok(v)
+    Ok(LayoutApplied {
+        version,
+        report: Some(report),
+        pushed_to_peers: pushed,
+    })
 }
 
 /// `layout revert`.
-pub async fn revert(layout: &ClusterLayout) -> Result<Value, AdminError> {
+pub async fn revert(layout: &ClusterLayout) -> Result<LayoutReverted, AdminError> {
     let me = layout.me();
     let (had, pushed) = change(layout, "layout revert", |h| Ok(h.revert(me, now_msec()))).await?;
-    let mut v = json!({ "reverted": had });
-    pushed_note(&mut v, pushed);
-    Ok(v)
+    Ok(LayoutReverted {
+        reverted: had,
+        pushed_to_peers: pushed,
+    })
 }
 
 /// `layout skip-dead-nodes`: the nodes of the kept versions that are down
@@ -218,7 +231,7 @@ pub async fn skip_dead_nodes(
     mesh: &Mesh,
     version: u64,
     allow_missing_data: bool,
-) -> Result<Value, AdminError> {
+) -> Result<DeadNodesSkipped, AdminError> {
     let up: BTreeSet<NodeId> = mesh.up_nodes().into_iter().collect();
     let ((dead, changed, sync_ack), pushed) = change(layout, "layout skip-dead-nodes", |h| {
         let dead: Vec<NodeId> = h
@@ -242,123 +255,116 @@ pub async fn skip_dead_nodes(
             .version(version)
             .is_some_and(|x| dead.iter().any(|n| x.node_ids.contains(n)));
         let sync_ack = if h.synced_version() >= version {
-            "set"
+            SyncAck::Set
         } else if holds_data && !allow_missing_data {
-            "blocked"
+            SyncAck::Blocked
         } else {
-            "when_synced"
+            SyncAck::WhenSynced
         };
         Ok((dead, changed, sync_ack))
     })
     .await?;
-    let mut v = json!({ "nodes": dead, "changed": changed, "sync_ack": sync_ack });
-    pushed_note(&mut v, pushed);
-    Ok(v)
+    Ok(DeadNodesSkipped {
+        nodes: dead,
+        changed,
+        sync_ack,
+        pushed_to_peers: pushed,
+    })
 }
 
-fn conflicts_json(h: &LayoutHistory) -> Value {
-    let m: BTreeMap<String, Vec<String>> = h
-        .conflicts
+fn conflicts(h: &LayoutHistory) -> Conflicts {
+    h.conflicts
         .iter()
         .map(|(v, hs)| (v.to_string(), hs.iter().map(|x| x.to_hex()).collect()))
-        .collect();
-    json!(m)
-}
-
-fn report_json(r: &AssignmentReport) -> Value {
-    serde_json::to_value(r).expect("reports encode")
+        .collect()
 }
 
 /// `layout show`: the current version, the staged changes and what
 /// applying them would do.
-pub async fn show(layout: &ClusterLayout) -> Value {
+pub async fn show(layout: &ClusterLayout) -> LayoutShow {
     let h = layout.snapshot().await;
     let cur = h.current();
-    let report = h.describe_current();
     let partitions = cur.partition_counts();
-    let roles: Vec<Value> = cur
+    let roles = cur
         .roles
         .iter()
-        .map(|(id, r)| {
-            json!({
-                "id": id, "zone": r.zone, "capacity": r.capacity, "tags": r.tags,
-                "gateway": r.is_gateway(),
-                "partitions": partitions.get(id).copied().unwrap_or(0),
-                "partition_list": cur.partitions_of_node(*id),
-            })
+        .map(|(id, r)| LayoutRole {
+            id: *id,
+            zone: r.zone.clone(),
+            capacity: r.capacity,
+            tags: r.tags.clone(),
+            gateway: r.is_gateway(),
+            partitions: partitions.get(id).copied().unwrap_or(0),
+            partition_list: cur.partitions_of_node(*id),
         })
         .collect();
     let preview = h.show();
-    let outcome = match &preview.outcome {
-        None => Value::Null,
-        Some(Ok(r)) => json!({ "ok": report_json(r) }),
-        Some(Err(e)) => json!({ "error": e.to_string() }),
-    };
-    json!({
-        "replication_factor": h.replication_factor,
-        "current": {
-            "version": cur.version,
-            "hash": cur.content_hash().to_hex(),
-            "zone_redundancy": cur.parameters.zone_redundancy,
-            "partition_size": cur.partition_size,
-            "roles": roles,
-            "report": report.as_ref().map(report_json),
+    LayoutShow {
+        replication_factor: h.replication_factor,
+        current: CurrentLayout {
+            version: cur.version,
+            hash: cur.content_hash().to_hex(),
+            zone_redundancy: cur.parameters.zone_redundancy,
+            partition_size: cur.partition_size,
+            roles,
+            report: h.describe_current(),
         },
-        "staged": {
-            "roles": preview.roles.iter().map(|s| json!({
-                "node": s.node, "current": s.current, "staged": s.staged,
-            })).collect::<Vec<_>>(),
-            "parameters": preview.parameters.map(|(c, s)| json!({
-                "current": c.zone_redundancy, "staged": s.zone_redundancy,
-            })),
+        staged: StagedChanges {
+            roles: preview.roles,
+            parameters: preview.parameters.map(|(c, s)| StagedParameters {
+                current: c.zone_redundancy,
+                staged: s.zone_redundancy,
+            }),
         },
-        "outcome": outcome,
-        "conflicts": conflicts_json(&h),
-    })
+        outcome: preview.outcome.map(|o| match o {
+            Ok(r) => ApplyOutcome::Ok(r),
+            Err(e) => ApplyOutcome::Error(e.to_string()),
+        }),
+        conflicts: conflicts(&h),
+    }
 }
 
 /// `layout history`.
-pub async fn history(layout: &ClusterLayout) -> Value {
+pub async fn history(layout: &ClusterLayout) -> LayoutHistoryAnswer {
     let h = layout.snapshot().await;
-    let versions: Vec<Value> = h
+    let versions = h
         .history()
         .iter()
-        .map(|v| {
-            json!({
-                "version": v.version, "hash": v.hash.to_hex(),
-                "storage_nodes": v.storage_nodes, "gateways": v.gateways,
-                "partition_size": v.partition_size, "status": v.status,
-            })
+        .map(|v| VersionLine {
+            version: v.version,
+            hash: v.hash.to_hex(),
+            storage_nodes: v.storage_nodes,
+            gateways: v.gateways,
+            partition_size: v.partition_size,
+            status: v.status.to_owned(),
         })
         .collect();
-    let mut trackers: BTreeMap<String, Value> = BTreeMap::new();
-    for (name, t) in [
-        ("ack", &h.ack),
-        ("sync", &h.sync),
-        ("sync_ack", &h.sync_ack),
-    ] {
-        for (node, (v, _)) in &t.0 {
-            trackers
-                .entry(node.to_string())
-                .or_insert_with(|| json!({}))[name] = json!(v);
-        }
+    let mut trackers: BTreeMap<String, NodeTrackers> = BTreeMap::new();
+    for (node, (v, _)) in &h.ack.0 {
+        trackers.entry(node.to_string()).or_default().ack = Some(*v);
     }
-    json!({
-        "current_version": h.current().version,
-        "retired_below": h.retired_below,
-        "versions": versions,
-        "min_ack": h.min_ack(),
-        "synced_version": h.synced_version(),
-        "min_sync_ack": h.min_sync_ack(),
-        "trackers": trackers,
-        "conflicts": conflicts_json(&h),
-    })
+    for (node, (v, _)) in &h.sync.0 {
+        trackers.entry(node.to_string()).or_default().sync = Some(*v);
+    }
+    for (node, (v, _)) in &h.sync_ack.0 {
+        trackers.entry(node.to_string()).or_default().sync_ack = Some(*v);
+    }
+    LayoutHistoryAnswer {
+        current_version: h.current().version,
+        retired_below: h.retired_below,
+        versions,
+        min_ack: h.min_ack(),
+        synced_version: h.synced_version(),
+        min_sync_ack: h.min_sync_ack(),
+        trackers,
+        conflicts: conflicts(&h),
+    }
 }
 
 /// Counts the partitions by whether their write sets have a write quorum
 /// of live nodes: healthy (every replica up), degraded (a quorum in every
 /// set, not all up), unavailable (some set short of a quorum).
-pub fn health(h: &LayoutHistory, up: &BTreeSet<NodeId>, mode: ConsistencyMode) -> Value {
+pub fn health(h: &LayoutHistory, up: &BTreeSet<NodeId>, mode: ConsistencyMode) -> ClusterHealth {
     let q = Quorums::new(h.replication_factor, mode);
     let mut counts = [0usize; 3];
     let mut assigned = false;
@@ -386,81 +392,96 @@ pub fn health(h: &LayoutHistory, up: &BTreeSet<NodeId>, mode: ConsistencyMode) -
     } else {
         "healthy"
     };
-    json!({
-        "status": status,
-        "consistency_mode": mode,
-        "read_quorum": q.read,
-        "write_quorum": q.write,
-        "partitions": PARTITION_COUNT,
-        "healthy": counts[0],
-        "degraded": counts[1],
-        "unavailable": counts[2],
-    })
+    ClusterHealth {
+        status: status.to_owned(),
+        consistency_mode: mode,
+        read_quorum: q.read,
+        write_quorum: q.write,
+        partitions: PARTITION_COUNT,
+        healthy: counts[0],
+        degraded: counts[1],
+        unavailable: counts[2],
+    }
 }
 
 /// `hangar status`: the mesh's peers with their layout role, hostname and
 /// disks, plus nodes the layout names that the mesh does not know, and the
-/// cluster health.
-pub async fn status(layout: &ClusterLayout, mesh: &Mesh, mode: ConsistencyMode) -> Value {
+/// cluster health. Each node's report and layout progress are left for
+/// the caller (`crate::admin::cluster::status`).
+pub async fn status(layout: &ClusterLayout, mesh: &Mesh, mode: ConsistencyMode) -> ClusterStatus {
     let h = layout.snapshot().await;
     let cur = h.current();
     let partitions = cur.partition_counts();
     let infos = layout.peers();
     let local = layout.local_info();
-    let mut rows: Vec<Value> = Vec::new();
+    let disk = |d: Option<DiskSpace>| {
+        d.map(|d| Disk {
+            avail: d.avail,
+            total: d.total,
+        })
+    };
+    let mut rows: Vec<(NodeId, PeerRow)> = Vec::new();
     let mut seen = BTreeSet::new();
     let mut up = BTreeSet::new();
     for p in mesh.peer_status() {
-        let id = p.id;
-        seen.insert(id);
+        seen.insert(p.id);
         if p.is_up {
-            up.insert(id);
+            up.insert(p.id);
         }
-        let mut row = serde_json::to_value(&p).expect("peer status encodes");
-        let st = infos.get(&id).cloned().unwrap_or_default();
+        let st = infos.get(&p.id).cloned().unwrap_or_default();
         let info = if p.is_self {
             Some(local.clone())
         } else {
             st.info
         };
-        row["hostname"] = json!(info.as_ref().map(|i| i.hostname.clone()));
-        row["data_disk"] = json!(info.as_ref().and_then(|i| i.data_disk));
-        row["metadata_disk"] = json!(info.as_ref().and_then(|i| i.metadata_disk));
-        row["info_msec"] = json!(if p.is_self {
-            Some(now_msec())
-        } else {
-            st.info_msec
-        });
-        row["layout_refused"] = json!(st.refused);
-        rows.push(row);
+        let row = PeerRow {
+            id: p.id.to_string(),
+            addr: p.addr,
+            is_up: p.is_up,
+            connected: p.connected,
+            last_seen_msec: p.last_seen_msec,
+            rtt_msec: p.rtt_msec,
+            is_self: p.is_self,
+            hostname: info.as_ref().map(|i| i.hostname.clone()),
+            data_disk: disk(info.as_ref().and_then(|i| i.data_disk)),
+            metadata_disk: disk(info.as_ref().and_then(|i| i.metadata_disk)),
+            info_msec: if p.is_self {
+                Some(now_msec())
+            } else {
+                st.info_msec
+            },
+            layout_refused: st.refused,
+            ..PeerRow::default()
+        };
+        rows.push((p.id, row));
     }
     for id in h.all_nodes() {
         if !seen.contains(&id) {
-            rows.push(
-                json!({"id": id, "addr": null, "is_up": false, "connected": false,
-                "last_seen_msec": null, "rtt_msec": null, "is_self": false,
-                "hostname": null, "data_disk": null, "metadata_disk": null}),
-            );
+            let row = PeerRow {
+                id: id.to_string(),
+                ..PeerRow::default()
+            };
+            rows.push((id, row));
         }
     }
-    for row in &mut rows {
-        let id: NodeId = row["id"]
-            .as_str()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_default();
-        let role = cur.roles.get(&id);
-        row["zone"] = json!(role.map(|r| r.zone.clone()));
-        row["capacity"] = json!(role.and_then(|r| r.capacity));
-        row["gateway"] = json!(role.map(|r| r.is_gateway()));
-        row["tags"] = json!(role.map(|r| r.tags.clone()));
-        row["partitions"] = json!(partitions.get(&id).copied().unwrap_or(0));
+    let peers = rows
+        .into_iter()
+        .map(|(id, mut row)| {
+            let role = cur.roles.get(&id);
+            row.zone = role.map(|r| r.zone.clone());
+            row.capacity = role.and_then(|r| r.capacity);
+            row.gateway = role.map(|r| r.is_gateway());
+            row.tags = role.map(|r| r.tags.clone());
+            row.partitions = partitions.get(&id).copied().unwrap_or(0);
+            row
+        })
+        .collect();
+    ClusterStatus {
+        node: mesh.peer_addr().to_string(),
+        layout_version: cur.version,
+        replication_factor: h.replication_factor,
+        staged_changes: !h.staging.is_empty(),
+        peers,
+        health: health(&h, &up, mode),
     }
-    json!({
-        "node": mesh.peer_addr().to_string(),
-        "layout_version": cur.version,
-        "replication_factor": h.replication_factor,
-        "staged_changes": !h.staging.is_empty(),
-        "peers": rows,
-        "health": health(&h, &up, mode),
-    })
 }

@@ -21,7 +21,6 @@ use hangar_layout::NodeId;
 use hangar_model::Model;
 use hangar_net::{CallOpts, Endpoint, Handler, HandlerError, Mesh, NetError, Request, Response};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// The mesh endpoint of node reports.
 pub const PATH: &str = "hangar/admin/report";
@@ -147,12 +146,6 @@ pub async fn gather(
     futures::future::join_all(calls).await.into_iter().collect()
 }
 
-/// A report as the admin operations' JSON shows it (doc/admin-api.yaml,
-/// `NodeReport`).
-pub fn report_json(r: &NodeReport) -> Value {
-    serde_json::to_value(report_answer(r)).expect("admin answers serialize")
-}
-
 /// A node's report as the admin answers show it.
 pub fn report_answer(r: &NodeReport) -> answers::NodeReport {
     let disk = |d: &DiskSpace| answers::Disk {
@@ -201,7 +194,7 @@ mod tests {
         };
         let bytes = rmp_serde::to_vec(&r).unwrap();
         assert_eq!(rmp_serde::from_slice::<NodeReport>(&bytes).unwrap(), r);
-        let v = report_json(&r);
+        let v = serde_json::to_value(report_answer(&r)).unwrap();
         assert_eq!(v["tables"]["object"], 7);
         assert_eq!(v["blocks"]["bytes"], 500);
         assert_eq!(v["resync"]["queue"], 4);

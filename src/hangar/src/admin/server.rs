@@ -403,18 +403,20 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
             serde_json::to_value(st.workers.list()).map_err(AdminError::internal)?
         }
         Request::WorkerInfo { name } => {
-            block::worker_info(&st.workers, &st.resync, &st.scrub, &name).await?
+            answer(block::worker_info(&st.workers, &st.resync, &st.scrub, &name).await?)
         }
         Request::WorkerSet { setting, value } => {
-            block::worker_set(&st.resync, &st.scrub, &setting, &value)?
+            answer(block::worker_set(&st.resync, &st.scrub, &setting, &value)?)
         }
-        Request::Scrub { command } => block::scrub(&st.scrub, &command).await?,
-        Request::RepairBlocks => block::repair_blocks(&st.resync).await?,
-        Request::RepairTables => block::repair_tables(&st.cluster, model).await?,
-        Request::ClearResyncQueue => block::clear_resync_queue(&st.blocks).await?,
-        Request::BlockListErrors => block::list_errors(&st.blocks).await?,
-        Request::BlockRetryNow { hash } => block::retry_now(&st.blocks, &st.resync, hash).await?,
-        Request::BlockInfo { hash } => block::info(&st.blocks, &st.cluster, &hash).await?,
+        Request::Scrub { command } => answer(block::scrub(&st.scrub, &command).await?),
+        Request::RepairBlocks => answer(block::repair_blocks(&st.resync).await?),
+        Request::RepairTables => answer(block::repair_tables(&st.cluster, model).await?),
+        Request::ClearResyncQueue => answer(block::clear_resync_queue(&st.blocks).await?),
+        Request::BlockListErrors => answer(block::list_errors(&st.blocks).await?),
+        Request::BlockRetryNow { hash } => {
+            answer(block::retry_now(&st.blocks, &st.resync, hash).await?)
+        }
+        Request::BlockInfo { hash } => answer(block::info(&st.blocks, &st.cluster, &hash).await?),
         Request::NodeId => answer(NodeAddr {
             node: st.mesh.peer_addr().to_string(),
         }),
@@ -423,7 +425,7 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
         Request::ClusterHealth => {
             let h = st.cluster.layout().snapshot().await;
             let up = st.mesh.up_nodes().into_iter().collect();
-            layout::health(&h, &up, st.cluster.consistency_mode())
+            answer(layout::health(&h, &up, st.cluster.consistency_mode()))
         }
         Request::NodeConnect { peer } => {
             let addr: PeerAddr = peer.parse().map_err(|e| {
@@ -451,25 +453,27 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
                 gateway,
                 tags,
             };
-            layout::assign(st.cluster.layout(), &st.mesh, args).await?
+            answer(layout::assign(st.cluster.layout(), &st.mesh, args).await?)
         }
         Request::LayoutRemove { node } => {
-            layout::remove(st.cluster.layout(), &st.mesh, &node).await?
+            answer(layout::remove(st.cluster.layout(), &st.mesh, &node).await?)
         }
         Request::LayoutConfig { zone_redundancy } => {
-            layout::config(st.cluster.layout(), &zone_redundancy).await?
+            answer(layout::config(st.cluster.layout(), &zone_redundancy).await?)
         }
-        Request::LayoutShow => layout::show(st.cluster.layout()).await,
-        Request::LayoutApply { version } => layout::apply(st.cluster.layout(), version).await?,
-        Request::LayoutRevert => layout::revert(st.cluster.layout()).await?,
-        Request::LayoutHistory => layout::history(st.cluster.layout()).await,
+        Request::LayoutShow => answer(layout::show(st.cluster.layout()).await),
+        Request::LayoutApply { version } => {
+            answer(layout::apply(st.cluster.layout(), version).await?)
+        }
+        Request::LayoutRevert => answer(layout::revert(st.cluster.layout()).await?),
+        Request::LayoutHistory => answer(layout::history(st.cluster.layout()).await),
         Request::LayoutSkipDeadNodes {
             version,
             allow_missing_data,
-        } => {
+        } => answer(
             layout::skip_dead_nodes(st.cluster.layout(), &st.mesh, version, allow_missing_data)
-                .await?
-        }
+                .await?,
+        ),
         Request::PresignObject {
             bucket,
             key,

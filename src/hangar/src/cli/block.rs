@@ -3,12 +3,17 @@
 //! socket).
 
 use clap::Subcommand;
-use serde_json::Value;
+use hangar_block::ScrubStatus;
+use serde::Serialize;
 
-use crate::cli::commands::{call, print_fields, print_json, s};
+use crate::cli::commands::{call, print_fields, print_json, typed};
 use crate::cli::error::CliError;
 use crate::cli::error::Exit;
 use crate::cli::progress::Progress;
+use hangar_api_admin::block_answers::{
+    BlocksQueued, BlocksRetried, ResyncError, ResyncQueueCleared, ResyncStats, ScrubState,
+    WorkerInfo,
+};
 use hangar_api_admin::client::AdminClient;
 use hangar_api_admin::proto::Request;
 
@@ -22,6 +27,42 @@ Examples:
 
 /// Longest `repair blocks --wait` waits by default.
 const WAIT_DEFAULT_SECS: u64 = 3600;
+
+/// `repair blocks --wait --json`: the blocks queued, then where the resync
+/// ended.
+#[derive(Debug, Serialize)]
+struct BlocksRepaired {
+    queued: u64,
+    resync: ResyncDone,
+}
+
+/// Where `repair blocks --wait` left the resync: its queue (only blocks
+/// waiting for a retry after an error when it is done), how many of them
+/// failed, and the worker's counters.
+#[derive(Debug, Serialize)]
+struct ResyncDone {
+    queued: u64,
+    failed: u64,
+    /// `None` (null) from a node whose `worker info` has no counters.
+    stats: Option<ResyncStats>,
+}
+
+/// `repair scrub start|resume --wait --json`: the scrub's state after the
+/// command, and after its pass.
+#[derive(Debug, Serialize)]
+struct ScrubPassDone {
+    started: ScrubState,
+    scrub: ScrubState,
+}
+
+/// A scrub status as the node's JSON names it.
+fn status_name(s: ScrubStatus) -> &'static str {
+    match s {
+        ScrubStatus::Idle => "idle",
+        ScrubStatus::Running => "running",
+        ScrubStatus::Paused => "paused",
+    }
+}
 
 #[derive(Subcommand, Debug)]
 pub enum RepairCmd {
@@ -78,23 +119,22 @@ pub enum BlockCmd {
 
 /// Runs a repair command.
 pub async fn repair(client: &AdminClient, cmd: RepairCmd, json: bool) -> Result<(), CliError> {
-    let (req, what) = match cmd {
-        RepairCmd::Blocks {
-            wait: true,
-            timeout,
-        } => {
+    match cmd {
+        RepairCmd::Blocks { wait, timeout } => {
             let v = call(client, &Request::RepairBlocks).await?;
-            let queued = v["queued"].as_u64().unwrap_or(0);
+            let queued = typed::<BlocksQueued>(&v)?.queued;
             if !json {
                 println!("{queued} blocks queued.");
+            } else if !wait {
+                print_json(&v);
             }
-            let done = wait_resync(client, queued, timeout).await?;
-            if json {
-                print_json(&serde_json::json!({"queued": queued, "resync": done}));
+            if wait {
+                let resync = wait_resync(client, queued, timeout).await?;
+                if json {
+                    print_json(&to_json(&BlocksRepaired { queued, resync }));
+                }
             }
-            return Ok(());
         }
-        RepairCmd::Blocks { wait: false, .. } => (Request::RepairBlocks, "queued"),
         RepairCmd::Tables => {
             let v = with_spinner("anti-entropy pass of every sharded table", async {
                 call(client, &Request::RepairTables).await
@@ -105,9 +145,16 @@ pub async fn repair(client: &AdminClient, cmd: RepairCmd, json: bool) -> Result<
             } else {
                 print_fields(&v, 0);
             }
-            return Ok(());
         }
-        RepairCmd::ClearResyncQueue => (Request::ClearResyncQueue, "cleared"),
+        RepairCmd::ClearResyncQueue => {
+            let v = call(client, &Request::ClearResyncQueue).await?;
+            if json {
+                print_json(&v);
+            } else {
+                let cleared = typed::<ResyncQueueCleared>(&v)?.cleared;
+                println!("{cleared} blocks cleared.");
+            }
+        }
         RepairCmd::Scrub {
             command,
             wait: true,
@@ -120,40 +167,41 @@ pub async fn repair(client: &AdminClient, cmd: RepairCmd, json: bool) -> Result<
                 .into());
             }
             let v = call(client, &Request::Scrub { command }).await?;
-            let done = wait_scrub(client, &v, timeout).await?;
+            let started = typed::<ScrubState>(&v)?;
+            let done = wait_scrub(client, &started, timeout).await?;
             if json {
-                print_json(&serde_json::json!({"started": v, "scrub": done}));
+                print_json(&to_json(&ScrubPassDone {
+                    started,
+                    scrub: done,
+                }));
             } else {
                 println!(
                     "Scrub done: {} blocks checked, {} corrupt.",
-                    s(&done, "checked"),
-                    s(&done, "corrupt")
+                    done.checked, done.corrupt
                 );
             }
-            return Ok(());
         }
         RepairCmd::Scrub { command, .. } => {
             let v = call(client, &Request::Scrub { command }).await?;
             if json {
                 print_json(&v);
             } else {
+                let st = typed::<ScrubState>(&v)?;
                 println!(
                     "Scrub {}: {} blocks checked, {} corrupt this pass.",
-                    s(&v, "status"),
-                    s(&v, "checked"),
-                    s(&v, "corrupt")
+                    status_name(st.status),
+                    st.checked,
+                    st.corrupt
                 );
             }
-            return Ok(());
         }
-    };
-    let v = call(client, &req).await?;
-    if json {
-        print_json(&v);
-    } else {
-        println!("{} blocks {what}.", s(&v, what));
     }
     Ok(())
+}
+
+/// The JSON the CLI prints for an output of its own.
+fn to_json(out: &impl Serialize) -> serde_json::Value {
+    serde_json::to_value(out).expect("the CLI's outputs serialize")
 }
 
 /// Runs a block command.
@@ -165,19 +213,18 @@ pub async fn block(client: &AdminClient, cmd: BlockCmd, json: bool) -> Result<()
                 print_json(&v);
                 return Ok(());
             }
-            let rows = v.as_array().cloned().unwrap_or_default();
+            let rows = typed::<Vec<ResyncError>>(&v)?;
             if rows.is_empty() {
                 println!("No block resync errors.");
             }
             let now = hangar_util::time::now_msec();
             for r in rows {
-                let next = r["next_msec"].as_u64().unwrap_or(0);
                 println!(
                     "{}  {} tries, next in {} s: {}",
-                    s(&r, "hash"),
-                    s(&r, "tries"),
-                    next.saturating_sub(now) / 1000,
-                    s(&r, "error")
+                    r.hash,
+                    r.tries,
+                    r.next_msec.saturating_sub(now) / 1000,
+                    r.error
                 );
             }
         }
@@ -186,7 +233,8 @@ pub async fn block(client: &AdminClient, cmd: BlockCmd, json: bool) -> Result<()
             if json {
                 print_json(&v);
             } else {
-                println!("{} blocks will be tried again now.", s(&v, "retried"));
+                let retried = typed::<BlocksRetried>(&v)?.retried;
+                println!("{retried} blocks will be tried again now.");
             }
         }
         BlockCmd::Info { hash } => {
@@ -229,9 +277,10 @@ async fn with_spinner<T>(
 /// How far a scrub pass is through the hash space, in thousandths (the
 /// position of its cursor, the last hash checked: blocks are visited in
 /// hash order).
-fn scrub_permille(state: &Value) -> u64 {
-    let top = state["cursor"]
-        .as_str()
+fn scrub_permille(state: &ScrubState) -> u64 {
+    let top = state
+        .cursor
+        .as_deref()
         .and_then(|c| c.get(..8))
         .and_then(|c| u32::from_str_radix(c, 16).ok())
         .unwrap_or(0);
@@ -244,11 +293,11 @@ fn scrub_permille(state: &Value) -> u64 {
 /// meanwhile fails (exit 1); a paused one is waited for.
 async fn wait_scrub(
     client: &AdminClient,
-    started: &Value,
+    started: &ScrubState,
     timeout_secs: u64,
-) -> Result<Value, CliError> {
+) -> Result<ScrubState, CliError> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(timeout_secs);
-    let since = started["pass_started_msec"].as_u64().unwrap_or(0);
+    let since = started.pass_started_msec.unwrap_or(0);
     let mut bar = Progress::new();
     // Where the command left the pass, before the first poll.
     bar.update(
@@ -256,10 +305,10 @@ async fn wait_scrub(
         Some(1000),
         &format!(
             "scrub {}: {} blocks checked, {} corrupt, {} bytes read",
-            s(started, "status"),
-            s(started, "checked"),
-            s(started, "corrupt"),
-            s(started, "bytes")
+            status_name(started.status),
+            started.checked,
+            started.corrupt,
+            started.bytes
         ),
     );
     loop {
@@ -270,18 +319,16 @@ async fn wait_scrub(
             },
         )
         .await?;
-        let st = w["scrub"].clone();
-        let status = s(&st, "status");
-        if status == "idle" {
-            let finished = st["last_pass_done_msec"]
-                .as_u64()
-                .is_some_and(|t| t >= since);
+        let st = typed::<WorkerInfo>(&w)?.scrub.ok_or_else(|| {
+            CliError::from("the node's `worker info block-scrub` has no scrub state")
+        })?;
+        let status = status_name(st.status);
+        if st.status == ScrubStatus::Idle {
+            let finished = st.last_pass_done_msec.is_some_and(|t| t >= since);
             if finished {
                 bar.finish(&format!(
                     "scrub: pass done, {} blocks checked, {} corrupt, {} bytes read",
-                    s(&st, "checked"),
-                    s(&st, "corrupt"),
-                    s(&st, "bytes")
+                    st.checked, st.corrupt, st.bytes
                 ));
                 return Ok(st);
             }
@@ -292,9 +339,7 @@ async fn wait_scrub(
         }
         let msg = format!(
             "scrub {status}: {} blocks checked, {} corrupt, {} bytes read",
-            s(&st, "checked"),
-            s(&st, "corrupt"),
-            s(&st, "bytes")
+            st.checked, st.corrupt, st.bytes
         );
         bar.update(scrub_permille(&st), Some(1000), &msg);
         if std::time::Instant::now() >= deadline {
@@ -317,7 +362,7 @@ async fn wait_resync(
     client: &AdminClient,
     queued: u64,
     timeout_secs: u64,
-) -> Result<Value, CliError> {
+) -> Result<ResyncDone, CliError> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(timeout_secs);
     let mut bar = Progress::new();
     let mut total = queued;
@@ -330,15 +375,17 @@ async fn wait_resync(
             },
         )
         .await?;
+        let w = typed::<WorkerInfo>(&w)?;
         let errors = call(client, &Request::BlockListErrors).await?;
-        let failed = errors.as_array().map_or(0, |a| a.len() as u64);
-        let queue = w["queue_length"].as_u64().unwrap_or(0);
-        let in_flight = w["stats"]["in_flight"].as_u64().unwrap_or(0);
+        let failed = typed::<Vec<ResyncError>>(&errors)?.len() as u64;
+        let queue = w.queue_length.unwrap_or(0);
+        let stats = w.stats.unwrap_or_default();
+        let in_flight = stats.in_flight;
         total = total.max(queue);
         let left = queue.saturating_sub(failed);
         let msg = format!(
             "block resync: {queue} queued, {in_flight} in flight, {} fetched, {} handed over, {failed} failed",
-            w["stats"]["blocks_fetched"], w["stats"]["blocks_handed_over"]
+            stats.blocks_fetched, stats.blocks_handed_over
         );
         if left == 0 && in_flight == 0 {
             idle_seen += 1;
@@ -346,7 +393,11 @@ async fn wait_resync(
             idle_seen = 0;
         }
         if idle_seen >= 2 {
-            let out = serde_json::json!({"queued": queue, "failed": failed, "stats": w["stats"]});
+            let out = ResyncDone {
+                queued: queue,
+                failed,
+                stats: w.stats,
+            };
             if failed > 0 {
                 bar.finish(&msg);
                 return Err(CliError::new(

@@ -6,6 +6,7 @@ use hangar_api_admin::answers::{
     AdminToken, BucketInfo, BucketQuotas, BucketSummary, KeyDeleted, KeyInfo, KeySummary, NodeAddr,
     NodeConnected, Quotas, TableStatus,
 };
+use hangar_api_admin::block_answers::WorkerSetting;
 use hangar_api_admin::client::AdminClient;
 use hangar_api_admin::proto::{AliasChange, Request};
 use serde_json::Value;
@@ -748,7 +749,8 @@ pub async fn worker(client: &AdminClient, cmd: WorkerCmd, json: bool) -> Result<
             if json {
                 print_json(&v);
             } else {
-                println!("{} = {}", s(&v, "setting"), s(&v, "value"));
+                let set = typed::<WorkerSetting>(&v)?;
+                println!("{} = {}", set.setting, set.value);
             }
             return Ok(());
         }

@@ -11,6 +11,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 use hangar_api_admin::client::HttpTarget;
+use hangar_api_admin::layout_answers::NodeHealth;
 use hangar_util::config::Config;
 use http::{Method, StatusCode};
 use serde_json::Value;
@@ -64,10 +65,10 @@ pub async fn check(target: &HttpTarget, timeout: Duration) -> Result<Value, Stri
     let v: Result<Value, _> = serde_json::from_slice(&body);
     if status != StatusCode::OK {
         let reason = v
-            .as_ref()
             .ok()
-            .and_then(|v| v["reason"].as_str())
-            .map(|r| format!(": {r}"))
+            .and_then(|v| serde_json::from_value::<NodeHealth>(v).ok())
+            .filter(|h| !h.reason.is_empty())
+            .map(|h| format!(": {}", h.reason))
             .unwrap_or_default();
         return Err(format!("{url} answered {status}{reason}"));
     }
@@ -75,13 +76,21 @@ pub async fn check(target: &HttpTarget, timeout: Duration) -> Result<Value, Stri
 }
 
 fn summary(url: &str, v: &Value) -> String {
+    let h: NodeHealth = serde_json::from_value(v.clone()).unwrap_or_default();
+    let or_unknown = |s: &str| {
+        if s.is_empty() {
+            "?".to_owned()
+        } else {
+            s.to_owned()
+        }
+    };
     format!(
         "ok: node {} (admin {url}), {} of {} known peers up; {}: {}",
-        v["node"].as_str().unwrap_or("?"),
-        v["peers_up"],
-        v["known_peers"],
-        v["status"].as_str().unwrap_or("?"),
-        v["reason"].as_str().unwrap_or(""),
+        or_unknown(&h.node),
+        h.peers_up,
+        h.known_peers,
+        or_unknown(&h.status),
+        h.reason,
     )
 }
 

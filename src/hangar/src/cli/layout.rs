@@ -6,11 +6,17 @@ use clap::Subcommand;
 use hangar_util::size::Size;
 use serde_json::Value;
 
-use crate::cli::commands::{call, print_json, s};
+use crate::cli::commands::{call, print_json, typed};
 use crate::cli::error::CliError;
 use crate::cli::units::human;
 use hangar_api_admin::client::AdminClient;
+use hangar_api_admin::layout_answers::{
+    ApplyOutcome, DeadNodesSkipped, LayoutApplied, LayoutAssigned, LayoutConfigured,
+    LayoutHistoryAnswer, LayoutRemoved, LayoutReverted, LayoutRole, LayoutShow, NodeTrackers,
+    SyncAck,
+};
 use hangar_api_admin::proto::Request;
+use hangar_layout::{AssignmentReport, NodeRole};
 
 /// `hangar layout --help` examples.
 pub const EXAMPLES: &str = "\
@@ -92,39 +98,26 @@ fn parse_capacity(s: &str) -> Result<u64, String> {
     Size::parse(s).map(|s| s.0)
 }
 
-fn size(v: &Value) -> String {
-    v.as_u64().map(human).unwrap_or_else(|| "-".into())
+fn size(v: Option<u64>) -> String {
+    v.map(human).unwrap_or_else(|| "-".into())
 }
 
 fn short(id: &str) -> &str {
     &id[..id.len().min(16)]
 }
 
-fn tags(v: &Value) -> String {
-    v.as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|t| t.as_str())
-                .collect::<Vec<_>>()
-                .join(",")
-        })
-        .unwrap_or_default()
-}
-
-fn role_text(r: &Value) -> String {
-    if r.is_null() {
+fn role_text(r: Option<&NodeRole>) -> String {
+    let Some(r) = r else {
         return "(none)".into();
-    }
-    let cap = if r["capacity"].is_null() {
-        "gateway".to_string()
-    } else {
-        size(&r["capacity"])
     };
-    let t = tags(&r["tags"]);
-    if t.is_empty() {
-        format!("zone {} {cap}", s(r, "zone"))
+    let cap = match r.capacity {
+        None => "gateway".to_string(),
+        Some(c) => human(c),
+    };
+    if r.tags.is_empty() {
+        format!("zone {} {cap}", r.zone)
     } else {
-        format!("zone {} {cap} tags {t}", s(r, "zone"))
+        format!("zone {} {cap} tags {}", r.zone, r.tags.join(","))
     }
 }
 
@@ -158,7 +151,7 @@ pub async fn run(client: &AdminClient, cmd: LayoutCmd, json: bool) -> Result<(),
                 return Ok(());
             }
             if !json {
-                print_applied(&v);
+                print_applied(&typed(&v)?);
             }
             if wait {
                 let done = wait_synced(client, version, timeout).await?;
@@ -185,55 +178,54 @@ pub async fn run(client: &AdminClient, cmd: LayoutCmd, json: bool) -> Result<(),
     }
     match req {
         Request::LayoutAssign { .. } => {
-            for n in v["staged"].as_array().cloned().unwrap_or_default() {
-                println!(
-                    "Staged {}: {}",
-                    short(&s(&n, "node")),
-                    role_text(&n["role"])
-                );
+            let a: LayoutAssigned = typed(&v)?;
+            for n in &a.staged {
+                println!("Staged {}: {}", n.node.short(), role_text(Some(&n.role)));
             }
             println!("Run `hangar layout show` to see what applying would do.");
         }
         Request::LayoutRemove { .. } => {
-            println!("Staged the removal of {}.", short(&s(&v, "removed")));
+            let a: LayoutRemoved = typed(&v)?;
+            println!("Staged the removal of {}.", a.removed.short());
             println!("Run `hangar layout show` to see what applying would do.");
         }
         Request::LayoutConfig { .. } => {
-            println!("Staged zone redundancy {}.", s(&v, "zone_redundancy"));
+            let a: LayoutConfigured = typed(&v)?;
+            println!("Staged zone redundancy {}.", a.zone_redundancy);
         }
-        Request::LayoutShow => print_show(&v),
-
+        Request::LayoutShow => print_show(&typed(&v)?),
         Request::LayoutRevert => {
-            if v["reverted"] == Value::Bool(true) {
+            let a: LayoutReverted = typed(&v)?;
+            if a.reverted {
                 println!("Staged changes dropped.");
             } else {
                 println!("Nothing was staged.");
             }
         }
-        Request::LayoutHistory => print_history(&v),
+        Request::LayoutHistory => print_history(&typed(&v)?),
         Request::LayoutSkipDeadNodes { version, .. } => {
-            let nodes = v["nodes"].as_array().cloned().unwrap_or_default();
-            for n in &nodes {
-                println!("Skipped {}.", short(n.as_str().unwrap_or("")));
+            let a: DeadNodesSkipped = typed(&v)?;
+            for n in &a.nodes {
+                println!("Skipped {}.", n.short());
             }
             println!(
                 "{} dead nodes, {} progress entries changed.",
-                nodes.len(),
-                s(&v, "changed")
+                a.nodes.len(),
+                a.changed
             );
-            match v["sync_ack"].as_str() {
-                Some("when_synced") => println!(
+            match a.sync_ack {
+                SyncAck::WhenSynced => println!(
                     "Version {version} is not synced yet, so their sync cannot be acknowledged: \
                      run this again once `hangar layout history` shows it synced, or the older \
                      versions will not retire."
                 ),
-                Some("blocked") => println!(
+                SyncAck::Blocked => println!(
                     "Version {version} cannot sync while these nodes are down: they hold \
                      partitions in it. Bring them back, or assign their partitions to other \
                      nodes, or run this with --allow-missing-data to count them as synced \
                      (their partitions then keep only the copies the other nodes have)."
                 ),
-                _ => {}
+                SyncAck::Set => {}
             }
         }
         _ => unreachable!("only layout requests are sent here"),
@@ -241,11 +233,12 @@ pub async fn run(client: &AdminClient, cmd: LayoutCmd, json: bool) -> Result<(),
     Ok(())
 }
 
-fn print_applied(v: &Value) {
-    let r = &v["report"];
-    println!("Layout version {} applied.", s(v, "version"));
-    println!("Partition replicas moved: {}", s(r, "moves"));
-    print_zones(r);
+fn print_applied(a: &LayoutApplied) {
+    println!("Layout version {} applied.", a.version);
+    if let Some(r) = &a.report {
+        println!("Partition replicas moved: {}", r.moves);
+        print_zones(r);
+    }
     println!(
         "Data moves to its new nodes in the background: `hangar status` shows each node's sync \
          (`layout apply --wait` waits for it)."
@@ -264,8 +257,15 @@ struct SyncCounts {
     retired: bool,
 }
 
-fn sync_counts(history: &Value, roles: &[Value], version: u64) -> SyncCounts {
-    let at = |node: &str, k: &str| history["trackers"][node][k].as_u64().unwrap_or(0) >= version;
+fn sync_counts(history: &LayoutHistoryAnswer, roles: &[LayoutRole], version: u64) -> SyncCounts {
+    let at = |node: &LayoutRole, k: fn(&NodeTrackers) -> Option<u64>| {
+        history
+            .trackers
+            .get(&node.id.to_string())
+            .and_then(k)
+            .unwrap_or(0)
+            >= version
+    };
     let mut c = SyncCounts {
         acked: 0,
         synced: 0,
@@ -275,19 +275,14 @@ fn sync_counts(history: &Value, roles: &[Value], version: u64) -> SyncCounts {
         retired: false,
     };
     for r in roles {
-        let id = s(r, "id");
-        c.acked += at(&id, "ack") as u64;
-        c.reading += at(&id, "sync_ack") as u64;
-        if r["gateway"] != Value::Bool(true) {
+        c.acked += at(r, |t| t.ack) as u64;
+        c.reading += at(r, |t| t.sync_ack) as u64;
+        if !r.gateway {
             c.storage += 1;
-            c.synced += at(&id, "sync") as u64;
+            c.synced += at(r, |t| t.sync) as u64;
         }
     }
-    let versions: Vec<u64> = history["versions"]
-        .as_array()
-        .map(|a| a.iter().filter_map(|x| x["version"].as_u64()).collect())
-        .unwrap_or_default();
-    c.retired = versions.iter().all(|&x| x >= version);
+    c.retired = history.versions.iter().all(|x| x.version >= version);
     c
 }
 
@@ -299,15 +294,12 @@ async fn wait_synced(
     version: u64,
     timeout_secs: u64,
 ) -> Result<Value, CliError> {
-    let show = call(client, &Request::LayoutShow).await?;
-    let roles = show["current"]["roles"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
+    let show: LayoutShow = typed(&call(client, &Request::LayoutShow).await?)?;
+    let roles = show.current.roles;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(timeout_secs);
     let mut bar = crate::cli::progress::Progress::new();
     loop {
-        let h = call(client, &Request::LayoutHistory).await?;
+        let h: LayoutHistoryAnswer = typed(&call(client, &Request::LayoutHistory).await?)?;
         let c = sync_counts(&h, &roles, version);
         let msg = format!(
             "layout version {version}: acknowledged by {}/{} nodes, synced by {}/{} storage nodes, read from by {}/{}",
@@ -340,189 +332,173 @@ async fn wait_synced(
     }
 }
 
-fn print_zones(r: &Value) {
+fn print_zones(r: &AssignmentReport) {
     println!(
         "Partition size: {}; usable capacity {} of {} ({} zones per partition at least)",
-        size(&r["partition_size"]),
-        size(&r["usable_capacity"]),
-        size(&r["total_capacity"]),
-        s(r, "zone_redundancy")
+        human(r.partition_size),
+        human(r.usable_capacity),
+        human(r.total_capacity),
+        r.zone_redundancy
     );
     println!(
         "  {:<16} {:>5} {:>12} {:>12} {:>10}",
         "ZONE", "NODES", "CAPACITY", "USABLE", "PARTITIONS"
     );
-    for z in r["zones"].as_array().cloned().unwrap_or_default() {
+    for z in &r.zones {
         println!(
             "  {:<16} {:>5} {:>12} {:>12} {:>10}",
-            s(&z, "zone"),
-            s(&z, "nodes"),
-            size(&z["capacity"]),
-            size(&z["usable"]),
-            s(&z, "partitions")
+            z.zone,
+            z.nodes,
+            human(z.capacity),
+            human(z.usable),
+            z.partitions
         );
     }
 }
 
-fn print_show(v: &Value) {
-    let cur = &v["current"];
+fn print_show(v: &LayoutShow) {
+    let cur = &v.current;
     println!(
         "==== CURRENT CLUSTER LAYOUT: version {} (replication factor {}, zone redundancy {}) ====",
-        s(cur, "version"),
-        s(v, "replication_factor"),
-        s(cur, "zone_redundancy")
+        cur.version, v.replication_factor, cur.zone_redundancy
     );
-    let roles = cur["roles"].as_array().cloned().unwrap_or_default();
-    if roles.is_empty() {
+    if cur.roles.is_empty() {
         println!("No nodes have a role yet.");
     } else {
         println!(
             "{:<18} {:<12} {:>12} {:>10}  TAGS",
             "ID", "ZONE", "CAPACITY", "PARTITIONS"
         );
-        for r in roles {
-            let cap = if r["gateway"] == Value::Bool(true) {
+        for r in &cur.roles {
+            let cap = if r.gateway {
                 "gateway".into()
             } else {
-                size(&r["capacity"])
+                size(r.capacity)
             };
             println!(
                 "{:<18} {:<12} {:>12} {:>10}  {}",
-                short(&s(&r, "id")),
-                s(&r, "zone"),
+                r.id.short(),
+                r.zone,
                 cap,
-                s(&r, "partitions"),
-                tags(&r["tags"])
+                r.partitions,
+                r.tags.join(",")
             );
         }
     }
-    if !cur["report"].is_null() {
-        print_zones(&cur["report"]);
+    if let Some(r) = &cur.report {
+        print_zones(r);
     }
-    if let Some(c) = v["conflicts"].as_object()
-        && !c.is_empty()
-    {
+    if !v.conflicts.is_empty() {
         println!();
         println!(
             "WARNING: layout versions applied twice with different content (the larger hash was kept everywhere; changes only in the other one must be staged again):"
         );
-        for (ver, hashes) in c {
-            println!("  version {ver}: {}", tags(hashes));
+        for (ver, hashes) in &v.conflicts {
+            println!("  version {ver}: {}", hashes.join(","));
         }
     }
-    let staged = &v["staged"];
-    let sroles = staged["roles"].as_array().cloned().unwrap_or_default();
+    let staged = &v.staged;
     println!();
-    if sroles.is_empty() && staged["parameters"].is_null() {
+    if staged.roles.is_empty() && staged.parameters.is_none() {
         println!("No staged changes.");
         return;
     }
     println!("==== STAGED CHANGES ====");
-    for r in sroles {
+    for r in &staged.roles {
         println!(
             "{:<18} {} -> {}",
-            short(&s(&r, "node")),
-            role_text(&r["current"]),
-            if r["staged"].is_null() {
-                "(removed)".into()
-            } else {
-                role_text(&r["staged"])
+            r.node.short(),
+            role_text(r.current.as_ref()),
+            match &r.staged {
+                None => "(removed)".into(),
+                Some(s) => role_text(Some(s)),
             }
         );
     }
-    if !staged["parameters"].is_null() {
-        let p = &staged["parameters"];
-        println!("zone redundancy: {} -> {}", s(p, "current"), s(p, "staged"));
+    if let Some(p) = &staged.parameters {
+        println!("zone redundancy: {} -> {}", p.current, p.staged);
     }
     println!();
-    let outcome = &v["outcome"];
-    if outcome.is_null() {
-        println!("The staged changes add up to the current layout: applying would change nothing.");
-        println!("Drop them with `hangar layout revert`.");
-    } else if !outcome["error"].is_null() {
-        println!("==== APPLYING IS IMPOSSIBLE ====");
-        println!("{}", s(outcome, "error"));
-    } else {
-        let r = &outcome["ok"];
-        println!(
-            "==== WHAT APPLYING WOULD DO: version {} ====",
-            s(r, "version")
-        );
-        println!("Partition replicas moved: {}", s(r, "moves"));
-        print_zones(r);
-        println!(
-            "  {:<18} {:<12} {:>12} {:>10} {:>12}",
-            "NODE", "ZONE", "CAPACITY", "PARTITIONS", "USABLE"
-        );
-        for n in r["nodes"].as_array().cloned().unwrap_or_default() {
+    match &v.outcome {
+        None => {
+            println!(
+                "The staged changes add up to the current layout: applying would change nothing."
+            );
+            println!("Drop them with `hangar layout revert`.");
+        }
+        Some(ApplyOutcome::Error(e)) => {
+            println!("==== APPLYING IS IMPOSSIBLE ====");
+            println!("{e}");
+        }
+        Some(ApplyOutcome::Ok(r)) => {
+            println!("==== WHAT APPLYING WOULD DO: version {} ====", r.version);
+            println!("Partition replicas moved: {}", r.moves);
+            print_zones(r);
             println!(
                 "  {:<18} {:<12} {:>12} {:>10} {:>12}",
-                short(&s(&n, "id")),
-                s(&n, "zone"),
-                size(&n["capacity"]),
-                s(&n, "partitions"),
-                size(&n["usable"])
+                "NODE", "ZONE", "CAPACITY", "PARTITIONS", "USABLE"
             );
+            for n in &r.nodes {
+                println!(
+                    "  {:<18} {:<12} {:>12} {:>10} {:>12}",
+                    n.id.short(),
+                    n.zone,
+                    human(n.capacity),
+                    n.partitions,
+                    human(n.usable)
+                );
+            }
+            println!();
+            println!("To apply: hangar layout apply --version {}", r.version);
+            println!("To drop:  hangar layout revert");
         }
-        println!();
-        println!(
-            "To apply: hangar layout apply --version {}",
-            s(r, "version")
-        );
-        println!("To drop:  hangar layout revert");
     }
 }
 
-fn print_history(v: &Value) {
+fn print_history(v: &LayoutHistoryAnswer) {
     println!(
         "{:>8} {:<9} {:>8} {:>9} {:>14}  HASH",
         "VERSION", "STATUS", "STORAGE", "GATEWAYS", "PARTITION SIZE"
     );
-    for x in v["versions"].as_array().cloned().unwrap_or_default() {
+    for x in &v.versions {
         println!(
             "{:>8} {:<9} {:>8} {:>9} {:>14}  {}",
-            s(&x, "version"),
-            s(&x, "status"),
-            s(&x, "storage_nodes"),
-            s(&x, "gateways"),
-            size(&x["partition_size"]),
-            short(&s(&x, "hash"))
+            x.version,
+            x.status,
+            x.storage_nodes,
+            x.gateways,
+            human(x.partition_size),
+            short(&x.hash)
         );
     }
-    let none0 = |k: &str| match v[k].as_u64() {
-        Some(0) | None => "none".to_string(),
-        Some(x) => x.to_string(),
+    let none0 = |x: u64| match x {
+        0 => "none".to_string(),
+        x => x.to_string(),
     };
-    if v["retired_below"].as_u64().unwrap_or(0) > 0 {
-        println!("Versions below {} are retired.", s(v, "retired_below"));
+    if v.retired_below > 0 {
+        println!("Versions below {} are retired.", v.retired_below);
     }
     println!(
         "Progress reported by the data layers: acknowledged by every node: {}; synced: {}; read from by every node: {}.",
-        none0("min_ack"),
-        none0("synced_version"),
-        none0("min_sync_ack")
+        none0(v.min_ack),
+        none0(v.synced_version),
+        none0(v.min_sync_ack)
     );
-    if let Some(c) = v["conflicts"].as_object()
-        && !c.is_empty()
-    {
-        for (ver, hashes) in c {
-            println!("Version {ver} was applied twice: {}", tags(hashes));
-        }
+    for (ver, hashes) in &v.conflicts {
+        println!("Version {ver} was applied twice: {}", hashes.join(","));
     }
-    if let Some(t) = v["trackers"].as_object() {
-        println!("Per node (latest version acknowledged / synced / read from):");
-        for (node, x) in t {
-            println!(
-                "  {}  {} / {} / {}",
-                short(node),
-                none_or(&x["ack"]),
-                none_or(&x["sync"]),
-                none_or(&x["sync_ack"])
-            );
-        }
+    println!("Per node (latest version acknowledged / synced / read from):");
+    for (node, x) in &v.trackers {
+        println!(
+            "  {}  {} / {} / {}",
+            short(node),
+            none_or(x.ack),
+            none_or(x.sync),
+            none_or(x.sync_ack)
+        );
     }
 }
 
-fn none_or(v: &Value) -> String {
-    v.as_u64().map_or("none".into(), |x| x.to_string())
+fn none_or(v: Option<u64>) -> String {
+    v.map_or("none".into(), |x| x.to_string())
 }

@@ -3,11 +3,12 @@
 //! says it is doing (its layout version and sync, resync queue, scrub) —
 //! and the cluster health.
 
+use hangar_api_admin::answers::{ClusterStatus, Disk, PeerRow};
 use hangar_api_admin::client::AdminClient;
 use hangar_api_admin::proto::Request;
-use serde_json::Value;
+use hangar_block::scrub::ScrubStatus;
 
-use crate::cli::commands::{call, print_json, s};
+use crate::cli::commands::{call, print_json, typed};
 use crate::cli::error::CliError;
 
 /// `hangar status --help` examples.
@@ -19,37 +20,31 @@ Examples:
 
 /// Runs `hangar status`.
 pub async fn status(client: &AdminClient, json: bool) -> Result<(), CliError> {
-    let v = call(client, &Request::Status).await?;
+    let raw = call(client, &Request::Status).await?;
     if json {
-        print_json(&v);
+        print_json(&raw);
         return Ok(());
     }
+    let v: ClusterStatus = typed(&raw)?;
     let now = hangar_util::time::now_msec();
-    let size = |x: &Value| {
-        x.as_u64()
-            .map(crate::cli::units::human)
+    let size = |x: Option<u64>| {
+        x.map(crate::cli::units::human)
             .unwrap_or_else(|| "-".into())
     };
-    let free = |d: &Value| {
-        if d.is_null() {
-            "-".to_string()
-        } else {
-            let (a, t) = (
-                d["avail"].as_u64().unwrap_or(0),
-                d["total"].as_u64().unwrap_or(0),
-            );
-            let pct = if t == 0 {
+    let free = |d: Option<Disk>| match d {
+        None => "-".to_string(),
+        Some(d) => {
+            let pct = if d.total == 0 {
                 0.0
             } else {
-                a as f64 * 100.0 / t as f64
+                d.avail as f64 * 100.0 / d.total as f64
             };
-            format!("{} ({pct:.0}%)", size(&d["avail"]))
+            format!("{} ({pct:.0}%)", size(Some(d.avail)))
         }
     };
     println!(
         "==== NODES (layout version {}, replication factor {}) ====",
-        s(&v, "layout_version"),
-        s(&v, "replication_factor")
+        v.layout_version, v.replication_factor
     );
     println!(
         "{:<18} {:<14} {:<22} {:<8} {:>10} {:>5} {:<5} {:>10} {:>8} {:>16} {:>16}",
@@ -66,134 +61,123 @@ pub async fn status(client: &AdminClient, json: bool) -> Result<(), CliError> {
         "META FREE"
     );
     let mut refused = Vec::new();
-    for p in v["peers"].as_array().cloned().unwrap_or_default() {
-        let id = s(&p, "id");
-        let short = if p["is_self"] == Value::Bool(true) {
-            format!("{}*", &id[..id.len().min(16)])
-        } else {
-            id[..id.len().min(16)].to_owned()
-        };
-        let seen = if p["is_self"] == Value::Bool(true) {
+    for p in &v.peers {
+        let seen = if p.is_self {
             "-".into()
         } else {
-            p["last_seen_msec"]
-                .as_u64()
+            p.last_seen_msec
                 .map(|t| format!("{:.1}s ago", now.saturating_sub(t) as f64 / 1000.0))
                 .unwrap_or_else(|| "never".into())
         };
-        let rtt = p["rtt_msec"]
-            .as_f64()
-            .filter(|_| p["is_self"] != Value::Bool(true))
+        let rtt = p
+            .rtt_msec
+            .filter(|_| !p.is_self)
             .map(|r| format!("{r:.2}ms"))
             .unwrap_or_else(|| "-".into());
-        let cap = if p["gateway"] == Value::Bool(true) {
+        let cap = if p.gateway == Some(true) {
             "gateway".into()
         } else {
-            size(&p["capacity"])
+            size(p.capacity)
         };
-        let zone = match s(&p, "zone") {
-            z if z.is_empty() => "-".to_string(),
-            z => z,
+        let zone = match p.zone.as_deref() {
+            None | Some("") => "-",
+            Some(z) => z,
         };
-        let host = match s(&p, "hostname") {
-            h if h.is_empty() => "?".to_string(),
-            h => h,
+        let host = match p.hostname.as_deref() {
+            None | Some("") => "?",
+            Some(h) => h,
         };
         println!(
             "{:<18} {:<14} {:<22} {:<8} {:>10} {:>5} {:<5} {:>10} {:>8} {:>16} {:>16}",
-            short,
+            short_id(p),
             host,
-            s(&p, "addr"),
+            p.addr.as_deref().unwrap_or_default(),
             zone,
             cap,
-            s(&p, "partitions"),
-            if p["is_up"] == Value::Bool(true) {
-                "up"
-            } else {
-                "DOWN"
-            },
+            p.partitions,
+            if p.is_up { "up" } else { "DOWN" },
             seen,
             rtt,
-            free(&p["data_disk"]),
-            free(&p["metadata_disk"]),
+            free(p.data_disk),
+            free(p.metadata_disk),
         );
-        if let Some(why) = p["layout_refused"].as_str() {
-            refused.push(format!("{}: {why}", &id[..id.len().min(16)]));
+        if let Some(why) = &p.layout_refused {
+            refused.push(format!("{}: {why}", short(&p.id)));
         }
     }
-    if v["staged_changes"] == Value::Bool(true) {
+    if v.staged_changes {
         println!("There are staged layout changes: see `hangar layout show`.");
     }
     for r in refused {
         println!("Layout exchange refused with {r}");
     }
     print_activity(&v);
-    let h = &v["health"];
+    let h = &v.health;
     println!();
-    if s(h, "status") == "no layout applied" {
+    if h.status == "no layout applied" {
         println!(
             "Cluster health: no layout applied yet (`hangar layout assign`, then `hangar layout apply`)."
         );
     } else {
+        let mode = serde_json::to_value(h.consistency_mode)
+            .ok()
+            .and_then(|m| m.as_str().map(str::to_owned))
+            .unwrap_or_default();
         println!(
-            "Cluster health: {} ({} mode, write quorum {} of {}): {} partitions healthy, {} degraded, {} unavailable, of {}",
-            s(h, "status").to_uppercase(),
-            s(h, "consistency_mode"),
-            s(h, "write_quorum"),
-            s(&v, "replication_factor"),
-            s(h, "healthy"),
-            s(h, "degraded"),
-            s(h, "unavailable"),
-            s(h, "partitions"),
+            "Cluster health: {} ({mode} mode, write quorum {} of {}): {} partitions healthy, {} degraded, {} unavailable, of {}",
+            h.status.to_uppercase(),
+            h.write_quorum,
+            v.replication_factor,
+            h.healthy,
+            h.degraded,
+            h.unavailable,
+            h.partitions,
         );
     }
     Ok(())
 }
 
+fn short(id: &str) -> &str {
+    &id[..id.len().min(16)]
+}
+
 /// A short node id, `*` after this node's.
-fn short_id(p: &Value) -> String {
-    let id = s(p, "id");
-    let short = &id[..id.len().min(16)];
-    if p["is_self"] == Value::Bool(true) {
-        format!("{short}*")
+fn short_id(p: &PeerRow) -> String {
+    if p.is_self {
+        format!("{}*", short(&p.id))
     } else {
-        short.to_owned()
+        short(&p.id).to_owned()
     }
 }
 
 /// The second table: what each node reports it is doing.
-fn print_activity(v: &Value) {
+fn print_activity(v: &ClusterStatus) {
     println!();
     println!("==== WHAT EACH NODE IS DOING ====");
     println!(
         "{:<18} {:<5} {:>7} {:<24} {:>9} {:>9} {:<22}",
         "ID", "UP", "LAYOUT", "LAYOUT SYNC", "RESYNC Q", "IN FLIGHT", "SCRUB"
     );
-    for p in v["peers"].as_array().cloned().unwrap_or_default() {
-        let up = if p["is_up"] == Value::Bool(true) {
-            "up"
-        } else {
-            "DOWN"
-        };
-        let ls = &p["layout_sync"];
-        let sync = match s(ls, "state").as_str() {
+    for p in &v.peers {
+        let up = if p.is_up { "up" } else { "DOWN" };
+        let ls = &p.layout_sync;
+        let sync = match ls.state.as_str() {
             "syncing" => format!(
                 "syncing (ack {}, sync {})",
-                num_or_none(&ls["ack"]),
-                num_or_none(&ls["sync"])
+                num_or_none(ls.ack),
+                num_or_none(ls.sync)
             ),
             "" => "-".to_owned(),
             other => other.to_owned(),
         };
-        let r = &p["report"];
-        if r.is_null() {
-            let why = match s(&p, "report_error") {
-                e if e.is_empty() || e == "node is down" => "-".to_owned(),
-                e => format!("no report: {e}"),
+        let Some(r) = &p.report else {
+            let why = match p.report_error.as_deref() {
+                None | Some("") | Some("node is down") => "-".to_owned(),
+                Some(e) => format!("no report: {e}"),
             };
             println!(
                 "{:<18} {:<5} {:>7} {:<24} {:>9} {:>9} {:<22}",
-                short_id(&p),
+                short_id(p),
                 up,
                 "-",
                 sync,
@@ -202,30 +186,33 @@ fn print_activity(v: &Value) {
                 why
             );
             continue;
-        }
-        let sc = &r["scrub"];
-        let scrub = match s(sc, "status").as_str() {
-            "" => "-".to_owned(),
-            "idle" => "idle".to_owned(),
-            st => format!(
-                "{st} {:.1}% ({} blocks)",
-                sc["progress"].as_f64().unwrap_or(0.0) * 100.0,
-                s(sc, "checked")
+        };
+        let scrub = match &r.scrub {
+            None => "-".to_owned(),
+            Some(sc) if sc.status == ScrubStatus::Idle => "idle".to_owned(),
+            Some(sc) => format!(
+                "{} {:.1}% ({} blocks)",
+                serde_json::to_value(sc.status)
+                    .ok()
+                    .and_then(|s| s.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+                sc.progress * 100.0,
+                sc.checked
             ),
         };
         println!(
             "{:<18} {:<5} {:>7} {:<24} {:>9} {:>9} {:<22}",
-            short_id(&p),
+            short_id(p),
             up,
-            s(r, "layout_version"),
+            r.layout_version,
             sync,
-            s(&r["resync"], "queue"),
-            s(&r["resync"], "in_flight"),
+            r.resync.queue,
+            r.resync.in_flight,
             scrub
         );
     }
 }
 
-fn num_or_none(v: &Value) -> String {
-    v.as_u64().map_or("none".into(), |x| x.to_string())
+fn num_or_none(v: Option<u64>) -> String {
+    v.map_or("none".into(), |x| x.to_string())
 }

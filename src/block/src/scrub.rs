@@ -53,8 +53,11 @@ pub enum ScrubStatus {
     Paused,
 }
 
-/// The persisted state of the scrub.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// The persisted state of the scrub, which the admin operations also
+/// answer (`hangar worker info block-scrub`, `hangar repair scrub …`). A
+/// field missing from what was stored or sent reads as its default.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ScrubState {
     pub status: ScrubStatus,
     /// The last block checked in this pass (hex), if any.
@@ -78,20 +81,6 @@ impl ScrubState {
         match (self.status, self.cursor.as_deref()) {
             (ScrubStatus::Idle, _) | (_, None) => 0.0,
             (_, Some(c)) => position(c) / 100.0,
-        }
-    }
-}
-
-impl Default for ScrubState {
-    fn default() -> Self {
-        ScrubState {
-            status: ScrubStatus::Idle,
-            cursor: None,
-            pass_started_msec: None,
-            last_pass_done_msec: None,
-            checked: 0,
-            corrupt: 0,
-            bytes: 0,
         }
     }
 }

@@ -12,16 +12,20 @@ use serde::{Deserialize, Serialize};
 use crate::time::now_msec;
 
 /// What a worker is doing right now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum WorkerState {
     Busy,
+    /// Also what a worker that has not reported anything yet reads as.
+    #[default]
     Idle,
     Done,
 }
 
-/// A snapshot of one worker, as shown by `hangar worker list`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// A snapshot of one worker, as shown by `hangar worker list`. A field an
+/// older node does not send reads as its default.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct WorkerStatus {
     pub name: String,
     pub state: WorkerState,

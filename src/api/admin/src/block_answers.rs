@@ -12,28 +12,16 @@
 
 use std::collections::BTreeMap;
 
-use hangar_block::ScrubStatus;
-use hangar_util::worker::WorkerState;
+use hangar_util::worker::WorkerStatus;
 use serde::{Deserialize, Serialize};
 
 /// `worker info NAME`: the worker's status as `worker list` shows it, and
 /// for the block workers what they add (absent for the other workers).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct WorkerInfo {
-    pub name: String,
-    pub state: WorkerState,
-    /// Items handled since the node started.
-    pub processed: u64,
-    /// Errors since the node started.
-    pub errors: u64,
-    /// Items still queued, when the worker knows.
-    pub queue_length: Option<u64>,
-    /// A human-readable progress line.
-    pub progress: String,
-    pub last_error: Option<String>,
-    /// When the status last changed, ms since the epoch.
-    pub updated_msec: u64,
+    #[serde(flatten)]
+    pub status: WorkerStatus,
     /// `block-resync` and `block-scrub`: the settings the worker reads
     /// (name → value), which `worker set` changes.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -44,26 +32,6 @@ pub struct WorkerInfo {
     /// `block-scrub`: the scrub's state.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scrub: Option<ScrubState>,
-}
-
-/// A worker that has not reported anything yet: idle, nothing done (what
-/// a field the node did not send reads as).
-impl Default for WorkerInfo {
-    fn default() -> Self {
-        WorkerInfo {
-            name: String::new(),
-            state: WorkerState::Idle,
-            processed: 0,
-            errors: 0,
-            queue_length: None,
-            progress: String::new(),
-            last_error: None,
-            updated_msec: 0,
-            settings: None,
-            stats: None,
-            scrub: None,
-        }
-    }
 }
 
 /// The resync worker's counters since the node started (`worker info
@@ -86,25 +54,8 @@ pub struct ResyncStats {
 }
 
 /// The scrub's state: `repair scrub start|pause|resume|cancel` (after the
-/// command) and `worker info block-scrub`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct ScrubState {
-    pub status: ScrubStatus,
-    /// The last block checked in this pass (hex), if any: blocks are
-    /// visited in hash order.
-    pub cursor: Option<String>,
-    /// When this pass started, ms since the epoch.
-    pub pass_started_msec: Option<u64>,
-    /// When the last pass finished, ms since the epoch.
-    pub last_pass_done_msec: Option<u64>,
-    /// Blocks checked in this pass.
-    pub checked: u64,
-    /// Corrupt copies found (and quarantined) in this pass.
-    pub corrupt: u64,
-    /// Bytes read in this pass.
-    pub bytes: u64,
-}
+/// command) and `worker info block-scrub`: the state the node stores.
+pub use hangar_block::ScrubState;
 
 /// `worker set SETTING VALUE`: the setting's value now.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -263,6 +214,8 @@ pub struct LastResyncError {
 mod tests {
     use super::*;
     use crate::openapi_check::{fields, properties_in_doc, required_in_doc};
+    use hangar_block::ScrubStatus;
+    use hangar_util::worker::WorkerState;
     use serde_json::{Value, json};
 
     fn hash() -> String {
@@ -335,14 +288,16 @@ mod tests {
     #[test]
     fn a_worker_info_is_the_json_it_was() {
         let w = WorkerInfo {
-            name: "lifecycle".into(),
-            state: WorkerState::Busy,
-            processed: 3,
-            errors: 1,
-            queue_length: None,
-            progress: "p".into(),
-            last_error: Some("x".into()),
-            updated_msec: 9,
+            status: WorkerStatus {
+                name: "lifecycle".into(),
+                state: WorkerState::Busy,
+                processed: 3,
+                errors: 1,
+                queue_length: None,
+                progress: "p".into(),
+                last_error: Some("x".into()),
+                updated_msec: 9,
+            },
             ..WorkerInfo::default()
         };
         let before = json!({
@@ -353,7 +308,10 @@ mod tests {
         assert_eq!(serde_json::from_value::<WorkerInfo>(before).unwrap(), w);
 
         let scrub = WorkerInfo {
-            name: "block-scrub".into(),
+            status: WorkerStatus {
+                name: "block-scrub".into(),
+                ..WorkerStatus::default()
+            },
             settings: Some(BTreeMap::from([(
                 "scrub-tranquility".to_owned(),
                 "4".to_owned(),
@@ -376,28 +334,10 @@ mod tests {
         assert_eq!(serde_json::from_value::<WorkerInfo>(v).unwrap(), scrub);
     }
 
-    /// The scrub answer writes what `hangar_block::ScrubState` (the state
-    /// the node stores) writes.
-    #[test]
-    fn the_scrub_answer_is_the_stored_state_json() {
-        let stored = hangar_block::ScrubState {
-            status: ScrubStatus::Paused,
-            cursor: Some(hash()),
-            pass_started_msec: Some(1),
-            last_pass_done_msec: None,
-            checked: 2,
-            corrupt: 3,
-            bytes: 4,
-        };
-        let v = serde_json::to_value(&stored).unwrap();
-        let typed: ScrubState = serde_json::from_value(v.clone()).unwrap();
-        assert_eq!(serde_json::to_value(&typed).unwrap(), v);
-    }
-
     #[test]
     fn an_answer_without_a_newer_field_is_read() {
         let w: WorkerInfo = serde_json::from_value(json!({"name": "block-resync"})).unwrap();
-        assert_eq!(w.state, WorkerState::Idle);
+        assert_eq!(w.status.state, WorkerState::Idle);
         assert_eq!(w.stats, None);
         let b: BlockInfo = serde_json::from_value(json!({"hash": hash(), "refcount": 1})).unwrap();
         assert_eq!(b.file, None);

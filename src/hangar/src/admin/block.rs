@@ -29,19 +29,6 @@ fn parse_hash(s: &str) -> Result<Hash, AdminError> {
         .ok_or_else(|| AdminError::bad(format!("`{s}` is not a block hash (64 hex digits)")))
 }
 
-/// The scrub's stored state as the admin operations answer it.
-fn scrub_answer(st: hangar_block::ScrubState) -> ScrubState {
-    ScrubState {
-        status: st.status,
-        cursor: st.cursor,
-        pass_started_msec: st.pass_started_msec,
-        last_pass_done_msec: st.last_pass_done_msec,
-        checked: st.checked,
-        corrupt: st.corrupt,
-        bytes: st.bytes,
-    }
-}
-
 /// `worker info NAME`: the worker's status, plus the settings it reads.
 pub async fn worker_info(
     workers: &WorkerRegistry,
@@ -59,17 +46,8 @@ pub async fn worker_info(
             ))
         })?;
     let mut info = WorkerInfo {
-        name: w.name,
-        state: w.state,
-        processed: w.processed,
-        errors: w.errors,
-        queue_length: w.queue_length,
-        progress: w.progress,
-        last_error: w.last_error,
-        updated_msec: w.updated_msec,
-        settings: None,
-        stats: None,
-        scrub: None,
+        status: w,
+        ..WorkerInfo::default()
     };
     if name == "block-resync" {
         let s = resync.stats();
@@ -94,7 +72,7 @@ pub async fn worker_info(
     }
     if name == "block-scrub" {
         let st = scrub.state().await.map_err(AdminError::internal)?;
-        info.scrub = Some(scrub_answer(st));
+        info.scrub = Some(st);
         info.settings = Some(
             [(
                 "scrub-tranquility".to_owned(),
@@ -127,7 +105,7 @@ pub async fn scrub(scrub: &Scrub, command: &str) -> Result<ScrubState, AdminErro
         .await
         .map_err(|m| AdminError::new(ErrorCode::Conflict, m))?;
     tracing::info!("scrub {command}: now {:?}", st.status);
-    Ok(scrub_answer(st))
+    Ok(st)
 }
 
 /// `worker set SETTING VALUE`.

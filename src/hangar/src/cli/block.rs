@@ -378,7 +378,7 @@ async fn wait_resync(
         let w = typed::<WorkerInfo>(&w)?;
         let errors = call(client, &Request::BlockListErrors).await?;
         let failed = typed::<Vec<ResyncError>>(&errors)?.len() as u64;
-        let queue = w.queue_length.unwrap_or(0);
+        let queue = w.status.queue_length.unwrap_or(0);
         let stats = w.stats.unwrap_or_default();
         let in_flight = stats.in_flight;
         total = total.max(queue);

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use hangar_util::last_event::LastEvent;
 
@@ -19,8 +19,10 @@ use crate::priority::PriorityGate;
 /// File name of the persisted peer list inside `metadata_dir`.
 pub const PEER_LIST_FILE: &str = "peer_list.json";
 
-/// One node as seen from here, for `hangar status`.
-#[derive(Clone, Debug, Serialize)]
+/// One node as seen from here, for `hangar status` (which reads it back:
+/// a field an older node does not send reads as its default).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PeerStatus {
     /// Node id (hex).
     pub id: NodeId,

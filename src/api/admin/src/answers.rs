@@ -214,15 +214,10 @@ pub struct ClusterStatus {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct PeerRow {
-    /// Node id (hex).
-    pub id: String,
-    /// `host:port` it is dialed at.
-    pub addr: Option<String>,
-    pub is_up: bool,
-    pub connected: bool,
-    pub last_seen_msec: Option<u64>,
-    pub rtt_msec: Option<f64>,
-    pub is_self: bool,
+    /// What the mesh knows of it: id, address, up, RTT, … (`is_up` false
+    /// and the rest empty for a node only the layout names).
+    #[serde(flatten)]
+    pub peer: hangar_net::PeerStatus,
     pub hostname: Option<String>,
     pub data_disk: Option<Disk>,
     pub metadata_disk: Option<Disk>,

@@ -7,9 +7,7 @@ use std::collections::BTreeSet;
 
 use futures::StreamExt;
 
-use hangar_api_admin::answers::{
-    BucketStats, ClusterStats, LayoutSync, NodeStats, PeerRow, StatsTotals,
-};
+use hangar_api_admin::answers::{BucketStats, ClusterStats, LayoutSync, NodeStats, StatsTotals};
 use hangar_api_admin::proto::AdminError;
 use hangar_layout::{LayoutHistory, NodeId};
 use serde_json::Value;
@@ -51,17 +49,16 @@ pub async fn status(st: &AdminState) -> Result<Value, AdminError> {
     let layout = st.cluster.layout();
     let mut v = layout::status(layout, &st.mesh, st.cluster.consistency_mode()).await;
     let h = layout.history();
-    let id_of = |row: &PeerRow| row.id.parse::<NodeId>().ok();
     // Down nodes are not asked: their answer could only be a timeout.
     let ask: Vec<NodeId> = v
         .peers
         .iter()
-        .filter(|r| r.is_up)
-        .filter_map(id_of)
+        .filter(|r| r.peer.is_up)
+        .map(|r| r.peer.id)
         .collect();
     let mut reports = report::gather(&st.reports, ask).await;
     for row in v.peers.iter_mut() {
-        let Some(id) = id_of(row) else { continue };
+        let id = row.peer.id;
         (row.report, row.report_error) = match reports.remove(&id) {
             Some(Ok(r)) => (Some(report::report_answer(&r)), None),
             Some(Err(e)) => (None, Some(e)),

@@ -18,7 +18,7 @@ use hangar_layout::{
     LayoutHistory, LayoutParameters, NodeId, NodeRole, PARTITION_COUNT, Quorums, ZoneRedundancy,
     resolve_node_prefix,
 };
-use hangar_net::Mesh;
+use hangar_net::{Mesh, PeerStatus};
 use hangar_util::config::ConsistencyMode;
 use hangar_util::time::now_msec;
 
@@ -434,18 +434,13 @@ pub async fn status(layout: &ClusterLayout, mesh: &Mesh, mode: ConsistencyMode) 
         } else {
             st.info
         };
+        let is_self = p.is_self;
         let row = PeerRow {
-            id: p.id.to_string(),
-            addr: p.addr,
-            is_up: p.is_up,
-            connected: p.connected,
-            last_seen_msec: p.last_seen_msec,
-            rtt_msec: p.rtt_msec,
-            is_self: p.is_self,
+            peer: p,
             hostname: info.as_ref().map(|i| i.hostname.clone()),
             data_disk: disk(info.as_ref().and_then(|i| i.data_disk)),
             metadata_disk: disk(info.as_ref().and_then(|i| i.metadata_disk)),
-            info_msec: if p.is_self {
+            info_msec: if is_self {
                 Some(now_msec())
             } else {
                 st.info_msec
@@ -453,12 +448,15 @@ pub async fn status(layout: &ClusterLayout, mesh: &Mesh, mode: ConsistencyMode) 
             layout_refused: st.refused,
             ..PeerRow::default()
         };
-        rows.push((p.id, row));
+        rows.push((row.peer.id, row));
     }
     for id in h.all_nodes() {
         if !seen.contains(&id) {
             let row = PeerRow {
-                id: id.to_string(),
+                peer: PeerStatus {
+                    id,
+                    ..PeerStatus::default()
+                },
                 ..PeerRow::default()
             };
             rows.push((id, row));

@@ -62,16 +62,18 @@ pub async fn status(client: &AdminClient, json: bool) -> Result<(), CliError> {
     );
     let mut refused = Vec::new();
     for p in &v.peers {
-        let seen = if p.is_self {
+        let seen = if p.peer.is_self {
             "-".into()
         } else {
-            p.last_seen_msec
+            p.peer
+                .last_seen_msec
                 .map(|t| format!("{:.1}s ago", now.saturating_sub(t) as f64 / 1000.0))
                 .unwrap_or_else(|| "never".into())
         };
         let rtt = p
+            .peer
             .rtt_msec
-            .filter(|_| !p.is_self)
+            .filter(|_| !p.peer.is_self)
             .map(|r| format!("{r:.2}ms"))
             .unwrap_or_else(|| "-".into());
         let cap = if p.gateway == Some(true) {
@@ -91,18 +93,18 @@ pub async fn status(client: &AdminClient, json: bool) -> Result<(), CliError> {
             "{:<18} {:<14} {:<22} {:<8} {:>10} {:>5} {:<5} {:>10} {:>8} {:>16} {:>16}",
             short_id(p),
             host,
-            p.addr.as_deref().unwrap_or_default(),
+            p.peer.addr.as_deref().unwrap_or_default(),
             zone,
             cap,
             p.partitions,
-            if p.is_up { "up" } else { "DOWN" },
+            if p.peer.is_up { "up" } else { "DOWN" },
             seen,
             rtt,
             free(p.data_disk),
             free(p.metadata_disk),
         );
         if let Some(why) = &p.layout_refused {
-            refused.push(format!("{}: {why}", short(&p.id)));
+            refused.push(format!("{}: {why}", p.peer.id.short()));
         }
     }
     if v.staged_changes {
@@ -137,16 +139,12 @@ pub async fn status(client: &AdminClient, json: bool) -> Result<(), CliError> {
     Ok(())
 }
 
-fn short(id: &str) -> &str {
-    &id[..id.len().min(16)]
-}
-
 /// A short node id, `*` after this node's.
 fn short_id(p: &PeerRow) -> String {
-    if p.is_self {
-        format!("{}*", short(&p.id))
+    if p.peer.is_self {
+        format!("{}*", p.peer.id.short())
     } else {
-        short(&p.id).to_owned()
+        p.peer.id.short()
     }
 }
 
@@ -159,7 +157,7 @@ fn print_activity(v: &ClusterStatus) {
         "ID", "UP", "LAYOUT", "LAYOUT SYNC", "RESYNC Q", "IN FLIGHT", "SCRUB"
     );
     for p in &v.peers {
-        let up = if p.is_up { "up" } else { "DOWN" };
+        let up = if p.peer.is_up { "up" } else { "DOWN" };
         let ls = &p.layout_sync;
         let sync = match ls.state.as_str() {
             "syncing" => format!(

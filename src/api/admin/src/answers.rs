@@ -194,6 +194,23 @@ pub struct NodeConnected {
     pub connected: String,
 }
 
+/// `hangar presign` (`PresignObject`): a SigV4 presigned S3 URL for one
+/// request, and its parts (the console sends `path_and_query` to `host`
+/// through `/console/s3/`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PresignedUrl {
+    pub url: String,
+    /// `GET`, `PUT` or `DELETE`.
+    pub method: String,
+    pub host: String,
+    pub path_and_query: String,
+    /// The key that signed it.
+    pub access_key_id: String,
+    /// How long it is valid, from now.
+    pub expires_secs: u64,
+}
+
 /// `hangar status` (`GetClusterStatus`): every node this one knows of
 /// (its mesh's peers and the layout's nodes), and the cluster health.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -4,10 +4,10 @@
 //! endpoint checks the URL like any other: the key needs the bucket
 //! permission the request needs.
 
+use hangar_api_admin::answers::PresignedUrl;
 use hangar_api_admin::proto::AdminError;
 use hangar_api_s3::presign::{MAX_EXPIRES_SECS, Presign, path_for, presign};
 use hangar_model::Model;
-use serde_json::{Value, json};
 
 /// Lifetime of a URL whose request gives none.
 const DEFAULT_EXPIRES_SECS: u64 = 900;
@@ -107,7 +107,7 @@ pub async fn presign_object(
     settings: &PresignSettings,
     a: PresignArgs,
     err: impl Fn(hangar_model::ModelError) -> AdminError,
-) -> Result<Value, AdminError> {
+) -> Result<PresignedUrl, AdminError> {
     bounded("object", &a.object, MAX_NAME)?;
     let expires = a.expires_secs.unwrap_or(DEFAULT_EXPIRES_SECS);
     if !(1..=MAX_EXPIRES_SECS).contains(&expires) {
@@ -177,14 +177,14 @@ pub async fn presign_object(
         now_secs: now,
     });
     let path_and_query = url[scheme.len() + 3 + host.len()..].to_owned();
-    Ok(json!({
-        "url": url,
-        "method": method,
-        "host": host,
-        "path_and_query": path_and_query,
-        "access_key_id": key.access_key_id,
-        "expires_secs": expires,
-    }))
+    Ok(PresignedUrl {
+        url,
+        method: method.to_owned(),
+        host,
+        path_and_query,
+        access_key_id: key.access_key_id,
+        expires_secs: expires,
+    })
 }
 
 #[cfg(test)]

@@ -498,7 +498,7 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
                 expires_secs,
                 endpoint,
             };
-            presign::presign_object(model, &st.presign, args, e).await?
+            answer(presign::presign_object(model, &st.presign, args, e).await?)
         }
     })
 }

@@ -9,6 +9,7 @@ use hangar_api_admin::answers::{
 use hangar_api_admin::block_answers::WorkerSetting;
 use hangar_api_admin::client::AdminClient;
 use hangar_api_admin::proto::{AliasChange, Request};
+use hangar_util::worker::WorkerStatus;
 use serde_json::Value;
 
 use crate::cli::error::CliError;
@@ -368,15 +369,6 @@ pub fn print_fields(v: &Value, indent: usize) {
             }
         }
         other => println!("{pad}{}", scalar(other)),
-    }
-}
-
-/// A JSON field as display text (`""` for null).
-pub fn s(v: &Value, k: &str) -> String {
-    match &v[k] {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
     }
 }
 
@@ -764,15 +756,19 @@ pub async fn worker(client: &AdminClient, cmd: WorkerCmd, json: bool) -> Result<
         "{:<16} {:<6} {:>10} {:>7} {:>8}  PROGRESS",
         "WORKER", "STATE", "PROCESSED", "ERRORS", "QUEUE"
     );
-    for w in v.as_array().cloned().unwrap_or_default() {
+    for w in typed::<Vec<WorkerStatus>>(&v)? {
+        let state = serde_json::to_value(w.state)
+            .ok()
+            .and_then(|s| s.as_str().map(str::to_owned))
+            .unwrap_or_default();
         println!(
             "{:<16} {:<6} {:>10} {:>7} {:>8}  {}",
-            s(&w, "name"),
-            s(&w, "state"),
-            s(&w, "processed"),
-            s(&w, "errors"),
-            s(&w, "queue_length"),
-            s(&w, "progress")
+            w.name,
+            state,
+            w.processed,
+            w.errors,
+            w.queue_length.map(|q| q.to_string()).unwrap_or_default(),
+            w.progress
         );
     }
     Ok(())

@@ -3,10 +3,11 @@
 //! that `curl` or a browser can fetch or upload without credentials.
 
 use clap::Args;
+use hangar_api_admin::answers::PresignedUrl;
 use hangar_api_admin::client::AdminClient;
 use hangar_api_admin::proto::Request;
 
-use crate::cli::commands::{call, print_json, s};
+use crate::cli::commands::{call, print_json, typed};
 use crate::cli::error::CliError;
 
 /// `hangar presign --help` examples.
@@ -65,7 +66,7 @@ pub async fn presign(client: &AdminClient, a: PresignArgs, json: bool) -> Result
     if json {
         print_json(&v);
     } else {
-        println!("{}", s(&v, "url"));
+        println!("{}", typed::<PresignedUrl>(&v)?.url);
     }
     Ok(())
 }

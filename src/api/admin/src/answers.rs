@@ -442,5 +442,51 @@ mod tests {
             fields(LayoutSync::default()),
             required_in_doc(&["LayoutSync"])
         );
+        let key = KeyInfo {
+            secret_access_key: Some(String::new()),
+            ..KeyInfo::default()
+        };
+        assert_eq!(fields(key), required_in_doc(&["Key"]));
+        assert_eq!(
+            fields(KeyGrant::default()),
+            required_in_doc(&["Key", "buckets"])
+        );
+        assert_eq!(fields(Disk::default()), required_in_doc(&["Disk"]));
+        assert_eq!(
+            fields(NodeReport::default()),
+            required_in_doc(&["NodeReport"])
+        );
+        assert_eq!(
+            fields(Resync::default()),
+            required_in_doc(&["NodeReport", "resync"])
+        );
+        assert_eq!(
+            fields(Scrub::default()),
+            required_in_doc(&["NodeReport", "scrub"])
+        );
+        assert_eq!(
+            fields(BlockFiles::default()),
+            required_in_doc(&["NodeReport", "blocks"])
+        );
+        assert_eq!(
+            fields(ClusterStats::default()),
+            required_in_doc(&["Statistics"])
+        );
+        assert_eq!(
+            fields(BucketStats::default()),
+            required_in_doc(&["Statistics", "buckets"])
+        );
+        assert_eq!(
+            fields(StatsTotals::default()),
+            required_in_doc(&["Statistics", "totals"])
+        );
+        assert_eq!(
+            fields(NodeStats::default()),
+            required_in_doc(&["Statistics", "nodes"])
+        );
+        assert_eq!(
+            fields(PresignedUrl::default()),
+            required_in_doc(&["/v2/PresignObject", "\"200\""])
+        );
     }
 }

@@ -290,7 +290,9 @@ async fn rounds(
         // An earlier round's value, accepted and maybe decided but not
         // known published: complete it first, in this ballot.
         if let Some(a) = highest.filter(|a| Some(a.ballot) > committed) {
-            tracing::info!(
+            // Debug, not info: a concurrent writer's round in flight looks
+            // the same, and contended keys would fill the log.
+            tracing::debug!(
                 "conditional write of {:?}{}: completing the value accepted in {} ({}), last commit {committed:?}, in {b}",
                 key.key,
                 if settling { " (settling)" } else { "" },

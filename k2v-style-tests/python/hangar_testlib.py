@@ -23,6 +23,7 @@ import socket
 import subprocess
 import time
 import xml.etree.ElementTree as ET
+import urllib.request
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,6 +140,23 @@ def eventually(cond, timeout: float = 10, what: str = "") -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"not within {timeout}s: {what}")
         time.sleep(0.2)
+
+
+def metric(node, line: str, absent: float | None = None) -> float:
+    """The value of the metric line `line ...`; `absent` if there is none
+    (by default a missing line fails the test)."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{node.admin_port}/metrics", timeout=10).read().decode()
+    m = re.search(r'^%s (\S+)$' % re.escape(line), text, re.M)
+    if m is None:
+        assert absent is not None, f"no {line} in the metrics"
+        return absent
+    return float(m.group(1))
+
+
+def rejections(node, reason: str) -> float:
+    """How many S3 requests the node refused for `reason` (its
+    `hangar_s3_rejections_total` counter)."""
+    return metric(node, f'hangar_s3_rejections_total{{reason="{reason}"}}', absent=0.0)
 
 
 @dataclass

@@ -20,14 +20,23 @@ import os
 import re
 import signal
 import time
-import urllib.request
 
 import boto3
 import botocore.exceptions
 import pytest
 from botocore.config import Config
 
-from hangar_testlib import REGION, MiB, bucket_name, error_code, http_status, s3_client, signed_request
+from hangar_testlib import (
+    REGION,
+    MiB,
+    bucket_name,
+    error_code,
+    http_status,
+    metric,
+    rejections,
+    s3_client,
+    signed_request,
+)
 from cluster_testlib import key_of, laid_out_cluster, wait_for
 
 BUDGET_WAIT_S = 5  # hangar_block::replicated::DEFAULT_BUDGET_WAIT
@@ -65,21 +74,6 @@ def one_attempt(node, key):
         aws_access_key_id=key.id, aws_secret_access_key=key.secret,
         config=Config(signature_version="s3v4", s3={"addressing_style": "path"},
                       retries={"total_max_attempts": 1, "mode": "standard"}))
-
-
-def metric(node, line: str, absent: float | None = None) -> float:
-    """The value of the metric line `line ...`; `absent` if there is none
-    (by default a missing line fails the test)."""
-    text = urllib.request.urlopen(f"http://127.0.0.1:{node.admin_port}/metrics", timeout=10).read().decode()
-    m = re.search(r'^%s (\S+)$' % re.escape(line), text, re.M)
-    if m is None:
-        assert absent is not None, f"no {line} in the metrics"
-        return absent
-    return float(m.group(1))
-
-
-def rejections(node, reason: str) -> float:
-    return metric(node, f'hangar_s3_rejections_total{{reason="{reason}"}}', absent=0.0)
 
 
 def refused(call) -> tuple[float, str, str]:

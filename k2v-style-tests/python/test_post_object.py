@@ -7,63 +7,22 @@ and on three (POST through one node, GET through another)."""
 from __future__ import annotations
 
 import base64
-import datetime as dt
-import hmac
 import hashlib
-import json
 import urllib.parse
 import xml.etree.ElementTree as ET
 
 import pytest
 import requests
 
-from hangar_testlib import REGION, bucket_name, s3_client, signing_key, strip_ns
+from hangar_testlib import bucket_name, s3_client, strip_ns
 from cluster_testlib import key_of, laid_out_cluster
-
-
-def iso(t: dt.datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%S.000Z")
-
-
-def post(node, key, bucket: str, fields: dict[str, str], conditions: list, body: bytes,
-         expires_in: float = 600, secret: str | None = None, filename: str = "f.txt",
-         extra_fields: dict[str, str] | None = None) -> requests.Response:
-    """POSTs a form to `bucket`: `fields` (each also put in the policy as an
-    exact match unless `conditions` covers it), the SigV4 fields, then
-    `extra_fields` (not in the policy), then the file."""
-    now = dt.datetime.now(dt.timezone.utc)
-    amz_date = now.strftime("%Y%m%dT%H%M%SZ")
-    credential = f"{key.id}/{now.strftime('%Y%m%d')}/{REGION}/s3/aws4_request"
-    sig_fields = {
-        "x-amz-algorithm": "AWS4-HMAC-SHA256",
-        "x-amz-credential": credential,
-        "x-amz-date": amz_date,
-    }
-    conds = list(conditions) + [{k: v} for k, v in sig_fields.items()]
-    policy = {"expiration": iso(now + dt.timedelta(seconds=expires_in)), "conditions": conds}
-    policy_b64 = base64.b64encode(json.dumps(policy).encode()).decode()
-    skey = signing_key(secret or key.secret, now.strftime("%Y%m%d"))
-    signature = hmac.new(skey, policy_b64.encode(), hashlib.sha256).hexdigest()
-    form = dict(fields)
-    form.update(sig_fields)
-    form["policy"] = policy_b64
-    form["x-amz-signature"] = signature
-    form.update(extra_fields or {})
-    files = {"file": (filename, body, "application/octet-stream")}
-    return requests.post(f"{node.endpoint}/{bucket}", data=form, files=files,
-                         allow_redirects=False, timeout=60)
+from post_form_testlib import basic, post
 
 
 def error(r: requests.Response) -> tuple[str, str]:
     root = ET.fromstring(r.content)
     got = {strip_ns(c.tag): c.text for c in root}
     return got.get("Code"), got.get("Message")
-
-
-def basic(bucket: str, key: str, **more) -> tuple[dict, list]:
-    fields = {"key": key, **more}
-    conditions = [{"bucket": bucket}] + [["eq", f"${k}", v] for k, v in fields.items()]
-    return fields, conditions
 
 
 def test_browser_post_stores_the_file_with_its_type_and_metadata(node, admin_key, s3, bucket):

@@ -26,6 +26,7 @@ from hangar_testlib import (
     signed_request,
 )
 from cluster_testlib import key_of, laid_out_cluster, wait_for
+from post_form_testlib import basic, post
 
 KEY_A = bytes(range(32))
 KEY_B = bytes(range(100, 132))
@@ -180,8 +181,6 @@ def test_versions_and_checksums_of_encrypted_objects(s3, bucket):
 
 
 def test_a_browser_form_upload_with_sse_c_fields(node, admin_key, s3, bucket):
-    from test_post_object import basic, post
-
     fields, conditions = basic(bucket, "form/o", **{
         "x-amz-server-side-encryption-customer-algorithm": "AES256",
         "x-amz-server-side-encryption-customer-key": base64.b64encode(KEY_A).decode(),

@@ -465,8 +465,12 @@ impl<S: Schema> ShardedTable<S> {
                 key: ByteBuf::from(key.clone()),
                 value: ByteBuf::from(value),
             };
+            let answered = answers.iter().map(|(n, _)| *n).collect();
             let repairs = stale.into_iter().map(|n| (n, vec![row.clone()])).collect();
-            match self.read_repair("get", p, &targets, repairs, held).await? {
+            match self
+                .read_repair("get", p, &targets, &answered, repairs, held)
+                .await?
+            {
                 Repaired::Done => return Ok(Some(m)),
                 Repaired::LayoutMoved => continue,
             }
@@ -483,8 +487,12 @@ impl<S: Schema> ShardedTable<S> {
     /// crashed, or its coordinator did, before it reached them) would be
     /// seen by a read whose quorum holds that replica and missed by the
     /// next, whose quorum does not — reads would go back in time. Once the
-    /// row is on a write quorum, every later read quorum meets it. Fails
-    /// when it could not be put on one.
+    /// row is on a write quorum, every later read quorum meets it. The
+    /// blocking repair goes to the stale replicas that answered and to the
+    /// read nodes that were not asked (`targets` not in `answered`), and
+    /// returns as soon as every short row is on a write quorum, so a stale
+    /// replica slow to write does not hold the read when another replica
+    /// can take the row. Fails when it could not be put on one.
     ///
     /// A node repairs a replica only once it exchanged layouts with it
     /// since it started: a node that was away may read under a layout the
@@ -498,6 +506,7 @@ impl<S: Schema> ShardedTable<S> {
         op: &'static str,
         p: Partition,
         targets: &[NodeId],
+        answered: &BTreeSet<NodeId>,
         repairs: BTreeMap<NodeId, Vec<WireRow>>,
         held: BTreeMap<Vec<u8>, usize>,
     ) -> Result<Repaired> {
@@ -525,41 +534,68 @@ impl<S: Schema> ShardedTable<S> {
                 return Ok(Repaired::LayoutMoved);
             }
         }
-        let ep = &self.eps.update;
-        let calls = repairs.into_iter().map(|(node, rows)| {
-            let layout = layout.clone();
-            async move {
-                if !layout.has_exchanged_with(node) {
-                    // The exchange just tried did not get an answer.
-                    return (node, rows, Err(NetError::NotConnected(node)));
+        // The read nodes that did not answer take the short rows too: a
+        // stale replica that is slow to write must not hold the read when
+        // another can give the row its quorum. Each repair runs in its own
+        // task, so that those still running when the quorum is reached
+        // finish in the background.
+        let short_rows: Vec<WireRow> = {
+            let mut by_key: BTreeMap<&[u8], &WireRow> = BTreeMap::new();
+            for rows in repairs.values() {
+                for w in rows {
+                    by_key.entry(w.key.as_slice()).or_insert(w);
                 }
-                for batch in batches(rows.clone()) {
-                    let msg = UpdateRows { rows: batch };
-                    if let Err(e) = ep.call(node, msg, CallOpts::default()).await {
-                        return (node, rows, Err(e));
+            }
+            short
+                .iter()
+                .filter_map(|(k, _)| by_key.get(k.as_slice()).map(|w| (*w).clone()))
+                .collect()
+        };
+        let mut repairs = repairs;
+        for n in targets {
+            if !answered.contains(n) && !short_rows.is_empty() {
+                repairs.entry(*n).or_insert_with(|| short_rows.clone());
+            }
+        }
+        let mut calls: futures::stream::FuturesUnordered<_> = repairs
+            .into_iter()
+            .map(|(node, rows)| {
+                let ep = self.eps.update.clone();
+                let exchanged = layout.has_exchanged_with(node);
+                tokio::spawn(async move {
+                    if !exchanged {
+                        // A node this one could not exchange layouts with.
+                        return (node, rows, Err(NetError::NotConnected(node)));
+                    }
+                    for batch in batches(rows.clone()) {
+                        let msg = UpdateRows { rows: batch };
+                        if let Err(e) = ep.call(node, msg, CallOpts::default()).await {
+                            return (node, rows, Err(e));
+                        }
+                    }
+                    (node, rows, Ok(()))
+                })
+            })
+            .collect();
+        let mut counts: Vec<usize> = short.iter().map(|(_, h)| *h).collect();
+        let mut errors = Vec::new();
+        while let Some(done) = calls.next().await {
+            let Ok((node, rows, r)) = done else { continue };
+            match r {
+                Ok(()) => {
+                    for ((key, _), c) in short.iter().zip(counts.iter_mut()) {
+                        if rows.iter().any(|w| w.key.as_slice() == key.as_slice()) {
+                            *c += 1;
+                        }
                     }
                 }
-                (node, rows, Ok(()))
+                Err(e) => errors.push((node, e)),
             }
-        });
-        let done = futures::future::join_all(calls).await;
-        let mut errors = Vec::new();
-        let mut worst = usize::MAX;
-        for (key, h) in short {
-            let repaired = done
-                .iter()
-                .filter(|(_, rows, r)| r.is_ok() && rows.iter().any(|w| w.key.as_slice() == key))
-                .count();
-            worst = worst.min(h + repaired);
-        }
-        for (node, _, r) in done {
-            if let Err(e) = r {
-                errors.push((node, e));
+            if counts.iter().all(|c| *c >= needed) {
+                return Ok(Repaired::Done);
             }
         }
-        if worst >= needed {
-            return Ok(Repaired::Done);
-        }
+        let worst = counts.iter().copied().min().unwrap_or(0);
         let failed = QuorumError::Failed {
             needed,
             ok: worst,
@@ -785,8 +821,9 @@ impl<S: Schema> ShardedTable<S> {
             held.insert(key.clone(), holders);
             rows.push((key[S::PARTITION_LEN..].to_vec(), row));
         }
+        let answered = lasts.iter().map(|(n, _)| *n).collect();
         match self
-            .read_repair("range", p, &targets, repairs, held)
+            .read_repair("range", p, &targets, &answered, repairs, held)
             .await?
         {
             Repaired::Done => {}

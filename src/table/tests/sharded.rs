@@ -990,3 +990,59 @@ async fn a_row_one_replica_holds_once_read_is_read_through_every_quorum() {
     );
     shutdown(&nodes).await;
 }
+
+/// A blocking read repair does not wait on the stale replica that answered
+/// when it is slow to write: the replica the read did not ask takes the row
+/// and gives it its write quorum.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocking_repair_goes_around_a_replica_slow_to_write() {
+    let nodes = cluster_of(3).await;
+    nodes[0].table.insert(rows_of(8, 1, 1)).await.unwrap();
+    assert!(eventually!(Duration::from_secs(5), {
+        let mut all = true;
+        for n in &nodes {
+            all &= local_count(n, 8).await == 1;
+        }
+        all
+    }));
+    let key = pk(8);
+    nodes[0]
+        .db
+        .write(move |tx| Table::<T>::tx_insert(tx, &key, b"k000", &row(5, "newer")).map(|_| ()))
+        .await
+        .unwrap();
+    // Node 2 answers no read, so the read's quorum is nodes 0 and 1; node 1
+    // never finishes a write.
+    let stalled = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    nodes[2]
+        .mesh
+        .endpoint::<ReadRow, Option<ByteBuf>>("hangar/table/t/read")
+        .unwrap()
+        .set_handler(
+            Gate {
+                table: nodes[2].table.local().clone(),
+                stalled: stalled.clone(),
+            },
+            16,
+        );
+    nodes[1]
+        .mesh
+        .endpoint::<UpdateRows, ()>("hangar/table/t/update")
+        .unwrap()
+        .set_handler(Stall, 16);
+    let t0 = Instant::now();
+    let got = nodes[0].table.get(&pk(8), b"k000").await.unwrap();
+    assert_eq!(got, Some(row(5, "newer")));
+    assert!(
+        t0.elapsed() < Duration::from_secs(3),
+        "the read waited {:?} for the slow replica",
+        t0.elapsed()
+    );
+    assert_eq!(
+        nodes[2].table.local().get(&pk(8), b"k000").await.unwrap(),
+        Some(row(5, "newer")),
+        "the replica that was not asked took the row"
+    );
+    stalled.store(false, std::sync::atomic::Ordering::SeqCst);
+    shutdown(&nodes).await;
+}

@@ -25,9 +25,7 @@ use crate::keys::Keys;
 use crate::multipart::{MpuTable, PartTable};
 use crate::object::{ObjectRow, ObjectTable};
 use crate::object_paxos::{Conditional, KeyLocks};
-use crate::queues::{
-    UploadOf, end_upload_record, ensure_upload_record, queue_version_gc, record_upload,
-};
+use crate::queues::{UploadOf, end_upload_record, queue_version_gc, record_upload};
 use crate::rows::Rows;
 use crate::usage::{Usage, UsageRequest};
 use crate::write_condition::{WriteCondition, stamped};
@@ -857,16 +855,16 @@ impl Model {
         let part = bucket.id_bytes();
         let version = row.version;
         let spread = self.objects.is_spread();
-        if !cond.is_none() && spread {
+        if !cond.is_none() && spread && matches!(row.data, crate::object::ObjectData::Inline(_)) {
             // A Paxos round interrupted by a crash may leave its value
             // accepted by a minority, for any later round of the key to
             // complete. The start-up scan settles the key of every recorded
             // upload (garbage.rs), so that a write the crash cut off is
             // published or not once the node is back — not at the key's
             // next conditional write, maybe hours later, which would then
-            // fail on it. A body stored in blocks is recorded already; an
-            // inline one is recorded here.
-            ensure_upload_record(&self.db, version, &UploadOf::object(&part, key)).await?;
+            // fail on it. A body in blocks was recorded with its first
+            // block (`Model::begin_upload`); an inline one is recorded here.
+            record_upload(&self.db, version, &UploadOf::object(&part, key)).await?;
         }
         let published = if bucket.versioning() != Versioning::Off {
             self.publish_versioned(bucket, key, row, cond).await?.0

@@ -68,19 +68,6 @@ pub(crate) async fn record_upload(db: &Db, version: VersionId, of: &UploadOf) ->
     .await
 }
 
-/// Registers `version` as an upload in progress of `of` unless it is
-/// already (its first block registered it), in one local transaction.
-pub(crate) async fn ensure_upload_record(db: &Db, version: VersionId, of: &UploadOf) -> Result<()> {
-    let value = of.encode();
-    db.write(move |tx| {
-        if tx.get(UPLOAD_TREE, &version)?.is_none() {
-            tx.put(UPLOAD_TREE, version.to_vec(), value);
-        }
-        Ok::<_, ModelError>(())
-    })
-    .await
-}
-
 /// Ends the record of a published upload (its row now holds it).
 pub(crate) async fn end_upload_record(db: &Db, version: VersionId) -> Result<()> {
     db.write(move |tx| {

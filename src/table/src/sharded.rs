@@ -460,6 +460,10 @@ impl<S: Schema> ShardedTable<S> {
                 .filter(|(_, v)| v.as_deref().map(|v| v.as_slice()) != Some(value.as_slice()))
                 .map(|(n, _)| *n)
                 .collect();
+            // The usual case, replicas in agreement: nothing more to build.
+            if stale.is_empty() {
+                return Ok(Some(m));
+            }
             let held = BTreeMap::from([(key.clone(), answers.len() - stale.len())]);
             let row = WireRow {
                 key: ByteBuf::from(key.clone()),
@@ -480,8 +484,8 @@ impl<S: Schema> ShardedTable<S> {
 
     /// Read repair: `repairs` are the rows each replica that answered a
     /// read of partition `p` from `targets` lacked or held older, `held`
-    /// how many of them answered with each row the read returns (by
-    /// storage key). When every such row was held by a write quorum, the
+    /// how many of them answered with each of those rows (by storage
+    /// key). When every such row was held by a write quorum, the
     /// repairs go in the background. Otherwise they are written before the
     /// read answers: a row that a write put on one replica only (the others
     /// crashed, or its coordinator did, before it reached them) would be
@@ -805,6 +809,7 @@ impl<S: Schema> ShardedTable<S> {
             let Some(row) = row else { continue };
             let value = encode::<S>(&row);
             let mut holders = 0;
+            let mut lacking = false;
             for (node, _) in &lasts {
                 if !covered(*node, &key) {
                     continue;
@@ -812,22 +817,28 @@ impl<S: Schema> ShardedTable<S> {
                 if sent.get(node) == Some(&value) {
                     holders += 1;
                 } else {
+                    lacking = true;
                     repairs.entry(*node).or_default().push(WireRow {
                         key: ByteBuf::from(key.clone()),
                         value: ByteBuf::from(value.clone()),
                     });
                 }
             }
-            held.insert(key.clone(), holders);
+            // Only rows some replica lacked can need a blocking repair.
+            if lacking {
+                held.insert(key.clone(), holders);
+            }
             rows.push((key[S::PARTITION_LEN..].to_vec(), row));
         }
-        let answered = lasts.iter().map(|(n, _)| *n).collect();
-        match self
-            .read_repair("range", p, &targets, &answered, repairs, held)
-            .await?
-        {
-            Repaired::Done => {}
-            Repaired::LayoutMoved => return Ok(None),
+        if !repairs.is_empty() {
+            let answered = lasts.iter().map(|(n, _)| *n).collect();
+            match self
+                .read_repair("range", p, &targets, &answered, repairs, held)
+                .await?
+            {
+                Repaired::Done => {}
+                Repaired::LayoutMoved => return Ok(None),
+            }
         }
         let cut = if rows.len() < limit { cut } else { None };
         Ok(Some(RangePage { rows, cut }))

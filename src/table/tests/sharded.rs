@@ -624,16 +624,7 @@ async fn reads_repair_replicas_that_lack_a_row_or_hold_an_older_one() {
         local_count(&nodes[1], 4).await == 10
     ));
     // Node 2 never answers reads: every read's quorum is nodes 0 and 1.
-    nodes[2]
-        .mesh
-        .endpoint::<ReadRow, Option<ByteBuf>>("hangar/table/t/read")
-        .unwrap()
-        .set_handler(Stall, 16);
-    nodes[2]
-        .mesh
-        .endpoint::<ReadRange, RangeRows>("hangar/table/t/range")
-        .unwrap()
-        .set_handler(Stall, 16);
+    stall_reads(&nodes[2]);
     let sorts = (0..5).map(|i| format!("k{i:03}").into_bytes()).collect();
     delete_locally(&nodes[1], 4, sorts).await;
     let key = pk(4);
@@ -897,6 +888,62 @@ impl Handler<UpdateRows, ()> for SlowUpdate {
     }
 }
 
+/// Partitions `ps` each hold row `k000` on every node, then a newer one on
+/// node 0 only: a write that reached one replica of three.
+async fn newer_on_node_0_only(nodes: &[Node], ps: &[u32]) {
+    for &p in ps {
+        nodes[0].table.insert(rows_of(p, 1, 1)).await.unwrap();
+    }
+    assert!(eventually!(Duration::from_secs(5), {
+        let mut all = true;
+        for n in nodes {
+            for &p in ps {
+                all &= local_count(n, p).await == 1;
+            }
+        }
+        all
+    }));
+    for &p in ps {
+        let key = pk(p);
+        nodes[0]
+            .db
+            .write(move |tx| Table::<T>::tx_insert(tx, &key, b"k000", &row(5, "newer")).map(|_| ()))
+            .await
+            .unwrap();
+    }
+}
+
+/// Puts node `n`'s read endpoints behind a [`Gate`] that holds them while
+/// the returned flag is set (it starts set).
+fn gate_reads(n: &Node) -> Arc<std::sync::atomic::AtomicBool> {
+    let stalled = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let gate = || Gate {
+        table: n.table.local().clone(),
+        stalled: stalled.clone(),
+    };
+    n.mesh
+        .endpoint::<ReadRow, Option<ByteBuf>>("hangar/table/t/read")
+        .unwrap()
+        .set_handler(gate(), 16);
+    n.mesh
+        .endpoint::<ReadRange, RangeRows>("hangar/table/t/range")
+        .unwrap()
+        .set_handler(gate(), 16);
+    stalled
+}
+
+/// Makes node `n` never answer a read.
+fn stall_reads(n: &Node) {
+    n.mesh
+        .endpoint::<ReadRow, Option<ByteBuf>>("hangar/table/t/read")
+        .unwrap()
+        .set_handler(Stall, 16);
+    n.mesh
+        .endpoint::<ReadRange, RangeRows>("hangar/table/t/range")
+        .unwrap()
+        .set_handler(Stall, 16);
+}
+
 /// A write that reached one replica of three (the others crashed before
 /// it reached them, or its coordinator did): a read whose quorum holds
 /// that replica answers it, and from then on every read through any node
@@ -905,45 +952,8 @@ impl Handler<UpdateRows, ()> for SlowUpdate {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_row_one_replica_holds_once_read_is_read_through_every_quorum() {
     let nodes = cluster_of(3).await;
-    nodes[0].table.insert(rows_of(6, 1, 1)).await.unwrap();
-    nodes[0].table.insert(rows_of(7, 1, 1)).await.unwrap();
-    assert!(eventually!(Duration::from_secs(5), {
-        let mut all = true;
-        for n in &nodes {
-            all &= local_count(n, 6).await == 1 && local_count(n, 7).await == 1;
-        }
-        all
-    }));
-    for p in [6u32, 7] {
-        let key = pk(p);
-        nodes[0]
-            .db
-            .write(move |tx| Table::<T>::tx_insert(tx, &key, b"k000", &row(5, "newer")).map(|_| ()))
-            .await
-            .unwrap();
-    }
-    let stalled = Arc::new(std::sync::atomic::AtomicBool::new(true));
-    let gate = |m: &Mesh| {
-        m.endpoint::<ReadRow, Option<ByteBuf>>("hangar/table/t/read")
-            .unwrap()
-            .set_handler(
-                Gate {
-                    table: nodes[2].table.local().clone(),
-                    stalled: stalled.clone(),
-                },
-                16,
-            );
-        m.endpoint::<ReadRange, RangeRows>("hangar/table/t/range")
-            .unwrap()
-            .set_handler(
-                Gate {
-                    table: nodes[2].table.local().clone(),
-                    stalled: stalled.clone(),
-                },
-                16,
-            );
-    };
-    gate(&nodes[2].mesh);
+    newer_on_node_0_only(&nodes, &[6, 7]).await;
+    let stalled = gate_reads(&nodes[2]);
     nodes[1]
         .mesh
         .endpoint::<UpdateRows, ()>("hangar/table/t/update")
@@ -962,16 +972,7 @@ async fn a_row_one_replica_holds_once_read_is_read_through_every_quorum() {
     assert_eq!(first[0].1, row(5, "newer"));
     // Now node 0 does not answer and node 2 does: the next reads' quorum
     // is nodes 1 and 2, neither of which held the row before.
-    nodes[0]
-        .mesh
-        .endpoint::<ReadRow, Option<ByteBuf>>("hangar/table/t/read")
-        .unwrap()
-        .set_handler(Stall, 16);
-    nodes[0]
-        .mesh
-        .endpoint::<ReadRange, RangeRows>("hangar/table/t/range")
-        .unwrap()
-        .set_handler(Stall, 16);
+    stall_reads(&nodes[0]);
     stalled.store(false, std::sync::atomic::Ordering::SeqCst);
     assert_eq!(
         nodes[2].table.get(&pk(6), b"k000").await.unwrap(),
@@ -997,34 +998,10 @@ async fn a_row_one_replica_holds_once_read_is_read_through_every_quorum() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_blocking_repair_goes_around_a_replica_slow_to_write() {
     let nodes = cluster_of(3).await;
-    nodes[0].table.insert(rows_of(8, 1, 1)).await.unwrap();
-    assert!(eventually!(Duration::from_secs(5), {
-        let mut all = true;
-        for n in &nodes {
-            all &= local_count(n, 8).await == 1;
-        }
-        all
-    }));
-    let key = pk(8);
-    nodes[0]
-        .db
-        .write(move |tx| Table::<T>::tx_insert(tx, &key, b"k000", &row(5, "newer")).map(|_| ()))
-        .await
-        .unwrap();
+    newer_on_node_0_only(&nodes, &[8]).await;
     // Node 2 answers no read, so the read's quorum is nodes 0 and 1; node 1
     // never finishes a write.
-    let stalled = Arc::new(std::sync::atomic::AtomicBool::new(true));
-    nodes[2]
-        .mesh
-        .endpoint::<ReadRow, Option<ByteBuf>>("hangar/table/t/read")
-        .unwrap()
-        .set_handler(
-            Gate {
-                table: nodes[2].table.local().clone(),
-                stalled: stalled.clone(),
-            },
-            16,
-        );
+    let stalled = gate_reads(&nodes[2]);
     nodes[1]
         .mesh
         .endpoint::<UpdateRows, ()>("hangar/table/t/update")

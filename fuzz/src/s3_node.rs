@@ -10,9 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hangar_api_s3::{S3Api, S3Settings};
-use hangar_block::{BlockFiles, BlockManager};
-use hangar_db::{Db, DbOptions, RedbEngine};
-use hangar_model::{Model, PermissionChange};
+use hangar_db::RedbEngine;
+use hangar_model::PermissionChange;
 use hangar_api_s3::server::Endpoint;
 
 use crate::sigv4::{KEY_ID, REGION, SECRET};
@@ -44,11 +43,11 @@ impl Node {
         .expect("temporary directory");
         let service = rt.block_on(async {
             let engine = RedbEngine::open(&dir.path().join("db"), 8 << 20).expect("redb");
-            let db = Db::new(Arc::new(engine), DbOptions::default());
-            let files = BlockFiles::new(vec![dir.path().join("data")], Some(1), false, true)
-                .expect("block files");
-            let blocks = BlockManager::new(files, db.clone(), 60_000);
-            let model = Model::new(db, blocks, false);
+            // A lone node: its rows and blocks take a cluster's path, to
+            // itself.
+            let model = hangar_model::testkit::start_node(dir.path(), Arc::new(engine), 1)
+                .await
+                .model;
             model.keys().import(KEY_ID, SECRET, "fuzz").await.expect("key");
             model.keys().set_create_bucket(KEY_ID, true).await.expect("allow");
             model

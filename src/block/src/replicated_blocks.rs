@@ -223,7 +223,8 @@ impl ReplicatedBlocks {
         );
         let resync = Resync::new(
             mgr.clone(),
-            Some((cluster.clone(), endpoints.clone())),
+            cluster.clone(),
+            endpoints.clone(),
             limits,
             resync,
         );

@@ -124,8 +124,9 @@ enum Fetched {
 /// The resync worker of one node.
 pub struct Resync {
     mgr: Arc<BlockManager>,
-    /// The cluster and its block endpoints; `None` on a node alone.
-    cluster: Option<(Cluster, BlockEndpoints)>,
+    /// The cluster and its block endpoints.
+    cluster: Cluster,
+    eps: BlockEndpoints,
     limits: BlockLimits,
     settings: Arc<ResyncSettings>,
     stats: ResyncStats,
@@ -143,13 +144,15 @@ pub struct Resync {
 impl Resync {
     pub fn new(
         mgr: Arc<BlockManager>,
-        cluster: Option<(Cluster, BlockEndpoints)>,
+        cluster: Cluster,
+        eps: BlockEndpoints,
         limits: BlockLimits,
         settings: Arc<ResyncSettings>,
     ) -> Arc<Resync> {
         Arc::new(Resync {
             mgr,
             cluster,
+            eps,
             limits,
             settings,
             stats: ResyncStats::default(),
@@ -180,16 +183,12 @@ impl Resync {
         self.wake.notify_one();
     }
 
-    /// Whether this node stores `hash`'s partition (always, alone or before
-    /// the first layout).
+    /// Whether this node stores `hash`'s partition (always while it awaits
+    /// its first layout: nothing is handed over before one).
     fn holds(&self, hash: &Hash) -> bool {
-        match &self.cluster {
-            None => true,
-            Some((c, _)) => {
-                let nodes = c.storage_nodes_of(hash);
-                nodes.is_empty() || nodes.nodes().contains(&c.id())
-            }
-        }
+        let c = &self.cluster;
+        let nodes = c.storage_nodes_of(hash);
+        nodes.is_empty() || nodes.nodes().contains(&c.id())
     }
 
     /// The decisions for a page, from the local state (blocking reads).
@@ -436,12 +435,7 @@ impl Resync {
     /// source that deferred is asked without the option directly, after the
     /// others, for the next `DEFER_HOLD`.
     async fn fetch(&self, hash: Hash) -> (Outcome, u64) {
-        let Some((cluster, eps)) = &self.cluster else {
-            return (
-                Outcome::Failed("referenced but missing, and no other node stores blocks".into()),
-                0,
-            );
-        };
+        let (cluster, eps) = (&self.cluster, &self.eps);
         let me = cluster.id();
         let now = Instant::now();
         let busy_now = self.per_source.lock().expect("source counts").clone();
@@ -602,9 +596,7 @@ impl Resync {
     /// Hands `hash` over to the nodes that store its partition now, and
     /// deletes the local file once every one of them holds it.
     async fn hand_over(&self, hash: Hash) -> (Outcome, u64) {
-        let Some((cluster, eps)) = &self.cluster else {
-            return (Outcome::Done, 0);
-        };
+        let (cluster, eps) = (&self.cluster, &self.eps);
         let me = cluster.id();
         let mut targets = cluster.storage_nodes_of(&hash).nodes();
         targets.sort();
@@ -699,9 +691,7 @@ impl Resync {
     /// counts): their files may now have to be fetched or handed over.
     /// Returns how many blocks were queued.
     pub async fn queue_moved_partitions(&self) -> Result<u64> {
-        let Some((cluster, _)) = &self.cluster else {
-            return Ok(0);
-        };
+        let cluster = &self.cluster;
         let db = self.mgr.metadata();
         let me = cluster.id();
         let mut held = [0u8; 32];

@@ -23,8 +23,9 @@ use crate::quorum_call::{self, QuorumError};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StorageNodes {
     pub partition: Partition,
-    /// One set per active version with an assignment; empty before the
-    /// first layout is applied.
+    /// One set per active version with an assignment (a lone node's own
+    /// set, version 0, before its first layout: [`Cluster::is_lone`]);
+    /// empty while a node of a replicated cluster awaits its first layout.
     pub sets: Vec<WriteSet>,
 }
 
@@ -37,14 +38,14 @@ impl StorageNodes {
         all
     }
 
-    /// True when no layout with an assignment exists yet: nothing can be
-    /// stored.
+    /// True when a node of a replicated cluster has no layout with an
+    /// assignment yet: nothing can be stored.
     pub fn is_empty(&self) -> bool {
         self.sets.is_empty()
     }
 
     /// The newest layout version these sets were taken from (0 before the
-    /// first layout).
+    /// first layout: a lone node's own set).
     pub fn newest_version(&self) -> u64 {
         self.sets.iter().map(|s| s.version).max().unwrap_or(0)
     }
@@ -215,16 +216,34 @@ impl Cluster {
         self.storage_nodes_of_partition(partition_of(hash))
     }
 
-    /// The nodes of partition `p` in every active layout version.
+    /// The nodes of partition `p` in every active layout version; a lone
+    /// node's own set before its first layout ([`Cluster::is_lone`]), and
+    /// no set while a node of a replicated cluster awaits its layout.
     pub fn storage_nodes_of_partition(&self, p: Partition) -> StorageNodes {
-        StorageNodes {
-            partition: p,
-            sets: self
-                .inner
-                .layout
-                .history()
-                .versioned_write_sets_of_partition(p),
-        }
+        let sets = self
+            .inner
+            .layout
+            .history()
+            .versioned_write_sets_of_partition(p);
+        let sets = if sets.is_empty() && self.is_lone() {
+            vec![WriteSet {
+                version: 0,
+                nodes: vec![self.id()],
+            }]
+        } else {
+            sets
+        };
+        StorageNodes { partition: p, sets }
+    }
+
+    /// Whether this node stores every partition itself for want of a
+    /// layout: a node of replication factor 1 before its first layout (the
+    /// Docker image's node, a `hangar server` not laid out yet). Its rows
+    /// and blocks then go through the same quorum calls as in any layout,
+    /// to itself alone (layout version 0), so no layer above this one asks
+    /// whether there is a cluster; once a layout is applied, it places them.
+    pub fn is_lone(&self) -> bool {
+        self.replication_factor() <= 1 && !self.is_laid_out()
     }
 
     /// Whether some active layout version assigns partitions to nodes
@@ -252,17 +271,22 @@ impl Cluster {
     /// data).
     pub fn stores_partition(&self, p: Partition) -> bool {
         let me = self.id();
-        self.inner
-            .layout
-            .history()
-            .versions
-            .iter()
-            .any(|v| v.nodes_of_partition(p).contains(&me))
+        self.is_lone()
+            || self
+                .inner
+                .layout
+                .history()
+                .versions
+                .iter()
+                .any(|v| v.nodes_of_partition(p).contains(&me))
     }
 
     /// The nodes a read of partition `p` goes to: its nodes in the newest
     /// fully synced version (doc/layout.md §7).
     pub fn read_nodes_of_partition(&self, p: Partition) -> Vec<NodeId> {
+        if self.is_lone() {
+            return vec![self.id()];
+        }
         self.inner.layout.read_version().nodes_of_partition(p)
     }
 

@@ -399,15 +399,13 @@ impl Model {
             add,
             key: key.map(str::to_owned),
         };
-        let remote = match self.bucket_creation() {
-            Some(c) => match c.coordinator(alias)? {
-                Some(to) if to != c.cluster().id() => c
-                    .call(&*c.alias_endpoint, to, alias, change.clone())
-                    .await?
-                    .map(|r| (to, r)),
-                _ => None,
-            },
-            None => None,
+        let c = self.bucket_creation();
+        let remote = match c.coordinator(alias)? {
+            Some(to) if to != c.cluster().id() => c
+                .call(&*c.alias_endpoint, to, alias, change.clone())
+                .await?
+                .map(|r| (to, r)),
+            _ => None,
         };
         let reply = match remote {
             Some((to, r)) => {
@@ -466,7 +464,7 @@ impl Model {
     /// bucket creations), quorum reads of the name in both tables and of
     /// the bucket, the decision, the row written here and replicated.
     pub(crate) async fn decide_alias(&self, c: AliasChange) -> Result<AliasReply> {
-        let _held = self.bucket_locks().lock(b"", &c.alias).await;
+        let _held = self.bucket_locks().lock(&c.alias).await;
         let unavailable = |e: ModelError| reply(AliasDecision::Unavailable, None, e.to_string());
         if let Err(e) = self
             .buckets_writable()

@@ -387,7 +387,7 @@ mod tests {
 
     #[tokio::test]
     async fn ranges_of_a_version_with_many_blocks() {
-        let (_d, model) = test_model();
+        let (_d, model) = test_model().await;
         let n = 700u32; // more than a page of rows
         let sizes = sizes(n);
         let total: u64 = sizes.iter().sum();
@@ -448,7 +448,7 @@ mod tests {
 
     #[tokio::test]
     async fn inconsistent_block_lists_are_errors() {
-        let (_d, model) = test_model();
+        let (_d, model) = test_model().await;
         let sizes = sizes(20);
         let total: u64 = sizes.iter().sum();
         let v = [3u8; 16];
@@ -468,7 +468,7 @@ mod tests {
 
     #[tokio::test]
     async fn stored_and_shared_blocks_carry_offsets() {
-        let (_d, model) = test_model();
+        let (_d, model) = test_model().await;
         let (a, b, c) = ([4u8; 16], [5u8; 16], [6u8; 16]);
         // Uploads store blocks with their offset.
         for (i, (off, len)) in [(0u64, 10usize), (10, 10), (20, 3)].into_iter().enumerate() {

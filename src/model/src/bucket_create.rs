@@ -266,15 +266,13 @@ impl Model {
         {
             return Err(ModelError::NoSuchKey(id.to_owned()));
         }
-        let (reply, rows) = match self.bucket_creation() {
-            Some(c) => match c.coordinator(name)? {
-                Some(to) if to != c.cluster.id() => match self.ask(c, to, name, owner).await? {
-                    Some(answer) => answer,
-                    None => self.decide_creation(name, owner).await?,
-                },
-                _ => self.decide_creation(name, owner).await?,
+        let c = self.bucket_creation();
+        let (reply, rows) = match c.coordinator(name)? {
+            Some(to) if to != c.cluster.id() => match self.ask(c, to, name, owner).await? {
+                Some(answer) => answer,
+                None => self.decide_creation(name, owner).await?,
             },
-            None => self.decide_creation(name, owner).await?,
+            _ => self.decide_creation(name, owner).await?,
         };
         match reply.decision {
             Decision::Created => Ok(rows.bucket.ok_or_else(|| bad_reply(name))?),
@@ -347,7 +345,7 @@ impl Model {
         name: &str,
         owner: Option<&str>,
     ) -> Result<(CreateReply, Rows)> {
-        let _held = self.bucket_locks().lock(b"", name).await;
+        let _held = self.bucket_locks().lock(name).await;
         self.buckets_writable()?;
         self.bucket_table().get_quorum(b"", name.as_bytes()).await?;
         // An alias of the name, as every acknowledged alias change of it
@@ -525,5 +523,24 @@ impl Handler<CreateBucket, CreateReply> for Coordinator {
             Err(e @ ModelError::Table(_)) => Ok(Response::new(unavailable(e).0)),
             Err(e) => Err(HandlerError::new(e)),
         }
+    }
+}
+
+/// Locks of bucket names and aliases, a stripe per hash of the name: one
+/// decision about a name at a time on its coordinator.
+pub(crate) struct NameLocks(Vec<tokio::sync::Mutex<()>>);
+
+/// Names locked independently.
+const STRIPES: usize = 256;
+
+impl NameLocks {
+    pub(crate) fn new() -> NameLocks {
+        NameLocks((0..STRIPES).map(|_| tokio::sync::Mutex::new(())).collect())
+    }
+
+    /// Waits for and holds the lock of `name`.
+    pub(crate) async fn lock(&self, name: &str) -> tokio::sync::MutexGuard<'_, ()> {
+        let stripe = hangar_util::Hash::of(name.as_bytes()).as_bytes()[0] as usize % STRIPES;
+        self.0[stripe].lock().await
     }
 }

@@ -86,7 +86,7 @@ fn a_public_access_block_is_format_10() {
 
 #[tokio::test]
 async fn policy_and_block_set_through_the_model_are_stored_and_removed() {
-    let (_d, model) = test_model();
+    let (_d, model) = test_model().await;
     model.create_bucket("photos", None).await.unwrap();
     let doc = r#"{"Version":"2012-10-17","Statement":[]}"#;
     model
@@ -158,7 +158,7 @@ fn canned_acls_of_buckets_and_versions_are_format_10() {
 #[tokio::test]
 async fn a_bucket_acl_set_through_the_model_is_stored() {
     use crate::access::CannedAcl;
-    let (_d, model) = test_model();
+    let (_d, model) = test_model().await;
     model.create_bucket("photos", None).await.unwrap();
     let b = model.get_bucket("photos").await.unwrap().unwrap();
     assert_eq!(b.acl(), CannedAcl::Private);

@@ -95,7 +95,7 @@ fn an_encrypted_upload_is_format_11() {
 
 #[tokio::test]
 async fn sealed_blocks_are_named_by_what_is_stored_and_count_plaintext() {
-    let (d, model) = test_model();
+    let (d, model) = test_model().await;
     let plain = vec![b'x'; 10_000];
     let (ka, kb) = (CustomerKey::new([1; 32]), CustomerKey::new([2; 32]));
     let (ra, rb) = (SseC::new(&ka), SseC::new(&kb));

@@ -101,7 +101,7 @@ async fn recount(model: &Arc<Model>, b: &BucketRow) -> (u64, u64) {
 
 #[tokio::test]
 async fn counters_follow_overwrites_deletes_and_versions() {
-    let (_d, model) = test_model();
+    let (_d, model) = test_model().await;
     let b = model.create_bucket("photos", None).await.unwrap();
     assert_eq!(usage(&model, &b).await, (0, 0));
     model.publish(&b, "a", object(10)).await.unwrap();
@@ -141,7 +141,7 @@ async fn counters_follow_overwrites_deletes_and_versions() {
 
 #[tokio::test]
 async fn quotas_refuse_what_would_pass_them_and_nothing_else() {
-    let (_d, model) = test_model();
+    let (_d, model) = test_model().await;
     model.create_bucket("photos", None).await.unwrap();
     let quotas = BucketQuotas {
         max_size: Some(100),
@@ -188,7 +188,7 @@ async fn quotas_refuse_what_would_pass_them_and_nothing_else() {
 
 #[tokio::test]
 async fn the_backfill_counts_rows_stored_before_the_counters_once() {
-    let (_d, model) = test_model();
+    let (_d, model) = test_model().await;
     let b = model.create_bucket("photos", None).await.unwrap();
     model.publish(&b, "a", object(3)).await.unwrap();
     model.publish(&b, "b", object(4)).await.unwrap();

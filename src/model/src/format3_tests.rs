@@ -174,7 +174,7 @@ async fn the_table_writes_and_reads_both_formats() {
 
 #[tokio::test]
 async fn tags_set_through_the_model_change_the_register_only() {
-    let (_d, model) = test_model();
+    let (_d, model) = test_model().await;
     let b = model.create_bucket("photos", None).await.unwrap();
     let row = model
         .publish(&b, "o", object(Lww::default()))

@@ -65,7 +65,7 @@ fn a_key_without_expiry_is_format_2_byte_for_byte_and_one_with_it_format_5() {
 
 #[tokio::test]
 async fn a_key_created_expiring_and_renewed_through_the_model() {
-    let (_d, model) = test_model();
+    let (_d, model) = test_model().await;
     let k = model.keys().create_expiring("ci", Some(1)).await.unwrap();
     assert_eq!(k.expires_msec.value, Some(1));
     let id = k.access_key_id.clone();

@@ -65,7 +65,7 @@ fn a_bucket_without_rules_keeps_its_format_and_one_with_rules_is_format_9() {
 
 #[tokio::test]
 async fn rules_set_through_the_model_are_stored_and_removed() {
-    let (_d, model) = test_model();
+    let (_d, model) = test_model().await;
     model.create_bucket("photos", None).await.unwrap();
     let b = model
         .set_bucket_lifecycle("photos", vec![rule()])
@@ -90,7 +90,7 @@ async fn rules_set_through_the_model_are_stored_and_removed() {
 
 #[tokio::test]
 async fn a_pass_expires_an_object_under_the_prefix_only() {
-    let (_d, model) = test_model();
+    let (_d, model) = test_model().await;
     let b = model.create_bucket("photos", None).await.unwrap();
     for key in ["logs/a", "keep"] {
         let row = crate::object::ObjectRow {

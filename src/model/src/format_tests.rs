@@ -340,7 +340,7 @@ async fn a_node_written_by_format_1_is_readable() {
     use crate::block_list::{BlockLookup, VersionTable};
     use crate::multipart::CompletedPart;
 
-    let (_d, model) = test_model();
+    let (_d, model) = test_model().await;
     let db = model.db().clone();
     let bucket_id = hash(0xab);
     let key_id = "GKaaaaaaaaaaaaaaaaaaaaaaaa";

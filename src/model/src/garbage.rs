@@ -37,11 +37,8 @@ async fn was_published(model: &Model, version: &VersionId, of: &UploadOf) -> Res
             // A conditional write interrupted after its accept may still be
             // completed by a later round: settle the key first, so that
             // the answer below is final (doc/replication.md §10).
-            if let (Some(c), Ok(part)) =
-                (model.conditional(), <[u8; 32]>::try_from(bucket.as_slice()))
-                && model.object_rows().is_spread()
-            {
-                c.settle(&part, key).await?;
+            if let Ok(part) = <[u8; 32]>::try_from(bucket.as_slice()) {
+                model.conditional().settle(&part, key).await?;
             }
             model
                 .object_rows()

@@ -72,6 +72,8 @@ pub mod sse_c;
 mod state;
 #[cfg(test)]
 mod test_support;
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit;
 pub mod usage;
 pub mod usage_backfill;
 pub mod version_keys;

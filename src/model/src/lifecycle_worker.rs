@@ -121,16 +121,10 @@ impl Model {
     }
 
     /// Whether this node applies `bucket`'s rules: the first live node, by
-    /// id, of the bucket partition's read nodes; any node of a cluster of
-    /// replication factor 1 before a layout; none awaiting its first layout
-    /// in a larger one.
+    /// id, of the bucket partition's read nodes (a lone node itself); none
+    /// awaiting its first layout.
     fn acts_for_lifecycle(&self, bucket: &BucketRow) -> bool {
-        if self.awaiting_layout() {
-            return false;
-        }
-        let Some(cluster) = self.cluster().filter(|_| self.object_rows().is_spread()) else {
-            return true;
-        };
+        let cluster = self.cluster();
         let part = bucket.id_bytes();
         let p = <crate::object::ObjectTable as hangar_table::Schema>::layout_partition(&part);
         let mut nodes = cluster.read_nodes_of_partition(p);

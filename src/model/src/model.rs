@@ -18,13 +18,13 @@ use hangar_block::ReplicatedBlocks;
 use crate::alias::AliasTable;
 use crate::block_list::{BlockEntry, VersionTable};
 use crate::bucket::{BucketRow, BucketTable, Versioning};
-use crate::bucket_create::BucketCreation;
+use crate::bucket_create::{BucketCreation, NameLocks};
 use crate::control::ControlTable;
 use crate::key::{KeyRow, KeyTable, Permission};
 use crate::keys::Keys;
 use crate::multipart::{MpuTable, PartTable};
 use crate::object::{ObjectRow, ObjectTable};
-use crate::object_paxos::{Conditional, KeyLocks};
+use crate::object_paxos::Conditional;
 use crate::queues::{UploadOf, end_upload_record, queue_version_gc, record_upload};
 use crate::rows::Rows;
 use crate::usage::{Usage, UsageRequest};
@@ -36,30 +36,29 @@ use hangar_table::sharded_sync::ShardedSyncable;
 /// The data model of one node.
 pub struct Model {
     db: Db,
+    /// This node's block files and references.
     blocks: Arc<BlockManager>,
-    /// The cluster's blocks: where a block goes once a layout assigns it.
-    cluster_blocks: Option<ClusterBlocks>,
+    /// The cluster this node belongs to (of one node, alone or laid out).
+    cluster: hangar_cluster::Cluster,
+    /// The cluster's blocks, on the nodes the layout assigns them.
+    replicated: Arc<ReplicatedBlocks>,
     keys: Keys,
     buckets: ControlTable<BucketTable>,
     aliases: ControlTable<AliasTable>,
     objects: Rows<ObjectTable>,
-    /// Conditional writes in a cluster: a Paxos round per key.
-    conditional: Option<Conditional>,
+    /// Conditional writes: a Paxos round per key.
+    conditional: Conditional,
     versions: Rows<VersionTable>,
     mpus: Rows<MpuTable>,
     parts: Rows<PartTable>,
     gc_wakeup: Notify,
     allow_punycode: bool,
-    /// Conditional writes of versioned buckets on a node whose rows are its
-    /// own: one per key at a time.
-    key_locks: KeyLocks,
-    /// Bucket creations coordinated by other nodes (none without a
-    /// cluster), and the locks of the names this node coordinates.
-    bucket_creation: Option<BucketCreation>,
-    bucket_locks: KeyLocks,
-    /// Asks the nodes of a bucket's partition for its usage counters
-    /// (none without a cluster).
-    usage: Option<Arc<hangar_net::Endpoint<UsageRequest, Usage>>>,
+    /// Bucket creations coordinated by other nodes, and the locks of the
+    /// names this node coordinates.
+    bucket_creation: BucketCreation,
+    bucket_locks: NameLocks,
+    /// Asks the nodes of a bucket's partition for its usage counters.
+    usage: Arc<hangar_net::Endpoint<UsageRequest, Usage>>,
 }
 
 /// Local tree of this node's one-time model state (markers, raw values).
@@ -72,12 +71,6 @@ const MERKLE_INDEXED: &[u8] = b"merkle_indexed";
 /// since the seal looks for rows again.
 const DELETE_FENCE_TTL_MSEC: u64 = 30 * 1000;
 
-/// The blocks of a cluster node.
-struct ClusterBlocks {
-    cluster: hangar_cluster::Cluster,
-    blocks: Arc<ReplicatedBlocks>,
-}
-
 /// A change of permissions: `Some(true)` grants, `Some(false)` revokes.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PermissionChange {
@@ -87,54 +80,38 @@ pub struct PermissionChange {
 }
 
 impl Model {
-    /// The model of this node's tables alone (tools and tests).
-    pub fn new(db: Db, blocks: Arc<BlockManager>, allow_punycode: bool) -> Arc<Model> {
-        Self::with_cluster(db, blocks, allow_punycode, None).expect("local tables open")
-    }
-
-    /// The model of a cluster node: keys, buckets and bucket aliases replicated to every
-    /// node over `cluster`, blocks stored on the nodes the layout assigns
-    /// them (`replicated`, built on the same cluster, whose block reference
-    /// table is one of the sharded tables); objects, versions and uploads on
-    /// the nodes of their partition, once a layout exists
-    /// (doc/architecture.md). Without a cluster, every table is local.
-    pub fn with_cluster(
+    /// The model of a node of `cluster` (a cluster of one node is one
+    /// too): keys, buckets and bucket aliases replicated to every node,
+    /// blocks stored on the nodes the layout assigns them (`replicated`,
+    /// built on the same cluster, whose block reference table is one of the
+    /// sharded tables); objects, versions and uploads on the nodes of their
+    /// partition (doc/architecture.md).
+    pub fn new(
         db: Db,
         blocks: Arc<BlockManager>,
         allow_punycode: bool,
-        cluster: Option<(&hangar_cluster::Cluster, Arc<ReplicatedBlocks>)>,
+        cluster: &hangar_cluster::Cluster,
+        replicated: Arc<ReplicatedBlocks>,
     ) -> Result<Arc<Model>> {
-        let cluster_blocks = cluster.as_ref().map(|(c, r)| ClusterBlocks {
-            cluster: (*c).clone(),
-            blocks: r.clone(),
-        });
-        let cluster = cluster.map(|(c, _)| c);
         let objects = rows(&db, cluster)?;
-        let conditional = cluster
-            .map(|c| Conditional::new(c, objects.clone(), db.clone()))
-            .transpose()?;
-        let bucket_creation = cluster.map(BucketCreation::new).transpose()?;
-        let usage = match cluster {
-            Some(c) => {
-                let ep = c
-                    .mesh()
-                    .endpoint(crate::usage::PATH)
-                    .map_err(hangar_table::TableError::from)?;
-                ep.set_handler(
-                    crate::usage::UsageHandler { db: db.clone() },
-                    crate::usage::QUEUE,
-                );
-                Some(ep)
-            }
-            None => None,
-        };
+        let conditional = Conditional::new(cluster, objects.clone(), db.clone())?;
+        let bucket_creation = BucketCreation::new(cluster)?;
+        let usage = cluster
+            .mesh()
+            .endpoint(crate::usage::PATH)
+            .map_err(hangar_table::TableError::from)?;
+        usage.set_handler(
+            crate::usage::UsageHandler { db: db.clone() },
+            crate::usage::QUEUE,
+        );
         let model = Arc::new(Model {
             objects,
             conditional,
             versions: rows(&db, cluster)?,
             mpus: rows(&db, cluster)?,
             parts: rows(&db, cluster)?,
-            cluster_blocks,
+            cluster: cluster.clone(),
+            replicated,
             keys: Keys::new(db.clone(), ControlTable::new(db.clone(), cluster)?),
             buckets: ControlTable::new(db.clone(), cluster)?,
             aliases: ControlTable::new(db.clone(), cluster)?,
@@ -142,38 +119,24 @@ impl Model {
             blocks,
             gc_wakeup: Notify::new(),
             allow_punycode,
-            key_locks: KeyLocks::new(),
             bucket_creation,
-            bucket_locks: KeyLocks::new(),
+            bucket_locks: NameLocks::new(),
             usage,
         });
-        if let Some(c) = &model.bucket_creation {
-            c.serve(Arc::downgrade(&model));
-        }
+        model.bucket_creation.serve(Arc::downgrade(&model));
         Ok(model)
     }
 
     /// The sharded tables (objects, versions, uploads, parts, block
-    /// references), for their
-    /// anti-entropy worker (none without a cluster).
+    /// references), for their anti-entropy worker.
     pub fn sharded_tables(&self) -> Vec<Arc<dyn ShardedSyncable>> {
-        let mut t: Vec<Arc<dyn ShardedSyncable>> = Vec::new();
-        if let Some(x) = self.objects.sharded_table() {
-            t.push(Arc::new(x.clone()));
-        }
-        if let Some(x) = self.versions.sharded_table() {
-            t.push(Arc::new(x.clone()));
-        }
-        if let Some(x) = self.mpus.sharded_table() {
-            t.push(Arc::new(x.clone()));
-        }
-        if let Some(x) = self.parts.sharded_table() {
-            t.push(Arc::new(x.clone()));
-        }
-        if let Some(cb) = &self.cluster_blocks {
-            t.push(Arc::new(cb.blocks.ref_table().clone()));
-        }
-        t
+        vec![
+            Arc::new(self.objects.sharded_table().clone()),
+            Arc::new(self.versions.sharded_table().clone()),
+            Arc::new(self.mpus.sharded_table().clone()),
+            Arc::new(self.parts.sharded_table().clone()),
+            Arc::new(self.replicated.ref_table().clone()),
+        ]
     }
 
     /// For each sharded table: the rows this node holds (as its Merkle index
@@ -192,23 +155,13 @@ impl Model {
             }
             Ok((S::TREE, rows, *h.finalize().as_bytes()))
         }
-        let mut out = Vec::new();
-        if let Some(t) = self.objects.sharded_table() {
-            out.push(one(t).await?);
-        }
-        if let Some(t) = self.versions.sharded_table() {
-            out.push(one(t).await?);
-        }
-        if let Some(t) = self.mpus.sharded_table() {
-            out.push(one(t).await?);
-        }
-        if let Some(t) = self.parts.sharded_table() {
-            out.push(one(t).await?);
-        }
-        if let Some(cb) = &self.cluster_blocks {
-            out.push(one(cb.blocks.ref_table()).await?);
-        }
-        Ok(out)
+        Ok(vec![
+            one(self.objects.sharded_table()).await?,
+            one(self.versions.sharded_table()).await?,
+            one(self.mpus.sharded_table()).await?,
+            one(self.parts.sharded_table()).await?,
+            one(self.replicated.ref_table()).await?,
+        ])
     }
 
     /// Makes the Merkle index of each sharded table match its rows (rows
@@ -217,9 +170,6 @@ impl Model {
     /// is done once per node: a marker in the local tree
     /// [`MODEL_STATE_TREE`] records it, and later starts skip the scan.
     pub async fn repair_indexes(&self) -> Result<()> {
-        if self.cluster_blocks.is_none() {
-            return Ok(());
-        }
         let done = self
             .db
             .get_async(MODEL_STATE_TREE, MERKLE_INDEXED.to_vec())
@@ -227,18 +177,10 @@ impl Model {
         if done.is_some() {
             return Ok(());
         }
-        if let Some(t) = self.objects.sharded_table() {
-            t.repair_index().await?;
-        }
-        if let Some(t) = self.versions.sharded_table() {
-            t.repair_index().await?;
-        }
-        if let Some(t) = self.mpus.sharded_table() {
-            t.repair_index().await?;
-        }
-        if let Some(t) = self.parts.sharded_table() {
-            t.repair_index().await?;
-        }
+        self.objects.sharded_table().repair_index().await?;
+        self.versions.sharded_table().repair_index().await?;
+        self.mpus.sharded_table().repair_index().await?;
+        self.parts.sharded_table().repair_index().await?;
         self.db
             .write(|tx| {
                 tx.put(MODEL_STATE_TREE, MERKLE_INDEXED.to_vec(), Vec::new());
@@ -275,32 +217,22 @@ impl Model {
     }
 
     /// Whether this node may remove tombstones of the object, version and
-    /// multipart tables alone: when no other node holds their rows (no
-    /// cluster, or a replication factor of 1). Otherwise a tombstone is
+    /// multipart tables alone: when no other node holds their rows (a
+    /// replication factor of 1). Otherwise a tombstone is
     /// removed only once every replica holds it
     /// ([`Model::collect_replicated_tombstones`]), and not at all by a node
     /// that has no layout yet.
     pub fn tombstones_collectable(&self) -> bool {
-        match &self.cluster_blocks {
-            None => true,
-            Some(cb) => cb.cluster.replication_factor() <= 1,
-        }
+        self.cluster.replication_factor() <= 1
     }
 
-    /// The replicated control tables, for their anti-entropy worker (none
-    /// without a cluster).
+    /// The replicated control tables, for their anti-entropy worker.
     pub fn full_tables(&self) -> Vec<Box<dyn hangar_table::full_sync::Syncable>> {
-        let mut t: Vec<Box<dyn hangar_table::full_sync::Syncable>> = Vec::new();
-        if let Some(k) = self.keys.table().full() {
-            t.push(Box::new(k.clone()));
-        }
-        if let Some(b) = self.buckets.full() {
-            t.push(Box::new(b.clone()));
-        }
-        if let Some(a) = self.aliases.full() {
-            t.push(Box::new(a.clone()));
-        }
-        t
+        vec![
+            Box::new(self.keys.table().full().clone()),
+            Box::new(self.buckets.full().clone()),
+            Box::new(self.aliases.full().clone()),
+        ]
     }
 
     pub fn db(&self) -> &Db {
@@ -312,12 +244,9 @@ impl Model {
     }
 
     /// Whether a block put of this node failed for overload within the
-    /// last `window` (never without a cluster: a single node's uploads are
-    /// bounded by the S3 layer's own budget).
+    /// last `window`.
     pub fn block_writes_overloaded_within(&self, window: std::time::Duration) -> bool {
-        self.cluster_blocks
-            .as_ref()
-            .is_some_and(|cb| cb.blocks.overloaded_within(window))
+        self.replicated.overloaded_within(window)
     }
 
     /// Fails at once when a bucket change could not reach its quorum.
@@ -329,9 +258,9 @@ impl Model {
         &self.objects
     }
 
-    /// The cluster this node belongs to, if any.
-    pub(crate) fn cluster(&self) -> Option<&hangar_cluster::Cluster> {
-        self.cluster_blocks.as_ref().map(|c| &c.cluster)
+    /// The cluster this node belongs to.
+    pub(crate) fn cluster(&self) -> &hangar_cluster::Cluster {
+        &self.cluster
     }
 
     /// Whether this node belongs to a replicated cluster (replication
@@ -343,23 +272,19 @@ impl Model {
     /// what the cluster holds. The S3 API refuses such operations until the
     /// layout arrives.
     pub fn awaiting_layout(&self) -> bool {
-        self.cluster().is_some_and(|c| c.awaits_layout())
+        self.cluster.awaits_layout()
     }
 
-    pub(crate) fn conditional(&self) -> Option<&Conditional> {
-        self.conditional.as_ref()
+    pub(crate) fn conditional(&self) -> &Conditional {
+        &self.conditional
     }
 
-    pub(crate) fn key_locks(&self) -> &KeyLocks {
-        &self.key_locks
-    }
-
-    pub(crate) fn bucket_locks(&self) -> &KeyLocks {
+    pub(crate) fn bucket_locks(&self) -> &NameLocks {
         &self.bucket_locks
     }
 
-    pub(crate) fn bucket_creation(&self) -> Option<&BucketCreation> {
-        self.bucket_creation.as_ref()
+    pub(crate) fn bucket_creation(&self) -> &BucketCreation {
+        &self.bucket_creation
     }
 
     pub(crate) fn bucket_table(&self) -> &ControlTable<BucketTable> {
@@ -612,21 +537,23 @@ impl Model {
     }
 
     /// The object versions a bucket stores and their bytes
-    /// ([`crate::usage`]): this node's counters, or once a layout spreads
-    /// the rows, the largest of each counter among a read quorum of the
-    /// nodes of the bucket's partition: one read, whatever the bucket
-    /// holds.
+    /// ([`crate::usage`]): the largest of each counter among a read quorum
+    /// of the nodes of the bucket's partition: one read, whatever the
+    /// bucket holds.
     pub async fn bucket_usage(&self, bucket: &BucketRow) -> Result<Usage> {
         let id = bucket.id_bytes();
-        let (Some(ep), Some(cb)) = (&self.usage, &self.cluster_blocks) else {
-            return Ok(crate::usage::local(&self.db, &id).await?);
-        };
-        if !self.objects.is_spread() {
-            return Ok(crate::usage::local(&self.db, &id).await?);
-        }
-        let cluster = &cb.cluster;
+        let (ep, cluster) = (&self.usage, &self.cluster);
         let p = ObjectTable::layout_partition(&id);
         let nodes = cluster.read_nodes_of_partition(p);
+        if nodes.is_empty() {
+            return Err(hangar_table::TableError::Replication(
+                hangar_table::full_table::ReplicationError::NoLayoutYet {
+                    tree: ObjectTable::TREE,
+                    replication_factor: cluster.replication_factor(),
+                },
+            )
+            .into());
+        }
         let quorum = cluster.quorums().read.min(nodes.len()).max(1);
         let answers = hangar_cluster::call_quorum(
             cluster.mesh(),
@@ -761,46 +688,26 @@ impl Model {
         self.versions
             .insert(&version, &index.to_be_bytes(), entry)
             .await?;
-        match (self.laid_out(&hash), compress) {
-            (Some(cb), true) => cb.blocks.put(hash, data, version).await?,
-            (Some(cb), false) => cb.blocks.put_incompressible(hash, data, version).await?,
-            (None, true) => {
-                self.blocks.store(hash, data, version, |_| Ok(())).await?;
-            }
-            (None, false) => {
-                self.blocks
-                    .store_incompressible(hash, data, version)
-                    .await?;
-            }
+        if compress {
+            self.replicated.put(hash, data, version).await?;
+        } else {
+            self.replicated
+                .put_incompressible(hash, data, version)
+                .await?;
         }
         Ok(())
-    }
-
-    /// The cluster's blocks, once a layout assigns `hash` to nodes; `None`
-    /// on a node without a cluster or before the first layout (blocks are
-    /// then this node's alone).
-    fn laid_out(&self, hash: &Hash) -> Option<&ClusterBlocks> {
-        self.cluster_blocks
-            .as_ref()
-            .filter(|cb| !cb.cluster.storage_nodes_of(hash).is_empty())
     }
 
     /// The plain content of block `hash`: from this node's disk, or from
     /// the nodes that hold it (the closest first, hedged).
     pub async fn read_block(&self, hash: Hash) -> Result<Bytes> {
-        Ok(match &self.cluster_blocks {
-            Some(cb) => cb.blocks.get(hash).await?,
-            None => self.blocks.read(hash).await?,
-        })
+        Ok(self.replicated.get(hash).await?)
     }
 
     /// Adds `version`'s reference to block `hash` if the block is still
     /// stored; returns whether it was (a copy shares its source's blocks).
     pub(crate) async fn add_block_ref(&self, hash: Hash, version: VersionId) -> Result<bool> {
-        Ok(match self.laid_out(&hash) {
-            Some(cb) => cb.blocks.add_ref(hash, version).await?,
-            None => self.blocks.add_ref_existing(hash, version).await?,
-        })
+        Ok(self.replicated.add_ref(hash, version).await?)
     }
 
     /// Drops `version`'s references to `hashes`, wherever the blocks are.
@@ -809,20 +716,20 @@ impl Model {
         version: VersionId,
         hashes: Vec<Hash>,
     ) -> Result<()> {
-        // This node's references (all of them before the first layout;
-        // where it holds none, nothing is written).
+        // This node's own references too (where it holds none, nothing is
+        // written): a lone node's, written before its first layout, stay
+        // here when the layout gives their partition to other nodes.
         self.blocks.unref_held(hashes.clone(), version).await?;
-        if self.cluster_blocks.is_some() {
-            let unrefs = futures::stream::iter(hashes.into_iter().filter_map(|h| {
-                let cb = self.laid_out(&h)?;
-                Some(async move { cb.blocks.unref(h, version).await })
-            }))
-            .buffer_unordered(16)
-            .collect::<Vec<_>>()
-            .await;
-            for r in unrefs {
-                r?;
-            }
+        let unrefs = futures::stream::iter(
+            hashes
+                .into_iter()
+                .map(|h| async move { self.replicated.unref(h, version).await }),
+        )
+        .buffer_unordered(16)
+        .collect::<Vec<_>>()
+        .await;
+        for r in unrefs {
+            r?;
         }
         Ok(())
     }
@@ -842,8 +749,8 @@ impl Model {
 
     /// Like [`Model::publish`], only if `cond` holds on the current object;
     /// otherwise [`ModelError::PreconditionFailed`] is returned and the
-    /// caller releases the version. A condition is checked and the row
-    /// written in one transaction of this node's table.
+    /// caller releases the version. A condition is decided by a Paxos round
+    /// over the nodes of the key's partition (`crate::object_paxos`).
     pub async fn publish_if(
         &self,
         bucket: &BucketRow,
@@ -854,8 +761,7 @@ impl Model {
         self.check_quotas(bucket, key, &row).await?;
         let part = bucket.id_bytes();
         let version = row.version;
-        let spread = self.objects.is_spread();
-        if !cond.is_none() && spread && matches!(row.data, crate::object::ObjectData::Inline(_)) {
+        if !cond.is_none() && matches!(row.data, crate::object::ObjectData::Inline(_)) {
             // A Paxos round interrupted by a crash may leave its value
             // accepted by a minority, for any later round of the key to
             // complete. The start-up scan settles the key of every recorded
@@ -868,36 +774,15 @@ impl Model {
         }
         let published = if bucket.versioning() != Versioning::Off {
             self.publish_versioned(bucket, key, row, cond).await?.0
-        } else if !cond.is_none()
-            && spread
-            && let Some(c) = &self.conditional
-        {
-            // Decided by a Paxos round over the bucket partition's nodes
-            // (object_paxos.rs).
-            c.publish(&part, key, row, &cond).await?
-        } else if cond.is_none() || spread {
+        } else if !cond.is_none() {
+            self.conditional.publish(&part, key, row, &cond).await?
+        } else {
             let old = self.objects.get(&part, key.as_bytes()).await?;
-            if !cond.holds(old.as_ref().filter(|o| !o.is_deleted())) {
-                return Err(ModelError::PreconditionFailed);
-            }
             let row = stamped(row, old.as_ref());
             self.objects
                 .insert(&part, key.as_bytes(), row.clone())
                 .await?;
             row
-        } else {
-            let key = key.to_owned();
-            self.db
-                .write(move |tx| {
-                    let old = Table::<ObjectTable>::tx_get(tx, &part, key.as_bytes())?;
-                    if !cond.holds(old.as_ref().filter(|o| !o.is_deleted())) {
-                        return Err(ModelError::PreconditionFailed);
-                    }
-                    let row = stamped(row, old.as_ref());
-                    Table::<ObjectTable>::tx_insert_admitted(tx, &part, key.as_bytes(), &row)?;
-                    Ok(row)
-                })
-                .await?
         };
         // After the row: a crash in between leaves a record the start-up
         // scan finds published.
@@ -1041,12 +926,9 @@ impl Model {
     }
 }
 
-/// The rows of table `S`: spread over `cluster` when there is one.
-fn rows<S: Schema>(db: &Db, cluster: Option<&hangar_cluster::Cluster>) -> Result<Rows<S>> {
-    Ok(match cluster {
-        Some(c) => Rows::sharded(
-            ShardedTable::new(db.clone(), c.clone()).map_err(hangar_table::TableError::from)?,
-        ),
-        None => Rows::local(db.clone()),
-    })
+/// The rows of table `S`, on the nodes `cluster` places them.
+fn rows<S: Schema>(db: &Db, cluster: &hangar_cluster::Cluster) -> Result<Rows<S>> {
+    Ok(Rows::new(
+        ShardedTable::new(db.clone(), cluster.clone()).map_err(hangar_table::TableError::from)?,
+    ))
 }

@@ -353,24 +353,3 @@ impl Handler<PublishIf, PublishIfReply> for Legacy {
         }
     }
 }
-
-/// Locks of keys, a stripe per hash of bucket and key: one conditional
-/// write of a key at a time on a node whose rows are its own (no layout).
-pub(crate) struct KeyLocks(Vec<tokio::sync::Mutex<()>>);
-
-/// Keys locked independently.
-const STRIPES: usize = 256;
-
-impl KeyLocks {
-    pub(crate) fn new() -> KeyLocks {
-        KeyLocks((0..STRIPES).map(|_| tokio::sync::Mutex::new(())).collect())
-    }
-
-    /// Waits for and holds the lock of `key` of bucket `part`.
-    pub(crate) async fn lock(&self, part: &[u8], key: &str) -> tokio::sync::MutexGuard<'_, ()> {
-        let mut id = part.to_vec();
-        id.extend_from_slice(key.as_bytes());
-        let stripe = hangar_util::Hash::of(&id).as_bytes()[0] as usize % STRIPES;
-        self.0[stripe].lock().await
-    }
-}

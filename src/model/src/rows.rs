@@ -7,23 +7,21 @@
 //! leaves nothing that the version collector or the start-up scan cannot
 //! finish (doc/table-rows.md, "Life of an object version").
 //!
-//! Where the rows are: on a node of a cluster whose layout assigns
-//! partitions, on the nodes of the row's partition
-//! ([`hangar_table::sharded::ShardedTable`]: quorum writes and reads);
-//! without a cluster, or in a cluster of replication factor 1 before its
-//! first layout, in this node's store. A node of a cluster with a larger
-//! replication factor that has no layout yet (joining, or replacing a node)
-//! refuses to read or write rows: its store holds none of the cluster's, so
-//! a read would call them absent (an admin's DeleteBucket would find a full
-//! bucket empty) and a write would go where no replica looks.
+//! Where the rows are: on the nodes of the row's layout partition
+//! ([`hangar_table::sharded::ShardedTable`]: quorum writes and reads), which
+//! the cluster names — this node alone on a lone node before its first
+//! layout ([`hangar_cluster::Cluster::is_lone`]). A node of a cluster with a
+//! larger replication factor that has no layout yet (joining, or replacing
+//! a node) refuses to read or write rows (`NoLayoutYet`): its store holds
+//! none of the cluster's, so a read would call them absent (an admin's
+//! DeleteBucket would find a full bucket empty) and a write would go where
+//! no replica looks.
 
 use std::ops::Bound;
 
-use hangar_db::Db;
-use hangar_table::fence::{self, FenceAnswer, FenceOp};
-use hangar_table::full_table::ReplicationError;
+use hangar_table::fence::{FenceAnswer, FenceOp};
 use hangar_table::sharded::ShardedTable;
-use hangar_table::{Schema, Table, TableError};
+use hangar_table::{Schema, Table};
 
 use crate::Result;
 
@@ -33,7 +31,7 @@ const PAGE: usize = 1000;
 /// One table's rows, read and merged a row (or a batch of rows) at a time.
 pub(crate) struct Rows<S: Schema> {
     local: Table<S>,
-    sharded: Option<ShardedTable<S>>,
+    sharded: ShardedTable<S>,
 }
 
 impl<S: Schema> Clone for Rows<S> {
@@ -46,42 +44,17 @@ impl<S: Schema> Clone for Rows<S> {
 }
 
 impl<S: Schema> Rows<S> {
-    /// This node's rows only.
-    pub(crate) fn local(db: Db) -> Rows<S> {
-        Rows {
-            local: Table::new(db),
-            sharded: None,
-        }
-    }
-
-    /// Rows spread over the cluster once it has a layout.
-    pub(crate) fn sharded(table: ShardedTable<S>) -> Rows<S> {
+    /// The rows of `table`, on the nodes of their partitions.
+    pub(crate) fn new(table: ShardedTable<S>) -> Rows<S> {
         Rows {
             local: table.local().clone(),
-            sharded: Some(table),
+            sharded: table,
         }
     }
 
     /// The sharded table, for the anti-entropy worker.
-    pub(crate) fn sharded_table(&self) -> Option<&ShardedTable<S>> {
-        self.sharded.as_ref()
-    }
-
-    /// The sharded table if a layout assigns partitions to nodes; `None`
-    /// where this node's store holds the rows; `NoLayoutYet` where neither
-    /// can be used (module doc).
-    fn spread(&self) -> Result<Option<&ShardedTable<S>>> {
-        match &self.sharded {
-            Some(t) if t.cluster().is_laid_out() => Ok(Some(t)),
-            Some(t) if t.cluster().awaits_layout() => {
-                Err(TableError::Replication(ReplicationError::NoLayoutYet {
-                    tree: S::TREE,
-                    replication_factor: t.cluster().replication_factor(),
-                })
-                .into())
-            }
-            _ => Ok(None),
-        }
+    pub(crate) fn sharded_table(&self) -> &ShardedTable<S> {
+        &self.sharded
     }
 
     /// Collects due tombstones with every replica (a no-op report before
@@ -90,23 +63,14 @@ impl<S: Schema> Rows<S> {
         &self,
         due: Vec<hangar_table::tombstones::DueTombstone>,
     ) -> Result<hangar_table::sharded_gc::GcReport> {
-        match self.spread() {
-            Ok(Some(t)) => Ok(t.collect_tombstones(due).await?),
-            Ok(None) | Err(_) => Ok(Default::default()),
+        if self.sharded.cluster().awaits_layout() {
+            return Ok(Default::default());
         }
-    }
-
-    /// Whether rows go to several nodes (so a read-then-write is not one
-    /// transaction).
-    pub(crate) fn is_spread(&self) -> bool {
-        matches!(self.spread(), Ok(Some(_)))
+        Ok(self.sharded.collect_tombstones(due).await?)
     }
 
     pub(crate) async fn get(&self, partition: &[u8], sort: &[u8]) -> Result<Option<S::Row>> {
-        Ok(match self.spread()? {
-            Some(t) => t.get(partition, sort).await?,
-            None => self.local.get(partition, sort).await?,
-        })
+        Ok(self.sharded.get(partition, sort).await?)
     }
 
     /// Merges `row` into row (`partition`, `sort`), running the table's hook.
@@ -120,35 +84,18 @@ impl<S: Schema> Rows<S> {
         if rows.is_empty() {
             return Ok(());
         }
-        if let Some(t) = self.spread()? {
-            t.insert(rows).await?;
-            return Ok(());
-        }
-        self.local
-            .db()
-            .write(move |tx| {
-                for (p, s, row) in &rows {
-                    Table::<S>::tx_insert_admitted(tx, p, s, row)?;
-                }
-                Ok::<_, TableError>(())
-            })
-            .await?;
-        Ok(())
+        Ok(self.sharded.insert(rows).await?)
     }
 
-    /// Applies a fence operation to `partition` ([`hangar_table::fence`]):
-    /// on a write quorum of its nodes once the rows are spread, otherwise
-    /// in this node's store.
+    /// Applies a fence operation to `partition` ([`hangar_table::fence`])
+    /// on a write quorum of its nodes.
     pub(crate) async fn fence(
         &self,
         partition: &[u8],
         token: u64,
         op: FenceOp,
     ) -> Result<FenceAnswer> {
-        Ok(match self.spread()? {
-            Some(t) => t.fence(partition, token, op).await?,
-            None => fence::apply_local(&self.local, partition, token, op).await?,
-        })
+        Ok(self.sharded.fence(partition, token, op).await?)
     }
 
     /// Up to `limit` rows of `partition` after `start`, tombstones included.
@@ -171,12 +118,6 @@ impl<S: Schema> Rows<S> {
         end: Bound<&[u8]>,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, S::Row)>> {
-        let Some(t) = self.spread()? else {
-            return Ok(self
-                .local
-                .range(partition, start, end, false, limit)
-                .await?);
-        };
         let mut out: Vec<(Vec<u8>, S::Row)> = Vec::new();
         loop {
             let want = (limit - out.len()).min(PAGE);
@@ -184,7 +125,10 @@ impl<S: Schema> Rows<S> {
                 Some((k, _)) => Bound::Excluded(k.as_slice()),
                 None => start,
             };
-            let page = t.range(partition, from, end, false, want).await?;
+            let page = self
+                .sharded
+                .range(partition, from, end, false, want)
+                .await?;
             let short = page.len() < want;
             out.extend(page);
             if short || out.len() >= limit {
@@ -227,8 +171,8 @@ impl<S: Schema> Rows<S> {
     /// This node's replica of `partition`'s rows, if it holds the partition
     /// (in some active layout version) — for reads that may skip the quorum.
     fn local_replica(&self, partition: &[u8]) -> Option<&Table<S>> {
-        let t = self.spread().ok().flatten()?;
-        t.cluster()
+        self.sharded
+            .cluster()
             .stores_partition(S::layout_partition(partition))
             .then_some(&self.local)
     }

@@ -19,20 +19,12 @@ pub(crate) fn test_db() -> (tempfile::TempDir, Db) {
     (d, Db::new(Arc::new(engine), DbOptions::default()))
 }
 
-/// A model on a fresh node directory (`db` and `data` under the tempdir).
-pub(crate) fn test_model() -> (tempfile::TempDir, Arc<crate::Model>) {
+/// A model on a fresh node directory (`db` and `data` under the tempdir):
+/// a lone node, whose rows and blocks go through the cluster's path to
+/// itself ([`crate::testkit`]).
+pub(crate) async fn test_model() -> (tempfile::TempDir, Arc<crate::Model>) {
     let d = tempfile::tempdir().unwrap();
     let engine = SledEngine::open(&d.path().join("db"), 8 << 20).unwrap();
-    model_on(d, Arc::new(engine))
-}
-
-fn model_on(
-    d: tempfile::TempDir,
-    engine: Arc<dyn hangar_db::Engine>,
-) -> (tempfile::TempDir, Arc<crate::Model>) {
-    let db = Db::new(engine, DbOptions::default());
-    let files =
-        hangar_block::BlockFiles::new(vec![d.path().join("data")], Some(1), false, true).unwrap();
-    let blocks = hangar_block::BlockManager::new(files, db.clone(), 60_000);
-    (d, crate::Model::new(db, blocks, false))
+    let node = crate::testkit::start_node(d.path(), Arc::new(engine), 1).await;
+    (d, node.model)
 }

@@ -262,9 +262,7 @@ impl Model {
     }
 
     /// Publishes `row` in a versioned bucket (see [`write_version`]); a
-    /// conditional write is a Paxos round in a cluster
-    /// (`crate::object_paxos`), and holds this node's lock of the key
-    /// otherwise.
+    /// conditional write is a Paxos round (`crate::object_paxos`).
     pub(crate) async fn publish_versioned(
         &self,
         bucket: &BucketRow,
@@ -277,13 +275,9 @@ impl Model {
         if cond.is_none() {
             return write_version(self.object_rows(), &part, key, row, &cond, mode).await;
         }
-        if self.object_rows().is_spread()
-            && let Some(c) = self.conditional()
-        {
-            return c.publish_version(&part, key, row, &cond, mode).await;
-        }
-        let _held = self.key_locks().lock(&part, key).await;
-        write_version(self.object_rows(), &part, key, row, &cond, mode).await
+        self.conditional()
+            .publish_version(&part, key, row, &cond, mode)
+            .await
     }
 
     /// S3's DELETE of `key` in any bucket: without `v`, deletes the object

@@ -4,29 +4,16 @@
 //! keeps the bucket, deleting the bucket removes its aliases, and an alias
 //! never reaches a later bucket of the same name.
 
-use std::sync::Arc;
+mod common;
 
-use hangar_block::{BlockFiles, BlockManager};
-use hangar_db::{Db, DbOptions, RedbEngine};
 use hangar_model::alias::{AliasRow, AliasTable};
 use hangar_model::{Model, ModelError, PermissionChange};
 use hangar_table::Table;
 
-struct Node {
-    _dir: tempfile::TempDir,
-    model: Arc<Model>,
-}
+type Node = common::ModelNode;
 
-fn node() -> Node {
-    let dir = tempfile::tempdir().unwrap();
-    let engine = RedbEngine::open(&dir.path().join("db"), 8 << 20).unwrap();
-    let db = Db::new(Arc::new(engine), DbOptions::default());
-    let files = BlockFiles::new(vec![dir.path().join("data")], Some(1), false, true).unwrap();
-    let blocks = BlockManager::new(files, db.clone(), 60_000);
-    Node {
-        model: Model::new(db, blocks, false),
-        _dir: dir,
-    }
+async fn node() -> Node {
+    common::lone_node().await
 }
 
 /// The alias row this node stores for `name`.
@@ -43,7 +30,7 @@ fn exists(r: Result<impl std::fmt::Debug, ModelError>) -> bool {
 
 #[tokio::test]
 async fn a_bucket_is_reached_and_changed_through_its_alias() {
-    let n = node();
+    let n = node().await;
     let m = &n.model;
     let photos = m.create_bucket("photos", None).await.unwrap();
     let b = m.add_bucket_alias("photos", "pics").await.unwrap();
@@ -88,7 +75,7 @@ async fn a_bucket_is_reached_and_changed_through_its_alias() {
 
 #[tokio::test]
 async fn an_alias_and_a_bucket_never_share_a_name() {
-    let n = node();
+    let n = node().await;
     let m = &n.model;
     m.create_bucket("photos", None).await.unwrap();
     m.create_bucket("videos", None).await.unwrap();
@@ -125,7 +112,7 @@ async fn an_alias_and_a_bucket_never_share_a_name() {
 
 #[tokio::test]
 async fn deleting_a_bucket_removes_its_aliases() {
-    let n = node();
+    let n = node().await;
     let m = &n.model;
     let first = m.create_bucket("photos", None).await.unwrap();
     m.add_bucket_alias("photos", "pics").await.unwrap();
@@ -166,7 +153,7 @@ async fn deleting_a_bucket_removes_its_aliases() {
 
 #[tokio::test]
 async fn a_local_alias_is_one_key_s_name_of_a_bucket() {
-    let n = node();
+    let n = node().await;
     let m = &n.model;
     let photos = m.create_bucket("photos", None).await.unwrap();
     m.create_bucket("videos", None).await.unwrap();

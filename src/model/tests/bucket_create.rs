@@ -4,30 +4,18 @@
 //! creations of one name make one bucket, and a merge that hides a live
 //! bucket is counted.
 
-use std::sync::Arc;
+mod common;
+
 use std::sync::atomic::Ordering;
 
-use hangar_block::{BlockFiles, BlockManager};
-use hangar_db::{Db, DbOptions, RedbEngine};
 use hangar_model::bucket::{BUCKET_ID_CONFLICTS, BucketRow, BucketTable, bucket_id};
 use hangar_model::{Model, ModelError, PermissionChange};
 use hangar_table::Table;
 
-struct Node {
-    _dir: tempfile::TempDir,
-    model: Arc<Model>,
-}
+type Node = common::ModelNode;
 
-fn node() -> Node {
-    let dir = tempfile::tempdir().unwrap();
-    let engine = RedbEngine::open(&dir.path().join("db"), 8 << 20).unwrap();
-    let db = Db::new(Arc::new(engine), DbOptions::default());
-    let files = BlockFiles::new(vec![dir.path().join("data")], Some(1), false, true).unwrap();
-    let blocks = BlockManager::new(files, db.clone(), 60_000);
-    Node {
-        model: Model::new(db, blocks, false),
-        _dir: dir,
-    }
+async fn node() -> Node {
+    common::lone_node().await
 }
 
 /// Merges `row` into this node's bucket table, as a row from a peer is.
@@ -45,7 +33,7 @@ async fn key(m: &Model, name: &str) -> String {
 
 #[tokio::test]
 async fn the_creator_is_recorded_and_its_retry_is_already_owned() {
-    let n = node();
+    let n = node().await;
     let (a, b) = (key(&n.model, "a").await, key(&n.model, "b").await);
     let row = n.model.create_bucket("photos", Some(&a)).await.unwrap();
     assert_eq!(row.created_by.as_deref(), Some(a.as_str()));
@@ -76,7 +64,7 @@ async fn the_creator_is_recorded_and_its_retry_is_already_owned() {
 
 #[tokio::test]
 async fn a_retry_finishes_a_creation_that_stopped_after_its_bucket_row() {
-    let n = node();
+    let n = node().await;
     let a = key(&n.model, "a").await;
     // What a creation leaves when it stored the bucket row and then failed
     // (its key row, written after, replicated nowhere).
@@ -106,7 +94,7 @@ async fn a_retry_finishes_a_creation_that_stopped_after_its_bucket_row() {
 
 #[tokio::test]
 async fn a_retry_does_not_undo_a_later_revocation() {
-    let n = node();
+    let n = node().await;
     let a = key(&n.model, "a").await;
     n.model.create_bucket("kept", Some(&a)).await.unwrap();
     let revoke = PermissionChange {
@@ -133,7 +121,7 @@ async fn a_retry_does_not_undo_a_later_revocation() {
 
 #[tokio::test]
 async fn a_recreated_bucket_gets_the_id_derived_from_its_tombstone() {
-    let n = node();
+    let n = node().await;
     let a = key(&n.model, "a").await;
     let first = n.model.create_bucket("again", Some(&a)).await.unwrap();
     n.model.delete_bucket("again").await.unwrap();
@@ -144,7 +132,7 @@ async fn a_recreated_bucket_gets_the_id_derived_from_its_tombstone() {
 
 #[tokio::test]
 async fn concurrent_creations_of_one_name_make_one_bucket() {
-    let n = node();
+    let n = node().await;
     let a = key(&n.model, "a").await;
     let tasks: Vec<_> = (0..16)
         .map(|_| {
@@ -165,7 +153,7 @@ async fn concurrent_creations_of_one_name_make_one_bucket() {
 
 #[tokio::test]
 async fn a_live_bucket_hidden_by_a_merge_is_counted_and_a_successor_is_not() {
-    let n = node();
+    let n = node().await;
     let before = BUCKET_ID_CONFLICTS.load(Ordering::Relaxed);
     let first = BucketRow::new("x1z", bucket_id("x1z", None), 10, 10);
     merge(&n.model, &first).await;

@@ -33,7 +33,7 @@ struct Node {
 
 async fn start_node() -> Node {
     let dir = tempfile::tempdir().unwrap();
-    let mesh = common::start_mesh(dir.path(), [5; 32]).await;
+    let mesh = hangar_model::testkit::start_mesh(dir.path(), [5; 32]).await;
     let engine = RedbEngine::open(&dir.path().join("db"), 4 << 20).unwrap();
     let db = Db::new(Arc::new(engine), DbOptions::default());
     let history = layout_file::load_or_create(dir.path(), 3).unwrap();

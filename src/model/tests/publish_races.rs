@@ -2,12 +2,12 @@
 //! copies of a source that changes, and deletes as tombstones, on a real
 //! metadata store and block store.
 
+mod common;
+
 use std::ops::Bound;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use hangar_block::{BlockFiles, BlockManager};
-use hangar_db::{Db, DbOptions, RedbEngine};
 use hangar_model::bucket::BucketRow;
 use hangar_model::garbage::{UploadOf, collect_versions};
 use hangar_model::object::{ObjectData, ObjectRow, ObjectTable};
@@ -16,21 +16,17 @@ use hangar_table::Table;
 use hangar_util::time::now_msec;
 
 struct Node {
-    _dir: tempfile::TempDir,
+    _node: common::ModelNode,
     model: Arc<Model>,
     bucket: BucketRow,
 }
 
 async fn node() -> Node {
-    let dir = tempfile::tempdir().unwrap();
-    let engine = RedbEngine::open(&dir.path().join("db"), 8 << 20).unwrap();
-    let db = Db::new(Arc::new(engine), DbOptions::default());
-    let files = BlockFiles::new(vec![dir.path().join("data")], Some(1), false, true).unwrap();
-    let blocks = BlockManager::new(files, db.clone(), 60_000);
-    let model = Model::new(db, blocks, false);
+    let node = common::lone_node().await;
+    let model = node.model.clone();
     let bucket = model.create_bucket("races", None).await.unwrap();
     Node {
-        _dir: dir,
+        _node: node,
         model,
         bucket,
     }

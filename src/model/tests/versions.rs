@@ -5,35 +5,26 @@
 //! blocks of a removed version collected while those of the versions kept
 //! stay readable.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::sync::Arc;
 
 use bytes::Bytes;
-use hangar_block::{BlockFiles, BlockManager};
-use hangar_db::{Db, DbOptions, RedbEngine};
 use hangar_model::bucket::{BucketRow, Versioning};
 use hangar_model::garbage::{UploadOf, collect_versions};
 use hangar_model::object::{ObjectData, ObjectRow};
 use hangar_model::version_keys::VersionRef;
 use hangar_model::version_list::{ListedVersion, VersionCursor};
-use hangar_model::{Model, VersionId, new_version_id};
+use hangar_model::{VersionId, new_version_id};
 use rand::{Rng, SeedableRng};
 
-struct Node {
-    _dir: tempfile::TempDir,
-    model: Arc<Model>,
-}
+type Node = common::ModelNode;
 
 async fn node() -> Node {
-    let dir = tempfile::tempdir().unwrap();
-    let engine = RedbEngine::open(&dir.path().join("db"), 8 << 20).unwrap();
-    let db = Db::new(Arc::new(engine), DbOptions::default());
-    let files = BlockFiles::new(vec![dir.path().join("data")], Some(1), false, true).unwrap();
-    let blocks = BlockManager::new(files, db.clone(), 60_000);
-    let model = Model::new(db, blocks, false);
-    model.create_bucket("versions", None).await.unwrap();
-    Node { _dir: dir, model }
+    let n = common::lone_node().await;
+    n.model.create_bucket("versions", None).await.unwrap();
+    n
 }
 
 async fn bucket(n: &Node) -> BucketRow {

@@ -290,6 +290,14 @@ impl<S: Schema> ShardedTable<S> {
         nodes: &[NodeId],
         e: QuorumError,
     ) -> TableError {
+        if matches!(e, QuorumError::NoLayout) {
+            // A node of a replicated cluster before its layout: its own
+            // store holds none of the cluster's rows (doc/replication.md §1).
+            return TableError::Replication(ReplicationError::NoLayoutYet {
+                tree: S::TREE,
+                replication_factor: self.cluster.replication_factor(),
+            });
+        }
         let down = nodes
             .iter()
             .copied()

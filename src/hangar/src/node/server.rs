@@ -225,11 +225,12 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
         resync_settings,
     )?;
     let resync = replicated.resync().clone();
-    let model = Model::with_cluster(
+    let model = Model::new(
         db.clone(),
         blocks.clone(),
         cfg.allow_punycode,
-        Some((&cluster, replicated)),
+        &cluster,
+        replicated,
     )?;
     let workers = WorkerRegistry::default();
     // The uploads the last stop interrupted are read now, before any new

@@ -3,28 +3,14 @@
 //! cluster (replication factor 3) over them, with or without a layout.
 #![allow(dead_code)]
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hangar_block::{BlockFiles, BlockManager, ReplicatedBlocks, ReplicatedConfig, ResyncSettings};
 use hangar_cluster::Cluster;
-use hangar_db::{Db, DbOptions, RedbEngine};
-use hangar_layout::{LayoutHistory, NodeRole};
+use hangar_db::{Db, RedbEngine};
+use hangar_layout::NodeRole;
 use hangar_model::Model;
-use hangar_net::{Mesh, MeshConfig};
-use hangar_util::config::ConsistencyMode;
-
-/// A mesh on 127.0.0.1 keeping its state in `dir`, with the cluster secret
-/// `secret`.
-pub async fn start_mesh(dir: &Path, secret: [u8; 32]) -> Mesh {
-    let mut cfg = MeshConfig::new(secret, "127.0.0.1:0".parse().unwrap(), dir.to_path_buf());
-    cfg.rpc_timeout = Duration::from_secs(10);
-    cfg.ping_interval = Duration::from_millis(200);
-    cfg.ping_timeout = Duration::from_secs(1);
-    cfg.peer_exchange_interval = Duration::from_millis(500);
-    Mesh::start(cfg).await.unwrap()
-}
+use hangar_net::Mesh;
 
 /// Connects every mesh to every other and waits until each sees all up.
 pub async fn connect_all(meshes: &[&Mesh]) {
@@ -43,8 +29,7 @@ pub async fn connect_all(meshes: &[&Mesh]) {
     }
 }
 
-/// A model node of a cluster with replication factor 3, on its own mesh,
-/// store and block directory.
+/// A model node, on its own mesh, store and block directory.
 pub struct ModelNode {
     pub _dir: tempfile::TempDir,
     pub mesh: Mesh,
@@ -55,36 +40,26 @@ pub struct ModelNode {
 
 /// Starts a model node with no layout yet.
 pub async fn start_model_node() -> ModelNode {
+    start_node(3).await
+}
+
+/// A lone node: replication factor 1 and no layout, the model of one node
+/// (on the same path as a cluster's).
+pub async fn lone_node() -> ModelNode {
+    start_node(1).await
+}
+
+async fn start_node(replication_factor: usize) -> ModelNode {
     let dir = tempfile::tempdir().unwrap();
-    let mesh = start_mesh(dir.path(), [7; 32]).await;
-    let engine = RedbEngine::open(&dir.path().join("db"), 4 << 20).unwrap();
-    let db = Db::new(Arc::new(engine), DbOptions::default());
-    let data = dir.path().join("data");
-    let files = BlockFiles::new(vec![data.clone()], Some(1), false, true).unwrap();
-    let blocks = BlockManager::new(files, db.clone(), 60_000);
-    let cluster = Cluster::start(
-        mesh.clone(),
-        LayoutHistory::new(3),
-        ConsistencyMode::Consistent,
-        dir.path().to_path_buf(),
-        vec![data],
-    )
-    .unwrap();
-    let replicated = ReplicatedBlocks::new(
-        blocks.clone(),
-        cluster.clone(),
-        ReplicatedConfig::new(64 << 20, 1 << 20),
-        Arc::new(ResyncSettings::new(4, 0, 0)),
-    )
-    .unwrap();
-    let model =
-        Model::with_cluster(db.clone(), blocks, false, Some((&cluster, replicated))).unwrap();
+    let engine = RedbEngine::open(&dir.path().join("db"), 8 << 20).unwrap();
+    let n =
+        hangar_model::testkit::start_node(dir.path(), Arc::new(engine), replication_factor).await;
     ModelNode {
         _dir: dir,
-        mesh,
-        db,
-        cluster,
-        model,
+        mesh: n.mesh,
+        db: n.db,
+        cluster: n.cluster,
+        model: n.model,
     }
 }
 

@@ -456,3 +456,60 @@ async fn a_stale_replica_is_probed_beside_the_read_not_instead_of_a_fast_one() {
     assert!((3..=8).contains(&to_slow), "{to_slow} probes in 5 s");
     assert!(t.meshes[0].standing(t.ids[slow]).answer_time.is_some());
 }
+
+/// A node of replication factor 1 with no layout is the one node of every
+/// partition (layout version 0), written and read through the same quorum
+/// calls as any layout's nodes; its first layout places the partitions.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lone_node_is_the_one_node_of_every_partition_until_its_first_layout() {
+    let (meshes, dirs) = three_nodes().await;
+    let received = install(&meshes, &[]);
+    let lone = Cluster::start(
+        meshes[0].clone(),
+        LayoutHistory::new(1),
+        ConsistencyMode::Consistent,
+        dirs[0].path().to_path_buf(),
+        vec![dirs[0].path().to_path_buf()],
+    )
+    .unwrap();
+    let me = lone.id();
+    assert!(lone.is_lone() && !lone.awaits_layout());
+    for p in [0u8, 17, 255] {
+        let nodes = lone.storage_nodes_of_partition(p);
+        assert_eq!(nodes.sets.len(), 1);
+        assert_eq!((nodes.sets[0].version, nodes.nodes()), (0, vec![me]));
+        assert_eq!(lone.read_nodes_of_partition(p), vec![me]);
+        assert!(lone.stores_partition(p));
+    }
+    let ep = meshes[0].endpoint::<u32, u32>(PATH).unwrap();
+    let key = Hash::of(b"an object of a lone node");
+    let got = lone
+        .call_write_quorum(&ep, &lone.storage_nodes_of(&key), 7, CallOpts::default())
+        .await
+        .unwrap();
+    assert_eq!(got.iter().map(|(n, _)| *n).collect::<Vec<_>>(), vec![me]);
+    assert_eq!(received[0].load(Ordering::SeqCst), 1);
+    assert_eq!(received[1].load(Ordering::SeqCst), 0);
+
+    // A node of a replicated cluster with no layout is not lone: nowhere
+    // to write.
+    let waiting = cluster_on_first(&meshes[1..], &dirs[1..]);
+    assert!(!waiting.is_lone() && waiting.awaits_layout());
+    assert!(waiting.storage_nodes_of(&key).is_empty());
+    assert!(waiting.read_nodes_of(&key).is_empty());
+
+    // Its first layout, with another node in it, places the partitions.
+    let other = meshes[1].id();
+    lone.layout()
+        .update("test layout", |h| {
+            h.stage_role(me, 1, other, NodeRole::storage("z1", 1 << 40))
+                .map_err(|e| e.to_string())?;
+            h.apply(1, me, 2).map(|_| ()).map_err(|e| e.to_string())
+        })
+        .await
+        .unwrap();
+    assert!(!lone.is_lone());
+    let placed = lone.storage_nodes_of(&key);
+    assert_eq!((placed.sets[0].version, placed.nodes()), (1, vec![other]));
+    assert!(!lone.stores_partition(placed.partition));
+}

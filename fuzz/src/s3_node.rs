@@ -51,6 +51,7 @@ impl Node {
             model.keys().import(KEY_ID, SECRET, "fuzz").await.expect("key");
             model.keys().set_create_bucket(KEY_ID, true).await.expect("allow");
             model
+                .buckets()
                 .create_bucket(BUCKET, Some(KEY_ID))
                 .await
                 .expect("bucket");
@@ -60,6 +61,7 @@ impl Node {
                 owner: Some(true),
             };
             model
+                .buckets()
                 .set_permission(BUCKET, KEY_ID, all)
                 .await
                 .expect("permission");

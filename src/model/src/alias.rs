@@ -5,7 +5,7 @@
 //! A bucket keeps its own name (the `bucket` table's sort key, which key
 //! permissions name); an alias is a row of the `bucket_alias` table, keyed
 //! by the alias, that names the bucket by name and id. Looking a bucket up
-//! by name ([`Model::get_bucket`]) takes the bucket of that name, else the
+//! by name ([`Buckets::get_bucket`]) takes the bucket of that name, else the
 //! bucket an alias of that name points to, if that bucket is still the
 //! same incarnation (same id) and live: everything a request does then
 //! works on the bucket's row, as through its own name.
@@ -22,7 +22,7 @@
 //! A local alias (Garage's `--local <key>`) is a name of a bucket that one
 //! access key alone sees: a row of the same table keyed `<key id>/<alias>`
 //! ([`alias_sort_key`]), changed by the same coordinator, resolved first
-//! for the requests that key signs ([`Model::get_bucket_as`]). It may take
+//! for the requests that key signs ([`Buckets::get_bucket_as`]). It may take
 //! a bucket's name (hiding it from that key only); that key cannot create
 //! a bucket under it.
 
@@ -39,7 +39,7 @@ use serde_bytes::ByteBuf;
 
 use crate::bucket::{BucketRow, BucketTable, check_bucket_name};
 use crate::key::{KeyTable, valid_key_id};
-use crate::{Model, ModelError, Result};
+use crate::{Buckets, ModelError, Result};
 
 /// The endpoint of alias changes, served by the coordinator of the alias.
 pub const PATH: &str = "hangar/bucket/alias";
@@ -155,7 +155,7 @@ fn reply(decision: AliasDecision, row: Option<&AliasRow>, message: String) -> Al
     }
 }
 
-impl Model {
+impl Buckets {
     /// Makes `alias` another name of bucket `bucket` (its name or one of
     /// its aliases), through the coordinator of the alias name; returns
     /// the bucket. Adding an alias the bucket already has changes nothing.
@@ -296,7 +296,7 @@ impl Model {
     /// The live bucket named `name` for requests signed by access key
     /// `key`: its local alias of that name first (this node's rows alone:
     /// a local alias is not asked of the other nodes on every request),
-    /// then [`Model::get_bucket`].
+    /// then [`Buckets::get_bucket`].
     pub async fn get_bucket_as(&self, name: &str, key: Option<&str>) -> Result<Option<BucketRow>> {
         if let Some(k) = key
             && let Some(b) = self
@@ -308,7 +308,7 @@ impl Model {
         self.get_bucket(name).await
     }
 
-    /// [`Model::resolve_alias`] from this node's rows alone (no other node
+    /// [`Buckets::resolve_alias`] from this node's rows alone (no other node
     /// asked when it lacks one).
     pub(crate) async fn resolve_alias_locally(&self, name: &str) -> Result<Option<BucketRow>> {
         let Some(a) = self
@@ -568,7 +568,7 @@ impl Model {
 
 /// The coordinator's side of [`PATH`].
 pub(crate) struct AliasCoordinator {
-    pub(crate) model: Weak<Model>,
+    pub(crate) model: Weak<Buckets>,
 }
 
 #[async_trait]

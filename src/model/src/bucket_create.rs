@@ -56,7 +56,7 @@ use serde_bytes::ByteBuf;
 use crate::alias::{AliasChange, AliasReply};
 use crate::bucket::{BucketRow, BucketTable, bucket_id, check_bucket_name};
 use crate::key::{KeyRow, KeyTable, Permission, valid_key_id};
-use crate::{Model, ModelError, Result};
+use crate::{Buckets, ModelError, Result};
 
 /// The endpoint's path.
 pub const PATH: &str = "hangar/bucket/create";
@@ -156,7 +156,7 @@ impl BucketCreation {
     }
 
     /// Serves the creations this node coordinates, on `model`.
-    pub(crate) fn serve(&self, model: Weak<Model>) {
+    pub(crate) fn serve(&self, model: Weak<Buckets>) {
         self.endpoint.set_handler(
             Coordinator {
                 model: model.clone(),
@@ -255,7 +255,7 @@ fn rank(name: &str, n: &NodeId) -> [u8; 32] {
     *h.finalize().as_bytes()
 }
 
-impl Model {
+impl Buckets {
     /// Creates bucket `name`; `owner`, if given, is recorded as its creator
     /// and gets read, write and owner permissions on it. Through the name's
     /// coordinator in a cluster (see the module documentation).
@@ -496,7 +496,7 @@ fn bad_reply(name: &str) -> ModelError {
 
 /// The coordinator's side of [`PATH`].
 struct Coordinator {
-    model: Weak<Model>,
+    model: Weak<Buckets>,
 }
 
 #[async_trait]

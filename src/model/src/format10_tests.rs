@@ -87,9 +87,10 @@ fn a_public_access_block_is_format_10() {
 #[tokio::test]
 async fn policy_and_block_set_through_the_model_are_stored_and_removed() {
     let (_d, model) = test_model().await;
-    model.create_bucket("photos", None).await.unwrap();
+    model.buckets().create_bucket("photos", None).await.unwrap();
     let doc = r#"{"Version":"2012-10-17","Statement":[]}"#;
     model
+        .buckets()
         .set_bucket_policy("photos", Some(doc.into()))
         .await
         .unwrap();
@@ -98,24 +99,42 @@ async fn policy_and_block_set_through_the_model_are_stored_and_removed() {
         ..Default::default()
     };
     model
+        .buckets()
         .set_bucket_public_access_block("photos", Some(block))
         .await
         .unwrap();
-    let stored = model.get_bucket("photos").await.unwrap().unwrap();
+    let stored = model.buckets().get_bucket("photos").await.unwrap().unwrap();
     assert_eq!(stored.policy(), Some(doc));
     assert_eq!(stored.public_access_block(), Some(block));
-    model.set_bucket_policy("photos", None).await.unwrap();
     model
+        .buckets()
+        .set_bucket_policy("photos", None)
+        .await
+        .unwrap();
+    model
+        .buckets()
         .set_bucket_public_access_block("photos", None)
         .await
         .unwrap();
-    let stored = model.get_bucket("photos").await.unwrap().unwrap();
+    let stored = model.buckets().get_bucket("photos").await.unwrap().unwrap();
     assert_eq!(stored.policy(), None);
     assert_eq!(stored.public_access_block(), None);
     // Bounded, and only on a bucket that exists.
     let big = "x".repeat(crate::access::MAX_POLICY_LEN + 1);
-    assert!(model.set_bucket_policy("photos", Some(big)).await.is_err());
-    assert!(model.set_bucket_policy("nope", None).await.is_err());
+    assert!(
+        model
+            .buckets()
+            .set_bucket_policy("photos", Some(big))
+            .await
+            .is_err()
+    );
+    assert!(
+        model
+            .buckets()
+            .set_bucket_policy("nope", None)
+            .await
+            .is_err()
+    );
 }
 
 #[test]
@@ -159,13 +178,14 @@ fn canned_acls_of_buckets_and_versions_are_format_10() {
 async fn a_bucket_acl_set_through_the_model_is_stored() {
     use crate::access::CannedAcl;
     let (_d, model) = test_model().await;
-    model.create_bucket("photos", None).await.unwrap();
-    let b = model.get_bucket("photos").await.unwrap().unwrap();
+    model.buckets().create_bucket("photos", None).await.unwrap();
+    let b = model.buckets().get_bucket("photos").await.unwrap().unwrap();
     assert_eq!(b.acl(), CannedAcl::Private);
     model
+        .buckets()
         .set_bucket_acl("photos", CannedAcl::PublicReadWrite)
         .await
         .unwrap();
-    let b = model.get_bucket("photos").await.unwrap().unwrap();
+    let b = model.buckets().get_bucket("photos").await.unwrap().unwrap();
     assert_eq!(b.acl(), CannedAcl::PublicReadWrite);
 }

@@ -102,7 +102,7 @@ async fn recount(model: &Arc<Model>, b: &BucketRow) -> (u64, u64) {
 #[tokio::test]
 async fn counters_follow_overwrites_deletes_and_versions() {
     let (_d, model) = test_model().await;
-    let b = model.create_bucket("photos", None).await.unwrap();
+    let b = model.buckets().create_bucket("photos", None).await.unwrap();
     assert_eq!(usage(&model, &b).await, (0, 0));
     model.publish(&b, "a", object(10)).await.unwrap();
     model.publish(&b, "b", object(20)).await.unwrap();
@@ -119,6 +119,7 @@ async fn counters_follow_overwrites_deletes_and_versions() {
 
     // Versioned: every version counts, a delete marker does not.
     let b = model
+        .buckets()
         .set_bucket_versioning("photos", Versioning::Enabled)
         .await
         .unwrap();
@@ -135,21 +136,31 @@ async fn counters_follow_overwrites_deletes_and_versions() {
     assert_eq!(usage(&model, &b).await, (2, 15));
     assert_eq!(recount(&model, &b).await, (2, 15));
     // Another bucket has its own counters.
-    let other = model.create_bucket("other", None).await.unwrap();
+    let other = model.buckets().create_bucket("other", None).await.unwrap();
     assert_eq!(usage(&model, &other).await, (0, 0));
 }
 
 #[tokio::test]
 async fn quotas_refuse_what_would_pass_them_and_nothing_else() {
     let (_d, model) = test_model().await;
-    model.create_bucket("photos", None).await.unwrap();
+    model.buckets().create_bucket("photos", None).await.unwrap();
     let quotas = BucketQuotas {
         max_size: Some(100),
         max_objects: Some(2),
     };
-    let b = model.set_bucket_quotas("photos", quotas).await.unwrap();
+    let b = model
+        .buckets()
+        .set_bucket_quotas("photos", quotas)
+        .await
+        .unwrap();
     assert_eq!(
-        model.get_bucket("photos").await.unwrap().unwrap().quotas(),
+        model
+            .buckets()
+            .get_bucket("photos")
+            .await
+            .unwrap()
+            .unwrap()
+            .quotas(),
         quotas
     );
     model.publish(&b, "a", object(40)).await.unwrap();
@@ -173,6 +184,7 @@ async fn quotas_refuse_what_would_pass_them_and_nothing_else() {
     assert_eq!(usage(&model, &b).await, (2, 100));
     // Removing the quotas lifts them.
     let b = model
+        .buckets()
         .set_bucket_quotas("photos", BucketQuotas::default())
         .await
         .unwrap();
@@ -180,6 +192,7 @@ async fn quotas_refuse_what_would_pass_them_and_nothing_else() {
     assert_eq!(usage(&model, &b).await, (3, 150));
     assert!(
         model
+            .buckets()
             .set_bucket_quotas("nope", BucketQuotas::default())
             .await
             .is_err()
@@ -189,7 +202,7 @@ async fn quotas_refuse_what_would_pass_them_and_nothing_else() {
 #[tokio::test]
 async fn the_backfill_counts_rows_stored_before_the_counters_once() {
     let (_d, model) = test_model().await;
-    let b = model.create_bucket("photos", None).await.unwrap();
+    let b = model.buckets().create_bucket("photos", None).await.unwrap();
     model.publish(&b, "a", object(3)).await.unwrap();
     model.publish(&b, "b", object(4)).await.unwrap();
     // As a node of the previous binary left it: rows, no counters.

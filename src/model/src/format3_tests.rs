@@ -175,7 +175,7 @@ async fn the_table_writes_and_reads_both_formats() {
 #[tokio::test]
 async fn tags_set_through_the_model_change_the_register_only() {
     let (_d, model) = test_model().await;
-    let b = model.create_bucket("photos", None).await.unwrap();
+    let b = model.buckets().create_bucket("photos", None).await.unwrap();
     let row = model
         .publish(&b, "o", object(Lww::default()))
         .await
@@ -199,11 +199,25 @@ async fn tags_set_through_the_model_change_the_register_only() {
             .is_none()
     );
 
-    let b = model.set_bucket_tags("photos", tags.clone()).await.unwrap();
+    let b = model
+        .buckets()
+        .set_bucket_tags("photos", tags.clone())
+        .await
+        .unwrap();
     assert_eq!(b.tags.value, tags);
-    let b = model.set_bucket_cors("photos", Vec::new()).await.unwrap();
+    let b = model
+        .buckets()
+        .set_bucket_cors("photos", Vec::new())
+        .await
+        .unwrap();
     assert!(b.cors_rules().is_empty());
-    let stored = model.get_bucket("photos").await.unwrap().unwrap();
+    let stored = model.buckets().get_bucket("photos").await.unwrap().unwrap();
     assert_eq!(stored.tags.value, tags);
-    assert!(model.set_bucket_tags("nope", TagSet::new()).await.is_err());
+    assert!(
+        model
+            .buckets()
+            .set_bucket_tags("nope", TagSet::new())
+            .await
+            .is_err()
+    );
 }

@@ -113,14 +113,16 @@ fn a_bucket_with_object_lock_is_format_8() {
 #[tokio::test]
 async fn a_locked_version_is_refused_to_deletes_until_its_date_through_the_model() {
     let (_d, model) = test_model().await;
-    model.create_bucket("locked", None).await.unwrap();
+    model.buckets().create_bucket("locked", None).await.unwrap();
     let b = model
+        .buckets()
         .set_bucket_object_lock("locked", ObjectLockConfig::default(), true)
         .await
         .unwrap();
     assert_eq!(b.versioning(), Versioning::Enabled);
     assert!(matches!(
         model
+            .buckets()
             .set_bucket_versioning("locked", Versioning::Suspended)
             .await,
         Err(crate::ModelError::InvalidBucketState(_))

@@ -66,22 +66,25 @@ fn a_bucket_without_rules_keeps_its_format_and_one_with_rules_is_format_9() {
 #[tokio::test]
 async fn rules_set_through_the_model_are_stored_and_removed() {
     let (_d, model) = test_model().await;
-    model.create_bucket("photos", None).await.unwrap();
+    model.buckets().create_bucket("photos", None).await.unwrap();
     let b = model
+        .buckets()
         .set_bucket_lifecycle("photos", vec![rule()])
         .await
         .unwrap();
     assert_eq!(b.lifecycle_rules(), &[rule()]);
-    let stored = model.get_bucket("photos").await.unwrap().unwrap();
+    let stored = model.buckets().get_bucket("photos").await.unwrap().unwrap();
     assert_eq!(stored.lifecycle_rules(), &[rule()]);
     model
+        .buckets()
         .set_bucket_lifecycle("photos", Vec::new())
         .await
         .unwrap();
-    let stored = model.get_bucket("photos").await.unwrap().unwrap();
+    let stored = model.buckets().get_bucket("photos").await.unwrap().unwrap();
     assert!(stored.lifecycle_rules().is_empty());
     assert!(
         model
+            .buckets()
             .set_bucket_lifecycle("nope", vec![rule()])
             .await
             .is_err()
@@ -91,7 +94,7 @@ async fn rules_set_through_the_model_are_stored_and_removed() {
 #[tokio::test]
 async fn a_pass_expires_an_object_under_the_prefix_only() {
     let (_d, model) = test_model().await;
-    let b = model.create_bucket("photos", None).await.unwrap();
+    let b = model.buckets().create_bucket("photos", None).await.unwrap();
     for key in ["logs/a", "keep"] {
         let row = crate::object::ObjectRow {
             timestamp_msec: 1,
@@ -111,6 +114,7 @@ async fn a_pass_expires_an_object_under_the_prefix_only() {
         model.publish(&b, key, row).await.unwrap();
     }
     let b = model
+        .buckets()
         .set_bucket_lifecycle("photos", vec![rule()])
         .await
         .unwrap();

@@ -467,7 +467,7 @@ async fn a_node_written_by_format_1_is_readable() {
     // Everything reads through the model.
     let k = model.keys().get(key_id).await.unwrap().unwrap();
     assert!(k.permission("photos").write);
-    let b = model.get_bucket("photos").await.unwrap().unwrap();
+    let b = model.buckets().get_bucket("photos").await.unwrap().unwrap();
     assert_eq!(b.id_bytes(), bucket_id);
     let obj = model.get_object(&b, "big.jpg").await.unwrap().unwrap();
     assert_eq!(obj.version, version);

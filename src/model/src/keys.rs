@@ -2,7 +2,7 @@
 //! table (a full table, on every node). It creates, imports, finds,
 //! changes and deletes keys, and tells the S3 API whether a key may sign
 //! requests now. Permissions on a bucket are changed through the model
-//! ([`crate::Model::set_permission`]), which checks the bucket first.
+//! ([`crate::Buckets::set_permission`]), which checks the bucket first.
 
 use std::ops::Bound;
 

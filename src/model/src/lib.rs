@@ -30,8 +30,9 @@ pub mod access;
 pub mod alias;
 pub mod block_list;
 pub mod bucket;
+pub mod bucket_config;
 pub mod bucket_create;
-mod configuration;
+pub mod buckets;
 mod control;
 mod error;
 #[cfg(test)]
@@ -61,6 +62,7 @@ mod lock_ops;
 mod model;
 pub mod multipart;
 pub mod object;
+pub mod object_config;
 pub mod object_lock;
 pub mod object_paxos;
 pub mod paxos;
@@ -82,8 +84,9 @@ pub mod version_ops;
 pub mod website;
 mod write_condition;
 
+pub use buckets::{Buckets, PermissionChange};
 pub use error::ModelError;
-pub use model::{Model, PermissionChange};
+pub use model::Model;
 pub use write_condition::WriteCondition;
 
 /// Result alias of this crate.

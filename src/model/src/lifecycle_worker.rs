@@ -106,7 +106,7 @@ impl Model {
     /// for.
     pub async fn lifecycle_pass(&self, day_msec: u64) -> Result<PassReport> {
         let mut report = PassReport::default();
-        for bucket in self.list_buckets().await? {
+        for bucket in self.buckets().list_buckets().await? {
             if !bucket.lifecycle_rules().iter().any(|r| r.enabled)
                 || !self.acts_for_lifecycle(&bucket)
             {

@@ -1,45 +1,17 @@
-//! The Object Lock changes of the model: a bucket's configuration, a
-//! version's retention and legal hold (rules in [`crate::object_lock`]).
-//! Each is a register of its row, stamped past the register and merged
-//! (bucket rows replicated to every node, version rows to their
-//! partition's write quorum), like tags.
+//! The Object Lock changes of a version: its retention and legal hold
+//! (rules in [`crate::object_lock`]; a bucket's configuration is
+//! [`crate::Buckets::set_bucket_object_lock`]). Each is a register of the
+//! version's row, stamped past the register and merged at the partition's
+//! write quorum, like tags.
 
 use hangar_util::time::now_msec;
 
-use crate::bucket::{BucketRow, Versioning};
-use crate::object_lock::{ObjectLockConfig, Retention, retention_change_allowed};
+use crate::bucket::BucketRow;
+use crate::object_lock::{Retention, retention_change_allowed};
 use crate::version_ops::FoundVersion;
 use crate::{Model, ModelError, Result};
 
 impl Model {
-    /// Enables Object Lock on bucket `name` with `config` (or replaces its
-    /// default retention). With `enable_versioning` (a bucket created with
-    /// `x-amz-bucket-object-lock-enabled`) versioning is enabled with it;
-    /// otherwise versioning must already be enabled (S3's
-    /// InvalidBucketState).
-    pub async fn set_bucket_object_lock(
-        &self,
-        name: &str,
-        config: ObjectLockConfig,
-        enable_versioning: bool,
-    ) -> Result<BucketRow> {
-        self.update_bucket(name, move |b, now| {
-            if enable_versioning {
-                if b.versioning() != Versioning::Enabled {
-                    b.versioning.update(now, Versioning::Enabled);
-                }
-            } else if b.versioning() != Versioning::Enabled {
-                return Err(ModelError::InvalidBucketState(
-                    "Versioning must be 'Enabled' on the bucket to apply a Object Lock configuration"
-                        .into(),
-                ));
-            }
-            b.object_lock.update(now, Some(config));
-            Ok(())
-        })
-        .await
-    }
-
     /// Replaces the retention of version `found` by `new` (`None` removes
     /// it), if the rules allow ([`retention_change_allowed`]): weakening a
     /// GOVERNANCE retention needs `bypass_governance`, a COMPLIANCE one in

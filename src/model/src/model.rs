@@ -15,12 +15,11 @@ use tokio::sync::Notify;
 use futures::StreamExt;
 use hangar_block::ReplicatedBlocks;
 
-use crate::alias::AliasTable;
 use crate::block_list::{BlockEntry, VersionTable};
 use crate::bucket::{BucketRow, BucketTable, Versioning};
-use crate::bucket_create::{BucketCreation, NameLocks};
+use crate::buckets::Buckets;
 use crate::control::ControlTable;
-use crate::key::{KeyRow, KeyTable, Permission};
+use crate::key::{KeyTable, Permission};
 use crate::keys::Keys;
 use crate::multipart::{MpuTable, PartTable};
 use crate::object::{ObjectRow, ObjectTable};
@@ -42,9 +41,8 @@ pub struct Model {
     cluster: hangar_cluster::Cluster,
     /// The cluster's blocks, on the nodes the layout assigns them.
     replicated: Arc<ReplicatedBlocks>,
-    keys: Keys,
-    buckets: ControlTable<BucketTable>,
-    aliases: ControlTable<AliasTable>,
+    keys: Arc<Keys>,
+    buckets: Arc<Buckets>,
     objects: Rows<ObjectTable>,
     /// Conditional writes: a Paxos round per key.
     conditional: Conditional,
@@ -52,11 +50,6 @@ pub struct Model {
     mpus: Rows<MpuTable>,
     parts: Rows<PartTable>,
     gc_wakeup: Notify,
-    allow_punycode: bool,
-    /// Bucket creations coordinated by other nodes, and the locks of the
-    /// names this node coordinates.
-    bucket_creation: BucketCreation,
-    bucket_locks: NameLocks,
     /// Asks the nodes of a bucket's partition for its usage counters.
     usage: Arc<hangar_net::Endpoint<UsageRequest, Usage>>,
 }
@@ -70,14 +63,6 @@ const MERKLE_INDEXED: &[u8] = b"merkle_indexed";
 /// the writers of a bucket whose deleting node died; safe however short,
 /// since the seal looks for rows again.
 const DELETE_FENCE_TTL_MSEC: u64 = 30 * 1000;
-
-/// A change of permissions: `Some(true)` grants, `Some(false)` revokes.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct PermissionChange {
-    pub read: Option<bool>,
-    pub write: Option<bool>,
-    pub owner: Option<bool>,
-}
 
 impl Model {
     /// The model of a node of `cluster` (a cluster of one node is one
@@ -95,7 +80,11 @@ impl Model {
     ) -> Result<Arc<Model>> {
         let objects = rows(&db, cluster)?;
         let conditional = Conditional::new(cluster, objects.clone(), db.clone())?;
-        let bucket_creation = BucketCreation::new(cluster)?;
+        let keys = Arc::new(Keys::new(
+            db.clone(),
+            ControlTable::new(db.clone(), cluster)?,
+        ));
+        let buckets = Buckets::start(db.clone(), keys.clone(), cluster, allow_punycode)?;
         let usage = cluster
             .mesh()
             .endpoint(crate::usage::PATH)
@@ -112,18 +101,13 @@ impl Model {
             parts: rows(&db, cluster)?,
             cluster: cluster.clone(),
             replicated,
-            keys: Keys::new(db.clone(), ControlTable::new(db.clone(), cluster)?),
-            buckets: ControlTable::new(db.clone(), cluster)?,
-            aliases: ControlTable::new(db.clone(), cluster)?,
+            keys,
+            buckets,
             db,
             blocks,
             gc_wakeup: Notify::new(),
-            allow_punycode,
-            bucket_creation,
-            bucket_locks: NameLocks::new(),
             usage,
         });
-        model.bucket_creation.serve(Arc::downgrade(&model));
         Ok(model)
     }
 
@@ -230,8 +214,8 @@ impl Model {
     pub fn full_tables(&self) -> Vec<Box<dyn hangar_table::full_sync::Syncable>> {
         vec![
             Box::new(self.keys.table().full().clone()),
-            Box::new(self.buckets.full().clone()),
-            Box::new(self.aliases.full().clone()),
+            Box::new(self.buckets.bucket_table().full().clone()),
+            Box::new(self.buckets.alias_table().full().clone()),
         ]
     }
 
@@ -247,11 +231,6 @@ impl Model {
     /// last `window`.
     pub fn block_writes_overloaded_within(&self, window: std::time::Duration) -> bool {
         self.replicated.overloaded_within(window)
-    }
-
-    /// Fails at once when a bucket change could not reach its quorum.
-    pub(crate) fn buckets_writable(&self) -> Result<()> {
-        self.buckets.check_writable()
     }
 
     pub(crate) fn object_rows(&self) -> &Rows<ObjectTable> {
@@ -277,26 +256,6 @@ impl Model {
 
     pub(crate) fn conditional(&self) -> &Conditional {
         &self.conditional
-    }
-
-    pub(crate) fn bucket_locks(&self) -> &NameLocks {
-        &self.bucket_locks
-    }
-
-    pub(crate) fn bucket_creation(&self) -> &BucketCreation {
-        &self.bucket_creation
-    }
-
-    pub(crate) fn bucket_table(&self) -> &ControlTable<BucketTable> {
-        &self.buckets
-    }
-
-    pub(crate) fn alias_table(&self) -> &ControlTable<AliasTable> {
-        &self.aliases
-    }
-
-    pub(crate) fn allow_punycode(&self) -> bool {
-        self.allow_punycode
     }
 
     pub(crate) fn version_rows(&self) -> &Rows<VersionTable> {
@@ -325,95 +284,9 @@ impl Model {
         &self.keys
     }
 
-    pub(crate) async fn replicate_bucket(&self, row: &BucketRow) -> Result<()> {
-        let name = row.name.as_bytes().to_vec();
-        self.buckets
-            .replicate(vec![(Vec::new(), name, row.clone())])
-            .await
-    }
-
-    /// Changes a key's permissions on an existing bucket.
-    pub async fn set_permission(
-        &self,
-        bucket: &str,
-        key_id: &str,
-        change: PermissionChange,
-    ) -> Result<KeyRow> {
-        // Permissions name the bucket by its own name, also when given
-        // through an alias.
-        let b = self
-            .get_bucket(bucket)
-            .await?
-            .ok_or_else(|| ModelError::NoSuchBucket(bucket.to_owned()))?
-            .name;
-        self.keys()
-            .update(key_id, move |k, now| {
-                let mut p = k.permission(&b);
-                p.read = change.read.unwrap_or(p.read);
-                p.write = change.write.unwrap_or(p.write);
-                p.owner = change.owner.unwrap_or(p.owner);
-                k.buckets.update(b, now, p);
-            })
-            .await
-    }
-
-    // ---- buckets ----
-
-    /// The live bucket named `name`, or that alias `name` points to
-    /// ([`crate::alias`]): the bucket's own row either way, whose `name`
-    /// is what permissions and policies name.
-    pub async fn get_bucket(&self, name: &str) -> Result<Option<BucketRow>> {
-        // A request through an alias does not ask the other nodes whether
-        // a bucket of its name exists: the name's coordinator let no bucket
-        // take a live alias's name.
-        let local = self
-            .buckets
-            .local()
-            .get(b"", name.as_bytes())
-            .await?
-            .filter(|b| !b.deleted);
-        if local.is_some() {
-            return Ok(local);
-        }
-        if let Some(b) = self.resolve_alias_locally(name).await? {
-            return Ok(Some(b));
-        }
-        if let Some(b) = self
-            .buckets
-            .get(b"", name.as_bytes())
-            .await?
-            .filter(|b| !b.deleted)
-        {
-            return Ok(Some(b));
-        }
-        self.resolve_alias(name).await
-    }
-
-    /// The live bucket of name or alias `name_or_id`, or of that id
-    /// (64 hex digits, as `bucket info` shows it).
-    pub async fn find_bucket(&self, name_or_id: &str) -> Result<BucketRow> {
-        if let Some(b) = self.get_bucket(name_or_id).await? {
-            return Ok(b);
-        }
-        self.list_buckets()
-            .await?
-            .into_iter()
-            .find(|b| b.id == name_or_id)
-            .ok_or_else(|| ModelError::NoSuchBucket(name_or_id.to_owned()))
-    }
-
-    /// Every live bucket.
-    pub async fn list_buckets(&self) -> Result<Vec<BucketRow>> {
-        let rows = self
-            .buckets
-            .local()
-            .range(b"", Bound::Unbounded, Bound::Unbounded, false, usize::MAX)
-            .await?;
-        Ok(rows
-            .into_iter()
-            .map(|(_, b)| b)
-            .filter(|b| !b.deleted)
-            .collect())
+    /// The bucket service: buckets, their names and configuration.
+    pub fn buckets(&self) -> &Buckets {
+        &self.buckets
     }
 
     /// Deletes an empty bucket (`name`: its name or an alias), every
@@ -434,8 +307,9 @@ impl Model {
     /// progress is aborted, its parts' blocks released, before the
     /// tombstone.
     pub async fn delete_bucket(&self, name: &str) -> Result<()> {
-        self.buckets.check_writable()?;
+        self.buckets.buckets_writable()?;
         let bucket = self
+            .buckets
             .get_bucket(name)
             .await?
             .ok_or_else(|| ModelError::NoSuchBucket(name.to_owned()))?;
@@ -517,11 +391,11 @@ impl Model {
                 Ok::<_, ModelError>((b, keys))
             })
             .await?;
-        self.replicate_bucket(&deleted).await?;
+        self.buckets.replicate_bucket(&deleted).await?;
         for k in &keys {
             self.keys().replicate(k).await?;
         }
-        self.drop_aliases_of(&bucket).await
+        self.buckets.drop_aliases_of(&bucket).await
     }
 
     /// Removes fence `token` of a bucket's objects and uploads after a

@@ -32,27 +32,35 @@ fn exists(r: Result<impl std::fmt::Debug, ModelError>) -> bool {
 async fn a_bucket_is_reached_and_changed_through_its_alias() {
     let n = node().await;
     let m = &n.model;
-    let photos = m.create_bucket("photos", None).await.unwrap();
-    let b = m.add_bucket_alias("photos", "pics").await.unwrap();
+    let photos = m.buckets().create_bucket("photos", None).await.unwrap();
+    let b = m
+        .buckets()
+        .add_bucket_alias("photos", "pics")
+        .await
+        .unwrap();
     assert_eq!(b.id, photos.id);
-    let via = m.get_bucket("pics").await.unwrap().unwrap();
+    let via = m.buckets().get_bucket("pics").await.unwrap().unwrap();
     assert_eq!(
         (via.name.as_str(), via.id.as_str()),
         ("photos", photos.id.as_str())
     );
     // Again: no change, no error.
-    m.add_bucket_alias("pics", "pics").await.unwrap();
-    assert_eq!(m.bucket_aliases(&photos).await.unwrap(), vec!["pics"]);
+    m.buckets().add_bucket_alias("pics", "pics").await.unwrap();
     assert_eq!(
-        m.list_aliases().await.unwrap(),
+        m.buckets().bucket_aliases(&photos).await.unwrap(),
+        vec!["pics"]
+    );
+    assert_eq!(
+        m.buckets().list_aliases().await.unwrap(),
         vec![("pics".to_owned(), via.clone())]
     );
     // Configuration and permissions set through the alias are the bucket's.
     let tags = [("a".to_owned(), "1".to_owned())].into_iter().collect();
-    let changed = m.set_bucket_tags("pics", tags).await.unwrap();
+    let changed = m.buckets().set_bucket_tags("pics", tags).await.unwrap();
     assert_eq!(changed.name, "photos");
     assert_eq!(
-        m.get_bucket("photos")
+        m.buckets()
+            .get_bucket("photos")
             .await
             .unwrap()
             .unwrap()
@@ -66,46 +74,61 @@ async fn a_bucket_is_reached_and_changed_through_its_alias() {
         read: Some(true),
         ..Default::default()
     };
-    let key = m.set_permission("pics", &k, change).await.unwrap();
+    let key = m
+        .buckets()
+        .set_permission("pics", &k, change)
+        .await
+        .unwrap();
     assert!(key.permission("photos").read);
     assert!(!key.permission("pics").any());
     // The id finds it too.
-    assert_eq!(m.find_bucket(&photos.id).await.unwrap().name, "photos");
+    assert_eq!(
+        m.buckets().find_bucket(&photos.id).await.unwrap().name,
+        "photos"
+    );
 }
 
 #[tokio::test]
 async fn an_alias_and_a_bucket_never_share_a_name() {
     let n = node().await;
     let m = &n.model;
-    m.create_bucket("photos", None).await.unwrap();
-    m.create_bucket("videos", None).await.unwrap();
-    m.add_bucket_alias("photos", "pics").await.unwrap();
+    m.buckets().create_bucket("photos", None).await.unwrap();
+    m.buckets().create_bucket("videos", None).await.unwrap();
+    m.buckets()
+        .add_bucket_alias("photos", "pics")
+        .await
+        .unwrap();
     let k = m.keys().create("k").await.unwrap().access_key_id;
-    assert!(exists(m.create_bucket("pics", Some(&k)).await));
-    assert!(exists(m.create_bucket("pics", None).await));
-    assert!(exists(m.add_bucket_alias("photos", "videos").await));
-    assert!(exists(m.add_bucket_alias("videos", "pics").await));
+    assert!(exists(m.buckets().create_bucket("pics", Some(&k)).await));
+    assert!(exists(m.buckets().create_bucket("pics", None).await));
+    assert!(exists(
+        m.buckets().add_bucket_alias("photos", "videos").await
+    ));
+    assert!(exists(m.buckets().add_bucket_alias("videos", "pics").await));
     assert!(matches!(
-        m.add_bucket_alias("photos", "Bad_Name").await,
+        m.buckets().add_bucket_alias("photos", "Bad_Name").await,
         Err(ModelError::InvalidBucketName { .. })
     ));
     assert!(matches!(
-        m.add_bucket_alias("nothing", "pics2").await,
+        m.buckets().add_bucket_alias("nothing", "pics2").await,
         Err(ModelError::NoSuchBucket(_))
     ));
     // Unalias frees the name; the bucket stays.
-    m.remove_bucket_alias("photos", "pics").await.unwrap();
-    assert!(m.get_bucket("pics").await.unwrap().is_none());
-    assert!(m.get_bucket("photos").await.unwrap().is_some());
+    m.buckets()
+        .remove_bucket_alias("photos", "pics")
+        .await
+        .unwrap();
+    assert!(m.buckets().get_bucket("pics").await.unwrap().is_none());
+    assert!(m.buckets().get_bucket("photos").await.unwrap().is_some());
     assert!(matches!(
-        m.remove_bucket_alias("photos", "pics").await,
+        m.buckets().remove_bucket_alias("photos", "pics").await,
         Err(ModelError::NoSuchAlias { .. })
     ));
     assert!(matches!(
-        m.remove_bucket_alias("photos", "photos").await,
+        m.buckets().remove_bucket_alias("photos", "photos").await,
         Err(ModelError::Invalid(_))
     ));
-    let pics = m.create_bucket("pics", Some(&k)).await.unwrap();
+    let pics = m.buckets().create_bucket("pics", Some(&k)).await.unwrap();
     assert_eq!(pics.name, "pics");
     assert!(alias_row(m, "pics").await.unwrap().deleted);
 }
@@ -114,24 +137,30 @@ async fn an_alias_and_a_bucket_never_share_a_name() {
 async fn deleting_a_bucket_removes_its_aliases() {
     let n = node().await;
     let m = &n.model;
-    let first = m.create_bucket("photos", None).await.unwrap();
-    m.add_bucket_alias("photos", "pics").await.unwrap();
-    m.add_bucket_alias("photos", "images").await.unwrap();
+    let first = m.buckets().create_bucket("photos", None).await.unwrap();
+    m.buckets()
+        .add_bucket_alias("photos", "pics")
+        .await
+        .unwrap();
+    m.buckets()
+        .add_bucket_alias("photos", "images")
+        .await
+        .unwrap();
     // Through an alias, as through its name.
     m.delete_bucket("pics").await.unwrap();
-    assert!(m.get_bucket("photos").await.unwrap().is_none());
+    assert!(m.buckets().get_bucket("photos").await.unwrap().is_none());
     for a in ["pics", "images"] {
-        assert!(m.get_bucket(a).await.unwrap().is_none(), "{a}");
+        assert!(m.buckets().get_bucket(a).await.unwrap().is_none(), "{a}");
         assert!(alias_row(m, a).await.unwrap().deleted, "{a}");
     }
     assert!(matches!(
-        m.add_bucket_alias("photos", "pics").await,
+        m.buckets().add_bucket_alias("photos", "pics").await,
         Err(ModelError::NoSuchBucket(_))
     ));
     // An alias row of the deleted bucket that arrives late (a replica
     // that missed the delete made it live again) reaches nothing, not
     // even a new bucket of the same name.
-    let second = m.create_bucket("photos", None).await.unwrap();
+    let second = m.buckets().create_bucket("photos", None).await.unwrap();
     assert_ne!(second.id, first.id);
     let stale = AliasRow {
         updated_msec: u64::MAX / 2,
@@ -143,40 +172,61 @@ async fn deleting_a_bucket_removes_its_aliases() {
         .write(move |tx| Table::<AliasTable>::tx_insert(tx, b"", b"pics", &stale))
         .await
         .unwrap();
-    assert!(m.get_bucket("pics").await.unwrap().is_none());
-    assert!(m.bucket_aliases(&second).await.unwrap().is_empty());
-    assert!(m.list_aliases().await.unwrap().is_empty());
+    assert!(m.buckets().get_bucket("pics").await.unwrap().is_none());
+    assert!(
+        m.buckets()
+            .bucket_aliases(&second)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(m.buckets().list_aliases().await.unwrap().is_empty());
     // Its name is free: for a bucket, or an alias of the new one.
-    m.add_bucket_alias("photos", "pics").await.unwrap();
-    assert_eq!(m.get_bucket("pics").await.unwrap().unwrap().id, second.id);
+    m.buckets()
+        .add_bucket_alias("photos", "pics")
+        .await
+        .unwrap();
+    assert_eq!(
+        m.buckets().get_bucket("pics").await.unwrap().unwrap().id,
+        second.id
+    );
 }
 
 #[tokio::test]
 async fn a_local_alias_is_one_key_s_name_of_a_bucket() {
     let n = node().await;
     let m = &n.model;
-    let photos = m.create_bucket("photos", None).await.unwrap();
-    m.create_bucket("videos", None).await.unwrap();
+    let photos = m.buckets().create_bucket("photos", None).await.unwrap();
+    m.buckets().create_bucket("videos", None).await.unwrap();
     let k = m.keys().create("k").await.unwrap().access_key_id;
     let other = m.keys().create("other").await.unwrap().access_key_id;
-    m.add_local_bucket_alias(&k, "photos", "mine")
+    m.buckets()
+        .add_local_bucket_alias(&k, "photos", "mine")
         .await
         .unwrap();
-    let as_k = m.get_bucket_as("mine", Some(&k)).await.unwrap().unwrap();
+    let as_k = m
+        .buckets()
+        .get_bucket_as("mine", Some(&k))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(as_k.id, photos.id);
     assert!(
-        m.get_bucket_as("mine", Some(&other))
+        m.buckets()
+            .get_bucket_as("mine", Some(&other))
             .await
             .unwrap()
             .is_none()
     );
-    assert!(m.get_bucket("mine").await.unwrap().is_none());
+    assert!(m.buckets().get_bucket("mine").await.unwrap().is_none());
     // It may take a bucket's name: that key reaches its own bucket there.
-    m.add_local_bucket_alias(&k, "photos", "videos")
+    m.buckets()
+        .add_local_bucket_alias(&k, "photos", "videos")
         .await
         .unwrap();
     assert_eq!(
-        m.get_bucket_as("videos", Some(&k))
+        m.buckets()
+            .get_bucket_as("videos", Some(&k))
             .await
             .unwrap()
             .unwrap()
@@ -184,7 +234,8 @@ async fn a_local_alias_is_one_key_s_name_of_a_bucket() {
         photos.id
     );
     assert_eq!(
-        m.get_bucket_as("videos", Some(&other))
+        m.buckets()
+            .get_bucket_as("videos", Some(&other))
             .await
             .unwrap()
             .unwrap()
@@ -192,42 +243,70 @@ async fn a_local_alias_is_one_key_s_name_of_a_bucket() {
         "videos"
     );
     assert_eq!(
-        m.bucket_local_aliases(&photos).await.unwrap(),
+        m.buckets().bucket_local_aliases(&photos).await.unwrap(),
         vec![
             (k.clone(), "mine".to_owned()),
             (k.clone(), "videos".to_owned())
         ]
     );
-    assert!(m.bucket_aliases(&photos).await.unwrap().is_empty());
-    assert_eq!(m.list_local_aliases(&k).await.unwrap().len(), 2);
-    assert!(m.list_local_aliases(&other).await.unwrap().is_empty());
+    assert!(
+        m.buckets()
+            .bucket_aliases(&photos)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(m.buckets().list_local_aliases(&k).await.unwrap().len(), 2);
+    assert!(
+        m.buckets()
+            .list_local_aliases(&other)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     // Taken for that key only.
-    assert!(exists(m.add_local_bucket_alias(&k, "videos", "mine").await));
-    m.add_local_bucket_alias(&other, "videos", "mine")
+    assert!(exists(
+        m.buckets()
+            .add_local_bucket_alias(&k, "videos", "mine")
+            .await
+    ));
+    m.buckets()
+        .add_local_bucket_alias(&other, "videos", "mine")
         .await
         .unwrap();
     // The key cannot create a bucket it would not reach; others can.
     m.keys().set_create_bucket(&k, true).await.unwrap();
-    assert!(exists(m.create_bucket("mine", Some(&k)).await));
+    assert!(exists(m.buckets().create_bucket("mine", Some(&k)).await));
     assert!(matches!(
-        m.add_local_bucket_alias("GK000000000000000000000009", "photos", "x-y")
+        m.buckets()
+            .add_local_bucket_alias("GK000000000000000000000009", "photos", "x-y")
             .await,
         Err(ModelError::NoSuchKey(_))
     ));
-    m.remove_local_bucket_alias(&k, "photos", "mine")
+    m.buckets()
+        .remove_local_bucket_alias(&k, "photos", "mine")
         .await
         .unwrap();
-    assert!(m.get_bucket_as("mine", Some(&k)).await.unwrap().is_none());
+    assert!(
+        m.buckets()
+            .get_bucket_as("mine", Some(&k))
+            .await
+            .unwrap()
+            .is_none()
+    );
     assert!(matches!(
-        m.remove_local_bucket_alias(&k, "photos", "mine").await,
+        m.buckets()
+            .remove_local_bucket_alias(&k, "photos", "mine")
+            .await,
         Err(ModelError::NoSuchAlias { .. })
     ));
-    m.create_bucket("mine", Some(&k)).await.unwrap();
+    m.buckets().create_bucket("mine", Some(&k)).await.unwrap();
     // Deleting the bucket removes its local aliases too.
     m.delete_bucket("photos").await.unwrap();
-    assert!(m.list_local_aliases(&k).await.unwrap().is_empty());
+    assert!(m.buckets().list_local_aliases(&k).await.unwrap().is_empty());
     assert_eq!(
-        m.get_bucket_as("videos", Some(&k))
+        m.buckets()
+            .get_bucket_as("videos", Some(&k))
             .await
             .unwrap()
             .unwrap()

@@ -35,19 +35,24 @@ async fn key(m: &Model, name: &str) -> String {
 async fn the_creator_is_recorded_and_its_retry_is_already_owned() {
     let n = node().await;
     let (a, b) = (key(&n.model, "a").await, key(&n.model, "b").await);
-    let row = n.model.create_bucket("photos", Some(&a)).await.unwrap();
+    let row = n
+        .model
+        .buckets()
+        .create_bucket("photos", Some(&a))
+        .await
+        .unwrap();
     assert_eq!(row.created_by.as_deref(), Some(a.as_str()));
     assert_eq!(row.id, bucket_id("photos", None));
     assert!(matches!(
-        n.model.create_bucket("photos", Some(&a)).await,
+        n.model.buckets().create_bucket("photos", Some(&a)).await,
         Err(ModelError::BucketAlreadyOwnedByYou(_))
     ));
     assert!(matches!(
-        n.model.create_bucket("photos", Some(&b)).await,
+        n.model.buckets().create_bucket("photos", Some(&b)).await,
         Err(ModelError::BucketAlreadyExists(_))
     ));
     assert!(matches!(
-        n.model.create_bucket("photos", None).await,
+        n.model.buckets().create_bucket("photos", None).await,
         Err(ModelError::BucketAlreadyExists(_))
     ));
     assert!(
@@ -82,7 +87,7 @@ async fn a_retry_finishes_a_creation_that_stopped_after_its_bucket_row() {
             .owner
     );
     assert!(matches!(
-        n.model.create_bucket("half", Some(&a)).await,
+        n.model.buckets().create_bucket("half", Some(&a)).await,
         Err(ModelError::BucketAlreadyOwnedByYou(_))
     ));
     let k = n.model.keys().get(&a).await.unwrap().unwrap();
@@ -96,15 +101,23 @@ async fn a_retry_finishes_a_creation_that_stopped_after_its_bucket_row() {
 async fn a_retry_does_not_undo_a_later_revocation() {
     let n = node().await;
     let a = key(&n.model, "a").await;
-    n.model.create_bucket("kept", Some(&a)).await.unwrap();
+    n.model
+        .buckets()
+        .create_bucket("kept", Some(&a))
+        .await
+        .unwrap();
     let revoke = PermissionChange {
         read: Some(false),
         write: Some(false),
         owner: Some(false),
     };
-    n.model.set_permission("kept", &a, revoke).await.unwrap();
+    n.model
+        .buckets()
+        .set_permission("kept", &a, revoke)
+        .await
+        .unwrap();
     assert!(matches!(
-        n.model.create_bucket("kept", Some(&a)).await,
+        n.model.buckets().create_bucket("kept", Some(&a)).await,
         Err(ModelError::BucketAlreadyOwnedByYou(_))
     ));
     assert!(
@@ -123,9 +136,19 @@ async fn a_retry_does_not_undo_a_later_revocation() {
 async fn a_recreated_bucket_gets_the_id_derived_from_its_tombstone() {
     let n = node().await;
     let a = key(&n.model, "a").await;
-    let first = n.model.create_bucket("again", Some(&a)).await.unwrap();
+    let first = n
+        .model
+        .buckets()
+        .create_bucket("again", Some(&a))
+        .await
+        .unwrap();
     n.model.delete_bucket("again").await.unwrap();
-    let second = n.model.create_bucket("again", Some(&a)).await.unwrap();
+    let second = n
+        .model
+        .buckets()
+        .create_bucket("again", Some(&a))
+        .await
+        .unwrap();
     assert_ne!(first.id, second.id);
     assert_eq!(second.id, bucket_id("again", Some(&first.id)));
 }
@@ -137,7 +160,7 @@ async fn concurrent_creations_of_one_name_make_one_bucket() {
     let tasks: Vec<_> = (0..16)
         .map(|_| {
             let (m, a) = (n.model.clone(), a.clone());
-            tokio::spawn(async move { m.create_bucket("race", Some(&a)).await })
+            tokio::spawn(async move { m.buckets().create_bucket("race", Some(&a)).await })
         })
         .collect();
     let mut created = 0;

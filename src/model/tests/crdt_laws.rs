@@ -820,7 +820,7 @@ struct AliasReplica {
 
 impl AliasReplica {
     /// The bucket alias `pics` reaches on this replica, as
-    /// `Model::get_bucket` resolves it.
+    /// `Buckets::get_bucket` resolves it.
     fn resolve(&self) -> Option<&BucketRow> {
         let a = self.alias.as_ref().filter(|a| !a.deleted)?;
         self.bucket

@@ -61,7 +61,12 @@ fn inline_row(body: &[u8]) -> ObjectRow {
 async fn an_interrupted_inline_conditional_write_is_settled_at_start() {
     let nodes = common::three_model_nodes().await;
     common::apply_layout(&nodes).await;
-    let bucket = nodes[0].model.create_bucket("settled", None).await.unwrap();
+    let bucket = nodes[0]
+        .model
+        .buckets()
+        .create_bucket("settled", None)
+        .await
+        .unwrap();
     let down = Arc::new(AtomicBool::new(true));
     for n in &nodes[1..] {
         n.mesh

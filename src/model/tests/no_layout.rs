@@ -27,7 +27,12 @@ async fn a_node_without_a_layout_neither_reads_its_own_object_rows_nor_empties_a
     let nodes = common::three_model_nodes().await;
     // Buckets are control rows, on every node: they can be made before a
     // layout (an operator preparing a cluster does).
-    let bucket = nodes[0].model.create_bucket("full", None).await.unwrap();
+    let bucket = nodes[0]
+        .model
+        .buckets()
+        .create_bucket("full", None)
+        .await
+        .unwrap();
     // An object of the bucket that another node holds: the cluster's rows
     // are on other nodes than this one.
     let mut row = ObjectRow::tombstone([1; 16], 1_000);
@@ -51,7 +56,12 @@ async fn a_node_without_a_layout_neither_reads_its_own_object_rows_nor_empties_a
     assert!(no_layout_yet(&deleted), "{deleted:?}");
     for n in &nodes {
         assert!(
-            n.model.get_bucket("full").await.unwrap().is_some(),
+            n.model
+                .buckets()
+                .get_bucket("full")
+                .await
+                .unwrap()
+                .is_some(),
             "the bucket is still there"
         );
     }

@@ -24,7 +24,7 @@ struct Node {
 async fn node() -> Node {
     let node = common::lone_node().await;
     let model = node.model.clone();
-    let bucket = model.create_bucket("races", None).await.unwrap();
+    let bucket = model.buckets().create_bucket("races", None).await.unwrap();
     Node {
         _node: node,
         model,

@@ -23,12 +23,21 @@ type Node = common::ModelNode;
 
 async fn node() -> Node {
     let n = common::lone_node().await;
-    n.model.create_bucket("versions", None).await.unwrap();
+    n.model
+        .buckets()
+        .create_bucket("versions", None)
+        .await
+        .unwrap();
     n
 }
 
 async fn bucket(n: &Node) -> BucketRow {
-    n.model.get_bucket("versions").await.unwrap().unwrap()
+    n.model
+        .buckets()
+        .get_bucket("versions")
+        .await
+        .unwrap()
+        .unwrap()
 }
 
 /// A row of `fill` bytes: inline, or one stored block when `block`.
@@ -119,6 +128,7 @@ async fn random_histories_read_and_list_as_s3_says() {
             reference.insert((*k).to_owned(), vec![(VersionRef::Null, Some(p.etag))]);
         }
         n.model
+            .buckets()
             .set_bucket_versioning("versions", Versioning::Enabled)
             .await
             .unwrap();
@@ -155,6 +165,7 @@ async fn random_histories_read_and_list_as_s3_says() {
                         Versioning::Enabled
                     };
                     n.model
+                        .buckets()
                         .set_bucket_versioning("versions", state)
                         .await
                         .unwrap();
@@ -239,6 +250,7 @@ async fn blocks_are_collected_only_when_their_version_is_removed() {
     let null = row(&n, &b, "k", 1, true).await;
     let null = n.model.publish(&b, "k", null).await.unwrap();
     n.model
+        .buckets()
         .set_bucket_versioning("versions", Versioning::Enabled)
         .await
         .unwrap();
@@ -265,6 +277,7 @@ async fn blocks_are_collected_only_when_their_version_is_removed() {
     assert_eq!(live_blocks(&n, &null.version).await, 1);
     // Suspended: a null write replaces the old null version, v2 stays.
     n.model
+        .buckets()
         .set_bucket_versioning("versions", Versioning::Suspended)
         .await
         .unwrap();
@@ -287,6 +300,7 @@ async fn blocks_are_collected_only_when_their_version_is_removed() {
 async fn an_upload_published_as_a_version_survives_the_start_up_scan() {
     let n = node().await;
     n.model
+        .buckets()
         .set_bucket_versioning("versions", Versioning::Enabled)
         .await
         .unwrap();

@@ -176,6 +176,7 @@ impl S3Access for KeyAccess {
             (_, None) => false,
             (need, Some(bucket)) => match self
                 .model
+                .buckets()
                 .get_bucket_as(
                     &bucket,
                     caller.key.as_ref().map(|k| k.access_key_id.as_str()),

@@ -136,6 +136,7 @@ impl Cors {
     async fn rules(&self, name: &str) -> Result<Option<Vec<CorsRule>>, s3s::S3Error> {
         let bucket = self
             .model
+            .buckets()
             .get_bucket(name)
             .await
             .map_err(crate::error::model_error)?;

@@ -181,7 +181,11 @@ impl S3Api {
             grant_headers,
         )?;
         check_not_blocked(&b, acl)?;
-        self.model.set_bucket_acl(&b.name, acl).await.or_s3()?;
+        self.model
+            .buckets()
+            .set_bucket_acl(&b.name, acl)
+            .await
+            .or_s3()?;
         Ok(S3Response::new(PutBucketAclOutput {}))
     }
 

@@ -41,14 +41,16 @@ impl S3Api {
         // its name from its key, as on every request.
         let names: std::collections::BTreeMap<String, BucketRow> = self
             .model
+            .buckets()
             .list_buckets()
             .await
             .or_s3()?
             .into_iter()
             .map(|b| (b.name.clone(), b))
-            .chain(self.model.list_aliases().await.or_s3()?)
+            .chain(self.model.buckets().list_aliases().await.or_s3()?)
             .chain(
                 self.model
+                    .buckets()
                     .list_local_aliases(&key.access_key_id)
                     .await
                     .or_s3()?,
@@ -106,6 +108,7 @@ impl S3Api {
         // bucket is BucketAlreadyOwnedByYou for its creator or owner, else
         // BucketAlreadyExists (hangar_model::bucket_create).
         self.model
+            .buckets()
             .create_bucket(name, Some(&key_id))
             .await
             .or_s3()?;
@@ -113,13 +116,18 @@ impl S3Api {
         // enabled right after the creation (a second change of the row).
         if req.input.object_lock_enabled_for_bucket == Some(true) {
             self.model
+                .buckets()
                 .set_bucket_object_lock(name, Default::default(), true)
                 .await
                 .or_s3()?;
         }
         // x-amz-acl: right after the creation too; `private` is the default.
         if let Some(acl) = acl.filter(|a| *a != hangar_model::access::CannedAcl::Private) {
-            self.model.set_bucket_acl(name, acl).await.or_s3()?;
+            self.model
+                .buckets()
+                .set_bucket_acl(name, acl)
+                .await
+                .or_s3()?;
         }
         Ok(S3Response::new(CreateBucketOutput {
             location: Some(format!("/{name}")),

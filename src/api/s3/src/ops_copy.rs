@@ -64,7 +64,13 @@ impl S3Api {
             .cloned()
             .unwrap_or_default();
         let signer = caller.key.as_ref().map(|k| k.access_key_id.as_str());
-        if let Some(src) = self.model.get_bucket_as(&bucket, signer).await.or_s3()? {
+        if let Some(src) = self
+            .model
+            .buckets()
+            .get_bucket_as(&bucket, signer)
+            .await
+            .or_s3()?
+        {
             let action = crate::access::iam_action("GetObject", version_id.is_some());
             if !caller.may(&src, crate::access::Need::Read, &action, Some(&key)) {
                 return Err(s3_error!(AccessDenied, "Access Denied to the copy source"));

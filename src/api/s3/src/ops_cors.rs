@@ -1,5 +1,5 @@
 //! Put/Get/DeleteBucketCors: the rules are a register of the bucket row
-//! (`hangar_model::Model::set_bucket_cors`), checked by [`crate::cors_rules`]
+//! (`hangar_model::Buckets::set_bucket_cors`), checked by [`crate::cors_rules`]
 //! and applied to requests by [`crate::cors`].
 
 use s3s::dto::{
@@ -21,7 +21,11 @@ impl S3Api {
         let input = req.input;
         let b = self.bucket(signer(&req.credentials), &input.bucket).await?;
         let rules = cors_rules::from_xml(input.cors_configuration)?;
-        self.model.set_bucket_cors(&b.name, rules).await.or_s3()?;
+        self.model
+            .buckets()
+            .set_bucket_cors(&b.name, rules)
+            .await
+            .or_s3()?;
         Ok(S3Response::new(PutBucketCorsOutput {}))
     }
 
@@ -51,6 +55,7 @@ impl S3Api {
             .bucket(signer(&req.credentials), &req.input.bucket)
             .await?;
         self.model
+            .buckets()
             .set_bucket_cors(&b.name, Vec::new())
             .await
             .or_s3()?;

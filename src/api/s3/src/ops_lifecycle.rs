@@ -1,5 +1,5 @@
 //! Put/Get/DeleteBucketLifecycleConfiguration: the rules are a register of
-//! the bucket row (`hangar_model::Model::set_bucket_lifecycle`), checked by
+//! the bucket row (`hangar_model::Buckets::set_bucket_lifecycle`), checked by
 //! [`crate::lifecycle_rules`] and applied by the model's lifecycle worker.
 
 use s3s::dto::{
@@ -23,6 +23,7 @@ impl S3Api {
         let b = self.bucket(signer(&req.credentials), &input.bucket).await?;
         let rules = lifecycle_rules::from_xml(input.lifecycle_configuration)?;
         self.model
+            .buckets()
             .set_bucket_lifecycle(&b.name, rules)
             .await
             .or_s3()?;
@@ -58,6 +59,7 @@ impl S3Api {
             .bucket(signer(&req.credentials), &req.input.bucket)
             .await?;
         self.model
+            .buckets()
             .set_bucket_lifecycle(&b.name, Vec::new())
             .await
             .or_s3()?;

@@ -226,6 +226,7 @@ impl S3Api {
             }
         };
         self.model
+            .buckets()
             .set_bucket_object_lock(&b.name, ObjectLockConfig { default_retention }, false)
             .await
             .or_s3()?;

@@ -1,6 +1,6 @@
 //! Put/Get/DeleteBucketPolicy, GetBucketPolicyStatus and
 //! Put/Get/DeletePublicAccessBlock: registers of the bucket row
-//! (`hangar_model::Model::set_bucket_policy`,
+//! (`hangar_model::Buckets::set_bucket_policy`,
 //! `set_bucket_public_access_block`); the policy is checked by
 //! [`crate::policy`] and applied by [`crate::access`].
 
@@ -44,6 +44,7 @@ impl S3Api {
             ));
         }
         self.model
+            .buckets()
             .set_bucket_policy(&b.name, Some(input.policy))
             .await
             .or_s3()?;
@@ -70,7 +71,11 @@ impl S3Api {
         let b = self
             .bucket(signer(&req.credentials), &req.input.bucket)
             .await?;
-        self.model.set_bucket_policy(&b.name, None).await.or_s3()?;
+        self.model
+            .buckets()
+            .set_bucket_policy(&b.name, None)
+            .await
+            .or_s3()?;
         Ok(S3Response::new(DeleteBucketPolicyOutput {}))
     }
 
@@ -104,6 +109,7 @@ impl S3Api {
             restrict_public_buckets: c.restrict_public_buckets.unwrap_or(false),
         };
         self.model
+            .buckets()
             .set_bucket_public_access_block(&b.name, Some(block))
             .await
             .or_s3()?;
@@ -138,6 +144,7 @@ impl S3Api {
             .bucket(signer(&req.credentials), &req.input.bucket)
             .await?;
         self.model
+            .buckets()
             .set_bucket_public_access_block(&b.name, None)
             .await
             .or_s3()?;

@@ -299,6 +299,7 @@ impl S3Api {
     /// (its local alias of the name first), or NoSuchBucket.
     pub(crate) async fn bucket(&self, signer: Option<&str>, name: &str) -> S3Result<BucketRow> {
         self.model
+            .buckets()
             .get_bucket_as(name, signer)
             .await
             .or_s3()?

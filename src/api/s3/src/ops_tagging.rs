@@ -135,7 +135,11 @@ impl S3Api {
         let input = req.input;
         let b = self.bucket(signer(&req.credentials), &input.bucket).await?;
         let tags = tagging::from_xml(input.tagging, TagsOf::Bucket)?;
-        self.model.set_bucket_tags(&b.name, tags).await.or_s3()?;
+        self.model
+            .buckets()
+            .set_bucket_tags(&b.name, tags)
+            .await
+            .or_s3()?;
         Ok(no_content(PutBucketTaggingOutput {}))
     }
 
@@ -162,6 +166,7 @@ impl S3Api {
             .bucket(signer(&req.credentials), &req.input.bucket)
             .await?;
         self.model
+            .buckets()
             .set_bucket_tags(&b.name, TagSet::new())
             .await
             .or_s3()?;

@@ -95,6 +95,7 @@ impl S3Api {
             _ => return Err(crate::error::malformed_xml()),
         };
         self.model
+            .buckets()
             .set_bucket_versioning(&b.name, state)
             .await
             .or_s3()?;

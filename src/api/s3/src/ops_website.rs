@@ -1,5 +1,5 @@
 //! Put/Get/DeleteBucketWebsite: the configuration is a register of the
-//! bucket row (`hangar_model::Model::set_bucket_website`), checked by
+//! bucket row (`hangar_model::Buckets::set_bucket_website`), checked by
 //! [`crate::website_rules`] and served by [`crate::web`].
 
 use s3s::dto::{
@@ -22,6 +22,7 @@ impl S3Api {
         let b = self.bucket(signer(&req.credentials), &input.bucket).await?;
         let website = website_rules::from_xml(input.website_configuration)?;
         self.model
+            .buckets()
             .set_bucket_website(&b.name, Some(website))
             .await
             .or_s3()?;
@@ -52,7 +53,11 @@ impl S3Api {
             .bucket(signer(&req.credentials), &req.input.bucket)
             .await?;
         if b.website().is_some() {
-            self.model.set_bucket_website(&b.name, None).await.or_s3()?;
+            self.model
+                .buckets()
+                .set_bucket_website(&b.name, None)
+                .await
+                .or_s3()?;
         }
         Ok(S3Response::new(DeleteBucketWebsiteOutput {}))
     }

@@ -158,6 +158,7 @@ impl PostGate {
         };
         let row = self
             .model
+            .buckets()
             .get_bucket_as(&bucket, key.as_ref().map(|k| k.access_key_id.as_str()))
             .await
             .or_s3()?

@@ -114,7 +114,7 @@ async fn answer(
             .insert(http::header::ALLOW, HeaderValue::from_static("GET, HEAD"));
         return r;
     }
-    let b = match web.api.model.get_bucket(bucket).await {
+    let b = match web.api.model.buckets().get_bucket(bucket).await {
         Ok(Some(b)) => b,
         Ok(None) => {
             return plain(

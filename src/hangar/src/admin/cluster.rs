@@ -74,7 +74,7 @@ pub async fn status(st: &AdminState) -> Result<Value, AdminError> {
 /// report (disks, table rows, block files, resync, scrub).
 pub async fn statistics(st: &AdminState) -> Result<Value, AdminError> {
     let model = st.model.as_ref();
-    let mut buckets = model.list_buckets().await.map_err(model_error)?;
+    let mut buckets = model.buckets().list_buckets().await.map_err(model_error)?;
     if buckets.len() > STATS_MAX_BUCKETS {
         return Err(AdminError::bad(format!(
             "{} buckets: stats counts at most {STATS_MAX_BUCKETS}; use `hangar bucket info` on the ones you need",

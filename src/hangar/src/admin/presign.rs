@@ -150,6 +150,7 @@ pub async fn presign_object(
     // The bucket must exist, as the signing key names it (its local aliases
     // too): a URL for a typo is of no use to anyone.
     if model
+        .buckets()
         .get_bucket_as(&a.bucket, Some(&key.access_key_id))
         .await
         .map_err(&err)?

@@ -87,6 +87,7 @@ async fn bucket_info(model: &Model, b: &BucketRow) -> Result<Value, AdminError> 
         routing_rules: w.routing_rules.len(),
     });
     let local_aliases = model
+        .buckets()
         .bucket_local_aliases(b)
         .await
         .map_err(e)?
@@ -105,7 +106,7 @@ async fn bucket_info(model: &Model, b: &BucketRow) -> Result<Value, AdminError> 
         keys,
         website,
         quotas: quotas(b.quotas()),
-        aliases: model.bucket_aliases(b).await.map_err(e)?,
+        aliases: model.buckets().bucket_aliases(b).await.map_err(e)?,
         local_aliases,
     }))
 }
@@ -151,12 +152,17 @@ async fn alias_request(
         }
     };
     let b = match model
+        .buckets()
         .get_bucket_as(&which, key.as_deref())
         .await
         .map_err(model_error)?
     {
         Some(b) => b,
-        None => model.find_bucket(&which).await.map_err(model_error)?,
+        None => model
+            .buckets()
+            .find_bucket(&which)
+            .await
+            .map_err(model_error)?,
     };
     Ok((b, alias, key))
 }
@@ -229,7 +235,11 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
             )
         }
         Request::BucketCreate { name } => {
-            let b = model.create_bucket(&name, None).await.map_err(e)?;
+            let b = model
+                .buckets()
+                .create_bucket(&name, None)
+                .await
+                .map_err(e)?;
             answer(BucketCreated {
                 name: b.name,
                 id: b.id,
@@ -237,11 +247,12 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
         }
         Request::BucketList => {
             let mut aliases: std::collections::BTreeMap<String, Vec<String>> = Default::default();
-            for (alias, b) in model.list_aliases().await.map_err(e)? {
+            for (alias, b) in model.buckets().list_aliases().await.map_err(e)? {
                 aliases.entry(b.id).or_default().push(alias);
             }
             answer(
                 model
+                    .buckets()
                     .list_buckets()
                     .await
                     .map_err(e)?
@@ -257,6 +268,7 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
         }
         Request::BucketInfo { name } => {
             let b = model
+                .buckets()
                 .get_bucket(&name)
                 .await
                 .map_err(e)?
@@ -266,8 +278,13 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
         Request::BucketAlias(change) => {
             let (b, alias, key) = alias_request(model, change).await?;
             let b = match key {
-                Some(k) => model.add_local_bucket_alias(&k, &b.name, &alias).await,
-                None => model.add_bucket_alias(&b.name, &alias).await,
+                Some(k) => {
+                    model
+                        .buckets()
+                        .add_local_bucket_alias(&k, &b.name, &alias)
+                        .await
+                }
+                None => model.buckets().add_bucket_alias(&b.name, &alias).await,
             }
             .map_err(e)?;
             bucket_info(model, &b).await?
@@ -275,8 +292,13 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
         Request::BucketUnalias(change) => {
             let (b, alias, key) = alias_request(model, change).await?;
             let b = match key {
-                Some(k) => model.remove_local_bucket_alias(&k, &b.name, &alias).await,
-                None => model.remove_bucket_alias(&b.name, &alias).await,
+                Some(k) => {
+                    model
+                        .buckets()
+                        .remove_local_bucket_alias(&k, &b.name, &alias)
+                        .await
+                }
+                None => model.buckets().remove_bucket_alias(&b.name, &alias).await,
             }
             .map_err(e)?;
             bucket_info(model, &b).await?
@@ -290,7 +312,11 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
                 max_size,
                 max_objects,
             };
-            let b = model.set_bucket_quotas(&bucket, q).await.map_err(e)?;
+            let b = model
+                .buckets()
+                .set_bucket_quotas(&bucket, q)
+                .await
+                .map_err(e)?;
             answer(BucketQuotas {
                 quotas: quotas(b.quotas()),
                 name: b.name,
@@ -323,6 +349,7 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
                 None
             };
             let b = model
+                .buckets()
                 .set_bucket_website(&bucket, website)
                 .await
                 .map_err(e)?;
@@ -381,6 +408,7 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
             };
             key_json(
                 &model
+                    .buckets()
                     .set_permission(&bucket, &k.access_key_id, change)
                     .await
                     .map_err(e)?,

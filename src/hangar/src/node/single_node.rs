@@ -68,8 +68,9 @@ pub async fn run(dir: PathBuf, port: u16) -> Result<(), NodeError> {
                 .await?
         }
     };
-    if model.get_bucket(BUCKET).await?.is_none() {
+    if model.buckets().get_bucket(BUCKET).await?.is_none() {
         model
+            .buckets()
             .create_bucket(BUCKET, Some(&key.access_key_id))
             .await?;
     }

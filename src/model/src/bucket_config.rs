@@ -1,17 +1,18 @@
-//! Changes of the configuration registers of buckets and objects: tags and
-//! CORS rules. Each is a register of its row (bucket.rs, object.rs): a
-//! change is stamped past the register's timestamp and merged, so it
-//! replicates like any other row and never changes the bucket or the
-//! object version itself.
+//! Changes of a bucket's configuration registers: tags, CORS, lifecycle,
+//! policy, public access block, ACL, website, quotas, versioning and
+//! Object Lock. Each is a register of the bucket row (bucket.rs): a change
+//! is stamped past the register's timestamp and merged, so it replicates
+//! like any other row and never changes the bucket itself.
 
 use hangar_table::Table;
 use hangar_util::time::now_msec;
 
-use crate::bucket::{BucketRow, BucketTable, CorsRule};
-use crate::object::{ObjectRow, TagSet};
-use crate::{Model, ModelError, Result};
+use crate::bucket::{BucketRow, BucketTable, CorsRule, Versioning};
+use crate::object::TagSet;
+use crate::object_lock::ObjectLockConfig;
+use crate::{Buckets, ModelError, Result};
 
-impl Model {
+impl Buckets {
     /// Applies `f` to the live bucket `name` (with the time of the change,
     /// read in the transaction), stores and replicates the result; an error
     /// of `f` changes nothing.
@@ -125,22 +126,6 @@ impl Model {
         .await
     }
 
-    /// Replaces the canned ACL of version `found` (read by
-    /// [`Model::find_version`]); a version removed meanwhile stays removed
-    /// (the ACL is merged onto that version only).
-    pub async fn set_version_acl(
-        &self,
-        bucket: &BucketRow,
-        found: &crate::version_ops::FoundVersion,
-        acl: crate::access::CannedAcl,
-    ) -> Result<()> {
-        let mut row = found.row.clone();
-        row.acl.update(now_msec(), Some(acl));
-        self.object_rows()
-            .insert(&bucket.id_bytes(), &found.sort, row)
-            .await
-    }
-
     /// Replaces the website configuration of bucket `name` (`None`
     /// removes it).
     pub async fn set_bucket_website(
@@ -193,28 +178,31 @@ impl Model {
         .await
     }
 
-    /// Replaces the tags of the current version of `key`; `None` if there
-    /// is no such object. A version published meanwhile keeps its own tags:
-    /// the merge drops these with the version they were set on.
-    pub async fn set_object_tags(
+    /// Enables Object Lock on bucket `name` with `config` (or replaces its
+    /// default retention). With `enable_versioning` (a bucket created with
+    /// `x-amz-bucket-object-lock-enabled`) versioning is enabled with it;
+    /// otherwise versioning must already be enabled (S3's
+    /// InvalidBucketState).
+    pub async fn set_bucket_object_lock(
         &self,
-        bucket: &BucketRow,
-        key: &str,
-        tags: TagSet,
-    ) -> Result<Option<ObjectRow>> {
-        let part = bucket.id_bytes();
-        let Some(mut row) = self
-            .object_rows()
-            .get(&part, key.as_bytes())
-            .await?
-            .filter(|o| !o.is_deleted())
-        else {
-            return Ok(None);
-        };
-        row.tags.update(now_msec(), tags);
-        self.object_rows()
-            .insert(&part, key.as_bytes(), row.clone())
-            .await?;
-        Ok(Some(row))
+        name: &str,
+        config: ObjectLockConfig,
+        enable_versioning: bool,
+    ) -> Result<BucketRow> {
+        self.update_bucket(name, move |b, now| {
+            if enable_versioning {
+                if b.versioning() != Versioning::Enabled {
+                    b.versioning.update(now, Versioning::Enabled);
+                }
+            } else if b.versioning() != Versioning::Enabled {
+                return Err(ModelError::InvalidBucketState(
+                    "Versioning must be 'Enabled' on the bucket to apply a Object Lock configuration"
+                        .into(),
+                ));
+            }
+            b.object_lock.update(now, Some(config));
+            Ok(())
+        })
+        .await
     }
 }

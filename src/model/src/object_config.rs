@@ -1,0 +1,53 @@
+//! Changes of an object version's configuration registers: its canned ACL
+//! and its tags. Each is a register of the version's row (object.rs): a
+//! change is stamped past the register's timestamp and merged at the
+//! partition's write quorum, and never changes the version's data.
+
+use hangar_util::time::now_msec;
+
+use crate::bucket::BucketRow;
+use crate::object::{ObjectRow, TagSet};
+use crate::{Model, Result};
+
+impl Model {
+    /// Replaces the canned ACL of version `found` (read by
+    /// [`Model::find_version`]); a version removed meanwhile stays removed
+    /// (the ACL is merged onto that version only).
+    pub async fn set_version_acl(
+        &self,
+        bucket: &BucketRow,
+        found: &crate::version_ops::FoundVersion,
+        acl: crate::access::CannedAcl,
+    ) -> Result<()> {
+        let mut row = found.row.clone();
+        row.acl.update(now_msec(), Some(acl));
+        self.object_rows()
+            .insert(&bucket.id_bytes(), &found.sort, row)
+            .await
+    }
+
+    /// Replaces the tags of the current version of `key`; `None` if there
+    /// is no such object. A version published meanwhile keeps its own tags:
+    /// the merge drops these with the version they were set on.
+    pub async fn set_object_tags(
+        &self,
+        bucket: &BucketRow,
+        key: &str,
+        tags: TagSet,
+    ) -> Result<Option<ObjectRow>> {
+        let part = bucket.id_bytes();
+        let Some(mut row) = self
+            .object_rows()
+            .get(&part, key.as_bytes())
+            .await?
+            .filter(|o| !o.is_deleted())
+        else {
+            return Ok(None);
+        };
+        row.tags.update(now_msec(), tags);
+        self.object_rows()
+            .insert(&part, key.as_bytes(), row.clone())
+            .await?;
+        Ok(Some(row))
+    }
+}

@@ -273,10 +273,13 @@ pub fn spawn_tombstone_gc_worker(
         loop {
             w.set_state(WorkerState::Busy);
             let delay_msec = delay.as_millis() as u64;
-            let pass = if model.tombstones_collectable() {
+            let pass = if model.tables().tombstones_collectable() {
                 collect_alone(&model, delay_msec).await
             } else {
-                model.collect_replicated_tombstones(delay_msec).await
+                model
+                    .tables()
+                    .collect_replicated_tombstones(delay_msec)
+                    .await
             };
             match pass {
                 Ok((removed, deferred)) => {

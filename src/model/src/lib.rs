@@ -72,6 +72,7 @@ pub mod row_format;
 mod rows;
 pub mod sse_c;
 mod state;
+pub mod tables;
 #[cfg(test)]
 mod test_support;
 #[cfg(any(test, feature = "testkit"))]

@@ -26,11 +26,11 @@ use crate::object::{ObjectRow, ObjectTable};
 use crate::object_paxos::Conditional;
 use crate::queues::{UploadOf, end_upload_record, queue_version_gc, record_upload};
 use crate::rows::Rows;
+use crate::tables::Tables;
 use crate::usage::{Usage, UsageRequest};
 use crate::write_condition::{WriteCondition, stamped};
 use crate::{ModelError, Result, VersionId};
 use hangar_table::sharded::ShardedTable;
-use hangar_table::sharded_sync::ShardedSyncable;
 
 /// The data model of one node.
 pub struct Model {
@@ -52,12 +52,9 @@ pub struct Model {
     gc_wakeup: Notify,
     /// Asks the nodes of a bucket's partition for its usage counters.
     usage: Arc<hangar_net::Endpoint<UsageRequest, Usage>>,
+    tables: Tables,
 }
 
-/// Local tree of this node's one-time model state (markers, raw values).
-pub use crate::state::MODEL_STATE_TREE;
-/// Marker: the Merkle indexes of the sharded tables were repaired once.
-const MERKLE_INDEXED: &[u8] = b"merkle_indexed";
 /// How long a bucket deletion's fence refuses writes before it is sealed
 /// (one round trip later) or, when the deletion died, expires. Short, for
 /// the writers of a bucket whose deleting node died; safe however short,
@@ -93,12 +90,30 @@ impl Model {
             crate::usage::UsageHandler { db: db.clone() },
             crate::usage::QUEUE,
         );
+        let (versions, mpus, parts) = (
+            rows(&db, cluster)?,
+            rows(&db, cluster)?,
+            rows(&db, cluster)?,
+        );
+        let tables = Tables {
+            db: db.clone(),
+            cluster: cluster.clone(),
+            objects: objects.clone(),
+            versions: versions.clone(),
+            mpus: mpus.clone(),
+            parts: parts.clone(),
+            refs: replicated.ref_table().clone(),
+            keys: keys.table().full().clone(),
+            buckets: buckets.bucket_table().full().clone(),
+            aliases: buckets.alias_table().full().clone(),
+        };
         let model = Arc::new(Model {
             objects,
             conditional,
-            versions: rows(&db, cluster)?,
-            mpus: rows(&db, cluster)?,
-            parts: rows(&db, cluster)?,
+            versions,
+            mpus,
+            parts,
+            tables,
             cluster: cluster.clone(),
             replicated,
             keys,
@@ -109,114 +124,6 @@ impl Model {
             usage,
         });
         Ok(model)
-    }
-
-    /// The sharded tables (objects, versions, uploads, parts, block
-    /// references), for their anti-entropy worker.
-    pub fn sharded_tables(&self) -> Vec<Arc<dyn ShardedSyncable>> {
-        vec![
-            Arc::new(self.objects.sharded_table().clone()),
-            Arc::new(self.versions.sharded_table().clone()),
-            Arc::new(self.mpus.sharded_table().clone()),
-            Arc::new(self.parts.sharded_table().clone()),
-            Arc::new(self.replicated.ref_table().clone()),
-        ]
-    }
-
-    /// For each sharded table: the rows this node holds (as its Merkle index
-    /// counts them) and a digest of its 256 partition roots; replicas that
-    /// hold the same rows give the same digest.
-    pub async fn table_status(&self) -> Result<Vec<(&'static str, u64, [u8; 32])>> {
-        async fn one<S: Schema>(t: &ShardedTable<S>) -> Result<(&'static str, u64, [u8; 32])> {
-            let mut h = blake3::Hasher::new();
-            let mut rows = 0u64;
-            for p in 0..=255u8 {
-                let s = t.merkle_root(p).await?;
-                rows += s.count;
-                h.update(&[p]);
-                h.update(&s.digest);
-                h.update(&s.count.to_be_bytes());
-            }
-            Ok((S::TREE, rows, *h.finalize().as_bytes()))
-        }
-        Ok(vec![
-            one(self.objects.sharded_table()).await?,
-            one(self.versions.sharded_table()).await?,
-            one(self.mpus.sharded_table()).await?,
-            one(self.parts.sharded_table()).await?,
-            one(self.replicated.ref_table()).await?,
-        ])
-    }
-
-    /// Makes the Merkle index of each sharded table match its rows (rows
-    /// written before the index existed), before their anti-entropy. Once
-    /// done, every write keeps the index (in the row's transaction), so it
-    /// is done once per node: a marker in the local tree
-    /// [`MODEL_STATE_TREE`] records it, and later starts skip the scan.
-    pub async fn repair_indexes(&self) -> Result<()> {
-        let done = self
-            .db
-            .get_async(MODEL_STATE_TREE, MERKLE_INDEXED.to_vec())
-            .await?;
-        if done.is_some() {
-            return Ok(());
-        }
-        self.objects.sharded_table().repair_index().await?;
-        self.versions.sharded_table().repair_index().await?;
-        self.mpus.sharded_table().repair_index().await?;
-        self.parts.sharded_table().repair_index().await?;
-        self.db
-            .write(|tx| {
-                tx.put(MODEL_STATE_TREE, MERKLE_INDEXED.to_vec(), Vec::new());
-                Ok::<_, ModelError>(())
-            })
-            .await
-    }
-
-    /// Collects the due tombstones of the sharded tables with every replica
-    /// of their partition (`hangar_table::sharded_gc`); returns how many
-    /// were removed and how many wait for a replica.
-    pub async fn collect_replicated_tombstones(&self, delay_msec: u64) -> Result<(u64, u64)> {
-        use crate::garbage::TOMBSTONE_TREES;
-        let due =
-            hangar_table::tombstones::due(&self.db, TOMBSTONE_TREES, now_msec(), delay_msec, 4096)
-                .await?;
-        let (mut removed, mut deferred) = (0u64, 0u64);
-        let mut by_tree: std::collections::BTreeMap<&str, Vec<_>> = Default::default();
-        for d in due {
-            by_tree.entry(d.tree).or_default().push(d);
-        }
-        for (tree, entries) in by_tree {
-            let r = match tree {
-                t if t == ObjectTable::TREE => self.objects.collect_tombstones(entries).await?,
-                t if t == VersionTable::TREE => self.versions.collect_tombstones(entries).await?,
-                t if t == MpuTable::TREE => self.mpus.collect_tombstones(entries).await?,
-                t if t == PartTable::TREE => self.parts.collect_tombstones(entries).await?,
-                _ => continue,
-            };
-            removed += r.removed as u64;
-            deferred += r.deferred as u64;
-        }
-        Ok((removed, deferred))
-    }
-
-    /// Whether this node may remove tombstones of the object, version and
-    /// multipart tables alone: when no other node holds their rows (a
-    /// replication factor of 1). Otherwise a tombstone is
-    /// removed only once every replica holds it
-    /// ([`Model::collect_replicated_tombstones`]), and not at all by a node
-    /// that has no layout yet.
-    pub fn tombstones_collectable(&self) -> bool {
-        self.cluster.replication_factor() <= 1
-    }
-
-    /// The replicated control tables, for their anti-entropy worker.
-    pub fn full_tables(&self) -> Vec<Box<dyn hangar_table::full_sync::Syncable>> {
-        vec![
-            Box::new(self.keys.table().full().clone()),
-            Box::new(self.buckets.bucket_table().full().clone()),
-            Box::new(self.buckets.alias_table().full().clone()),
-        ]
     }
 
     pub fn db(&self) -> &Db {
@@ -282,6 +189,11 @@ impl Model {
     /// The key service: access keys and their rights.
     pub fn keys(&self) -> &Keys {
         &self.keys
+    }
+
+    /// The node's replicated tables, for their workers.
+    pub fn tables(&self) -> &Tables {
+        &self.tables
     }
 
     /// The bucket service: buckets, their names and configuration.

@@ -149,7 +149,7 @@ pub async fn repair_blocks(resync: &Resync) -> Result<BlocksQueued, AdminError> 
 
 /// `repair tables`: one anti-entropy pass of the sharded tables.
 pub async fn repair_tables(cluster: &Cluster, model: &Model) -> Result<TablesRepaired, AdminError> {
-    let r = hangar_table::sharded_sync::sync_pass(cluster, &model.sharded_tables()).await;
+    let r = hangar_table::sharded_sync::sync_pass(cluster, &model.tables().sharded_tables()).await;
     Ok(TablesRepaired {
         partitions_differed: r.partitions_differed as u64,
         rows_pulled: r.rows_pulled,

@@ -75,12 +75,12 @@ impl Sources {
             .await
             .unwrap_or_default();
         let mut tables = Vec::new();
-        for t in self.model.full_tables() {
+        for t in self.model.tables().full_tables() {
             if let Ok(n) = t.rows().await {
                 tables.push((t.tree().to_owned(), n));
             }
         }
-        for t in self.model.sharded_tables() {
+        for t in self.model.tables().sharded_tables() {
             if let Ok(n) = t.rows().await {
                 tables.push((t.tree().to_owned(), n));
             }

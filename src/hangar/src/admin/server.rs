@@ -416,6 +416,7 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
         }
         Request::TableStatus => answer(
             model
+                .tables()
                 .table_status()
                 .await
                 .map_err(e)?

@@ -284,11 +284,11 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
         &workers,
         Duration::from_secs(cfg.block_gc_delay_secs.clamp(1, 60)),
     );
-    spawn_full_sync_worker(cluster.clone(), model.full_tables(), &workers);
-    model.repair_indexes().await?;
+    spawn_full_sync_worker(cluster.clone(), model.tables().full_tables(), &workers);
+    model.tables().repair_indexes().await?;
     let (_, tables_synced) = spawn_sharded_sync_worker(
         cluster.clone(),
-        model.sharded_tables(),
+        model.tables().sharded_tables(),
         &workers,
         hangar_table::sharded_sync::SYNC_INTERVAL,
     );
@@ -472,8 +472,8 @@ async fn start_admin(
         db: node.db.clone(),
         cluster: node.cluster.clone(),
         scrub: node.scrub.clone(),
-        sharded: node.model.sharded_tables(),
-        full: node.model.full_tables(),
+        sharded: node.model.tables().sharded_tables(),
+        full: node.model.tables().full_tables(),
         gc_queues: vec![
             ("version", hangar_model::garbage::VERSION_GC_TREE),
             ("block", hangar_block::BLOCK_GC_TREE),

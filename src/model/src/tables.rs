@@ -1,0 +1,154 @@
+//! The node's replicated tables as their workers see them: the sharded
+//! tables (objects, versions, uploads, parts, block references) and the
+//! full tables (keys, buckets, aliases), handed to the anti-entropy
+//! workers; their status for `hangar table status`; the one-time repair of
+//! the Merkle indexes; and the collection of tombstones with every
+//! replica. Holds handles to the tables the services own (a clone of a
+//! table is the same table).
+
+use std::sync::Arc;
+
+use hangar_block::refcount::BlockRefTable;
+use hangar_db::Db;
+use hangar_table::Schema;
+use hangar_table::full_table::FullTable;
+use hangar_table::sharded::ShardedTable;
+use hangar_table::sharded_sync::ShardedSyncable;
+use hangar_util::time::now_msec;
+
+use crate::alias::AliasTable;
+use crate::block_list::VersionTable;
+use crate::bucket::BucketTable;
+use crate::key::KeyTable;
+use crate::multipart::{MpuTable, PartTable};
+use crate::object::ObjectTable;
+use crate::rows::Rows;
+use crate::state::MODEL_STATE_TREE;
+use crate::{ModelError, Result};
+
+/// Marker: the Merkle indexes of the sharded tables were repaired once.
+const MERKLE_INDEXED: &[u8] = b"merkle_indexed";
+
+/// The replicated tables of one node.
+pub struct Tables {
+    pub(crate) db: Db,
+    pub(crate) cluster: hangar_cluster::Cluster,
+    pub(crate) objects: Rows<ObjectTable>,
+    pub(crate) versions: Rows<VersionTable>,
+    pub(crate) mpus: Rows<MpuTable>,
+    pub(crate) parts: Rows<PartTable>,
+    pub(crate) refs: ShardedTable<BlockRefTable>,
+    pub(crate) keys: FullTable<KeyTable>,
+    pub(crate) buckets: FullTable<BucketTable>,
+    pub(crate) aliases: FullTable<AliasTable>,
+}
+
+impl Tables {
+    /// The sharded tables (objects, versions, uploads, parts, block
+    /// references), for their anti-entropy worker.
+    pub fn sharded_tables(&self) -> Vec<Arc<dyn ShardedSyncable>> {
+        vec![
+            Arc::new(self.objects.sharded_table().clone()),
+            Arc::new(self.versions.sharded_table().clone()),
+            Arc::new(self.mpus.sharded_table().clone()),
+            Arc::new(self.parts.sharded_table().clone()),
+            Arc::new(self.refs.clone()),
+        ]
+    }
+
+    /// For each sharded table: the rows this node holds (as its Merkle index
+    /// counts them) and a digest of its 256 partition roots; replicas that
+    /// hold the same rows give the same digest.
+    pub async fn table_status(&self) -> Result<Vec<(&'static str, u64, [u8; 32])>> {
+        async fn one<S: Schema>(t: &ShardedTable<S>) -> Result<(&'static str, u64, [u8; 32])> {
+            let mut h = blake3::Hasher::new();
+            let mut rows = 0u64;
+            for p in 0..=255u8 {
+                let s = t.merkle_root(p).await?;
+                rows += s.count;
+                h.update(&[p]);
+                h.update(&s.digest);
+                h.update(&s.count.to_be_bytes());
+            }
+            Ok((S::TREE, rows, *h.finalize().as_bytes()))
+        }
+        Ok(vec![
+            one(self.objects.sharded_table()).await?,
+            one(self.versions.sharded_table()).await?,
+            one(self.mpus.sharded_table()).await?,
+            one(self.parts.sharded_table()).await?,
+            one(&self.refs).await?,
+        ])
+    }
+
+    /// Makes the Merkle index of each sharded table match its rows (rows
+    /// written before the index existed), before their anti-entropy. Once
+    /// done, every write keeps the index (in the row's transaction), so it
+    /// is done once per node: a marker in the local tree
+    /// [`MODEL_STATE_TREE`] records it, and later starts skip the scan.
+    pub async fn repair_indexes(&self) -> Result<()> {
+        let done = self
+            .db
+            .get_async(MODEL_STATE_TREE, MERKLE_INDEXED.to_vec())
+            .await?;
+        if done.is_some() {
+            return Ok(());
+        }
+        self.objects.sharded_table().repair_index().await?;
+        self.versions.sharded_table().repair_index().await?;
+        self.mpus.sharded_table().repair_index().await?;
+        self.parts.sharded_table().repair_index().await?;
+        self.db
+            .write(|tx| {
+                tx.put(MODEL_STATE_TREE, MERKLE_INDEXED.to_vec(), Vec::new());
+                Ok::<_, ModelError>(())
+            })
+            .await
+    }
+
+    /// Collects the due tombstones of the sharded tables with every replica
+    /// of their partition (`hangar_table::sharded_gc`); returns how many
+    /// were removed and how many wait for a replica.
+    pub async fn collect_replicated_tombstones(&self, delay_msec: u64) -> Result<(u64, u64)> {
+        use crate::garbage::TOMBSTONE_TREES;
+        let due =
+            hangar_table::tombstones::due(&self.db, TOMBSTONE_TREES, now_msec(), delay_msec, 4096)
+                .await?;
+        let (mut removed, mut deferred) = (0u64, 0u64);
+        let mut by_tree: std::collections::BTreeMap<&str, Vec<_>> = Default::default();
+        for d in due {
+            by_tree.entry(d.tree).or_default().push(d);
+        }
+        for (tree, entries) in by_tree {
+            let r = match tree {
+                t if t == ObjectTable::TREE => self.objects.collect_tombstones(entries).await?,
+                t if t == VersionTable::TREE => self.versions.collect_tombstones(entries).await?,
+                t if t == MpuTable::TREE => self.mpus.collect_tombstones(entries).await?,
+                t if t == PartTable::TREE => self.parts.collect_tombstones(entries).await?,
+                _ => continue,
+            };
+            removed += r.removed as u64;
+            deferred += r.deferred as u64;
+        }
+        Ok((removed, deferred))
+    }
+
+    /// Whether this node may remove tombstones of the object, version and
+    /// multipart tables alone: when no other node holds their rows (a
+    /// replication factor of 1). Otherwise a tombstone is
+    /// removed only once every replica holds it
+    /// ([`Tables::collect_replicated_tombstones`]), and not at all by a node
+    /// that has no layout yet.
+    pub fn tombstones_collectable(&self) -> bool {
+        self.cluster.replication_factor() <= 1
+    }
+
+    /// The replicated control tables, for their anti-entropy worker.
+    pub fn full_tables(&self) -> Vec<Box<dyn hangar_table::full_sync::Syncable>> {
+        vec![
+            Box::new(self.keys.clone()),
+            Box::new(self.buckets.clone()),
+            Box::new(self.aliases.clone()),
+        ]
+    }
+}

@@ -152,11 +152,11 @@ impl Model {
     /// Whether this node belongs to a replicated cluster (replication
     /// factor above 1) and knows no layout yet: a node just started to join
     /// or replace a node of a cluster, or every node of one not laid out
-    /// yet. Object rows and blocks then have no nodes to go to, and this
-    /// node would keep them alone (doc/replication.md §1): a write
-    /// acknowledged so could be lost with this node, and a read would miss
-    /// what the cluster holds. The S3 API refuses such operations until the
-    /// layout arrives.
+    /// yet. Object rows and blocks then have no nodes to go to: the tables
+    /// refuse them (`NoLayoutYet`, doc/replication.md §1) rather than keep
+    /// them alone, where a write acknowledged could be lost with this node
+    /// and a read would miss what the cluster holds; the S3 API refuses
+    /// such operations up front until the layout arrives.
     pub fn awaiting_layout(&self) -> bool {
         self.cluster.awaits_layout()
     }

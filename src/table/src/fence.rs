@@ -182,8 +182,7 @@ impl From<DbError> for FenceRefused {
 
 /// Applies a fence operation to this node's replica: stores it (committed
 /// before anything else), then, but for [`FenceOp::Open`], looks for a live
-/// row of the key. The local half of every fence request, and the whole of
-/// it on a node whose rows are not spread.
+/// row of the key: a replica's half of every fence request.
 pub async fn apply_local<S: Schema>(
     table: &Table<S>,
     partition: &[u8],

@@ -379,7 +379,7 @@ impl Buckets {
                 Ok::<_, ModelError>(rows)
             })
             .await?;
-        self.alias_table().replicate(rows).await
+        Ok(self.alias_table().replicate(rows).await?)
     }
 
     /// Sends the change to the coordinator of the alias (or decides it
@@ -468,7 +468,7 @@ impl Buckets {
         let unavailable = |e: ModelError| reply(AliasDecision::Unavailable, None, e.to_string());
         if let Err(e) = self
             .buckets_writable()
-            .and_then(|()| self.alias_table().check_writable())
+            .and_then(|()| Ok(self.alias_table().check_writable()?))
         {
             return Ok(unavailable(e));
         }
@@ -493,10 +493,8 @@ impl Buckets {
                     .await
                     .map(|_| ())
             };
-            match read {
-                Ok(()) => {}
-                Err(e @ ModelError::Table(_)) => return Ok(unavailable(e)),
-                Err(e) => return Err(e),
+            if let Err(e) = read {
+                return Ok(unavailable(e.into()));
             }
         }
         let alias = sort.as_bytes().to_vec();
@@ -560,7 +558,7 @@ impl Buckets {
                 .replicate(vec![(Vec::new(), alias, r.clone())])
                 .await
         {
-            return Ok(unavailable(e));
+            return Ok(unavailable(e.into()));
         }
         Ok(reply(decision, row.as_ref(), String::new()))
     }

@@ -12,14 +12,15 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use hangar_db::Db;
+use hangar_table::TableError;
 
 use crate::alias::AliasTable;
 use crate::bucket::{BucketRow, BucketTable};
 use crate::bucket_create::{BucketCreation, NameLocks};
-use crate::control::ControlTable;
 use crate::key::KeyRow;
 use crate::keys::Keys;
 use crate::{ModelError, Result};
+use hangar_table::full_table::FullTable;
 
 /// A change of permissions: `Some(true)` grants, `Some(false)` revokes.
 #[derive(Debug, Clone, Copy, Default)]
@@ -33,8 +34,8 @@ pub struct PermissionChange {
 pub struct Buckets {
     db: Db,
     keys: Arc<Keys>,
-    table: ControlTable<BucketTable>,
-    aliases: ControlTable<AliasTable>,
+    table: FullTable<BucketTable>,
+    aliases: FullTable<AliasTable>,
     /// Bucket and alias creations coordinated by other nodes.
     creation: BucketCreation,
     /// The locks of the names this node coordinates.
@@ -52,8 +53,8 @@ impl Buckets {
         allow_punycode: bool,
     ) -> Result<Arc<Buckets>> {
         let buckets = Arc::new(Buckets {
-            table: ControlTable::new(db.clone(), cluster)?,
-            aliases: ControlTable::new(db.clone(), cluster)?,
+            table: FullTable::new(db.clone(), cluster.clone()).map_err(TableError::from)?,
+            aliases: FullTable::new(db.clone(), cluster.clone()).map_err(TableError::from)?,
             creation: BucketCreation::new(cluster)?,
             locks: NameLocks::new(),
             db,
@@ -80,11 +81,11 @@ impl Buckets {
         &self.creation
     }
 
-    pub(crate) fn bucket_table(&self) -> &ControlTable<BucketTable> {
+    pub(crate) fn bucket_table(&self) -> &FullTable<BucketTable> {
         &self.table
     }
 
-    pub(crate) fn alias_table(&self) -> &ControlTable<AliasTable> {
+    pub(crate) fn alias_table(&self) -> &FullTable<AliasTable> {
         &self.aliases
     }
 
@@ -94,15 +95,16 @@ impl Buckets {
 
     /// Fails at once when a bucket change could not reach its quorum.
     pub(crate) fn buckets_writable(&self) -> Result<()> {
-        self.table.check_writable()
+        Ok(self.table.check_writable()?)
     }
 
     /// Sends a bucket row merged here to the other nodes.
     pub(crate) async fn replicate_bucket(&self, row: &BucketRow) -> Result<()> {
         let name = row.name.as_bytes().to_vec();
-        self.table
+        Ok(self
+            .table
             .replicate(vec![(Vec::new(), name, row.clone())])
-            .await
+            .await?)
     }
 
     /// Changes a key's permissions on an existing bucket.

@@ -10,23 +10,23 @@ use hangar_db::Db;
 use hangar_table::Table;
 use hangar_util::time::now_msec;
 
-use crate::control::ControlTable;
 use crate::key::{KeyRow, KeyTable, new_key_id, new_secret, valid_key_id};
 use crate::{ModelError, Result};
+use hangar_table::full_table::FullTable;
 
 /// The key service of one node.
 pub struct Keys {
     db: Db,
-    table: ControlTable<KeyTable>,
+    table: FullTable<KeyTable>,
 }
 
 impl Keys {
-    pub(crate) fn new(db: Db, table: ControlTable<KeyTable>) -> Keys {
+    pub(crate) fn new(db: Db, table: FullTable<KeyTable>) -> Keys {
         Keys { db, table }
     }
 
     /// The key table (replication and sync).
-    pub(crate) fn table(&self) -> &ControlTable<KeyTable> {
+    pub(crate) fn table(&self) -> &FullTable<KeyTable> {
         &self.table
     }
 
@@ -177,9 +177,10 @@ impl Keys {
 
     pub(crate) async fn replicate(&self, row: &KeyRow) -> Result<()> {
         let id = row.access_key_id.as_bytes().to_vec();
-        self.table
+        Ok(self
+            .table
             .replicate(vec![(Vec::new(), id, row.clone())])
-            .await
+            .await?)
     }
 
     /// Deletes a key (a tombstone row, every right revoked).

@@ -33,7 +33,6 @@ pub mod bucket;
 pub mod bucket_config;
 pub mod bucket_create;
 pub mod buckets;
-mod control;
 mod error;
 #[cfg(test)]
 mod format10_tests;

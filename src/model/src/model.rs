@@ -18,7 +18,6 @@ use hangar_block::ReplicatedBlocks;
 use crate::block_list::{BlockEntry, VersionTable};
 use crate::bucket::{BucketRow, BucketTable, Versioning};
 use crate::buckets::Buckets;
-use crate::control::ControlTable;
 use crate::key::{KeyTable, Permission};
 use crate::keys::Keys;
 use crate::multipart::{MpuTable, PartTable};
@@ -30,6 +29,7 @@ use crate::tables::Tables;
 use crate::usage::{Usage, UsageRequest};
 use crate::write_condition::{WriteCondition, stamped};
 use crate::{ModelError, Result, VersionId};
+use hangar_table::full_table::FullTable;
 use hangar_table::sharded::ShardedTable;
 
 /// The data model of one node.
@@ -79,7 +79,7 @@ impl Model {
         let conditional = Conditional::new(cluster, objects.clone(), db.clone())?;
         let keys = Arc::new(Keys::new(
             db.clone(),
-            ControlTable::new(db.clone(), cluster)?,
+            FullTable::new(db.clone(), cluster.clone()).map_err(hangar_table::TableError::from)?,
         ));
         let buckets = Buckets::start(db.clone(), keys.clone(), cluster, allow_punycode)?;
         let usage = cluster
@@ -103,9 +103,9 @@ impl Model {
             mpus: mpus.clone(),
             parts: parts.clone(),
             refs: replicated.ref_table().clone(),
-            keys: keys.table().full().clone(),
-            buckets: buckets.bucket_table().full().clone(),
-            aliases: buckets.alias_table().full().clone(),
+            keys: keys.table().clone(),
+            buckets: buckets.bucket_table().clone(),
+            aliases: buckets.alias_table().clone(),
         };
         let model = Arc::new(Model {
             objects,

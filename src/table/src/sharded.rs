@@ -438,6 +438,15 @@ impl<S: Schema> ShardedTable<S> {
             if targets.is_empty() {
                 return Err(self.quorum_error("get", p, &[], QuorumError::NoLayout));
             }
+            // A partition whose one read node is this one (a lone node, or
+            // replication factor 1): the row is this node's, read in the
+            // caller's task. Through the quorum call it cost a lone node's
+            // GET of 4 KiB 9 % more instructions (script/profile-get).
+            if let [only] = targets[..]
+                && only == self.cluster.id()
+            {
+                return self.table.get(partition, sort).await;
+            }
             let answers = self
                 .cluster
                 .call_read_quorum(

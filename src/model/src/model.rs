@@ -502,10 +502,22 @@ impl Model {
         version: VersionId,
         hashes: Vec<Hash>,
     ) -> Result<()> {
-        // This node's own references too (where it holds none, nothing is
-        // written): a lone node's, written before its first layout, stay
-        // here when the layout gives their partition to other nodes.
-        self.blocks.unref_held(hashes.clone(), version).await?;
+        // The references this node holds of partitions it no longer stores
+        // (a lone node's, written before a layout gave them to other
+        // nodes): no unref below reaches them. Those of the partitions it
+        // stores are dropped by the unref below, once.
+        let moved: Vec<Hash> = hashes
+            .iter()
+            .filter(|h| {
+                !self
+                    .cluster
+                    .stores_partition(hangar_layout::partition_of(h))
+            })
+            .copied()
+            .collect();
+        if !moved.is_empty() {
+            self.blocks.unref_held(moved, version).await?;
+        }
         let unrefs = futures::stream::iter(
             hashes
                 .into_iter()

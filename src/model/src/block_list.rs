@@ -3,7 +3,7 @@
 //!
 //! Each entry carries the byte offset of its block within the version, so
 //! that a range read finds its first block with a binary search over block
-//! indexes ([`Model::find_block`]) instead of reading the whole list.
+//! indexes ([`crate::Blocks::find`]) instead of reading the whole list.
 
 use std::ops::Range;
 
@@ -11,7 +11,8 @@ use hangar_table::{Crdt, Schema, max_by_content};
 use hangar_util::Hash;
 use serde::{Deserialize, Serialize};
 
-use crate::{Model, ModelError, Result, VersionId};
+use crate::Blocks;
+use crate::{ModelError, Result, VersionId};
 
 /// One block of a version. The derived order is the merge order: a
 /// tombstone (`deleted`) wins over the live entry it replaces.
@@ -65,7 +66,7 @@ impl Schema for VersionTable {
     }
 }
 
-/// The result of [`Model::find_block`].
+/// The result of [`crate::Blocks::find`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BlockLookup {
     /// The block holding the byte: its index and entry.
@@ -85,7 +86,7 @@ pub struct BlockSlice {
     pub to: usize,
 }
 
-/// The binary search of [`Model::find_block`], over any reader of entries
+/// The binary search of [`crate::Blocks::find`], over any reader of entries
 /// (`probe(i)` reads entry `i`): the last block of `0..count` whose offset
 /// is at most `byte`. `count` must be at least 1.
 ///
@@ -136,17 +137,12 @@ fn corrupt(version: &VersionId, what: String) -> ModelError {
 /// Rows read at once when a read walks a block list.
 const PAGE: usize = 256;
 
-impl Model {
+impl Blocks {
     /// The block of `version` (of `count` blocks) that holds byte `byte`,
     /// found with O(log count) point reads; or [`BlockLookup::NoOffsets`]
     /// for a version written by row format 1.
-    pub async fn find_block(
-        &self,
-        version: &VersionId,
-        count: u32,
-        byte: u64,
-    ) -> Result<BlockLookup> {
-        let table = self.version_rows().clone();
+    pub async fn find(&self, version: &VersionId, count: u32, byte: u64) -> Result<BlockLookup> {
+        let table = self.rows().clone();
         let version = *version;
         // Each probe owns what it reads with (a future borrowing the
         // closure's captures would not be `Send` for every lifetime).
@@ -167,7 +163,7 @@ impl Model {
     /// blocks overlapping the range are read, plus the O(log count) reads of
     /// the search for the first one; a version written by row format 1 (no
     /// offsets) is scanned from block 0 instead.
-    pub async fn blocks_for_range(
+    pub async fn for_range(
         &self,
         version: &VersionId,
         count: u32,
@@ -187,7 +183,7 @@ impl Model {
         // The largest block size seen, to size the pages read.
         let mut block_size = None;
         if range.start > 0
-            && let BlockLookup::Found(i, e) = self.find_block(version, count, range.start).await?
+            && let BlockLookup::Found(i, e) = self.find(version, count, range.start).await?
         {
             (index, offset) = (i, e.offset);
             block_size = Some(e.size);
@@ -207,7 +203,7 @@ impl Model {
             // replica, or a quorum read.
             let expect = want.min(count.saturating_sub(index) as usize);
             let page = self
-                .version_rows()
+                .rows()
                 .range_numbered_local_first(version, index, want, |rows| {
                     rows.len() == expect
                         && rows
@@ -353,7 +349,7 @@ mod tests {
     }
 
     /// Writes the entries of version `v` as rows.
-    async fn put_entries(model: &Model, v: VersionId, es: Vec<BlockEntry>) {
+    async fn put_entries(model: &crate::Model, v: VersionId, es: Vec<BlockEntry>) {
         model
             .db()
             .write(move |tx| {
@@ -414,34 +410,37 @@ mod tests {
         for r in ranges {
             let want = expected(&sizes, &es_new, r.clone());
             let got = model
-                .blocks_for_range(&new, n, total, r.clone())
+                .blocks()
+                .for_range(&new, n, total, r.clone())
                 .await
                 .unwrap();
             assert_eq!(got, want, "range {r:?}");
             // Format 1: no offsets, the scan from block 0 gives the same slices.
             let got = model
-                .blocks_for_range(&old, n, total, r.clone())
+                .blocks()
+                .for_range(&old, n, total, r.clone())
                 .await
                 .unwrap();
             assert_eq!(got, want, "range {r:?} of the legacy version");
         }
         assert!(
             model
-                .blocks_for_range(&new, n, total, 5..5)
+                .blocks()
+                .for_range(&new, n, total, 5..5)
                 .await
                 .unwrap()
                 .is_empty()
         );
         assert_eq!(
-            model.find_block(&new, n, o(350)).await.unwrap(),
+            model.blocks().find(&new, n, o(350)).await.unwrap(),
             BlockLookup::Found(350, es_new[350].clone())
         );
         assert_eq!(
-            model.find_block(&new, n, o(350) - 1).await.unwrap(),
+            model.blocks().find(&new, n, o(350) - 1).await.unwrap(),
             BlockLookup::Found(349, es_new[349].clone())
         );
         assert_eq!(
-            model.find_block(&old, n, 1000).await.unwrap(),
+            model.blocks().find(&old, n, 1000).await.unwrap(),
             BlockLookup::NoOffsets
         );
     }
@@ -456,12 +455,13 @@ mod tests {
         es.remove(12); // block 12 missing: rows 12..18 hold blocks 13..19
         put_entries(&model, v, es).await;
         for r in [0..total, 1000..total, total - 1..total] {
-            let e = model.blocks_for_range(&v, 20, total, r.clone()).await;
+            let e = model.blocks().for_range(&v, 20, total, r.clone()).await;
             assert!(matches!(e, Err(ModelError::Corrupt(_))), "{r:?}: {e:?}");
         }
         // A size larger than the blocks.
         let e = model
-            .blocks_for_range(&v, 20, total + 1, 0..total + 1)
+            .blocks()
+            .for_range(&v, 20, total + 1, 0..total + 1)
             .await;
         assert!(matches!(e, Err(ModelError::Corrupt(_))));
     }
@@ -473,9 +473,9 @@ mod tests {
         // Uploads store blocks with their offset.
         for (i, (off, len)) in [(0u64, 10usize), (10, 10), (20, 3)].into_iter().enumerate() {
             let data = bytes::Bytes::from(vec![i as u8; len]);
-            model.store_block(a, i as u32, off, data).await.unwrap();
+            model.blocks().store(a, i as u32, off, data).await.unwrap();
         }
-        let got = model.version_blocks(&a, 0, 10).await.unwrap();
+        let got = model.blocks().list(&a, 0, 10).await.unwrap();
         let offsets: Vec<_> = got.iter().map(|(_, e)| e.offset).collect();
         assert_eq!(offsets, [0, 10, 20]);
         // A source without offsets (format 1), its blocks on disk.
@@ -484,21 +484,22 @@ mod tests {
             let data = bytes::Bytes::from(vec![0u8; e.size as usize]);
             model
                 .blocks()
+                .local()
                 .store(e.hash, data, b, |_| Ok(()))
                 .await
                 .unwrap();
         }
         put_entries(&model, b, old).await;
         // Completion: a's blocks then b's, numbered and placed after a's.
-        model.share_blocks_at(a, 3, c, 0, 0).await.unwrap();
-        model.share_blocks_at(b, 2, c, 3, 23).await.unwrap();
-        let got = model.version_blocks(&c, 0, 10).await.unwrap();
+        model.blocks().share_at(a, 3, c, 0, 0).await.unwrap();
+        model.blocks().share_at(b, 2, c, 3, 23).await.unwrap();
+        let got = model.blocks().list(&c, 0, 10).await.unwrap();
         let placed: Vec<_> = got.iter().map(|(i, e)| (*i, e.offset, e.size)).collect();
         assert_eq!(
             placed,
             [(0, 0, 10), (1, 10, 10), (2, 20, 3), (3, 23, 7), (4, 30, 7)]
         );
-        let slices = model.blocks_for_range(&c, 5, 37, 22..31).await.unwrap();
+        let slices = model.blocks().for_range(&c, 5, 37, 22..31).await.unwrap();
         let idx: Vec<_> = slices.iter().map(|s| (s.index, s.from, s.to)).collect();
         assert_eq!(idx, [(2, 2, 3), (3, 0, 7), (4, 0, 1)]);
     }

@@ -103,12 +103,13 @@ async fn sealed_blocks_are_named_by_what_is_stored_and_count_plaintext() {
     for (v, r, k) in [(va, &ra, &ka), (vb, &rb, &kb)] {
         let sealed = bytes::Bytes::from(r.seal(k, &plain));
         model
-            .store_sealed_block(v, 0, 0, plain.len() as u64, sealed)
+            .blocks()
+            .store_sealed(v, 0, 0, plain.len() as u64, sealed)
             .await
             .unwrap();
     }
-    let a = model.version_blocks(&va, 0, 10).await.unwrap();
-    let b = model.version_blocks(&vb, 0, 10).await.unwrap();
+    let a = model.blocks().list(&va, 0, 10).await.unwrap();
+    let b = model.blocks().list(&vb, 0, 10).await.unwrap();
     assert_eq!(
         a[0].1.size,
         plain.len() as u64,
@@ -116,7 +117,7 @@ async fn sealed_blocks_are_named_by_what_is_stored_and_count_plaintext() {
     );
     assert_ne!(a[0].1.hash, b[0].1.hash, "no deduplication across keys");
     assert_ne!(a[0].1.hash, Hash::of(&plain));
-    let stored = model.read_block(a[0].1.hash).await.unwrap();
+    let stored = model.blocks().read(a[0].1.hash).await.unwrap();
     assert_eq!(stored.len(), plain.len() + SEAL_OVERHEAD);
     assert_eq!(Hash::of(&stored), a[0].1.hash);
     assert_eq!(ra.open(&ka, &stored).unwrap(), plain);

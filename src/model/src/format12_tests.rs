@@ -80,7 +80,7 @@ fn object(size: usize) -> ObjectRow {
 }
 
 async fn usage(model: &Model, b: &BucketRow) -> (u64, u64) {
-    let u = model.bucket_usage(b).await.unwrap();
+    let u = model.objects().bucket_usage(b).await.unwrap();
     (u.objects, u.bytes)
 }
 
@@ -104,16 +104,16 @@ async fn counters_follow_overwrites_deletes_and_versions() {
     let (_d, model) = test_model().await;
     let b = model.buckets().create_bucket("photos", None).await.unwrap();
     assert_eq!(usage(&model, &b).await, (0, 0));
-    model.publish(&b, "a", object(10)).await.unwrap();
-    model.publish(&b, "b", object(20)).await.unwrap();
+    model.objects().publish(&b, "a", object(10)).await.unwrap();
+    model.objects().publish(&b, "b", object(20)).await.unwrap();
     assert_eq!(usage(&model, &b).await, (2, 30));
     // An overwrite replaces the bytes, not the count.
-    model.publish(&b, "a", object(5)).await.unwrap();
+    model.objects().publish(&b, "a", object(5)).await.unwrap();
     assert_eq!(usage(&model, &b).await, (2, 25));
-    assert!(model.delete_object(&b, "b").await.unwrap());
+    assert!(model.objects().delete(&b, "b").await.unwrap());
     assert_eq!(usage(&model, &b).await, (1, 5));
     // Deleting again changes nothing.
-    assert!(!model.delete_object(&b, "b").await.unwrap());
+    assert!(!model.objects().delete(&b, "b").await.unwrap());
     assert_eq!(usage(&model, &b).await, (1, 5));
     assert_eq!(recount(&model, &b).await, (1, 5));
 
@@ -123,13 +123,14 @@ async fn counters_follow_overwrites_deletes_and_versions() {
         .set_bucket_versioning("photos", Versioning::Enabled)
         .await
         .unwrap();
-    model.publish(&b, "a", object(7)).await.unwrap();
-    model.publish(&b, "a", object(8)).await.unwrap();
+    model.objects().publish(&b, "a", object(7)).await.unwrap();
+    model.objects().publish(&b, "a", object(8)).await.unwrap();
     assert_eq!(usage(&model, &b).await, (3, 20));
-    model.delete_version(&b, "a", None).await.unwrap();
+    model.objects().delete_version(&b, "a", None).await.unwrap();
     assert_eq!(usage(&model, &b).await, (3, 20));
     // Removing the null version by id frees it.
     model
+        .objects()
         .delete_version(&b, "a", Some(VersionRef::Null))
         .await
         .unwrap();
@@ -163,24 +164,32 @@ async fn quotas_refuse_what_would_pass_them_and_nothing_else() {
             .quotas(),
         quotas
     );
-    model.publish(&b, "a", object(40)).await.unwrap();
-    model.publish(&b, "b", object(40)).await.unwrap();
+    model.objects().publish(&b, "a", object(40)).await.unwrap();
+    model.objects().publish(&b, "b", object(40)).await.unwrap();
     // A third object: past max_objects.
-    let e = model.publish(&b, "c", object(1)).await.unwrap_err();
+    let e = model
+        .objects()
+        .publish(&b, "c", object(1))
+        .await
+        .unwrap_err();
     assert!(
         matches!(&e, ModelError::QuotaExceeded(m) if m.contains("maximum objects for this bucket: 2")),
         "{e}"
     );
     // An overwrite adds no object; growing past max_size is refused.
-    model.publish(&b, "a", object(60)).await.unwrap();
-    let e = model.publish(&b, "a", object(61)).await.unwrap_err();
+    model.objects().publish(&b, "a", object(60)).await.unwrap();
+    let e = model
+        .objects()
+        .publish(&b, "a", object(61))
+        .await
+        .unwrap_err();
     assert!(
         matches!(&e, ModelError::QuotaExceeded(m) if m.contains("already 100 bytes")),
         "{e}"
     );
     // Delete one: room again.
-    model.delete_object(&b, "b").await.unwrap();
-    model.publish(&b, "c", object(40)).await.unwrap();
+    model.objects().delete(&b, "b").await.unwrap();
+    model.objects().publish(&b, "c", object(40)).await.unwrap();
     assert_eq!(usage(&model, &b).await, (2, 100));
     // Removing the quotas lifts them.
     let b = model
@@ -188,7 +197,7 @@ async fn quotas_refuse_what_would_pass_them_and_nothing_else() {
         .set_bucket_quotas("photos", BucketQuotas::default())
         .await
         .unwrap();
-    model.publish(&b, "d", object(50)).await.unwrap();
+    model.objects().publish(&b, "d", object(50)).await.unwrap();
     assert_eq!(usage(&model, &b).await, (3, 150));
     assert!(
         model
@@ -203,8 +212,8 @@ async fn quotas_refuse_what_would_pass_them_and_nothing_else() {
 async fn the_backfill_counts_rows_stored_before_the_counters_once() {
     let (_d, model) = test_model().await;
     let b = model.buckets().create_bucket("photos", None).await.unwrap();
-    model.publish(&b, "a", object(3)).await.unwrap();
-    model.publish(&b, "b", object(4)).await.unwrap();
+    model.objects().publish(&b, "a", object(3)).await.unwrap();
+    model.objects().publish(&b, "b", object(4)).await.unwrap();
     // As a node of the previous binary left it: rows, no counters.
     let db = model.db().clone();
     let id = b.id_bytes().to_vec();
@@ -219,10 +228,10 @@ async fn the_backfill_counts_rows_stored_before_the_counters_once() {
     assert_eq!(usage(&model, &b).await, (2, 7));
     // Marked done: a second start does not count again.
     assert_eq!(crate::usage_backfill::backfill(&db).await.unwrap(), 0);
-    model.publish(&b, "c", object(5)).await.unwrap();
+    model.objects().publish(&b, "c", object(5)).await.unwrap();
     assert_eq!(usage(&model, &b).await, (3, 12));
     assert_eq!(
-        model.bucket_usage(&b).await.unwrap(),
+        model.objects().bucket_usage(&b).await.unwrap(),
         Usage {
             objects: 3,
             bytes: 12

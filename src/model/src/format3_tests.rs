@@ -177,22 +177,25 @@ async fn tags_set_through_the_model_change_the_register_only() {
     let (_d, model) = test_model().await;
     let b = model.buckets().create_bucket("photos", None).await.unwrap();
     let row = model
+        .objects()
         .publish(&b, "o", object(Lww::default()))
         .await
         .unwrap();
     let tags = TagSet::from([("team".into(), "web".into())]);
     let tagged = model
+        .objects()
         .set_object_tags(&b, "o", tags.clone())
         .await
         .unwrap()
         .unwrap();
-    let got = model.get_object(&b, "o").await.unwrap().unwrap();
+    let got = model.objects().get(&b, "o").await.unwrap().unwrap();
     assert_eq!(got.tag_set(), &tags);
     assert_eq!(got.timestamp_msec, row.timestamp_msec, "LastModified kept");
     assert_eq!(got.version, row.version);
     assert_eq!(got, tagged);
     assert!(
         model
+            .objects()
             .set_object_tags(&b, "missing", tags.clone())
             .await
             .unwrap()

@@ -131,41 +131,72 @@ async fn a_locked_version_is_refused_to_deletes_until_its_date_through_the_model
     row.timestamp_msec = hangar_util::time::now_msec();
     row.version = crate::new_version_id();
     row.legal_hold = Lww::new(0, true);
-    let published = model.publish(&b, "k", row).await.unwrap();
-    let found = model.latest_version(&b, "k").await.unwrap().unwrap();
+    let published = model.objects().publish(&b, "k", row).await.unwrap();
+    let found = model
+        .objects()
+        .latest_version(&b, "k")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(found.row.version, published.version);
     assert!(!crate::object_lock::may_remove_now(&found.row, u64::MAX));
     assert!(matches!(
-        model.delete_version_as(&b, "k", found.id, true).await,
+        model
+            .objects()
+            .delete_version_as(&b, "k", found.id, true)
+            .await,
         Err(crate::ModelError::ObjectLocked)
     ));
     model
+        .objects()
         .set_version_legal_hold(&b, &found, false)
         .await
         .unwrap();
-    let found = model.latest_version(&b, "k").await.unwrap().unwrap();
+    let found = model
+        .objects()
+        .latest_version(&b, "k")
+        .await
+        .unwrap()
+        .unwrap();
     let far = Retention {
         mode: RetentionMode::Governance,
         until_msec: hangar_util::time::now_msec() + 60_000,
     };
     model
+        .objects()
         .set_version_retention(&b, &found, Some(far), false)
         .await
         .unwrap();
-    let found = model.latest_version(&b, "k").await.unwrap().unwrap();
+    let found = model
+        .objects()
+        .latest_version(&b, "k")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(found.row.retention(), Some(far));
     assert!(matches!(
-        model.delete_version(&b, "k", found.id).await,
+        model.objects().delete_version(&b, "k", found.id).await,
         Err(crate::ModelError::ObjectLocked)
     ));
     assert!(matches!(
-        model.set_version_retention(&b, &found, None, false).await,
+        model
+            .objects()
+            .set_version_retention(&b, &found, None, false)
+            .await,
         Err(crate::ModelError::ObjectLocked)
     ));
     let d = model
+        .objects()
         .delete_version_as(&b, "k", found.id, true)
         .await
         .unwrap();
     assert!(d.existed);
-    assert!(model.latest_version(&b, "k").await.unwrap().is_none());
+    assert!(
+        model
+            .objects()
+            .latest_version(&b, "k")
+            .await
+            .unwrap()
+            .is_none()
+    );
 }

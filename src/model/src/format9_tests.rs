@@ -111,7 +111,7 @@ async fn a_pass_expires_an_object_under_the_prefix_only() {
             sse_c: None,
             acl: Default::default(),
         };
-        model.publish(&b, key, row).await.unwrap();
+        model.objects().publish(&b, key, row).await.unwrap();
     }
     let b = model
         .buckets()
@@ -122,8 +122,8 @@ async fn a_pass_expires_an_object_under_the_prefix_only() {
     std::thread::sleep(std::time::Duration::from_millis(5));
     let r = model.lifecycle_pass(1).await.unwrap();
     assert_eq!((r.buckets, r.expired), (1, 1));
-    assert!(model.get_object(&b, "logs/a").await.unwrap().is_none());
-    assert!(model.get_object(&b, "keep").await.unwrap().is_some());
+    assert!(model.objects().get(&b, "logs/a").await.unwrap().is_none());
+    assert!(model.objects().get(&b, "keep").await.unwrap().is_some());
     // Nothing left to do: idempotent.
     assert_eq!(model.lifecycle_pass(1).await.unwrap().expired, 0);
 }

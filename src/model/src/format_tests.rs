@@ -390,6 +390,7 @@ async fn a_node_written_by_format_1_is_readable() {
         let h = Hash::of(c);
         model
             .blocks()
+            .local()
             .store(h, bytes::Bytes::copy_from_slice(c), version, |_| Ok(()))
             .await
             .unwrap();
@@ -447,6 +448,7 @@ async fn a_node_written_by_format_1_is_readable() {
             let data = bytes::Bytes::from(vec![0u8; size as usize]);
             model
                 .blocks()
+                .local()
                 .store(Hash(e.hash), data, pv, |_| Ok(()))
                 .await
                 .unwrap();
@@ -469,14 +471,15 @@ async fn a_node_written_by_format_1_is_readable() {
     assert!(k.permission("photos").write);
     let b = model.buckets().get_bucket("photos").await.unwrap().unwrap();
     assert_eq!(b.id_bytes(), bucket_id);
-    let obj = model.get_object(&b, "big.jpg").await.unwrap().unwrap();
+    let obj = model.objects().get(&b, "big.jpg").await.unwrap().unwrap();
     assert_eq!(obj.version, version);
     assert_eq!(obj.data, ObjectData::Blocks { count: 3 });
-    let s = model.get_object(&b, "small.txt").await.unwrap().unwrap();
+    let s = model.objects().get(&b, "small.txt").await.unwrap().unwrap();
     assert_eq!(s.data, ObjectData::Inline(b"hi".to_vec()));
     assert_eq!(
         model
-            .list_objects(&b, std::ops::Bound::Unbounded, 10)
+            .objects()
+            .list(&b, std::ops::Bound::Unbounded, 10)
             .await
             .unwrap()
             .len(),
@@ -485,13 +488,14 @@ async fn a_node_written_by_format_1_is_readable() {
 
     // A range GET of the old object, bytes included.
     assert_eq!(
-        model.find_block(&version, 3, 1500).await.unwrap(),
+        model.blocks().find(&version, 3, 1500).await.unwrap(),
         BlockLookup::NoOffsets
     );
     let range = 999..2001;
     let mut got = Vec::new();
     for sl in model
-        .blocks_for_range(&version, 3, 2500, range.clone())
+        .blocks()
+        .for_range(&version, 3, 2500, range.clone())
         .await
         .unwrap()
     {
@@ -502,27 +506,38 @@ async fn a_node_written_by_format_1_is_readable() {
 
     // The old upload completes; its version has offsets.
     let mpu = model
-        .get_multipart(&b, "mp", &upload)
+        .uploads()
+        .get(&b, "mp", &upload)
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(model.list_parts(&upload, 0, 10).await.unwrap().len(), 2);
+    assert_eq!(
+        model
+            .uploads()
+            .list_parts(&upload, 0, 10)
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
     let listed = [1u32, 2].map(|n| CompletedPart {
         part_number: n,
         etag: format!("{n:032x}"),
     });
     let done = model
-        .complete_multipart(&b, &mpu, &listed, None)
+        .uploads()
+        .complete(&b, &mpu, &listed, None)
         .await
         .unwrap()
         .unwrap();
     assert_eq!(done.data, ObjectData::Blocks { count: 4 });
-    let entries = model.version_blocks(&done.version, 0, 10).await.unwrap();
+    let entries = model.blocks().list(&done.version, 0, 10).await.unwrap();
     let offsets: Vec<u64> = entries.iter().map(|(_, e)| e.offset).collect();
     assert_eq!(offsets, [0, 2 << 20, 4 << 20, (5 << 20) + 5]);
     assert_eq!(done.size, (5 << 20) + 305);
     let BlockLookup::Found(i, e) = model
-        .find_block(&done.version, 4, (5 << 20) + 6)
+        .blocks()
+        .find(&done.version, 4, (5 << 20) + 6)
         .await
         .unwrap()
     else {

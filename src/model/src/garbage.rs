@@ -38,10 +38,11 @@ async fn was_published(model: &Model, version: &VersionId, of: &UploadOf) -> Res
             // completed by a later round: settle the key first, so that
             // the answer below is final (doc/replication.md §10).
             if let Ok(part) = <[u8; 32]>::try_from(bucket.as_slice()) {
-                model.conditional().settle(&part, key).await?;
+                model.objects().conditional().settle(&part, key).await?;
             }
             model
-                .object_rows()
+                .objects()
+                .rows()
                 .get(bucket, key.as_bytes())
                 .await?
                 .is_some_and(|o| o.version == *version && !o.is_deleted())
@@ -51,6 +52,7 @@ async fn was_published(model: &Model, version: &VersionId, of: &UploadOf) -> Res
             upload_id,
             part_number,
         } => model
+            .uploads()
             .part_rows()
             .get(upload_id, &part_number.to_be_bytes())
             .await?
@@ -88,7 +90,8 @@ async fn published_as_version(
             Bound::Excluded(from.as_slice())
         };
         let rows = model
-            .object_rows()
+            .objects()
+            .rows()
             .range_within(bucket, start, Bound::Excluded(&end), BATCH)
             .await?;
         let found = rows.iter().any(|(s, o)| {
@@ -183,7 +186,7 @@ pub async fn abandon_uploads(model: &Model, stale: &[StaleUpload]) -> Result<u64
     if n > 0 {
         // The collector may have made its first pass before these were
         // queued; without a wake-up they would wait for its next one.
-        model.wake_gc();
+        model.blocks().wake_collector();
     }
     Ok(n)
 }
@@ -219,7 +222,11 @@ async fn collect_one(model: &Model, version: VersionId) -> Result<u64> {
     let mut after: Option<Vec<u8>> = None;
     loop {
         let start = after.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
-        let rows = model.version_rows().range(&version, start, BATCH).await?;
+        let rows = model
+            .blocks()
+            .rows()
+            .range_from(&version, start, BATCH)
+            .await?;
         let done = rows.len() < BATCH;
         after = rows.last().map(|(k, _)| k.clone());
         let live: Vec<_> = rows.into_iter().filter(|(_, e)| !e.deleted).collect();
@@ -229,7 +236,7 @@ async fn collect_one(model: &Model, version: VersionId) -> Result<u64> {
         // dropped again at the next pass (a reference already dropped is
         // not dropped twice), never a tombstone whose block is still held.
         let refs: Vec<_> = live.iter().map(|(_, e)| e.hash).collect();
-        model.drop_block_refs(version, refs).await?;
+        model.blocks().drop_refs(version, refs).await?;
         let tombs = live
             .into_iter()
             .map(|(idx, mut e)| {
@@ -237,7 +244,7 @@ async fn collect_one(model: &Model, version: VersionId) -> Result<u64> {
                 (version.to_vec(), idx, e)
             })
             .collect();
-        model.version_rows().insert_many(tombs).await?;
+        model.blocks().rows().insert(tombs).await?;
         if done {
             model
                 .db()
@@ -252,7 +259,7 @@ async fn collect_one(model: &Model, version: VersionId) -> Result<u64> {
 }
 
 /// The tables whose tombstones this node collects after the tombstone
-/// delay, where that is safe ([`Model::tombstones_collectable`]).
+/// delay, where that is safe ([`crate::Tables::tombstones_collectable`]).
 pub const TOMBSTONE_TREES: &[TombstoneTree] = &[
     TombstoneTree::of::<ObjectTable>(),
     TombstoneTree::of::<VersionTable>(),
@@ -317,7 +324,7 @@ async fn collect_alone(model: &Model, delay_msec: u64) -> Result<(u64, u64)> {
     }
 }
 
-/// Starts the version collector, woken by [`Model::wake_gc`] and every `interval`.
+/// Starts the version collector, woken by [`crate::Blocks::wake_collector`] and every `interval`.
 pub fn spawn_version_gc_worker(
     model: Arc<Model>,
     workers: &WorkerRegistry,
@@ -342,7 +349,7 @@ pub fn spawn_version_gc_worker(
             }
             w.set_state(WorkerState::Idle);
             tokio::select! {
-                _ = model.gc_wakeup().notified() => {}
+                _ = model.blocks().collector_wakeup().notified() => {}
                 _ = tokio::time::sleep(interval) => {}
             }
         }

@@ -22,13 +22,14 @@
 //! - [`sse_c`]: SSE-C, data sealed with the customer's key;
 //! - [`garbage`]: uploads in progress and the collector of dead versions;
 //! - configuration registers (tags of buckets and objects, CORS rules of
-//!   buckets, [`website`] configuration), changed by `Model::set_*`.
+//!   buckets, [`website`] configuration), changed by the services' `set_*`.
 //!
 //! [`Model`] ties them to one node's metadata store and block manager.
 
 pub mod access;
 pub mod alias;
 pub mod block_list;
+pub mod blocks;
 pub mod bucket;
 pub mod bucket_config;
 pub mod bucket_create;
@@ -64,11 +65,11 @@ pub mod object;
 pub mod object_config;
 pub mod object_lock;
 pub mod object_paxos;
+pub mod objects;
 pub mod paxos;
 mod queues;
 pub mod retention;
 pub mod row_format;
-mod rows;
 pub mod sse_c;
 mod state;
 pub mod tables;
@@ -76,6 +77,7 @@ pub mod tables;
 mod test_support;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
+pub mod uploads;
 pub mod usage;
 pub mod usage_backfill;
 pub mod version_keys;
@@ -84,9 +86,12 @@ pub mod version_ops;
 pub mod website;
 mod write_condition;
 
+pub use blocks::Blocks;
 pub use buckets::{Buckets, PermissionChange};
 pub use error::ModelError;
 pub use model::Model;
+pub use objects::Objects;
+pub use uploads::Uploads;
 pub use write_condition::WriteCondition;
 
 /// Result alias of this crate.

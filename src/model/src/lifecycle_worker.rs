@@ -145,7 +145,7 @@ impl Model {
         let mut rows: Vec<(Vec<u8>, ObjectRow)> = Vec::new();
         loop {
             let from = cursor.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
-            let page = self.object_rows().range(&part, from, PAGE).await?;
+            let page = self.objects().rows().range_from(&part, from, PAGE).await?;
             let done = page.len() < PAGE;
             cursor = page.last().map(|(k, _)| k.clone());
             for (sort, row) in page {
@@ -258,9 +258,9 @@ impl Model {
         let done = match removal {
             // As a DELETE without version id: a delete marker in a
             // versioned bucket, a delete in an unversioned one.
-            Removal::ExpireCurrent => self.delete_version(bucket, key, None).await,
+            Removal::ExpireCurrent => self.objects().delete_version(bucket, key, None).await,
             Removal::RemoveNoncurrent | Removal::RemoveExpiredMarker => {
-                self.delete_version(bucket, key, Some(v)).await
+                self.objects().delete_version(bucket, key, Some(v)).await
             }
         };
         match done {
@@ -287,7 +287,7 @@ impl Model {
         let mut cursor: Option<Vec<u8>> = None;
         loop {
             let from = cursor.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
-            let page = self.list_multipart(bucket, from, PAGE).await?;
+            let page = self.uploads().list(bucket, from, PAGE).await?;
             let done = page.len() < PAGE;
             cursor = page.last().map(|(k, _)| k.clone());
             let now = now_msec();
@@ -298,7 +298,7 @@ impl Model {
                             now >= crate::lifecycle::due_msec(m.initiated_msec, d, day_msec)
                         })
                 });
-                if stale && self.abort_multipart(bucket, &m.key, m.upload_id).await? {
+                if stale && self.uploads().abort(bucket, &m.key, m.upload_id).await? {
                     report.aborted += 1;
                     UPLOADS_ABORTED.fetch_add(1, Ordering::Relaxed);
                 }

@@ -6,12 +6,13 @@
 
 use hangar_util::time::now_msec;
 
+use crate::Objects;
 use crate::bucket::BucketRow;
 use crate::object_lock::{Retention, retention_change_allowed};
 use crate::version_ops::FoundVersion;
-use crate::{Model, ModelError, Result};
+use crate::{ModelError, Result};
 
-impl Model {
+impl Objects {
     /// Replaces the retention of version `found` by `new` (`None` removes
     /// it), if the rules allow ([`retention_change_allowed`]): weakening a
     /// GOVERNANCE retention needs `bypass_governance`, a COMPLIANCE one in
@@ -29,9 +30,10 @@ impl Model {
             .map_err(|_| ModelError::ObjectLocked)?;
         let mut row = found.row.clone();
         row.retention.update(now, new);
-        self.object_rows()
-            .insert(&bucket.id_bytes(), &found.sort, row)
-            .await
+        Ok(self
+            .rows()
+            .insert_one(&bucket.id_bytes(), &found.sort, row)
+            .await?)
     }
 
     /// Sets or clears the legal hold of version `found`.
@@ -43,8 +45,9 @@ impl Model {
     ) -> Result<()> {
         let mut row = found.row.clone();
         row.legal_hold.update(now_msec(), on);
-        self.object_rows()
-            .insert(&bucket.id_bytes(), &found.sort, row)
-            .await
+        Ok(self
+            .rows()
+            .insert_one(&bucket.id_bytes(), &found.sort, row)
+            .await?)
     }
 }

@@ -1,57 +1,37 @@
-//! [`Model`]: the operations of the S3 and admin layers on one node's tables.
+//! [`Model`]: one node's data model, as services — keys, buckets, objects,
+//! uploads, blocks — over the node's tables, and the operations that span
+//! several of them (deleting a bucket, the lifecycle pass).
 
-use std::ops::Bound;
 use std::sync::Arc;
 
-use bytes::Bytes;
-use hangar_block::BlockManager;
+use hangar_block::{BlockManager, ReplicatedBlocks};
 use hangar_db::Db;
 use hangar_table::fence::FenceOp;
 use hangar_table::{Schema, Table};
-use hangar_util::Hash;
 use hangar_util::time::now_msec;
-use tokio::sync::Notify;
 
-use futures::StreamExt;
-use hangar_block::ReplicatedBlocks;
-
-use crate::block_list::{BlockEntry, VersionTable};
-use crate::bucket::{BucketRow, BucketTable, Versioning};
+use crate::blocks::Blocks;
+use crate::bucket::BucketTable;
 use crate::buckets::Buckets;
 use crate::key::{KeyTable, Permission};
 use crate::keys::Keys;
-use crate::multipart::{MpuTable, PartTable};
-use crate::object::{ObjectRow, ObjectTable};
-use crate::object_paxos::Conditional;
-use crate::queues::{UploadOf, end_upload_record, queue_version_gc, record_upload};
-use crate::rows::Rows;
+use crate::objects::Objects;
 use crate::tables::Tables;
-use crate::usage::{Usage, UsageRequest};
-use crate::write_condition::{WriteCondition, stamped};
-use crate::{ModelError, Result, VersionId};
+use crate::uploads::Uploads;
+use crate::{ModelError, Result};
 use hangar_table::full_table::FullTable;
 use hangar_table::sharded::ShardedTable;
 
 /// The data model of one node.
 pub struct Model {
     db: Db,
-    /// This node's block files and references.
-    blocks: Arc<BlockManager>,
     /// The cluster this node belongs to (of one node, alone or laid out).
     cluster: hangar_cluster::Cluster,
-    /// The cluster's blocks, on the nodes the layout assigns them.
-    replicated: Arc<ReplicatedBlocks>,
     keys: Arc<Keys>,
     buckets: Arc<Buckets>,
-    objects: Rows<ObjectTable>,
-    /// Conditional writes: a Paxos round per key.
-    conditional: Conditional,
-    versions: Rows<VersionTable>,
-    mpus: Rows<MpuTable>,
-    parts: Rows<PartTable>,
-    gc_wakeup: Notify,
-    /// Asks the nodes of a bucket's partition for its usage counters.
-    usage: Arc<hangar_net::Endpoint<UsageRequest, Usage>>,
+    objects: Arc<Objects>,
+    uploads: Uploads,
+    blocks: Arc<Blocks>,
     tables: Tables,
 }
 
@@ -75,22 +55,13 @@ impl Model {
         cluster: &hangar_cluster::Cluster,
         replicated: Arc<ReplicatedBlocks>,
     ) -> Result<Arc<Model>> {
-        let objects = rows(&db, cluster)?;
-        let conditional = Conditional::new(cluster, objects.clone(), db.clone())?;
         let keys = Arc::new(Keys::new(
             db.clone(),
             FullTable::new(db.clone(), cluster.clone()).map_err(hangar_table::TableError::from)?,
         ));
         let buckets = Buckets::start(db.clone(), keys.clone(), cluster, allow_punycode)?;
-        let usage = cluster
-            .mesh()
-            .endpoint(crate::usage::PATH)
-            .map_err(hangar_table::TableError::from)?;
-        usage.set_handler(
-            crate::usage::UsageHandler { db: db.clone() },
-            crate::usage::QUEUE,
-        );
-        let (versions, mpus, parts) = (
+        let (object_rows, versions, mpus, parts) = (
+            rows(&db, cluster)?,
             rows(&db, cluster)?,
             rows(&db, cluster)?,
             rows(&db, cluster)?,
@@ -98,7 +69,7 @@ impl Model {
         let tables = Tables {
             db: db.clone(),
             cluster: cluster.clone(),
-            objects: objects.clone(),
+            objects: object_rows.clone(),
             versions: versions.clone(),
             mpus: mpus.clone(),
             parts: parts.clone(),
@@ -107,41 +78,28 @@ impl Model {
             buckets: buckets.bucket_table().clone(),
             aliases: buckets.alias_table().clone(),
         };
-        let model = Arc::new(Model {
-            objects,
-            conditional,
-            versions,
-            mpus,
-            parts,
-            tables,
+        let blocks = Arc::new(Blocks::new(cluster.clone(), blocks, replicated, versions));
+        let objects = Arc::new(Objects::start(
+            db.clone(),
+            cluster,
+            object_rows,
+            blocks.clone(),
+        )?);
+        let uploads = Uploads::new(db.clone(), mpus, parts, objects.clone(), blocks.clone());
+        Ok(Arc::new(Model {
+            db,
             cluster: cluster.clone(),
-            replicated,
             keys,
             buckets,
-            db,
+            objects,
+            uploads,
             blocks,
-            gc_wakeup: Notify::new(),
-            usage,
-        });
-        Ok(model)
+            tables,
+        }))
     }
 
     pub fn db(&self) -> &Db {
         &self.db
-    }
-
-    pub fn blocks(&self) -> &Arc<BlockManager> {
-        &self.blocks
-    }
-
-    /// Whether a block put of this node failed for overload within the
-    /// last `window`.
-    pub fn block_writes_overloaded_within(&self, window: std::time::Duration) -> bool {
-        self.replicated.overloaded_within(window)
-    }
-
-    pub(crate) fn object_rows(&self) -> &Rows<ObjectTable> {
-        &self.objects
     }
 
     /// The cluster this node belongs to.
@@ -161,31 +119,6 @@ impl Model {
         self.cluster.awaits_layout()
     }
 
-    pub(crate) fn conditional(&self) -> &Conditional {
-        &self.conditional
-    }
-
-    pub(crate) fn version_rows(&self) -> &Rows<VersionTable> {
-        &self.versions
-    }
-
-    pub(crate) fn mpu_rows(&self) -> &Rows<MpuTable> {
-        &self.mpus
-    }
-
-    pub(crate) fn part_rows(&self) -> &Rows<PartTable> {
-        &self.parts
-    }
-
-    pub(crate) fn gc_wakeup(&self) -> &Notify {
-        &self.gc_wakeup
-    }
-
-    /// Asks the version collector to run now.
-    pub fn wake_gc(&self) {
-        self.gc_wakeup.notify_one();
-    }
-
     /// The key service: access keys and their rights.
     pub fn keys(&self) -> &Keys {
         &self.keys
@@ -199,6 +132,21 @@ impl Model {
     /// The bucket service: buckets, their names and configuration.
     pub fn buckets(&self) -> &Buckets {
         &self.buckets
+    }
+
+    /// The object service: objects, their versions and registers.
+    pub fn objects(&self) -> &Objects {
+        &self.objects
+    }
+
+    /// The upload service: multipart uploads and their parts.
+    pub fn uploads(&self) -> &Uploads {
+        &self.uploads
+    }
+
+    /// The block service: versions' block lists and the block store.
+    pub fn blocks(&self) -> &Blocks {
+        &self.blocks
     }
 
     /// Deletes an empty bucket (`name`: its name or an alias), every
@@ -228,7 +176,7 @@ impl Model {
         let name = bucket.name.as_str();
         // A look without a fence first: deleting a bucket that plainly
         // holds objects does not disturb its writers.
-        if self.holds_any_version(&bucket).await? {
+        if self.objects.holds_any_version(&bucket).await? {
             return Err(ModelError::BucketNotEmpty(name.to_owned()));
         }
         let part = bucket.id_bytes();
@@ -248,15 +196,15 @@ impl Model {
         ];
         for (op, objects) in steps {
             let answer = if objects {
-                self.objects.fence(&part, token, op).await
+                self.objects.rows().fence(&part, token, op).await
             } else {
-                self.mpus.fence(&part, token, op).await
+                self.uploads.mpu_rows().fence(&part, token, op).await
             };
             let found = match answer {
                 Ok(a) => objects && a.live,
                 Err(e) => {
                     self.open_fences(&part, token).await;
-                    return Err(e);
+                    return Err(e.into());
                 }
             };
             if found {
@@ -267,7 +215,7 @@ impl Model {
         // No upload can start any more: end those in progress, before the
         // tombstone (a deletion interrupted here is finished by a retry;
         // once the bucket is gone no client can reach them).
-        let ended = self.end_all_multipart(&bucket).await?;
+        let ended = self.uploads.end_all(&bucket).await?;
         if ended > 0 {
             tracing::info!(bucket = %name, "deleting bucket {name}: {ended} multipart uploads in progress aborted");
         }
@@ -314,419 +262,21 @@ impl Model {
     /// deletion gave up; where the removal does not arrive, the fence
     /// expires.
     async fn open_fences(&self, part: &[u8], token: u64) {
-        if let Err(e) = self.objects.fence(part, token, FenceOp::Open).await {
+        if let Err(e) = self.objects.rows().fence(part, token, FenceOp::Open).await {
             tracing::warn!("opening the fence of a bucket whose deletion gave up: {e}");
         }
-        if let Err(e) = self.mpus.fence(part, token, FenceOp::Open).await {
+        if let Err(e) = self
+            .uploads
+            .mpu_rows()
+            .fence(part, token, FenceOp::Open)
+            .await
+        {
             tracing::warn!("opening the upload fence of a bucket whose deletion gave up: {e}");
         }
-    }
-
-    /// The object versions a bucket stores and their bytes
-    /// ([`crate::usage`]): the largest of each counter among a read quorum
-    /// of the nodes of the bucket's partition: one read, whatever the
-    /// bucket holds.
-    pub async fn bucket_usage(&self, bucket: &BucketRow) -> Result<Usage> {
-        let id = bucket.id_bytes();
-        let (ep, cluster) = (&self.usage, &self.cluster);
-        let p = ObjectTable::layout_partition(&id);
-        let nodes = cluster.read_nodes_of_partition(p);
-        if nodes.is_empty() {
-            return Err(hangar_table::TableError::Replication(
-                hangar_table::full_table::ReplicationError::NoLayoutYet {
-                    tree: ObjectTable::TREE,
-                    replication_factor: cluster.replication_factor(),
-                },
-            )
-            .into());
-        }
-        let quorum = cluster.quorums().read.min(nodes.len()).max(1);
-        let answers = hangar_cluster::call_quorum(
-            cluster.mesh(),
-            ep,
-            &nodes,
-            UsageRequest {
-                bucket: id.to_vec(),
-            },
-            quorum,
-            hangar_net::CallOpts::default(),
-        )
-        .await
-        .map_err(|e| {
-            let down = nodes
-                .iter()
-                .copied()
-                .filter(|n| !cluster.is_up(*n))
-                .collect();
-            hangar_table::TableError::Replication(
-                hangar_table::full_table::ReplicationError::Quorum {
-                    op: "usage",
-                    tree: ObjectTable::TREE,
-                    partition: p,
-                    down,
-                    source: Box::new(e),
-                },
-            )
-        })?;
-        Ok(answers
-            .into_iter()
-            .map(|(_, u)| u)
-            .fold(Usage::default(), Usage::max))
-    }
-
-    // ---- objects ----
-
-    /// The live object `key` of `bucket` (a tombstone reads as none): its
-    /// latest version, unless that is a delete marker.
-    pub async fn get_object(&self, bucket: &BucketRow, key: &str) -> Result<Option<ObjectRow>> {
-        Ok(self
-            .latest_version(bucket, key)
-            .await?
-            .map(|f| f.row)
-            .filter(|o| !o.is_delete_marker()))
-    }
-
-    /// Up to `limit` live objects of `bucket` after `start`, in key order;
-    /// fewer only when there are no more.
-    pub async fn list_objects(
-        &self,
-        bucket: &BucketRow,
-        start: Bound<&[u8]>,
-        limit: usize,
-    ) -> Result<Vec<(Vec<u8>, ObjectRow)>> {
-        if bucket.versioning() != Versioning::Off {
-            return self.list_latest(bucket, start, limit).await;
-        }
-        self.objects
-            .range_filtered(&bucket.id_bytes(), start, limit, |o| !o.is_deleted())
-            .await
-    }
-
-    /// Whether `bucket` holds any object, version or delete marker (a
-    /// bucket must hold none to be deleted, as in S3).
-    async fn holds_any_version(&self, bucket: &BucketRow) -> Result<bool> {
-        Ok(!self
-            .objects
-            .range_filtered(&bucket.id_bytes(), Bound::Unbounded, 1, |o| !o.is_deleted())
-            .await?
-            .is_empty())
-    }
-
-    /// Registers an upload in progress of `of`, before its first block is
-    /// stored.
-    pub async fn begin_upload(&self, version: VersionId, of: &UploadOf) -> Result<()> {
-        record_upload(&self.db, version, of).await
-    }
-
-    /// Stores block number `index` of `version`, which starts at byte
-    /// `offset` of the version, named by its blake3 hash (computed here, off
-    /// the async threads).
-    pub async fn store_block(
-        &self,
-        version: VersionId,
-        index: u32,
-        offset: u64,
-        data: Bytes,
-    ) -> Result<()> {
-        let plain_len = data.len() as u64;
-        self.store_block_as(version, index, offset, plain_len, data, true)
-            .await
-    }
-
-    /// Stores block `index` of an SSE-C version: `sealed` is the block as
-    /// [`crate::sse_c::SseC::seal`] made it, named by its own blake3 hash
-    /// (so equal plaintexts under other keys are other blocks) and never
-    /// compressed; the entry records `plain_len`, the plaintext's length,
-    /// which offsets and ranges count in.
-    pub async fn store_sealed_block(
-        &self,
-        version: VersionId,
-        index: u32,
-        offset: u64,
-        plain_len: u64,
-        sealed: Bytes,
-    ) -> Result<()> {
-        self.store_block_as(version, index, offset, plain_len, sealed, false)
-            .await
-    }
-
-    async fn store_block_as(
-        &self,
-        version: VersionId,
-        index: u32,
-        offset: u64,
-        plain_len: u64,
-        data: Bytes,
-        compress: bool,
-    ) -> Result<()> {
-        let (hash, data) = tokio::task::spawn_blocking(move || (Hash::of(&data), data))
-            .await
-            .map_err(|e| ModelError::Invalid(format!("hashing task failed: {e}")))?;
-        let entry = BlockEntry {
-            hash,
-            size: plain_len,
-            deleted: false,
-            offset,
-        };
-        // The entry first: an entry whose block never got its reference is
-        // harmless to the collector (dropping a reference that is not there
-        // does nothing), a reference no entry names would never be dropped.
-        self.versions
-            .insert(&version, &index.to_be_bytes(), entry)
-            .await?;
-        if compress {
-            self.replicated.put(hash, data, version).await?;
-        } else {
-            self.replicated
-                .put_incompressible(hash, data, version)
-                .await?;
-        }
-        Ok(())
-    }
-
-    /// The plain content of block `hash`: from this node's disk, or from
-    /// the nodes that hold it (the closest first, hedged).
-    pub async fn read_block(&self, hash: Hash) -> Result<Bytes> {
-        Ok(self.replicated.get(hash).await?)
-    }
-
-    /// Adds `version`'s reference to block `hash` if the block is still
-    /// stored; returns whether it was (a copy shares its source's blocks).
-    pub(crate) async fn add_block_ref(&self, hash: Hash, version: VersionId) -> Result<bool> {
-        Ok(self.replicated.add_ref(hash, version).await?)
-    }
-
-    /// Drops `version`'s references to `hashes`, wherever the blocks are.
-    pub(crate) async fn drop_block_refs(
-        &self,
-        version: VersionId,
-        hashes: Vec<Hash>,
-    ) -> Result<()> {
-        // The references this node holds of partitions it no longer stores
-        // (a lone node's, written before a layout gave them to other
-        // nodes): no unref below reaches them. Those of the partitions it
-        // stores are dropped by the unref below, once.
-        let moved: Vec<Hash> = hashes
-            .iter()
-            .filter(|h| {
-                !self
-                    .cluster
-                    .stores_partition(hangar_layout::partition_of(h))
-            })
-            .copied()
-            .collect();
-        if !moved.is_empty() {
-            self.blocks.unref_held(moved, version).await?;
-        }
-        let unrefs = futures::stream::iter(
-            hashes
-                .into_iter()
-                .map(|h| async move { self.replicated.unref(h, version).await }),
-        )
-        .buffer_unordered(16)
-        .collect::<Vec<_>>()
-        .await;
-        for r in unrefs {
-            r?;
-        }
-        Ok(())
-    }
-
-    /// Makes `row` the current version of `key`; the version it replaces is
-    /// queued for collection (by the object table's hook). Returns the row
-    /// as published: its timestamp is taken now, past the stored row's.
-    pub async fn publish(
-        &self,
-        bucket: &BucketRow,
-        key: &str,
-        row: ObjectRow,
-    ) -> Result<ObjectRow> {
-        self.publish_if(bucket, key, row, WriteCondition::default())
-            .await
-    }
-
-    /// Like [`Model::publish`], only if `cond` holds on the current object;
-    /// otherwise [`ModelError::PreconditionFailed`] is returned and the
-    /// caller releases the version. A condition is decided by a Paxos round
-    /// over the nodes of the key's partition (`crate::object_paxos`).
-    pub async fn publish_if(
-        &self,
-        bucket: &BucketRow,
-        key: &str,
-        row: ObjectRow,
-        cond: WriteCondition,
-    ) -> Result<ObjectRow> {
-        self.check_quotas(bucket, key, &row).await?;
-        let part = bucket.id_bytes();
-        let version = row.version;
-        if !cond.is_none() && matches!(row.data, crate::object::ObjectData::Inline(_)) {
-            // A Paxos round interrupted by a crash may leave its value
-            // accepted by a minority, for any later round of the key to
-            // complete. The start-up scan settles the key of every recorded
-            // upload (garbage.rs), so that a write the crash cut off is
-            // published or not once the node is back — not at the key's
-            // next conditional write, maybe hours later, which would then
-            // fail on it. A body in blocks was recorded with its first
-            // block (`Model::begin_upload`); an inline one is recorded here.
-            record_upload(&self.db, version, &UploadOf::object(&part, key)).await?;
-        }
-        let published = if bucket.versioning() != Versioning::Off {
-            self.publish_versioned(bucket, key, row, cond).await?.0
-        } else if !cond.is_none() {
-            self.conditional.publish(&part, key, row, &cond).await?
-        } else {
-            let old = self.objects.get(&part, key.as_bytes()).await?;
-            let row = stamped(row, old.as_ref());
-            self.objects
-                .insert(&part, key.as_bytes(), row.clone())
-                .await?;
-            row
-        };
-        // After the row: a crash in between leaves a record the start-up
-        // scan finds published.
-        end_upload_record(&self.db, version).await?;
-        self.wake_gc();
-        Ok(published)
-    }
-
-    /// Refuses the publication of `row` as `key` if it would take the
-    /// bucket past a quota: what the bucket holds now ([`Model::bucket_usage`]),
-    /// plus the row, minus the null version it replaces (unless versioning
-    /// is enabled, where every write adds a version). As Garage, only a
-    /// write that adds objects (or bytes) is refused, so an overwrite that
-    /// does not grow the bucket always passes. Writes racing through
-    /// several nodes are each checked against what the others have not yet
-    /// counted: together they may pass a quota by what was in flight.
-    async fn check_quotas(&self, bucket: &BucketRow, key: &str, row: &ObjectRow) -> Result<()> {
-        self.check_quotas_for(bucket, key, row.usage()).await
-    }
-
-    /// [`Model::check_quotas`] for a write of `key` that would add `add`
-    /// (one object of its declared size): the S3 layer asks before it reads
-    /// a body, so that a body that cannot fit is refused without being
-    /// stored; the check at publication is the one that counts.
-    pub async fn check_quotas_for(&self, bucket: &BucketRow, key: &str, add: Usage) -> Result<()> {
-        let q = bucket.quotas();
-        if q.is_unlimited() || add == Usage::default() {
-            return Ok(());
-        }
-        let replaced = if bucket.versioning() == Versioning::Enabled {
-            Usage::default()
-        } else {
-            self.objects
-                .get(&bucket.id_bytes(), key.as_bytes())
-                .await?
-                .map(|o| o.usage())
-                .unwrap_or_default()
-        };
-        let now = self.bucket_usage(bucket).await?;
-        let more_objects = add.objects.saturating_sub(replaced.objects);
-        if let Some(max) = q.max_objects
-            && more_objects > 0
-            && now.objects.saturating_add(more_objects) > max
-        {
-            crate::usage::OBJECT_QUOTA_REFUSALS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            return Err(ModelError::QuotaExceeded(format!(
-                "Object quota is reached, maximum objects for this bucket: {max}"
-            )));
-        }
-        let more_bytes = add.bytes.saturating_sub(replaced.bytes);
-        if let Some(max) = q.max_size
-            && more_bytes > 0
-            && now.bytes.saturating_add(more_bytes) > max
-        {
-            crate::usage::SIZE_QUOTA_REFUSALS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            return Err(ModelError::QuotaExceeded(format!(
-                "Bucket size quota is reached, maximum total size of objects for this bucket: {max}. \
-                 The bucket is already {} bytes, and this object would add {more_bytes} bytes.",
-                now.bytes
-            )));
-        }
-        Ok(())
-    }
-
-    /// Ends a failed upload: its blocks are released.
-    pub async fn abort_upload(&self, version: VersionId) -> Result<()> {
-        self.db
-            .write(move |tx| {
-                queue_version_gc(tx, &version);
-                Ok::<_, ModelError>(())
-            })
-            .await?;
-        self.wake_gc();
-        Ok(())
-    }
-
-    /// Deletes object `key`; returns whether it existed.
-    pub async fn delete_object(&self, bucket: &BucketRow, key: &str) -> Result<bool> {
-        let existed = self.delete_objects(bucket, vec![key.to_owned()]).await?;
-        Ok(existed[0])
-    }
-
-    /// Deletes several objects; returns, for each key, whether it existed.
-    /// A deleted object becomes a tombstone row, newer than the row it
-    /// deletes.
-    pub async fn delete_objects(&self, bucket: &BucketRow, keys: Vec<String>) -> Result<Vec<bool>> {
-        if bucket.versioning() != Versioning::Off {
-            // Each key gets a delete marker of its own.
-            let mut existed = Vec::with_capacity(keys.len());
-            for key in keys {
-                existed.push(self.delete_version(bucket, &key, None).await?.existed);
-            }
-            return Ok(existed);
-        }
-        self.tombstone_objects(bucket, keys).await
-    }
-
-    /// Deletes objects of a bucket never versioned: each becomes a
-    /// tombstone row, newer than the row it deletes.
-    pub(crate) async fn tombstone_objects(
-        &self,
-        bucket: &BucketRow,
-        keys: Vec<String>,
-    ) -> Result<Vec<bool>> {
-        let part = bucket.id_bytes();
-        let mut existed = Vec::with_capacity(keys.len());
-        let mut tombs = Vec::new();
-        for key in keys {
-            let old = self.objects.get(&part, key.as_bytes()).await?;
-            let live = old.as_ref().is_some_and(|o| !o.is_deleted());
-            if live {
-                let tomb = stamped(
-                    ObjectRow::tombstone(crate::new_version_id(), 0),
-                    old.as_ref(),
-                );
-                tombs.push((part.to_vec(), key.into_bytes(), tomb));
-            }
-            existed.push(live);
-        }
-        self.objects.insert_many(tombs).await?;
-        self.wake_gc();
-        Ok(existed)
-    }
-
-    /// Makes version `to` use the `count` blocks of version `from` (a copy
-    /// shares blocks instead of duplicating them), or fails with
-    /// [`ModelError::SourceChanged`] if `from` lost blocks meanwhile. `to`
-    /// must have been registered with [`Model::begin_upload`].
-    pub async fn share_blocks(&self, from: VersionId, count: u32, to: VersionId) -> Result<()> {
-        self.share_blocks_at(from, count, to, 0, 0).await
-    }
-
-    /// Up to `limit` block entries of `version` from block `from` on.
-    pub async fn version_blocks(
-        &self,
-        version: &VersionId,
-        from: u32,
-        limit: usize,
-    ) -> Result<Vec<(u32, BlockEntry)>> {
-        self.versions.range_numbered(version, from, limit).await
     }
 }
 
 /// The rows of table `S`, on the nodes `cluster` places them.
-fn rows<S: Schema>(db: &Db, cluster: &hangar_cluster::Cluster) -> Result<Rows<S>> {
-    Ok(Rows::new(
-        ShardedTable::new(db.clone(), cluster.clone()).map_err(hangar_table::TableError::from)?,
-    ))
+fn rows<S: Schema>(db: &Db, cluster: &hangar_cluster::Cluster) -> Result<ShardedTable<S>> {
+    Ok(ShardedTable::new(db.clone(), cluster.clone()).map_err(hangar_table::TableError::from)?)
 }

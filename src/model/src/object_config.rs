@@ -5,13 +5,14 @@
 
 use hangar_util::time::now_msec;
 
+use crate::Objects;
+use crate::Result;
 use crate::bucket::BucketRow;
 use crate::object::{ObjectRow, TagSet};
-use crate::{Model, Result};
 
-impl Model {
+impl Objects {
     /// Replaces the canned ACL of version `found` (read by
-    /// [`Model::find_version`]); a version removed meanwhile stays removed
+    /// [`Objects::find_version`]); a version removed meanwhile stays removed
     /// (the ACL is merged onto that version only).
     pub async fn set_version_acl(
         &self,
@@ -21,9 +22,10 @@ impl Model {
     ) -> Result<()> {
         let mut row = found.row.clone();
         row.acl.update(now_msec(), Some(acl));
-        self.object_rows()
-            .insert(&bucket.id_bytes(), &found.sort, row)
-            .await
+        Ok(self
+            .rows()
+            .insert_one(&bucket.id_bytes(), &found.sort, row)
+            .await?)
     }
 
     /// Replaces the tags of the current version of `key`; `None` if there
@@ -37,7 +39,7 @@ impl Model {
     ) -> Result<Option<ObjectRow>> {
         let part = bucket.id_bytes();
         let Some(mut row) = self
-            .object_rows()
+            .rows()
             .get(&part, key.as_bytes())
             .await?
             .filter(|o| !o.is_deleted())
@@ -45,8 +47,8 @@ impl Model {
             return Ok(None);
         };
         row.tags.update(now_msec(), tags);
-        self.object_rows()
-            .insert(&part, key.as_bytes(), row.clone())
+        self.rows()
+            .insert_one(&part, key.as_bytes(), row.clone())
             .await?;
         Ok(Some(row))
     }

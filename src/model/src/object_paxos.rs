@@ -33,10 +33,10 @@ use crate::paxos::link::{MeshLink, PaxosEndpoints};
 use crate::paxos::messages::{PaxosKey, Proposal};
 use crate::paxos::proposer::{self, Link, Register};
 use crate::paxos::{Acceptor, BallotClock, Outcome};
-use crate::rows::Rows;
 use crate::version_keys::VersionRef;
 use crate::write_condition::{WriteCondition, stamped};
 use crate::{ModelError, Result};
+use hangar_table::sharded::ShardedTable;
 
 /// The endpoint older binaries send conditional writes to.
 pub const PATH: &str = "hangar/object/publish_if";
@@ -74,7 +74,7 @@ pub(crate) struct Conditional {
 
 struct Inner {
     cluster: hangar_cluster::Cluster,
-    objects: Rows<ObjectTable>,
+    objects: ShardedTable<ObjectTable>,
     eps: Arc<PaxosEndpoints>,
     clock: BallotClock,
     _legacy: Arc<Endpoint<PublishIf, PublishIfReply>>,
@@ -85,7 +85,7 @@ impl Conditional {
     /// endpoint on the cluster's mesh.
     pub(crate) fn new(
         cluster: &hangar_cluster::Cluster,
-        objects: Rows<ObjectTable>,
+        objects: ShardedTable<ObjectTable>,
         db: hangar_db::Db,
     ) -> Result<Conditional> {
         let mesh = cluster.mesh();
@@ -169,7 +169,7 @@ impl Conditional {
 
 /// The register of a settling round: it proposes nothing of its own.
 struct Settling<'a> {
-    objects: &'a Rows<ObjectTable>,
+    objects: &'a ShardedTable<ObjectTable>,
     part: [u8; 32],
 }
 
@@ -182,7 +182,7 @@ impl Register for Settling<'_> {
     async fn publish(&self, value: &Proposal) -> Result<()> {
         if let Proposal::Publish { sort, row } = value {
             let row = hangar_table::decode::<ObjectTable>(row)?;
-            self.objects.insert(&self.part, sort, row).await?;
+            self.objects.insert_one(&self.part, sort, row).await?;
         }
         Ok(())
     }
@@ -237,7 +237,7 @@ impl Inner {
 
 /// The object row of one key as a Paxos register.
 struct ObjectRegister<'a> {
-    objects: &'a Rows<ObjectTable>,
+    objects: &'a ShardedTable<ObjectTable>,
     part: [u8; 32],
     key: &'a str,
     row: ObjectRow,
@@ -278,7 +278,7 @@ impl Register for ObjectRegister<'_> {
     async fn publish(&self, value: &Proposal) -> Result<()> {
         if let Proposal::Publish { sort, row } = value {
             let row = hangar_table::decode::<ObjectTable>(row)?;
-            self.objects.insert(&self.part, sort, row).await?;
+            self.objects.insert_one(&self.part, sort, row).await?;
         }
         Ok(())
     }

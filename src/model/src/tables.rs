@@ -22,7 +22,6 @@ use crate::bucket::BucketTable;
 use crate::key::KeyTable;
 use crate::multipart::{MpuTable, PartTable};
 use crate::object::ObjectTable;
-use crate::rows::Rows;
 use crate::state::MODEL_STATE_TREE;
 use crate::{ModelError, Result};
 
@@ -33,10 +32,10 @@ const MERKLE_INDEXED: &[u8] = b"merkle_indexed";
 pub struct Tables {
     pub(crate) db: Db,
     pub(crate) cluster: hangar_cluster::Cluster,
-    pub(crate) objects: Rows<ObjectTable>,
-    pub(crate) versions: Rows<VersionTable>,
-    pub(crate) mpus: Rows<MpuTable>,
-    pub(crate) parts: Rows<PartTable>,
+    pub(crate) objects: ShardedTable<ObjectTable>,
+    pub(crate) versions: ShardedTable<VersionTable>,
+    pub(crate) mpus: ShardedTable<MpuTable>,
+    pub(crate) parts: ShardedTable<PartTable>,
     pub(crate) refs: ShardedTable<BlockRefTable>,
     pub(crate) keys: FullTable<KeyTable>,
     pub(crate) buckets: FullTable<BucketTable>,
@@ -48,10 +47,10 @@ impl Tables {
     /// references), for their anti-entropy worker.
     pub fn sharded_tables(&self) -> Vec<Arc<dyn ShardedSyncable>> {
         vec![
-            Arc::new(self.objects.sharded_table().clone()),
-            Arc::new(self.versions.sharded_table().clone()),
-            Arc::new(self.mpus.sharded_table().clone()),
-            Arc::new(self.parts.sharded_table().clone()),
+            Arc::new(self.objects.clone()),
+            Arc::new(self.versions.clone()),
+            Arc::new(self.mpus.clone()),
+            Arc::new(self.parts.clone()),
             Arc::new(self.refs.clone()),
         ]
     }
@@ -73,10 +72,10 @@ impl Tables {
             Ok((S::TREE, rows, *h.finalize().as_bytes()))
         }
         Ok(vec![
-            one(self.objects.sharded_table()).await?,
-            one(self.versions.sharded_table()).await?,
-            one(self.mpus.sharded_table()).await?,
-            one(self.parts.sharded_table()).await?,
+            one(&self.objects).await?,
+            one(&self.versions).await?,
+            one(&self.mpus).await?,
+            one(&self.parts).await?,
             one(&self.refs).await?,
         ])
     }
@@ -94,10 +93,10 @@ impl Tables {
         if done.is_some() {
             return Ok(());
         }
-        self.objects.sharded_table().repair_index().await?;
-        self.versions.sharded_table().repair_index().await?;
-        self.mpus.sharded_table().repair_index().await?;
-        self.parts.sharded_table().repair_index().await?;
+        self.objects.repair_index().await?;
+        self.versions.repair_index().await?;
+        self.mpus.repair_index().await?;
+        self.parts.repair_index().await?;
         self.db
             .write(|tx| {
                 tx.put(MODEL_STATE_TREE, MERKLE_INDEXED.to_vec(), Vec::new());

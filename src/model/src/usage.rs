@@ -19,7 +19,7 @@
 //! In a cluster a bucket's object rows all live on the nodes of one layout
 //! partition (its id's), each holding a complete count once in sync. A
 //! reader asks a read quorum of them (`hangar/bucket/usage`) and takes the
-//! largest of each counter ([`crate::Model::bucket_usage`]).
+//! largest of each counter ([`crate::Objects::bucket_usage`]).
 
 use std::collections::BTreeMap;
 use std::ops::Bound;

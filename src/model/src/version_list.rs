@@ -10,13 +10,14 @@
 
 use std::ops::Bound;
 
+use crate::Objects;
+use crate::Result;
 use crate::bucket::BucketRow;
 use crate::object::ObjectRow;
 use crate::version_keys::{
     VersionRef, after_versions, newer_is_null, split_sort_key, version_sort_key,
     versions_older_than,
 };
-use crate::{Model, Result};
 
 /// Most rows one scan step reads.
 const PAGE: usize = 1000;
@@ -54,7 +55,7 @@ struct Group {
     null: Option<ObjectRow>,
 }
 
-impl Model {
+impl Objects {
     /// Up to `limit` keys of a versioned bucket from `start` (a bound on
     /// object keys) on, each with its latest version, in key order; keys
     /// whose latest version is a delete marker are left out. Fewer only
@@ -80,8 +81,8 @@ impl Model {
         };
         loop {
             let page = self
-                .object_rows()
-                .range(&part, from.as_ref().map(Vec::as_slice), page_len)
+                .rows()
+                .range_from(&part, from.as_ref().map(Vec::as_slice), page_len)
                 .await?;
             let exhausted = page.len() < page_len;
             let mut seek: Option<Vec<u8>> = None;
@@ -176,7 +177,7 @@ impl Model {
             VersionCursor::After(key, v) => {
                 // The rest of `key`'s versions, then the keys after it.
                 let null = self
-                    .object_rows()
+                    .rows()
                     .get(&part, key)
                     .await?
                     .filter(|o| !o.is_deleted());
@@ -200,8 +201,8 @@ impl Model {
         let page_len = limit.saturating_add(16).min(PAGE);
         loop {
             let page = self
-                .object_rows()
-                .range(&part, from.as_ref().map(Vec::as_slice), page_len)
+                .rows()
+                .range_from(&part, from.as_ref().map(Vec::as_slice), page_len)
                 .await?;
             let exhausted = page.len() < page_len;
             let mut next = page.last().map(|(s, _)| Bound::Excluded(s.clone()));

@@ -15,14 +15,15 @@ use std::ops::Bound;
 
 use hangar_util::time::now_msec;
 
+use crate::Objects;
 use crate::bucket::{BucketRow, Versioning};
 use crate::object::{ObjectRow, ObjectTable};
-use crate::rows::Rows;
 use crate::version_keys::{
     VersionRef, after_versions, newer_is_null, split_sort_key, version_sort_key,
 };
 use crate::write_condition::WriteCondition;
-use crate::{Model, ModelError, Result};
+use crate::{ModelError, Result};
+use hangar_table::sharded::ShardedTable;
 
 /// Rows read at once when looking for a key's newest live version.
 const HEAD_PAGE: usize = 8;
@@ -92,7 +93,11 @@ fn found(sort: Vec<u8>, row: ObjectRow) -> FoundVersion {
 
 /// Reads the head of `key`'s rows: one range read of a few rows, more only
 /// while the newest versioned rows are tombstones.
-pub(crate) async fn head_of(objects: &Rows<ObjectTable>, part: &[u8], key: &str) -> Result<Head> {
+pub(crate) async fn head_of(
+    objects: &ShardedTable<ObjectTable>,
+    part: &[u8],
+    key: &str,
+) -> Result<Head> {
     let k = key.as_bytes();
     let end = after_versions(k);
     let mut head = Head {
@@ -148,7 +153,7 @@ pub(crate) async fn head_of(objects: &Rows<ObjectTable>, part: &[u8], key: &str)
 /// holds on the latest version (a delete marker counts as no object).
 /// The row is stamped strictly after the newest row read.
 pub(crate) async fn write_version(
-    objects: &Rows<ObjectTable>,
+    objects: &ShardedTable<ObjectTable>,
     part: &[u8],
     key: &str,
     row: ObjectRow,
@@ -158,7 +163,7 @@ pub(crate) async fn write_version(
     let (sort, row, id) = plan_version(objects, part, key, row, cond, mode)
         .await?
         .ok_or(ModelError::PreconditionFailed)?;
-    objects.insert(part, &sort, row.clone()).await?;
+    objects.insert_one(part, &sort, row.clone()).await?;
     Ok((row, id))
 }
 
@@ -166,7 +171,7 @@ pub(crate) async fn write_version(
 /// the stamped row and its version id, or `None` when `cond` does not hold
 /// (a conditional write's Paxos round proposes it, `crate::object_paxos`).
 pub(crate) async fn plan_version(
-    objects: &Rows<ObjectTable>,
+    objects: &ShardedTable<ObjectTable>,
     part: &[u8],
     key: &str,
     mut row: ObjectRow,
@@ -197,7 +202,7 @@ pub(crate) async fn plan_version(
     Ok(Some((sort, row, id)))
 }
 
-impl Model {
+impl Objects {
     /// The latest version of `key` (a delete marker included), or `None`.
     /// In a bucket never versioned, the object row alone (one point read).
     pub async fn latest_version(
@@ -208,7 +213,7 @@ impl Model {
         let part = bucket.id_bytes();
         if bucket.versioning() == Versioning::Off {
             return Ok(self
-                .object_rows()
+                .rows()
                 .get(&part, key.as_bytes())
                 .await?
                 .filter(|o| !o.is_deleted())
@@ -218,7 +223,7 @@ impl Model {
                     sort: key.as_bytes().to_vec(),
                 }));
         }
-        Ok(head_of(self.object_rows(), &part, key).await?.latest(key))
+        Ok(head_of(self.rows(), &part, key).await?.latest(key))
     }
 
     /// Version `v` of `key` (one point read), or `None` if there is no such
@@ -232,7 +237,7 @@ impl Model {
     ) -> Result<Option<FoundVersion>> {
         let sort = v.sort_key(key.as_bytes());
         let row = self
-            .object_rows()
+            .rows()
             .get(&bucket.id_bytes(), &sort)
             .await?
             .filter(|o| !o.is_deleted());
@@ -273,7 +278,7 @@ impl Model {
         let part = bucket.id_bytes();
         let mode = bucket.versioning();
         if cond.is_none() {
-            return write_version(self.object_rows(), &part, key, row, &cond, mode).await;
+            return write_version(self.rows(), &part, key, row, &cond, mode).await;
         }
         self.conditional()
             .publish_version(&part, key, row, &cond, mode)
@@ -287,7 +292,7 @@ impl Model {
     /// becomes the latest.
     ///
     /// A version protected by Object Lock is not removed
-    /// ([`ModelError::ObjectLocked`]); see [`Model::delete_version_as`].
+    /// ([`ModelError::ObjectLocked`]); see [`Objects::delete_version_as`].
     pub async fn delete_version(
         &self,
         bucket: &BucketRow,
@@ -297,7 +302,7 @@ impl Model {
         self.delete_version_as(bucket, key, v, false).await
     }
 
-    /// [`Model::delete_version`], where a removal by id may bypass a
+    /// [`Objects::delete_version`], where a removal by id may bypass a
     /// GOVERNANCE retention (`bypass_governance`: the requester asked for
     /// it and may). The row is read (at the read quorum in a cluster) just
     /// before its tombstone is written: a retention or legal hold stored
@@ -323,7 +328,7 @@ impl Model {
             (Versioning::Enabled | Versioning::Suspended, None) => {
                 let marker = ObjectRow::delete_marker(crate::new_version_id(), 0);
                 let (_, id) = write_version(
-                    self.object_rows(),
+                    self.rows(),
                     &part,
                     key,
                     marker,
@@ -339,7 +344,7 @@ impl Model {
             }
             (_, Some(v)) => {
                 let sort = v.sort_key(key.as_bytes());
-                let old = self.object_rows().get(&part, &sort).await?;
+                let old = self.rows().get(&part, &sort).await?;
                 let live = old.as_ref().filter(|o| {
                     !o.is_deleted()
                         && match v {
@@ -356,7 +361,7 @@ impl Model {
                     }
                     let ts = now.max(o.timestamp_msec + 1);
                     let tomb = ObjectRow::tombstone(crate::new_version_id(), ts);
-                    self.object_rows().insert(&part, &sort, tomb).await?;
+                    self.rows().insert_one(&part, &sort, tomb).await?;
                     self.wake_gc();
                 }
                 Ok(Deleted {
@@ -369,7 +374,7 @@ impl Model {
     }
 
     /// Replaces the tags of the version `found` (read by
-    /// [`Model::find_version`]); a version removed meanwhile stays removed
+    /// [`Objects::find_version`]); a version removed meanwhile stays removed
     /// (the tags are merged onto that version only).
     pub async fn set_version_tags(
         &self,
@@ -379,8 +384,9 @@ impl Model {
     ) -> Result<()> {
         let mut row = found.row.clone();
         row.tags.update(now_msec(), tags);
-        self.object_rows()
-            .insert(&bucket.id_bytes(), &found.sort, row)
-            .await
+        Ok(self
+            .rows()
+            .insert_one(&bucket.id_bytes(), &found.sort, row)
+            .await?)
     }
 }

@@ -88,6 +88,7 @@ async fn an_interrupted_inline_conditional_write_is_settled_at_start() {
     let version = row.version;
     let cut = nodes[0]
         .model
+        .objects()
         .publish_if(&bucket, "k", row, if_none_match.clone())
         .await;
     match &cut {
@@ -110,7 +111,7 @@ async fn an_interrupted_inline_conditional_write_is_settled_at_start() {
     // Settled: what a read shows now is final, and conditional writes that
     // agree with it succeed, one through each node.
     for (i, n) in nodes.iter().enumerate() {
-        let cond = match n.model.get_object(&bucket, "k").await.unwrap() {
+        let cond = match n.model.objects().get(&bucket, "k").await.unwrap() {
             None => if_none_match.clone(),
             Some(o) => WriteCondition {
                 if_none_match_any: false,
@@ -120,10 +121,11 @@ async fn an_interrupted_inline_conditional_write_is_settled_at_start() {
         let next = inline_row(format!("write {i}").as_bytes());
         let published = n
             .model
+            .objects()
             .publish_if(&bucket, "k", next, cond)
             .await
             .unwrap_or_else(|e| panic!("write {i} through node {i} after the settlement: {e}"));
-        let read = n.model.get_object(&bucket, "k").await.unwrap();
+        let read = n.model.objects().get(&bucket, "k").await.unwrap();
         assert_eq!(read.map(|o| o.version), Some(published.version));
     }
 }

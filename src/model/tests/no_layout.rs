@@ -45,11 +45,12 @@ async fn a_node_without_a_layout_neither_reads_its_own_object_rows_nor_empties_a
         .await
         .unwrap();
 
-    let got = nodes[0].model.get_object(&bucket, "k").await;
+    let got = nodes[0].model.objects().get(&bucket, "k").await;
     assert!(no_layout_yet(&got), "{got:?}");
     let listed = nodes[0]
         .model
-        .list_objects(&bucket, std::ops::Bound::Unbounded, 10)
+        .objects()
+        .list(&bucket, std::ops::Bound::Unbounded, 10)
         .await;
     assert!(no_layout_yet(&listed), "{listed:?}");
     let deleted = nodes[0].model.delete_bucket("full").await;

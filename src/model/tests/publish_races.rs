@@ -37,13 +37,15 @@ async fn node() -> Node {
 async fn upload(n: &Node, blocks: u32, fill: u8, timestamp_msec: u64) -> ObjectRow {
     let version = new_version_id();
     n.model
+        .objects()
         .begin_upload(version, &UploadOf::object(&n.bucket.id_bytes(), "upload"))
         .await
         .unwrap();
     for i in 0..blocks {
         let data = Bytes::from(vec![fill.wrapping_add(i as u8); 4096]);
         n.model
-            .store_block(version, i, 4096 * u64::from(i), data)
+            .blocks()
+            .store(version, i, 4096 * u64::from(i), data)
             .await
             .unwrap();
     }
@@ -65,7 +67,7 @@ async fn upload(n: &Node, blocks: u32, fill: u8, timestamp_msec: u64) -> ObjectR
 }
 
 async fn live_blocks(n: &Node, version: &VersionId) -> u32 {
-    let entries = n.model.version_blocks(version, 0, 10_000).await.unwrap();
+    let entries = n.model.blocks().list(version, 0, 10_000).await.unwrap();
     entries.iter().filter(|(_, e)| !e.deleted).count() as u32
 }
 
@@ -75,18 +77,26 @@ async fn a_publish_that_read_its_clock_early_still_wins_and_the_loser_is_collect
     let late_clock = upload(&n, 3, 1, now_msec() + 60_000).await;
     let early_clock = upload(&n, 3, 50, 1).await;
     n.model
+        .objects()
         .publish(&n.bucket, "k", late_clock.clone())
         .await
         .unwrap();
     let published = n
         .model
+        .objects()
         .publish(&n.bucket, "k", early_clock.clone())
         .await
         .unwrap();
     assert!(published.timestamp_msec > late_clock.timestamp_msec);
     collect_versions(&n.model).await.unwrap();
 
-    let current = n.model.get_object(&n.bucket, "k").await.unwrap().unwrap();
+    let current = n
+        .model
+        .objects()
+        .get(&n.bucket, "k")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         current.version, early_clock.version,
         "the last publish wins"
@@ -110,7 +120,13 @@ async fn concurrent_publishes_of_one_key_keep_the_winner_whole() {
             .into_iter()
             .map(|r| {
                 let n = n.clone();
-                tokio::spawn(async move { n.model.publish(&n.bucket, "hot", r).await.unwrap() })
+                tokio::spawn(async move {
+                    n.model
+                        .objects()
+                        .publish(&n.bucket, "hot", r)
+                        .await
+                        .unwrap()
+                })
             })
             .collect();
         let mut acknowledged = Vec::new();
@@ -118,7 +134,13 @@ async fn concurrent_publishes_of_one_key_keep_the_winner_whole() {
             acknowledged.push(t.await.unwrap());
         }
         collect_versions(&n.model).await.unwrap();
-        let current = n.model.get_object(&n.bucket, "hot").await.unwrap().unwrap();
+        let current = n
+            .model
+            .objects()
+            .get(&n.bucket, "hot")
+            .await
+            .unwrap()
+            .unwrap();
         let newest = acknowledged.iter().max().unwrap();
         assert_eq!(
             &current, newest,
@@ -138,19 +160,25 @@ async fn a_copy_of_a_source_collected_meanwhile_fails_instead_of_publishing_hole
     let n = node().await;
     let src = upload(&n, 4, 1, 0).await;
     n.model
+        .objects()
         .publish(&n.bucket, "src", src.clone())
         .await
         .unwrap();
     let newer = upload(&n, 1, 9, 0).await;
-    n.model.publish(&n.bucket, "src", newer).await.unwrap();
+    n.model
+        .objects()
+        .publish(&n.bucket, "src", newer)
+        .await
+        .unwrap();
     collect_versions(&n.model).await.unwrap();
 
     let copy = new_version_id();
     n.model
+        .objects()
         .begin_upload(copy, &UploadOf::object(&n.bucket.id_bytes(), "copy"))
         .await
         .unwrap();
-    let r = n.model.share_blocks(src.version, 4, copy).await;
+    let r = n.model.blocks().share(src.version, 4, copy).await;
     assert!(matches!(r, Err(ModelError::SourceChanged)), "{r:?}");
 }
 
@@ -159,15 +187,17 @@ async fn a_copy_of_a_live_source_shares_every_block() {
     let n = node().await;
     let src = upload(&n, 4, 1, 0).await;
     n.model
+        .objects()
         .publish(&n.bucket, "src", src.clone())
         .await
         .unwrap();
     let copy = new_version_id();
     n.model
+        .objects()
         .begin_upload(copy, &UploadOf::object(&n.bucket.id_bytes(), "copy"))
         .await
         .unwrap();
-    n.model.share_blocks(src.version, 4, copy).await.unwrap();
+    n.model.blocks().share(src.version, 4, copy).await.unwrap();
     assert_eq!(live_blocks(&n, &copy).await, 4);
 }
 
@@ -176,25 +206,32 @@ async fn a_deleted_object_is_a_tombstone_that_reads_as_nothing() {
     let n = node().await;
     let row = upload(&n, 2, 1, 0).await;
     n.model
+        .objects()
         .publish(&n.bucket, "gone", row.clone())
         .await
         .unwrap();
     let keep = upload(&n, 1, 2, 0).await;
-    n.model.publish(&n.bucket, "kept", keep).await.unwrap();
-    assert!(n.model.delete_object(&n.bucket, "gone").await.unwrap());
-    assert!(!n.model.delete_object(&n.bucket, "gone").await.unwrap());
+    n.model
+        .objects()
+        .publish(&n.bucket, "kept", keep)
+        .await
+        .unwrap();
+    assert!(n.model.objects().delete(&n.bucket, "gone").await.unwrap());
+    assert!(!n.model.objects().delete(&n.bucket, "gone").await.unwrap());
     collect_versions(&n.model).await.unwrap();
 
     assert!(
         n.model
-            .get_object(&n.bucket, "gone")
+            .objects()
+            .get(&n.bucket, "gone")
             .await
             .unwrap()
             .is_none()
     );
     let listed = n
         .model
-        .list_objects(&n.bucket, Bound::Unbounded, 10)
+        .objects()
+        .list(&n.bucket, Bound::Unbounded, 10)
         .await
         .unwrap();
     assert_eq!(listed.len(), 1);
@@ -220,14 +257,19 @@ async fn listings_skip_runs_of_tombstones_and_still_fill_the_page() {
             size: 1,
             ..row
         };
-        n.model.publish(&n.bucket, &key, row).await.unwrap();
+        n.model
+            .objects()
+            .publish(&n.bucket, &key, row)
+            .await
+            .unwrap();
         if i < 40 {
-            n.model.delete_object(&n.bucket, &key).await.unwrap();
+            n.model.objects().delete(&n.bucket, &key).await.unwrap();
         }
     }
     let page = n
         .model
-        .list_objects(&n.bucket, Bound::Unbounded, 5)
+        .objects()
+        .list(&n.bucket, Bound::Unbounded, 5)
         .await
         .unwrap();
     let keys: Vec<_> = page
@@ -243,8 +285,12 @@ async fn tombstones_are_removed_after_the_delay_and_not_before() {
     use hangar_table::tombstones::collect_due;
     let n = node().await;
     let row = upload(&n, 3, 1, 0).await;
-    n.model.publish(&n.bucket, "k", row.clone()).await.unwrap();
-    n.model.delete_object(&n.bucket, "k").await.unwrap();
+    n.model
+        .objects()
+        .publish(&n.bucket, "k", row.clone())
+        .await
+        .unwrap();
+    n.model.objects().delete(&n.bucket, "k").await.unwrap();
     collect_versions(&n.model).await.unwrap();
     let objects = Table::<ObjectTable>::new(n.model.db().clone());
     let part = n.bucket.id_bytes();
@@ -265,7 +311,8 @@ async fn tombstones_are_removed_after_the_delay_and_not_before() {
     assert!(objects.get(&part, b"k").await.unwrap().is_none());
     assert!(
         n.model
-            .version_blocks(&row.version, 0, 10)
+            .blocks()
+            .list(&row.version, 0, 10)
             .await
             .unwrap()
             .is_empty()
@@ -278,17 +325,28 @@ async fn a_tombstone_overwritten_by_a_new_object_is_not_collected() {
     use hangar_table::tombstones::collect_due;
     let n = node().await;
     let first = upload(&n, 1, 1, 0).await;
-    n.model.publish(&n.bucket, "k", first).await.unwrap();
-    n.model.delete_object(&n.bucket, "k").await.unwrap();
+    n.model
+        .objects()
+        .publish(&n.bucket, "k", first)
+        .await
+        .unwrap();
+    n.model.objects().delete(&n.bucket, "k").await.unwrap();
     let again = upload(&n, 1, 2, 0).await;
     n.model
+        .objects()
         .publish(&n.bucket, "k", again.clone())
         .await
         .unwrap();
     collect_due(n.model.db(), TOMBSTONE_TREES, now_msec() + 1, 0, 100)
         .await
         .unwrap();
-    let current = n.model.get_object(&n.bucket, "k").await.unwrap().unwrap();
+    let current = n
+        .model
+        .objects()
+        .get(&n.bucket, "k")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(current.version, again.version);
 }
 
@@ -317,7 +375,8 @@ async fn a_restart_after_a_publish_whose_upload_record_was_not_ended_keeps_the_o
     collect_versions(&n.model).await.unwrap();
     let current = n
         .model
-        .get_object(&n.bucket, "upload")
+        .objects()
+        .get(&n.bucket, "upload")
         .await
         .unwrap()
         .unwrap();
@@ -354,18 +413,19 @@ async fn deleting_a_bucket_ends_its_uploads_and_refuses_one_started_from_before(
     // after is refused by the seal on the bucket's uploads, instead of
     // leaving an upload no client can reach in a deleted bucket.
     let n = node().await;
-    n.model.create_multipart(&n.bucket, mpu("a")).await.unwrap();
+    n.model.uploads().create(&n.bucket, mpu("a")).await.unwrap();
     n.model.delete_bucket("races").await.unwrap();
     let left = n
         .model
-        .list_multipart(&n.bucket, Bound::Unbounded, 10)
+        .uploads()
+        .list(&n.bucket, Bound::Unbounded, 10)
         .await
         .unwrap();
     assert!(
         left.is_empty(),
         "uploads left in the deleted bucket: {left:?}"
     );
-    let late = n.model.create_multipart(&n.bucket, mpu("b")).await;
+    let late = n.model.uploads().create(&n.bucket, mpu("b")).await;
     assert!(
         matches!(
             late,
@@ -375,7 +435,8 @@ async fn deleting_a_bucket_ends_its_uploads_and_refuses_one_started_from_before(
     );
     let left = n
         .model
-        .list_multipart(&n.bucket, Bound::Unbounded, 10)
+        .uploads()
+        .list(&n.bucket, Bound::Unbounded, 10)
         .await
         .unwrap();
     assert!(

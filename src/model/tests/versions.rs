@@ -45,11 +45,13 @@ async fn row(n: &Node, bucket: &BucketRow, key: &str, fill: u8, block: bool) -> 
     let version = new_version_id();
     let data = if block {
         n.model
+            .objects()
             .begin_upload(version, &UploadOf::object(&bucket.id_bytes(), key))
             .await
             .unwrap();
         n.model
-            .store_block(version, 0, 0, Bytes::from(vec![fill; 100]))
+            .blocks()
+            .store(version, 0, 0, Bytes::from(vec![fill; 100]))
             .await
             .unwrap();
         ObjectData::Blocks { count: 1 }
@@ -101,7 +103,12 @@ async fn all_versions(n: &Node, b: &BucketRow, page: usize) -> Vec<ListedVersion
     let mut out: Vec<ListedVersion> = Vec::new();
     let mut cursor = VersionCursor::KeyFrom(Vec::new());
     loop {
-        let got = n.model.list_versions(b, b"", &cursor, page).await.unwrap();
+        let got = n
+            .model
+            .objects()
+            .list_versions(b, b"", &cursor, page)
+            .await
+            .unwrap();
         let full = got.len() == page;
         if let Some(l) = got.last() {
             cursor = VersionCursor::After(l.key.clone(), l.id);
@@ -124,7 +131,7 @@ async fn random_histories_read_and_list_as_s3_says() {
         for k in &keys[..2] {
             let b = bucket(&n).await;
             let r = row(&n, &b, k, 1, true).await;
-            let p = n.model.publish(&b, k, r).await.unwrap();
+            let p = n.model.objects().publish(&b, k, r).await.unwrap();
             reference.insert((*k).to_owned(), vec![(VersionRef::Null, Some(p.etag))]);
         }
         n.model
@@ -138,11 +145,16 @@ async fn random_histories_read_and_list_as_s3_says() {
             match rng.random_range(0..10) {
                 0..5 => {
                     let r = row(&n, &b, key, step as u8, rng.random_bool(0.5)).await;
-                    let p = n.model.publish(&b, key, r).await.unwrap();
+                    let p = n.model.objects().publish(&b, key, r).await.unwrap();
                     push_version(&mut reference, key, id_of(&b, &p), Some(p.etag));
                 }
                 5 | 6 => {
-                    let d = n.model.delete_version(&b, key, None).await.unwrap();
+                    let d = n
+                        .model
+                        .objects()
+                        .delete_version(&b, key, None)
+                        .await
+                        .unwrap();
                     assert!(d.delete_marker);
                     push_version(&mut reference, key, d.id.unwrap(), None);
                 }
@@ -154,7 +166,12 @@ async fn random_histories_read_and_list_as_s3_says() {
                     }
                     let i = rng.random_range(0..vs.len());
                     let (v, etag) = vs.remove(i);
-                    let d = n.model.delete_version(&b, key, Some(v)).await.unwrap();
+                    let d = n
+                        .model
+                        .objects()
+                        .delete_version(&b, key, Some(v))
+                        .await
+                        .unwrap();
                     assert!(d.existed);
                     assert_eq!(d.delete_marker, etag.is_none());
                 }
@@ -176,13 +193,19 @@ async fn random_histories_read_and_list_as_s3_says() {
         // Every version, read by its id; the latest, read without one.
         for (k, vs) in &reference {
             for (v, etag) in vs {
-                let f = n.model.get_version(&b, k, *v).await.unwrap().unwrap();
+                let f = n
+                    .model
+                    .objects()
+                    .get_version(&b, k, *v)
+                    .await
+                    .unwrap()
+                    .unwrap();
                 assert_eq!(f.row.is_delete_marker(), etag.is_none(), "{k} {v}");
                 if let Some(e) = etag {
                     assert_eq!(&f.row.etag, e);
                 }
             }
-            let latest = n.model.latest_version(&b, k).await.unwrap();
+            let latest = n.model.objects().latest_version(&b, k).await.unwrap();
             assert_eq!(latest.map(|f| f.id.unwrap()), vs.first().map(|(v, _)| *v));
         }
         // ListObjects: keys whose latest version is not a delete marker.
@@ -198,7 +221,7 @@ async fn random_histories_read_and_list_as_s3_says() {
                     Some(s) => Bound::Excluded(s.as_slice()),
                     None => Bound::Unbounded,
                 };
-                let p = n.model.list_objects(&b, from, page).await.unwrap();
+                let p = n.model.objects().list(&b, from, page).await.unwrap();
                 let full = p.len() == page;
                 start = p.last().map(|(k, _)| k.clone());
                 got.extend(
@@ -239,7 +262,7 @@ async fn random_histories_read_and_list_as_s3_says() {
 }
 
 async fn live_blocks(n: &Node, version: &VersionId) -> usize {
-    let entries = n.model.version_blocks(version, 0, 100).await.unwrap();
+    let entries = n.model.blocks().list(version, 0, 100).await.unwrap();
     entries.iter().filter(|(_, e)| !e.deleted).count()
 }
 
@@ -248,7 +271,7 @@ async fn blocks_are_collected_only_when_their_version_is_removed() {
     let n = node().await;
     let b = bucket(&n).await;
     let null = row(&n, &b, "k", 1, true).await;
-    let null = n.model.publish(&b, "k", null).await.unwrap();
+    let null = n.model.objects().publish(&b, "k", null).await.unwrap();
     n.model
         .buckets()
         .set_bucket_versioning("versions", Versioning::Enabled)
@@ -256,10 +279,14 @@ async fn blocks_are_collected_only_when_their_version_is_removed() {
         .unwrap();
     let b = bucket(&n).await;
     let v1 = row(&n, &b, "k", 2, true).await;
-    let v1 = n.model.publish(&b, "k", v1).await.unwrap();
+    let v1 = n.model.objects().publish(&b, "k", v1).await.unwrap();
     let v2 = row(&n, &b, "k", 3, true).await;
-    let v2 = n.model.publish(&b, "k", v2).await.unwrap();
-    n.model.delete_version(&b, "k", None).await.unwrap();
+    let v2 = n.model.objects().publish(&b, "k", v2).await.unwrap();
+    n.model
+        .objects()
+        .delete_version(&b, "k", None)
+        .await
+        .unwrap();
     collect_versions(&n.model).await.unwrap();
     for v in [&null, &v1, &v2] {
         assert_eq!(live_blocks(&n, &v.version).await, 1, "kept while listed");
@@ -267,6 +294,7 @@ async fn blocks_are_collected_only_when_their_version_is_removed() {
     // Removing v1 collects its block only.
     let d = n
         .model
+        .objects()
         .delete_version(&b, "k", Some(id_of(&b, &v1)))
         .await
         .unwrap();
@@ -283,11 +311,17 @@ async fn blocks_are_collected_only_when_their_version_is_removed() {
         .unwrap();
     let b = bucket(&n).await;
     let again = row(&n, &b, "k", 4, true).await;
-    let again = n.model.publish(&b, "k", again).await.unwrap();
+    let again = n.model.objects().publish(&b, "k", again).await.unwrap();
     collect_versions(&n.model).await.unwrap();
     assert_eq!(live_blocks(&n, &null.version).await, 0);
     assert_eq!(live_blocks(&n, &v2.version).await, 1);
-    let latest = n.model.latest_version(&b, "k").await.unwrap().unwrap();
+    let latest = n
+        .model
+        .objects()
+        .latest_version(&b, "k")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         (latest.id, latest.row.version),
         (Some(VersionRef::Null), again.version)
@@ -308,8 +342,9 @@ async fn an_upload_published_as_a_version_survives_the_start_up_scan() {
     let r = row(&n, &b, "k", 9, true).await;
     // Published, but the crash came before the upload record was ended:
     // the record is written again as it was.
-    let p = n.model.publish(&b, "k", r).await.unwrap();
+    let p = n.model.objects().publish(&b, "k", r).await.unwrap();
     n.model
+        .objects()
         .begin_upload(p.version, &UploadOf::object(&b.id_bytes(), "k"))
         .await
         .unwrap();

@@ -27,6 +27,7 @@ pub mod merkle;
 pub mod sharded;
 mod sharded_fence;
 pub mod sharded_gc;
+mod sharded_pages;
 pub mod sharded_sync;
 pub mod tombstones;
 

@@ -45,8 +45,12 @@ pub struct GcReport {
 impl<S: Schema> ShardedTable<S> {
     /// Collects the due tombstones `due` of this table (entries of the
     /// local queue), as the module documentation says; entries are ended
-    /// or re-queued in the local queue.
+    /// or re-queued in the local queue. Before the first layout of a
+    /// replicated cluster nothing is collected: the replicas are unknown.
     pub async fn collect_tombstones(&self, due: Vec<DueTombstone>) -> Result<GcReport> {
+        if self.cluster().awaits_layout() {
+            return Ok(GcReport::default());
+        }
         let mut report = GcReport::default();
         let mut by_partition: BTreeMap<Partition, Vec<DueTombstone>> = BTreeMap::new();
         for d in due {

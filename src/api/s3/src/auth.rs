@@ -136,7 +136,12 @@ impl KeyAccess {
         let Ok(v) = crate::ops_versioning::parse_version_id(version) else {
             return Ok(false);
         };
-        let found = self.model.find_version(bucket, key, v).await.or_s3()?;
+        let found = self
+            .model
+            .objects()
+            .find_version(bucket, key, v)
+            .await
+            .or_s3()?;
         let Some(acl) = found
             .filter(|f| !f.row.is_delete_marker())
             .and_then(|f| f.row.acl.value)

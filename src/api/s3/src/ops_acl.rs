@@ -228,7 +228,11 @@ impl S3Api {
                 input.version_id.as_deref(),
             )
             .await?;
-        self.model.set_version_acl(&b, &found, acl).await.or_s3()?;
+        self.model
+            .objects()
+            .set_version_acl(&b, &found, acl)
+            .await
+            .or_s3()?;
         Ok(S3Response::new(PutObjectAclOutput {
             request_charged: None,
         }))

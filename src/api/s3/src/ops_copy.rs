@@ -230,10 +230,10 @@ impl S3Api {
         };
         let mut row = row;
         lock.apply(&mut row);
-        let row = match self.model.publish(&dst_b, &input.key, row).await {
+        let row = match self.model.objects().publish(&dst_b, &input.key, row).await {
             Ok(row) => row,
             Err(e) => {
-                let _ = self.model.abort_upload(version).await;
+                let _ = self.model.objects().abort_upload(version).await;
                 return Err(crate::error::model_error(e));
             }
         };
@@ -264,11 +264,20 @@ impl S3Api {
         Ok(match &src.data {
             ObjectData::Inline(b) => ObjectData::Inline(b.clone()),
             ObjectData::Blocks { count } => {
-                self.model.begin_upload(version, upload_of).await.or_s3()?;
-                match self.model.share_blocks(src.version, *count, version).await {
+                self.model
+                    .objects()
+                    .begin_upload(version, upload_of)
+                    .await
+                    .or_s3()?;
+                match self
+                    .model
+                    .blocks()
+                    .share(src.version, *count, version)
+                    .await
+                {
                     Ok(()) => ObjectData::Blocks { count: *count },
                     Err(e) => {
-                        let _ = self.model.abort_upload(version).await;
+                        let _ = self.model.objects().abort_upload(version).await;
                         return Err(crate::error::model_error(e));
                     }
                 }

@@ -1,7 +1,7 @@
 //! DeleteObject and DeleteObjects. In a bucket never versioned a delete
 //! makes the object a tombstone; in a versioned one it writes a delete
 //! marker, or with a `versionId` removes that version for good
-//! (`hangar_model::Model::delete_version`).
+//! (`hangar_model::Objects::delete_version`).
 
 use hangar_model::version_ops::Deleted;
 use s3s::dto::{
@@ -31,6 +31,7 @@ impl S3Api {
             && self.may_bypass_governance(&req, &req.input.bucket).await?;
         let d: Deleted = self
             .model
+            .objects()
             .delete_version_as(&bucket, &req.input.key, v, bypass)
             .await
             .or_s3()?;
@@ -93,7 +94,8 @@ impl S3Api {
             // One batch of tombstones.
             let keys: Vec<String> = objects.into_iter().map(|o| o.key).collect();
             self.model
-                .delete_objects(&bucket, keys.clone())
+                .objects()
+                .delete_many(&bucket, keys.clone())
                 .await
                 .or_s3()?;
             // S3 reports a key that did not exist as deleted too.
@@ -129,6 +131,7 @@ impl S3Api {
             };
             let d = match self
                 .model
+                .objects()
                 .delete_version_as(&bucket, &o.key, v, bypass)
                 .await
             {

@@ -130,7 +130,12 @@ impl S3Api {
     ) -> S3Result<FoundVersion> {
         let b = self.bucket(signer, bucket).await?;
         let v = parse_version_id(version_id)?;
-        let found = self.model.find_version(&b, key, v).await.or_s3()?;
+        let found = self
+            .model
+            .objects()
+            .find_version(&b, key, v)
+            .await
+            .or_s3()?;
         match found {
             None if v.is_some() => Err(crate::error::no_such_version()),
             None => Err(s3_error!(NoSuchKey, "The specified key does not exist.")),
@@ -221,7 +226,8 @@ impl S3Api {
             // (the first found by a binary search over the entries' offsets).
             ObjectData::Blocks { count } => self
                 .model
-                .blocks_for_range(&obj.version, *count, obj.size, range)
+                .blocks()
+                .for_range(&obj.version, *count, obj.size, range)
                 .await
                 .or_s3()?,
         };
@@ -239,7 +245,7 @@ impl S3Api {
                 async move {
                     // In its own task: a read from another node holds a
                     // network stream the response body may not share.
-                    let read = tokio::spawn(async move { model.read_block(hash).await });
+                    let read = tokio::spawn(async move { model.blocks().read(hash).await });
                     let data = read.await.map_err(std::io::Error::other)?.map_err(|e| {
                         let e = crate::error::model_error(e);
                         std::io::Error::other(e.to_string())

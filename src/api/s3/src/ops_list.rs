@@ -71,7 +71,8 @@ impl S3Api {
         'scan: loop {
             let rows = self
                 .model
-                .list_objects(bucket, Bound::Included(&cursor), page)
+                .objects()
+                .list(bucket, Bound::Included(&cursor), page)
                 .await
                 .or_s3()?;
             let exhausted = rows.len() < page;

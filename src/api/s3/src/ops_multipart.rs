@@ -64,7 +64,8 @@ impl S3Api {
         let upload_id = parse_upload_id(id)?;
         let mpu = self
             .model
-            .get_multipart(&b, key, &upload_id)
+            .uploads()
+            .get(&b, key, &upload_id)
             .await
             .or_s3()?
             .ok_or_else(no_such_upload)?;
@@ -94,6 +95,7 @@ impl S3Api {
             blocks,
         };
         self.model
+            .uploads()
             .put_part(bucket, &mpu.key, mpu.upload_id, part_number, row)
             .await
             .or_s3()
@@ -141,7 +143,7 @@ impl S3Api {
             // The parts are sealed under this record's salt and key.
             sse_c: sse.as_ref().map(|g| SseC::new(&g.key)),
         };
-        self.model.create_multipart(&b, row).await.or_s3()?;
+        self.model.uploads().create(&b, row).await.or_s3()?;
         let (sse_customer_algorithm, sse_customer_key_md5) = crate::sse_c::echo(sse.as_ref());
         Ok(S3Response::new(CreateMultipartUploadOutput {
             bucket: Some(input.bucket),
@@ -362,7 +364,8 @@ impl S3Api {
             .collect();
         let row = match self
             .model
-            .complete_multipart(&b, &mpu, &listed, None)
+            .uploads()
+            .complete(&b, &mpu, &listed, None)
             .await
             .or_s3()?
         {
@@ -411,7 +414,8 @@ impl S3Api {
         let upload_id = parse_upload_id(&input.upload_id)?;
         if !self
             .model
-            .abort_multipart(&b, &input.key, upload_id)
+            .uploads()
+            .abort(&b, &input.key, upload_id)
             .await
             .or_s3()?
         {
@@ -439,6 +443,7 @@ impl S3Api {
         let from = input.part_number_marker.unwrap_or(0).max(0) as u32 + 1;
         let mut parts = self
             .model
+            .uploads()
             .list_parts(&mpu.upload_id, from, max + 1)
             .await
             .or_s3()?;
@@ -505,7 +510,8 @@ impl S3Api {
             };
             let rows = self
                 .model
-                .list_multipart(&b, bound, LIST_PAGE)
+                .uploads()
+                .list(&b, bound, LIST_PAGE)
                 .await
                 .or_s3()?;
             first = false;

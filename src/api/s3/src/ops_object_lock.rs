@@ -285,6 +285,7 @@ impl S3Api {
         let v = parse_version_id(version_id)?;
         let found = self
             .model
+            .objects()
             .find_version(&b, key, v)
             .await
             .or_s3()?
@@ -331,6 +332,7 @@ impl S3Api {
             .bypass(&req, input.bypass_governance_retention, &input.bucket)
             .await?;
         self.model
+            .objects()
             .set_version_retention(&b, &found, new, bypass)
             .await
             .or_s3()?;
@@ -386,6 +388,7 @@ impl S3Api {
                 .ok_or_else(crate::error::malformed_xml)?,
         )?;
         self.model
+            .objects()
             .set_version_legal_hold(&b, &found, on)
             .await
             .or_s3()?;

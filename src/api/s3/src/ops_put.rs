@@ -107,6 +107,7 @@ impl BlockWriters {
     /// Registers the upload; from here on its blocks are released on failure.
     async fn start(&mut self) -> S3Result<()> {
         self.model
+            .objects()
             .begin_upload(self.version, &self.upload_of)
             .await
             .or_s3()?;
@@ -124,7 +125,7 @@ impl BlockWriters {
         let queued = self.admission.as_ref().map(|a| a.block(block.len() as u64));
         self.tasks.push_back(tokio::spawn(async move {
             let stored = match sealing {
-                None => model.store_block(version, index, offset, block).await,
+                None => model.blocks().store(version, index, offset, block).await,
                 Some(s) => {
                     let plain_len = block.len() as u64;
                     let sealed = tokio::task::spawn_blocking(move || {
@@ -133,7 +134,8 @@ impl BlockWriters {
                     .await
                     .map_err(|e| ModelError::Invalid(format!("sealing task failed: {e}")))?;
                     model
-                        .store_sealed_block(version, index, offset, plain_len, sealed)
+                        .blocks()
+                        .store_sealed(version, index, offset, plain_len, sealed)
                         .await
                 }
             };
@@ -177,7 +179,7 @@ impl Drop for BlockWriters {
             for t in tasks {
                 let _ = t.await;
             }
-            if let Err(e) = model.abort_upload(version).await {
+            if let Err(e) = model.objects().abort_upload(version).await {
                 tracing::error!("cannot release the blocks of a failed upload: {e}");
             }
         });
@@ -320,7 +322,7 @@ impl S3Api {
     /// `s3_shed_after_overload_msec`.
     fn refuse_if_shedding(&self) -> S3Result<()> {
         let window = self.settings.shed_after_overload;
-        if !window.is_zero() && self.model.block_writes_overloaded_within(window) {
+        if !window.is_zero() && self.model.blocks().overloaded_within(window) {
             return Err(self.budget.shed());
         }
         Ok(())
@@ -557,6 +559,7 @@ impl S3Api {
                 bytes: size,
             };
             self.model
+                .objects()
                 .check_quotas_for(&bucket, &input.key, add)
                 .await
                 .map_err(crate::error::model_error)?;
@@ -592,14 +595,19 @@ impl S3Api {
             acl: acl.map_or_else(Lww::default, |a| Lww::new(0, Some(a))),
         };
         lock.apply(&mut row);
-        let row = match self.model.publish_if(&bucket, &input.key, row, cond).await {
+        let row = match self
+            .model
+            .objects()
+            .publish_if(&bucket, &input.key, row, cond)
+            .await
+        {
             Ok(row) => row,
             Err(e) => {
                 // The version was never published: release its blocks,
                 // unless a later round may still publish it (its upload
                 // record then stays, and the start-up scan decides).
                 if !e.outcome_unknown() {
-                    let _ = self.model.abort_upload(version).await;
+                    let _ = self.model.objects().abort_upload(version).await;
                 }
                 return Err(crate::error::model_error(e));
             }

@@ -1,6 +1,6 @@
 //! Put/Get/DeleteObjectTagging and Put/Get/DeleteBucketTagging. The tags
 //! are registers of the object version's and the bucket's rows
-//! (`hangar_model::Model::set_object_tags`, `set_bucket_tags`): a change
+//! (`hangar_model::Objects::set_object_tags`, `set_bucket_tags`): a change
 //! made through one node is seen through every other.
 
 use s3s::dto::{
@@ -45,7 +45,12 @@ impl S3Api {
         // The bucket first: a missing bucket is NoSuchBucket, as in S3.
         let b = self.bucket(signer, bucket).await?;
         let v = parse_version_id(version_id)?;
-        let found = self.model.find_version(&b, key, v).await.or_s3()?;
+        let found = self
+            .model
+            .objects()
+            .find_version(&b, key, v)
+            .await
+            .or_s3()?;
         match found {
             None if v.is_some() => Err(crate::error::no_such_version()),
             None => Err(no_such_key()),
@@ -68,6 +73,7 @@ impl S3Api {
     ) -> S3Result<Option<String>> {
         let (b, found) = self.tagged_version(signer, bucket, key, version_id).await?;
         self.model
+            .objects()
             .set_version_tags(&b, &found, tags)
             .await
             .or_s3()?;

@@ -143,6 +143,7 @@ impl S3Api {
             let want = max - count(&page) + 1;
             let got = self
                 .model
+                .objects()
                 .list_versions(bucket, prefix.as_bytes(), &cursor, want)
                 .await
                 .or_s3()?;

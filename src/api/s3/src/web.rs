@@ -196,7 +196,7 @@ async fn read(
     if key.is_empty() {
         return Ok(None);
     }
-    let found = web.api.model.find_version(b, key, None).await?;
+    let found = web.api.model.objects().find_version(b, key, None).await?;
     // An SSE-C object cannot be served without its key, which an anonymous
     // website request has no way to send: it is answered as absent.
     Ok(found

@@ -85,7 +85,10 @@ pub async fn statistics(st: &AdminState) -> Result<Value, AdminError> {
     let (mut objects, mut bytes) = (0u64, 0u64);
     let mut rows = Vec::with_capacity(buckets.len());
     // Each bucket's counters: one read of a read quorum, a few at once.
-    let reads: Vec<_> = buckets.iter().map(|b| model.bucket_usage(b)).collect();
+    let reads: Vec<_> = buckets
+        .iter()
+        .map(|b| model.objects().bucket_usage(b))
+        .collect();
     let usages: Vec<_> = futures::stream::iter(reads).buffered(16).collect().await;
     for (b, u) in buckets.iter().zip(usages) {
         let u = u.map_err(model_error)?;

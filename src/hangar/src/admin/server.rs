@@ -62,7 +62,7 @@ fn quotas(q: hangar_model::bucket::BucketQuotas) -> Quotas {
 /// keys allowed on it and its aliases.
 async fn bucket_info(model: &Model, b: &BucketRow) -> Result<Value, AdminError> {
     let e = model_error;
-    let usage = model.bucket_usage(b).await.map_err(e)?;
+    let usage = model.objects().bucket_usage(b).await.map_err(e)?;
     let keys = model
         .keys()
         .list()

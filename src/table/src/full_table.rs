@@ -601,7 +601,7 @@ pub(crate) async fn merge_rows<S: Schema>(
 /// Merges a writer's rows (not anti-entropy's) in one transaction, with
 /// [`Table::tx_insert_admitted`]: nothing is stored when one is refused by
 /// a fence.
-async fn merge_written<S: Schema>(table: &Table<S>, rows: KeyedRows<S>) -> Result<()> {
+pub(crate) async fn merge_written<S: Schema>(table: &Table<S>, rows: KeyedRows<S>) -> Result<()> {
     table
         .db()
         .write(move |tx| {

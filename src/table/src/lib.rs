@@ -242,6 +242,14 @@ impl<S: Schema> Clone for Table<S> {
     }
 }
 
+/// Rows of a table whose sort key is a big-endian `u32`, with their
+/// numbers (a row with another sort key is left out).
+pub(crate) fn numbered<R>(rows: Vec<(Vec<u8>, R)>) -> Vec<(u32, R)> {
+    rows.into_iter()
+        .filter_map(|(k, r)| Some((u32::from_be_bytes(k.try_into().ok()?), r)))
+        .collect()
+}
+
 /// The storage key of row (`partition`, `sort`).
 pub fn storage_key<S: Schema>(partition: &[u8], sort: &[u8]) -> Vec<u8> {
     assert_eq!(
@@ -373,10 +381,7 @@ impl<S: Schema> Table<S> {
                 limit,
             )
             .await?;
-        Ok(rows
-            .into_iter()
-            .filter_map(|(k, r)| Some((u32::from_be_bytes(k.try_into().ok()?), r)))
-            .collect())
+        Ok(numbered(rows))
     }
 
     /// Reads a row inside a write transaction.

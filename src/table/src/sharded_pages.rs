@@ -99,10 +99,7 @@ impl<S: Schema> ShardedTable<S> {
         let rows = self
             .range_from(partition, Bound::Included(&from.to_be_bytes()), limit)
             .await?;
-        Ok(rows
-            .into_iter()
-            .filter_map(|(k, r)| Some((u32::from_be_bytes(k.try_into().ok()?), r)))
-            .collect())
+        Ok(crate::numbered(rows))
     }
 
     /// This node's replica of `partition`'s rows, if it holds the partition

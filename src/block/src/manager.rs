@@ -193,7 +193,26 @@ impl BlockManager {
         .await
     }
 
-    /// The common path of the two stores: `write` (blocking) writes the file.
+    /// Stores a block this node encoded itself from data whose hash it
+    /// computed (its own put, through the mesh's local call) as
+    /// [`Self::store_encoded`] does, without decoding it again to check it.
+    pub async fn store_own_encoded(
+        &self,
+        hash: Hash,
+        enc: EncodedBlock,
+        version: [u8; 16],
+    ) -> Result<StoredBlock> {
+        let files = self.files.clone();
+        self.store_with(
+            hash,
+            version,
+            |_| Ok(()),
+            move || files.write_encoded(&hash, &enc),
+        )
+        .await
+    }
+
+    /// The common path of the stores: `write` (blocking) writes the file.
     async fn store_with<F, W>(
         &self,
         hash: Hash,

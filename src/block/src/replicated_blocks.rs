@@ -212,7 +212,14 @@ impl ReplicatedBlocks {
         // Received copies are held in memory until written: as many as the
         // budget holds, so a node receives what it could send.
         let queue = (cfg.ram_budget / limits.max_stored()).max(4) as usize;
-        endpoints.serve(&mgr, limits, queue, cfg.resync_serve_max, resync.clone());
+        endpoints.serve(
+            cluster.id(),
+            &mgr,
+            limits,
+            queue,
+            cfg.resync_serve_max,
+            resync.clone(),
+        );
         let permits = usize::try_from(cfg.ram_budget)
             .unwrap_or(usize::MAX)
             .min(Semaphore::MAX_PERMITS);

@@ -50,7 +50,9 @@ pub use crate::messages::{
 use crate::resync_settings::ResyncSettings;
 use crate::{BlockError, Result};
 use async_trait::async_trait;
-use hangar_net::{Body, Endpoint, Handler, HandlerError, Mesh, NetError, Request, Response};
+use hangar_net::{
+    Body, Endpoint, Handler, HandlerError, Mesh, NetError, NodeId, Request, Response,
+};
 use hangar_util::Hash;
 
 /// How often a yielding resync read looks whether the clients went quiet.
@@ -116,6 +118,7 @@ impl BlockEndpoints {
     /// separately, by `resync_queue` each.
     pub fn serve(
         &self,
+        me: NodeId,
         mgr: &Arc<BlockManager>,
         limits: BlockLimits,
         queue: usize,
@@ -123,7 +126,7 @@ impl BlockEndpoints {
         resync: Arc<ResyncSettings>,
     ) {
         self.put
-            .set_handler(PutHandler::new(mgr.clone(), limits), queue);
+            .set_handler(PutHandler::of_node(mgr.clone(), limits, me), queue);
         self.get.set_handler(GetHandler::new(mgr.clone()), queue);
         self.unref
             .set_handler(UnrefHandler::new(mgr.clone()), queue.max(1024));
@@ -149,11 +152,31 @@ impl BlockEndpoints {
 pub struct PutHandler {
     mgr: Arc<BlockManager>,
     limits: BlockLimits,
+    /// This node, whose own puts (the mesh's local calls, `from` this
+    /// node) carry blocks it encoded itself from data it hashed.
+    me: Option<NodeId>,
 }
 
 impl PutHandler {
+    /// A handler that checks every block it receives against its hash.
     pub fn new(mgr: Arc<BlockManager>, limits: BlockLimits) -> PutHandler {
-        PutHandler { mgr, limits }
+        PutHandler {
+            mgr,
+            limits,
+            me: None,
+        }
+    }
+
+    /// The handler of node `me`: its own puts are stored without decoding
+    /// them again (a lone node's PUT of 1 MiB hashed its block twice,
+    /// +2.7 % instructions, script/profile-requests); a peer's are checked
+    /// as always. `from` is the mesh's authenticated peer, so no peer can
+    /// pass for this node.
+    pub fn of_node(mgr: Arc<BlockManager>, limits: BlockLimits, me: NodeId) -> PutHandler {
+        PutHandler {
+            me: Some(me),
+            ..PutHandler::new(mgr, limits)
+        }
     }
 }
 
@@ -171,6 +194,21 @@ pub async fn receive_put(
     })
 }
 
+/// Stores a block this node encoded itself ([`PutHandler::of_node`]):
+/// its length is bounded as any put's, its content not decoded again.
+async fn receive_own_put(
+    mgr: &BlockManager,
+    limits: BlockLimits,
+    msg: PutBlock,
+    body: Option<Body>,
+) -> Result<PutBlockReply> {
+    let enc = collect_block(msg.hash, msg.compressed, msg.plain_len, limits, body).await?;
+    let stored = mgr.store_own_encoded(msg.hash, enc, msg.version).await?;
+    Ok(PutBlockReply {
+        written: stored.written,
+    })
+}
+
 #[async_trait]
 impl Handler<PutBlock, PutBlockReply> for PutHandler {
     async fn handle(
@@ -178,7 +216,12 @@ impl Handler<PutBlock, PutBlockReply> for PutHandler {
         req: Request<PutBlock>,
     ) -> std::result::Result<Response<PutBlockReply>, HandlerError> {
         let stats = self.mgr.stats();
-        match receive_put(&self.mgr, self.limits, req.msg, req.body).await {
+        let received = if self.me == Some(req.from) {
+            receive_own_put(&self.mgr, self.limits, req.msg, req.body).await
+        } else {
+            receive_put(&self.mgr, self.limits, req.msg, req.body).await
+        };
+        match received {
             Ok(r) => {
                 stats.puts_received.fetch_add(1, Ordering::Relaxed);
                 Ok(Response::new(r))
@@ -606,6 +649,33 @@ mod tests {
         assert_eq!(mgr.refcount(h).await.unwrap(), 1);
         assert_eq!(mgr.read_encoded(h).await.unwrap(), enc, "stored as sent");
         assert_eq!(mgr.read(h).await.unwrap(), plain);
+    }
+
+    /// The handler of a node checks a block a peer sends, however the
+    /// block came: only its own local calls skip the check.
+    #[tokio::test]
+    async fn a_node_checks_its_peers_puts_and_trusts_only_its_own() {
+        let (_d, mgr) = manager();
+        let (me, peer) = (NodeId([1; 32]), NodeId([2; 32]));
+        let handler = PutHandler::of_node(mgr.clone(), LIMITS, me);
+        let plain = Bytes::from(vec![3u8; 40_000]);
+        let enc = mgr.block_files().encode(plain.clone());
+        let wrong = Hash::of(b"another block");
+        let put = |from, hash| Request {
+            from,
+            msg: put_msg(hash, &enc),
+            body: Some(Body::from_bytes(enc.data.clone())),
+        };
+        let e = handler.handle(put(peer, wrong)).await;
+        assert!(e.is_err(), "a peer's block under another hash is refused");
+        assert_eq!(mgr.refcount(wrong).await.unwrap(), 0);
+        let h = Hash::of(&plain);
+        assert!(handler.handle(put(peer, h)).await.unwrap().msg.written);
+        // This node's own put is stored as its caller encoded it.
+        let (_d2, mgr2) = manager();
+        let own = PutHandler::of_node(mgr2.clone(), LIMITS, me);
+        assert!(own.handle(put(me, h)).await.unwrap().msg.written);
+        assert_eq!(mgr2.read(h).await.unwrap(), plain);
     }
 
     #[tokio::test]

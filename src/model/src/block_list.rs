@@ -362,7 +362,7 @@ mod tests {
             .unwrap();
     }
 
-    /// What `blocks_for_range` must return, computed from the sizes.
+    /// What `Blocks::for_range` must return, computed from the sizes.
     fn expected(sizes: &[u64], es: &[BlockEntry], r: Range<u64>) -> Vec<BlockSlice> {
         let mut out = Vec::new();
         let mut start = 0;

@@ -183,14 +183,7 @@ impl BlockManager {
         tokio::task::spawn_blocking(move || checked.decode(&hash).map(drop))
             .await
             .map_err(|e| BlockError::Task(e.to_string()))??;
-        let files = self.files.clone();
-        self.store_with(
-            hash,
-            version,
-            |_| Ok(()),
-            move || files.write_encoded(&hash, &enc),
-        )
-        .await
+        self.store_own_encoded(hash, enc, version).await
     }
 
     /// Stores a block this node encoded itself from data whose hash it

@@ -187,23 +187,25 @@ pub async fn receive_put(
     msg: PutBlock,
     body: Option<Body>,
 ) -> Result<PutBlockReply> {
-    let enc = collect_block(msg.hash, msg.compressed, msg.plain_len, limits, body).await?;
-    let stored = mgr.store_encoded(msg.hash, enc, msg.version).await?;
-    Ok(PutBlockReply {
-        written: stored.written,
-    })
+    receive(mgr, limits, msg, body, true).await
 }
 
-/// Stores a block this node encoded itself ([`PutHandler::of_node`]):
-/// its length is bounded as any put's, its content not decoded again.
-async fn receive_own_put(
+/// Stores one received block copy, its content checked against its hash
+/// unless this node encoded it itself (`check` false,
+/// [`PutHandler::of_node`]); its length is bounded either way.
+async fn receive(
     mgr: &BlockManager,
     limits: BlockLimits,
     msg: PutBlock,
     body: Option<Body>,
+    check: bool,
 ) -> Result<PutBlockReply> {
     let enc = collect_block(msg.hash, msg.compressed, msg.plain_len, limits, body).await?;
-    let stored = mgr.store_own_encoded(msg.hash, enc, msg.version).await?;
+    let stored = if check {
+        mgr.store_encoded(msg.hash, enc, msg.version).await?
+    } else {
+        mgr.store_own_encoded(msg.hash, enc, msg.version).await?
+    };
     Ok(PutBlockReply {
         written: stored.written,
     })
@@ -216,12 +218,8 @@ impl Handler<PutBlock, PutBlockReply> for PutHandler {
         req: Request<PutBlock>,
     ) -> std::result::Result<Response<PutBlockReply>, HandlerError> {
         let stats = self.mgr.stats();
-        let received = if self.me == Some(req.from) {
-            receive_own_put(&self.mgr, self.limits, req.msg, req.body).await
-        } else {
-            receive_put(&self.mgr, self.limits, req.msg, req.body).await
-        };
-        match received {
+        let check = self.me != Some(req.from);
+        match receive(&self.mgr, self.limits, req.msg, req.body, check).await {
             Ok(r) => {
                 stats.puts_received.fetch_add(1, Ordering::Relaxed);
                 Ok(Response::new(r))

@@ -126,7 +126,7 @@ impl BlockEndpoints {
         resync: Arc<ResyncSettings>,
     ) {
         self.put
-            .set_handler(PutHandler::of_node(mgr.clone(), limits, me), queue);
+            .set_handler(PutHandler::new(mgr.clone(), limits, me), queue);
         self.get.set_handler(GetHandler::new(mgr.clone()), queue);
         self.unref
             .set_handler(UnrefHandler::new(mgr.clone()), queue.max(1024));
@@ -154,29 +154,17 @@ pub struct PutHandler {
     limits: BlockLimits,
     /// This node, whose own puts (the mesh's local calls, `from` this
     /// node) carry blocks it encoded itself from data it hashed.
-    me: Option<NodeId>,
+    me: NodeId,
 }
 
 impl PutHandler {
-    /// A handler that checks every block it receives against its hash.
-    pub fn new(mgr: Arc<BlockManager>, limits: BlockLimits) -> PutHandler {
-        PutHandler {
-            mgr,
-            limits,
-            me: None,
-        }
-    }
-
-    /// The handler of node `me`: its own puts are stored without decoding
-    /// them again (a lone node's PUT of 1 MiB hashed its block twice,
-    /// +2.7 % instructions, script/profile-requests); a peer's are checked
-    /// as always. `from` is the mesh's authenticated peer, so no peer can
-    /// pass for this node.
-    pub fn of_node(mgr: Arc<BlockManager>, limits: BlockLimits, me: NodeId) -> PutHandler {
-        PutHandler {
-            me: Some(me),
-            ..PutHandler::new(mgr, limits)
-        }
+    /// The handler of node `me`: a peer's blocks are checked against their
+    /// hash; its own puts are stored without decoding them again (a lone
+    /// node's PUT of 1 MiB hashed its block twice, +2.7 % instructions,
+    /// script/profile-requests). `from` is the mesh's authenticated peer,
+    /// so no peer can pass for this node.
+    pub fn new(mgr: Arc<BlockManager>, limits: BlockLimits, me: NodeId) -> PutHandler {
+        PutHandler { mgr, limits, me }
     }
 }
 
@@ -192,7 +180,7 @@ pub async fn receive_put(
 
 /// Stores one received block copy, its content checked against its hash
 /// unless this node encoded it itself (`check` false,
-/// [`PutHandler::of_node`]); its length is bounded either way.
+/// [`PutHandler::new`]); its length is bounded either way.
 async fn receive(
     mgr: &BlockManager,
     limits: BlockLimits,
@@ -218,7 +206,7 @@ impl Handler<PutBlock, PutBlockReply> for PutHandler {
         req: Request<PutBlock>,
     ) -> std::result::Result<Response<PutBlockReply>, HandlerError> {
         let stats = self.mgr.stats();
-        let check = self.me != Some(req.from);
+        let check = self.me != req.from;
         match receive(&self.mgr, self.limits, req.msg, req.body, check).await {
             Ok(r) => {
                 stats.puts_received.fetch_add(1, Ordering::Relaxed);
@@ -655,7 +643,7 @@ mod tests {
     async fn a_node_checks_its_peers_puts_and_trusts_only_its_own() {
         let (_d, mgr) = manager();
         let (me, peer) = (NodeId([1; 32]), NodeId([2; 32]));
-        let handler = PutHandler::of_node(mgr.clone(), LIMITS, me);
+        let handler = PutHandler::new(mgr.clone(), LIMITS, me);
         let plain = Bytes::from(vec![3u8; 40_000]);
         let enc = mgr.block_files().encode(plain.clone());
         let wrong = Hash::of(b"another block");
@@ -671,7 +659,7 @@ mod tests {
         assert!(handler.handle(put(peer, h)).await.unwrap().msg.written);
         // This node's own put is stored as its caller encoded it.
         let (_d2, mgr2) = manager();
-        let own = PutHandler::of_node(mgr2.clone(), LIMITS, me);
+        let own = PutHandler::new(mgr2.clone(), LIMITS, me);
         assert!(own.handle(put(me, h)).await.unwrap().msg.written);
         assert_eq!(mgr2.read(h).await.unwrap(), plain);
     }

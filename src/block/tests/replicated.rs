@@ -488,6 +488,7 @@ async fn a_replica_that_never_answers_delays_neither_get_nor_put() {
             BlockLimits {
                 max_plain_len: BLOCK,
             },
+            nodes[2].cluster.id(),
         ),
         16,
     );
@@ -680,6 +681,7 @@ async fn during_a_layout_transition_a_put_needs_the_quorum_of_both_versions() {
             BlockLimits {
                 max_plain_len: BLOCK,
             },
+            stalled.cluster.id(),
         ),
         16,
     );

@@ -51,8 +51,10 @@ impl Blocks {
         }
     }
 
-    /// This node's block files and references.
-    pub fn local(&self) -> &Arc<BlockManager> {
+    /// This node's block files and references, for tests that store blocks
+    /// as an older binary did.
+    #[cfg(test)]
+    pub(crate) fn local(&self) -> &Arc<BlockManager> {
         &self.local
     }
 

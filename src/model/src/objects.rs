@@ -81,7 +81,7 @@ impl Objects {
     }
 
     /// Asks the version collector to run now (a version was released).
-    pub(crate) fn wake_gc(&self) {
+    pub(crate) fn wake_collector(&self) {
         self.blocks.wake_collector();
     }
 
@@ -233,7 +233,7 @@ impl Objects {
         // After the row: a crash in between leaves a record the start-up
         // scan finds published.
         end_upload_record(&self.db, version).await?;
-        self.wake_gc();
+        self.wake_collector();
         Ok(published)
     }
 
@@ -301,7 +301,7 @@ impl Objects {
                 Ok::<_, ModelError>(())
             })
             .await?;
-        self.wake_gc();
+        self.wake_collector();
         Ok(())
     }
 
@@ -349,7 +349,7 @@ impl Objects {
             existed.push(live);
         }
         self.rows.insert(tombs).await?;
-        self.wake_gc();
+        self.wake_collector();
         Ok(existed)
     }
 }

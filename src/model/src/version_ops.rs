@@ -362,7 +362,7 @@ impl Objects {
                     let ts = now.max(o.timestamp_msec + 1);
                     let tomb = ObjectRow::tombstone(crate::new_version_id(), ts);
                     self.rows().insert_one(&part, &sort, tomb).await?;
-                    self.wake_gc();
+                    self.wake_collector();
                 }
                 Ok(Deleted {
                     id: Some(v),

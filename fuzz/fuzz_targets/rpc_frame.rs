@@ -19,9 +19,10 @@ use hangar_model::bucket_create::{CreateBucket, CreateReply};
 use hangar_model::object_paxos::{PublishIf, PublishIfReply};
 use hangar_model::paxos::messages::{AcceptReply, PrepareReply};
 use hangar_net::wire;
-use hangar_table::gc_rpc::GcRows;
-use hangar_table::full_table::{PullRows, ReadRow, RowPage, UpdateRows};
-use hangar_table::sharded::{MerkleRequest, MerkleResponse, RangeRows, ReadRange};
+use hangar_table::wire::{
+    GcRows, MerkleRequest, MerkleResponse, PullRows, RangeRows, ReadRange, ReadRow, RowPage,
+    UpdateRows,
+};
 use libfuzzer_sys::fuzz_target;
 use serde::de::DeserializeOwned;
 

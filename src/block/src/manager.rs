@@ -387,7 +387,7 @@ impl BlockManager {
             .await
             .map_err(|e| BlockError::Task(e.to_string()))??;
         self.note_deleted();
-        let refs = hangar_table::Table::<crate::refcount::BlockRefTable>::new(self.db.clone());
+        let refs = hangar_table::Replica::<crate::refcount::BlockRefTable>::new(self.db.clone());
         loop {
             let rows = refs
                 .range(
@@ -403,7 +403,7 @@ impl BlockManager {
             self.db
                 .write(move |tx| {
                     for (version, _) in &rows {
-                        hangar_table::Table::<crate::refcount::BlockRefTable>::tx_remove(
+                        hangar_table::Replica::<crate::refcount::BlockRefTable>::tx_remove(
                             tx,
                             hash.as_bytes(),
                             version,

@@ -26,7 +26,7 @@
 //! converts them.
 
 use hangar_db::{Db, DbError, Tx};
-use hangar_table::{Crdt, Schema, Table};
+use hangar_table::{Crdt, Replica, Schema};
 use hangar_util::Hash;
 use hangar_util::time::now_msec;
 use serde::{Deserialize, Serialize};
@@ -70,6 +70,7 @@ impl Schema for BlockRefTable {
     const TREE: &'static str = "block_refs";
     const PARTITION_LEN: usize = 32;
     type Row = BlockRef;
+    type Replication = hangar_table::Sharded;
     const MERKLE_TREE: Option<&'static str> = Some("merkle:block_refs");
     /// A reference leaves with its block, at hand-over, never before.
     const DROP_LOST_PARTITIONS: bool = false;
@@ -178,7 +179,7 @@ fn to_db(e: hangar_table::TableError) -> DbError {
 /// Records that `version` uses block `hash` (idempotent; nothing if the
 /// reference was already deleted).
 pub fn add_ref(tx: &mut Tx<'_>, hash: &Hash, version: &[u8; 16]) -> Result<(), DbError> {
-    Table::<BlockRefTable>::tx_insert(tx, hash.as_bytes(), version, &BlockRef::LIVE)
+    Replica::<BlockRefTable>::tx_insert(tx, hash.as_bytes(), version, &BlockRef::LIVE)
         .map(drop)
         .map_err(to_db)
 }
@@ -186,16 +187,18 @@ pub fn add_ref(tx: &mut Tx<'_>, hash: &Hash, version: &[u8; 16]) -> Result<(), D
 /// Records that `version` no longer uses block `hash` (idempotent); a block
 /// left unreferenced is deleted after the grace delay.
 pub fn remove_ref(tx: &mut Tx<'_>, hash: &Hash, version: &[u8; 16]) -> Result<(), DbError> {
-    Table::<BlockRefTable>::tx_insert(tx, hash.as_bytes(), version, &BlockRef::DELETED)
+    Replica::<BlockRefTable>::tx_insert(tx, hash.as_bytes(), version, &BlockRef::DELETED)
         .map(drop)
         .map_err(to_db)
 }
 
 /// Whether this node holds a live reference of `version` to `hash`.
 pub fn tx_has_live_ref(tx: &Tx<'_>, hash: &Hash, version: &[u8; 16]) -> Result<bool, DbError> {
-    Ok(Table::<BlockRefTable>::tx_get(tx, hash.as_bytes(), version)
-        .map_err(to_db)?
-        .is_some_and(|r| !r.deleted))
+    Ok(
+        Replica::<BlockRefTable>::tx_get(tx, hash.as_bytes(), version)
+            .map_err(to_db)?
+            .is_some_and(|r| !r.deleted),
+    )
 }
 
 /// Converts the references of the legacy tree `block_ref` into rows of
@@ -224,7 +227,7 @@ pub async fn migrate_legacy_refs(db: &Db) -> Result<u64, DbError> {
                 let mut rc = read_rc(tx, &hash)?.unwrap_or_default();
                 rc.count = rc.count.saturating_sub(1);
                 tx.put(RC_TREE, hash.as_bytes().to_vec(), rc.encode());
-                Table::<BlockRefTable>::tx_insert(tx, &k[..32], &k[32..], &BlockRef::LIVE)
+                Replica::<BlockRefTable>::tx_insert(tx, &k[..32], &k[32..], &BlockRef::LIVE)
                     .map_err(to_db)?;
             }
             Ok::<_, DbError>(())

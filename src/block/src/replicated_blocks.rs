@@ -61,7 +61,7 @@ use crate::resync::{DEFAULT_SERVE_MAX, Resync, ResyncSettings};
 use crate::rpc::{BlockEndpoints, BlockLimits, GetBlock, PutBlock, UnrefBlock};
 use crate::stragglers::{STRAGGLER_DEADLINE, Stragglers};
 use crate::{BlockError, Result};
-use hangar_table::sharded::ShardedTable;
+use hangar_table::Table;
 
 /// Default longest wait for room in the RAM budget.
 pub const DEFAULT_BUDGET_WAIT: Duration = Duration::from_secs(5);
@@ -136,7 +136,7 @@ pub struct ReplicatedBlocks {
     endpoints: BlockEndpoints,
     /// One permit per byte of stored block in flight.
     budget: Arc<Semaphore>,
-    refs: ShardedTable<BlockRefTable>,
+    refs: Table<BlockRefTable>,
     resync: Arc<Resync>,
     /// When a put last failed for overload ([`BlockError::is_overload`]).
     overloaded: LastEvent,
@@ -223,7 +223,7 @@ impl ReplicatedBlocks {
         let permits = usize::try_from(cfg.ram_budget)
             .unwrap_or(usize::MAX)
             .min(Semaphore::MAX_PERMITS);
-        let refs = ShardedTable::new(mgr.metadata().clone(), cluster.clone())?;
+        let refs = Table::new(mgr.metadata().clone(), cluster.clone())?;
         let stragglers = Stragglers::new(
             (cfg.ram_budget / 4).max(limits.max_stored()),
             STRAGGLER_DEADLINE,
@@ -257,7 +257,7 @@ impl ReplicatedBlocks {
     }
 
     /// The block reference table, for the sharded tables' anti-entropy.
-    pub fn ref_table(&self) -> &ShardedTable<BlockRefTable> {
+    pub fn ref_table(&self) -> &Table<BlockRefTable> {
         &self.refs
     }
 

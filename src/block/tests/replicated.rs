@@ -492,9 +492,9 @@ async fn a_replica_that_never_answers_delays_neither_get_nor_put() {
         ),
         16,
     );
-    let tables: Vec<Arc<dyn hangar_table::sharded_sync::ShardedSyncable>> =
+    let tables: Vec<Arc<dyn hangar_table::sharded::sync::ShardedSyncable>> =
         vec![Arc::new(nodes[0].blocks.ref_table().clone())];
-    let r = hangar_table::sharded_sync::sync_pass(&nodes[0].cluster, &tables).await;
+    let r = hangar_table::sharded::sync::sync_pass(&nodes[0].cluster, &tables).await;
     assert!(r.rows_pushed >= 1, "{r:?}");
     assert!(
         wait_for(Duration::from_secs(8), async || good_copy(&nodes[2], hb)

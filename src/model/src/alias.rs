@@ -32,7 +32,7 @@ use std::sync::Weak;
 use async_trait::async_trait;
 use hangar_db::Tx;
 use hangar_net::{Handler, HandlerError, Request, Response};
-use hangar_table::{Crdt, Schema, Table, max_by_content};
+use hangar_table::{Crdt, Replica, Schema, max_by_content};
 use hangar_util::time::now_msec;
 use serde::{Deserialize, Serialize};
 use serde_bytes::ByteBuf;
@@ -81,16 +81,19 @@ impl Schema for AliasTable {
     const TREE: &'static str = "bucket_alias";
     const PARTITION_LEN: usize = 0;
     type Row = AliasRow;
+    type Replication = hangar_table::Full;
 }
 
 /// The live bucket the live alias `name` points to, read in `tx`.
 pub(crate) fn tx_resolve(tx: &Tx<'_>, name: &str) -> hangar_table::Result<Option<BucketRow>> {
-    let Some(a) = Table::<AliasTable>::tx_get(tx, b"", name.as_bytes())?.filter(|a| !a.deleted)
+    let Some(a) = Replica::<AliasTable>::tx_get(tx, b"", name.as_bytes())?.filter(|a| !a.deleted)
     else {
         return Ok(None);
     };
-    Ok(Table::<BucketTable>::tx_get(tx, b"", a.bucket.as_bytes())?
-        .filter(|b| !b.deleted && b.id == a.bucket_id))
+    Ok(
+        Replica::<BucketTable>::tx_get(tx, b"", a.bucket.as_bytes())?
+            .filter(|b| !b.deleted && b.id == a.bucket_id),
+    )
 }
 
 /// An alias change, sent to the coordinator of the alias name.
@@ -366,14 +369,14 @@ impl Buckets {
                 let now = now_msec();
                 let mut rows = Vec::new();
                 for n in names {
-                    let Some(mut a) = Table::<AliasTable>::tx_get(tx, b"", n.as_bytes())?
+                    let Some(mut a) = Replica::<AliasTable>::tx_get(tx, b"", n.as_bytes())?
                         .filter(|a| !a.deleted && a.bucket_id == id)
                     else {
                         continue;
                     };
                     a.deleted = true;
                     a.updated_msec = now.max(a.updated_msec + 1);
-                    let a = Table::<AliasTable>::tx_insert(tx, b"", n.as_bytes(), &a)?;
+                    let a = Replica::<AliasTable>::tx_insert(tx, b"", n.as_bytes(), &a)?;
                     rows.push((Vec::new(), n.into_bytes(), a));
                 }
                 Ok::<_, ModelError>(rows)
@@ -427,7 +430,7 @@ impl Buckets {
                     let name = alias_sort_key(key, alias);
                     self.db()
                         .write(move |tx| {
-                            Table::<AliasTable>::tx_insert(tx, b"", name.as_bytes(), &row)?;
+                            Replica::<AliasTable>::tx_insert(tx, b"", name.as_bytes(), &row)?;
                             Ok::<_, ModelError>(())
                         })
                         .await?;
@@ -502,14 +505,14 @@ impl Buckets {
             .db()
             .write(move |tx| {
                 let now = now_msec();
-                let old = Table::<AliasTable>::tx_get(tx, b"", sort.as_bytes())?;
+                let old = Replica::<AliasTable>::tx_get(tx, b"", sort.as_bytes())?;
                 if let Some(k) = &c.key
-                    && Table::<KeyTable>::tx_get(tx, b"", k.as_bytes())?
+                    && Replica::<KeyTable>::tx_get(tx, b"", k.as_bytes())?
                         .is_none_or(|k| k.is_deleted())
                 {
                     return Ok((AliasDecision::NoSuchKey, None, false));
                 }
-                let target = Table::<BucketTable>::tx_get(tx, b"", c.bucket.as_bytes())?
+                let target = Replica::<BucketTable>::tx_get(tx, b"", c.bucket.as_bytes())?
                     .filter(|b| !b.deleted && b.id == c.bucket_id);
                 if !c.add {
                     let Some(mut a) = old.filter(|a| !a.deleted && a.bucket_id == c.bucket_id)
@@ -518,13 +521,13 @@ impl Buckets {
                     };
                     a.deleted = true;
                     a.updated_msec = now.max(a.updated_msec + 1);
-                    let a = Table::<AliasTable>::tx_insert(tx, b"", sort.as_bytes(), &a)?;
+                    let a = Replica::<AliasTable>::tx_insert(tx, b"", sort.as_bytes(), &a)?;
                     return Ok((AliasDecision::Done, Some(a), true));
                 }
                 // A local alias may take a bucket's name: the key reaches
                 // the bucket it names instead.
                 if c.key.is_none()
-                    && Table::<BucketTable>::tx_get(tx, b"", c.alias.as_bytes())?
+                    && Replica::<BucketTable>::tx_get(tx, b"", c.alias.as_bytes())?
                         .is_some_and(|b| !b.deleted)
                 {
                     return Ok((AliasDecision::NameTaken, None, false));
@@ -547,7 +550,7 @@ impl Buckets {
                     bucket_id: target.id,
                     bucket: target.name,
                 };
-                let row = Table::<AliasTable>::tx_insert(tx, b"", sort.as_bytes(), &row)?;
+                let row = Replica::<AliasTable>::tx_insert(tx, b"", sort.as_bytes(), &row)?;
                 Ok::<_, ModelError>((AliasDecision::Done, Some(row), true))
             })
             .await?;

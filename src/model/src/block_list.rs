@@ -59,6 +59,7 @@ impl Schema for VersionTable {
     const TREE: &'static str = "version";
     const PARTITION_LEN: usize = 16;
     type Row = BlockEntry;
+    type Replication = hangar_table::Sharded;
     const MERKLE_TREE: Option<&'static str> = Some("merkle:version");
 
     fn is_tombstone(row: &BlockEntry) -> bool {
@@ -260,7 +261,7 @@ mod tests {
 
     use super::*;
     use crate::test_support::test_model;
-    use hangar_table::Table;
+    use hangar_table::Replica;
     use hangar_table::TableError;
 
     /// Block sizes like a completed multipart upload's: parts of four
@@ -354,7 +355,7 @@ mod tests {
             .db()
             .write(move |tx| {
                 for (i, e) in es.iter().enumerate() {
-                    Table::<VersionTable>::tx_insert(tx, &v, &(i as u32).to_be_bytes(), e)?;
+                    Replica::<VersionTable>::tx_insert(tx, &v, &(i as u32).to_be_bytes(), e)?;
                 }
                 Ok::<_, TableError>(())
             })

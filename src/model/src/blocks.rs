@@ -21,7 +21,7 @@ use tokio::sync::Notify;
 
 use crate::block_list::{BlockEntry, VersionTable};
 use crate::{ModelError, Result, VersionId};
-use hangar_table::sharded::ShardedTable;
+use hangar_table::Table;
 
 /// The block service of one node.
 pub struct Blocks {
@@ -31,7 +31,7 @@ pub struct Blocks {
     local: Arc<BlockManager>,
     /// The cluster's blocks, on the nodes the layout assigns them.
     replicated: Arc<ReplicatedBlocks>,
-    versions: ShardedTable<VersionTable>,
+    versions: Table<VersionTable>,
     collector_wakeup: Notify,
 }
 
@@ -40,7 +40,7 @@ impl Blocks {
         cluster: hangar_cluster::Cluster,
         local: Arc<BlockManager>,
         replicated: Arc<ReplicatedBlocks>,
-        versions: ShardedTable<VersionTable>,
+        versions: Table<VersionTable>,
     ) -> Blocks {
         Blocks {
             cluster,
@@ -59,7 +59,7 @@ impl Blocks {
     }
 
     /// The block lists' rows.
-    pub(crate) fn rows(&self) -> &ShardedTable<VersionTable> {
+    pub(crate) fn rows(&self) -> &Table<VersionTable> {
         &self.versions
     }
 

@@ -262,6 +262,7 @@ impl Schema for BucketTable {
     const TREE: &'static str = "bucket";
     const PARTITION_LEN: usize = 0;
     type Row = BucketRow;
+    type Replication = hangar_table::Full;
 
     fn format_of(row: &BucketRow) -> u8 {
         if !row.quotas.is_unset() {

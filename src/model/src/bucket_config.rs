@@ -4,7 +4,7 @@
 //! is stamped past the register's timestamp and merged, so it replicates
 //! like any other row and never changes the bucket itself.
 
-use hangar_table::Table;
+use hangar_table::Replica;
 use hangar_util::time::now_msec;
 
 use crate::bucket::{BucketRow, BucketTable, CorsRule, Versioning};
@@ -33,11 +33,11 @@ impl Buckets {
             .db()
             .write(move |tx| {
                 // The same bucket as the one checked: not one re-created since.
-                let mut b = Table::<BucketTable>::tx_get(tx, b"", name.as_bytes())?
+                let mut b = Replica::<BucketTable>::tx_get(tx, b"", name.as_bytes())?
                     .filter(|b| !b.deleted && b.id == seen.id)
                     .ok_or_else(|| ModelError::NoSuchBucket(name.clone()))?;
                 f(&mut b, now_msec())?;
-                Ok::<_, ModelError>(Table::<BucketTable>::tx_insert(
+                Ok::<_, ModelError>(Replica::<BucketTable>::tx_insert(
                     tx,
                     b"",
                     name.as_bytes(),

@@ -8,7 +8,7 @@
 //! role in the current layout, the first by rendezvous hash of the name
 //! (blake3 of name and node id, highest first) that the failure detector
 //! reports up. The coordinator holds a lock for the name while it reads
-//! the bucket row from a read quorum ([`FullTable::get_quorum`]), decides,
+//! the bucket row from a read quorum ([`Table::get_quorum`]), decides,
 //! writes the bucket row and the creator's grant in one local transaction,
 //! and replicates both (write quorum), then answers:
 //!
@@ -40,14 +40,14 @@
 //! both answered 200); from different rows, the merge keeps one and
 //! reports the other ([`crate::bucket::displaced`]).
 //!
-//! [`FullTable::get_quorum`]: hangar_table::full_table::FullTable::get_quorum
+//! [`Table::get_quorum`]: hangar_table::Table::get_quorum
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use hangar_net::{CallOpts, Endpoint, Handler, HandlerError, NetError, Request, Response};
-use hangar_table::{Crdt, LwwMap, Table};
+use hangar_table::{Crdt, LwwMap, Replica};
 use hangar_util::NodeId;
 use hangar_util::time::now_msec;
 use serde::{Deserialize, Serialize};
@@ -327,10 +327,10 @@ impl Buckets {
         self.db()
             .write(move |tx| {
                 if let Some(b) = &bucket {
-                    Table::<BucketTable>::tx_insert(tx, b"", b.name.as_bytes(), b)?;
+                    Replica::<BucketTable>::tx_insert(tx, b"", b.name.as_bytes(), b)?;
                 }
                 if let Some(k) = &key {
-                    Table::<KeyTable>::tx_insert(tx, b"", k.access_key_id.as_bytes(), k)?;
+                    Replica::<KeyTable>::tx_insert(tx, b"", k.access_key_id.as_bytes(), k)?;
                 }
                 Ok::<_, ModelError>(())
             })
@@ -365,9 +365,9 @@ impl Buckets {
             .db()
             .write(move |tx| {
                 let now = now_msec();
-                let old = Table::<BucketTable>::tx_get(tx, b"", name.as_bytes())?;
+                let old = Replica::<BucketTable>::tx_get(tx, b"", name.as_bytes())?;
                 let key = match &owner {
-                    Some(id) => Table::<KeyTable>::tx_get(tx, b"", id.as_bytes())?
+                    Some(id) => Replica::<KeyTable>::tx_get(tx, b"", id.as_bytes())?
                         .filter(|k| !k.is_deleted()),
                     None => None,
                 };
@@ -413,7 +413,8 @@ impl Buckets {
                             old.as_ref().map_or(now, |o| now.max(o.updated_msec + 1)),
                         );
                         row.created_by = owner.clone();
-                        let row = Table::<BucketTable>::tx_insert(tx, b"", name.as_bytes(), &row)?;
+                        let row =
+                            Replica::<BucketTable>::tx_insert(tx, b"", name.as_bytes(), &row)?;
                         let ts = owner.is_some().then_some(row.created_msec);
                         (Decision::Created, row, ts)
                     }
@@ -433,7 +434,7 @@ impl Buckets {
                         k.buckets.merge(&grant);
                         let id = k.access_key_id.clone();
                         Some((
-                            Table::<KeyTable>::tx_insert(tx, b"", id.as_bytes(), &k)?,
+                            Replica::<KeyTable>::tx_insert(tx, b"", id.as_bytes(), &k)?,
                             true,
                         ))
                     }

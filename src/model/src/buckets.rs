@@ -20,7 +20,7 @@ use crate::bucket_create::{BucketCreation, NameLocks};
 use crate::key::KeyRow;
 use crate::keys::Keys;
 use crate::{ModelError, Result};
-use hangar_table::full_table::FullTable;
+use hangar_table::Table;
 
 /// A change of permissions: `Some(true)` grants, `Some(false)` revokes.
 #[derive(Debug, Clone, Copy, Default)]
@@ -34,8 +34,8 @@ pub struct PermissionChange {
 pub struct Buckets {
     db: Db,
     keys: Arc<Keys>,
-    table: FullTable<BucketTable>,
-    aliases: FullTable<AliasTable>,
+    table: Table<BucketTable>,
+    aliases: Table<AliasTable>,
     /// Bucket and alias creations coordinated by other nodes.
     creation: BucketCreation,
     /// The locks of the names this node coordinates.
@@ -53,8 +53,8 @@ impl Buckets {
         allow_punycode: bool,
     ) -> Result<Arc<Buckets>> {
         let buckets = Arc::new(Buckets {
-            table: FullTable::new(db.clone(), cluster.clone()).map_err(TableError::from)?,
-            aliases: FullTable::new(db.clone(), cluster.clone()).map_err(TableError::from)?,
+            table: Table::new(db.clone(), cluster.clone()).map_err(TableError::from)?,
+            aliases: Table::new(db.clone(), cluster.clone()).map_err(TableError::from)?,
             creation: BucketCreation::new(cluster)?,
             locks: NameLocks::new(),
             db,
@@ -81,11 +81,11 @@ impl Buckets {
         &self.creation
     }
 
-    pub(crate) fn bucket_table(&self) -> &FullTable<BucketTable> {
+    pub(crate) fn bucket_table(&self) -> &Table<BucketTable> {
         &self.table
     }
 
-    pub(crate) fn alias_table(&self) -> &FullTable<AliasTable> {
+    pub(crate) fn alias_table(&self) -> &Table<AliasTable> {
         &self.aliases
     }
 

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use crate::row_format::TAGS_CORS_ROW_FORMAT;
-use hangar_table::{Lww, ROW_FORMAT, Schema, Table, encode, storage_key};
+use hangar_table::{Lww, ROW_FORMAT, Replica, Schema, encode, storage_key};
 use serde::Serialize;
 
 use crate::bucket::{BucketRow, BucketTable, CorsRule};
@@ -145,14 +145,14 @@ fn bucket_configuration_and_upload_tags_are_format_3() {
 #[tokio::test]
 async fn the_table_writes_and_reads_both_formats() {
     let (_d, db) = test_db();
-    let t = Table::<ObjectTable>::new(db.clone());
+    let t = Replica::<ObjectTable>::new(db.clone());
     let part = [3u8; 32];
     let tagged = object(Lww::new(0, TagSet::from([("a".into(), "1".into())])));
     db.write({
         let tagged = tagged.clone();
         move |tx| {
-            Table::<ObjectTable>::tx_insert(tx, &part, b"plain", &object(Lww::default()))?;
-            Table::<ObjectTable>::tx_insert(tx, &part, b"tagged", &tagged)?;
+            Replica::<ObjectTable>::tx_insert(tx, &part, b"plain", &object(Lww::default()))?;
+            Replica::<ObjectTable>::tx_insert(tx, &part, b"tagged", &tagged)?;
             Ok::<_, hangar_table::TableError>(())
         }
     })

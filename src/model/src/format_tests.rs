@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use hangar_db::Db;
-use hangar_table::{LEGACY_ROW_FORMAT, ROW_FORMAT, Schema, Table, TableError, storage_key};
+use hangar_table::{LEGACY_ROW_FORMAT, ROW_FORMAT, Replica, Schema, TableError, storage_key};
 use hangar_util::Hash;
 use serde::Serialize;
 
@@ -158,7 +158,7 @@ fn checksum() -> Option<LegacyChecksum> {
 #[tokio::test]
 async fn legacy_object_rows_are_read() {
     let (_d, db) = test_db();
-    let t = Table::<ObjectTable>::new(db.clone());
+    let t = Replica::<ObjectTable>::new(db.clone());
     let bucket = hash(9);
     let mut headers = BTreeMap::new();
     headers.insert("content-type".to_owned(), "text/plain".to_owned());
@@ -200,8 +200,8 @@ async fn legacy_object_rows_are_read() {
     // Written again, the row is format 2 with the id as a bin.
     let row2 = row.clone();
     db.write(move |tx| {
-        Table::<ObjectTable>::tx_remove(tx, &bucket, b"small")?;
-        Table::<ObjectTable>::tx_insert(tx, &bucket, b"small", &row2)?;
+        Replica::<ObjectTable>::tx_remove(tx, &bucket, b"small")?;
+        Replica::<ObjectTable>::tx_insert(tx, &bucket, b"small", &row2)?;
         Ok::<_, TableError>(())
     })
     .await
@@ -215,7 +215,7 @@ async fn legacy_object_rows_are_read() {
 #[tokio::test]
 async fn legacy_block_entries_are_read() {
     let (_d, db) = test_db();
-    let t = Table::<VersionTable>::new(db.clone());
+    let t = Replica::<VersionTable>::new(db.clone());
     let v = id(77);
     for i in 0..3u32 {
         let e = LegacyBlockEntry {
@@ -262,7 +262,7 @@ async fn legacy_multipart_rows_are_read() {
     assert!(contains(&legacy_value(&part), &legacy_array(&id(128))));
     put_legacy::<PartTable, _>(&db, &upload, &7u32.to_be_bytes(), &part).await;
 
-    let m = Table::<MpuTable>::new(db.clone())
+    let m = Replica::<MpuTable>::new(db.clone())
         .get(&bucket, &sk)
         .await
         .unwrap()
@@ -271,7 +271,7 @@ async fn legacy_multipart_rows_are_read() {
     assert_eq!(m.key, "k");
     assert_eq!(m.initiated_msec, 42);
     assert_eq!(m.checksum_algorithm.as_deref(), Some("SHA256"));
-    let parts = Table::<PartTable>::new(db.clone())
+    let parts = Replica::<PartTable>::new(db.clone())
         .range_numbered(&upload, 0, 10)
         .await
         .unwrap();
@@ -313,7 +313,7 @@ async fn legacy_key_and_bucket_rows_are_read() {
     };
     put_legacy::<BucketTable, _>(&db, b"", b"b", &bucket).await;
 
-    let k = Table::<KeyTable>::new(db.clone())
+    let k = Replica::<KeyTable>::new(db.clone())
         .get(b"", key.access_key_id.as_bytes())
         .await
         .unwrap()
@@ -322,7 +322,7 @@ async fn legacy_key_and_bucket_rows_are_read() {
     assert!(k.allow_create_bucket.value);
     let p = k.permission("b");
     assert!(p.read && !p.write && p.owner);
-    let b = Table::<BucketTable>::new(db.clone())
+    let b = Replica::<BucketTable>::new(db.clone())
         .get(b"", b"b")
         .await
         .unwrap()

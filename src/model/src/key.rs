@@ -151,6 +151,7 @@ impl Schema for KeyTable {
     const TREE: &'static str = "key";
     const PARTITION_LEN: usize = 0;
     type Row = KeyRow;
+    type Replication = hangar_table::Full;
 
     fn format_of(row: &KeyRow) -> u8 {
         if row.expires_msec.is_unset() {

@@ -7,26 +7,26 @@
 use std::ops::Bound;
 
 use hangar_db::Db;
-use hangar_table::Table;
+use hangar_table::Replica;
 use hangar_util::time::now_msec;
 
 use crate::key::{KeyRow, KeyTable, new_key_id, new_secret, valid_key_id};
 use crate::{ModelError, Result};
-use hangar_table::full_table::FullTable;
+use hangar_table::Table;
 
 /// The key service of one node.
 pub struct Keys {
     db: Db,
-    table: FullTable<KeyTable>,
+    table: Table<KeyTable>,
 }
 
 impl Keys {
-    pub(crate) fn new(db: Db, table: FullTable<KeyTable>) -> Keys {
+    pub(crate) fn new(db: Db, table: Table<KeyTable>) -> Keys {
         Keys { db, table }
     }
 
     /// The key table (replication and sync).
-    pub(crate) fn table(&self) -> &FullTable<KeyTable> {
+    pub(crate) fn table(&self) -> &Table<KeyTable> {
         &self.table
     }
 
@@ -69,7 +69,7 @@ impl Keys {
             .db
             .write(move |tx| {
                 let now = now_msec();
-                let row = match Table::<KeyTable>::tx_get(tx, b"", id.as_bytes())? {
+                let row = match Replica::<KeyTable>::tx_get(tx, b"", id.as_bytes())? {
                     Some(old) if !old.is_deleted() => {
                         return Err(ModelError::KeyAlreadyExists(id));
                     }
@@ -94,7 +94,12 @@ impl Keys {
                         k
                     }
                 };
-                Ok(Table::<KeyTable>::tx_insert(tx, b"", id.as_bytes(), &row)?)
+                Ok(Replica::<KeyTable>::tx_insert(
+                    tx,
+                    b"",
+                    id.as_bytes(),
+                    &row,
+                )?)
             })
             .await?;
         self.replicate(&row).await?;
@@ -164,11 +169,11 @@ impl Keys {
         let row: KeyRow = self
             .db
             .write(move |tx| {
-                let mut k = Table::<KeyTable>::tx_get(tx, b"", id.as_bytes())?
+                let mut k = Replica::<KeyTable>::tx_get(tx, b"", id.as_bytes())?
                     .filter(|k| !k.is_deleted())
                     .ok_or_else(|| ModelError::NoSuchKey(id.clone()))?;
                 f(&mut k, now_msec());
-                Ok::<_, ModelError>(Table::<KeyTable>::tx_insert(tx, b"", id.as_bytes(), &k)?)
+                Ok::<_, ModelError>(Replica::<KeyTable>::tx_insert(tx, b"", id.as_bytes(), &k)?)
             })
             .await?;
         self.replicate(&row).await?;

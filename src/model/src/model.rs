@@ -7,7 +7,7 @@ use std::sync::Arc;
 use hangar_block::{BlockManager, ReplicatedBlocks};
 use hangar_db::Db;
 use hangar_table::fence::FenceOp;
-use hangar_table::{Schema, Table};
+use hangar_table::{Replica, Schema};
 use hangar_util::time::now_msec;
 
 use crate::blocks::Blocks;
@@ -19,8 +19,7 @@ use crate::objects::Objects;
 use crate::tables::Tables;
 use crate::uploads::Uploads;
 use crate::{ModelError, Result};
-use hangar_table::full_table::FullTable;
-use hangar_table::sharded::ShardedTable;
+use hangar_table::Table;
 
 /// The data model of one node.
 pub struct Model {
@@ -57,7 +56,7 @@ impl Model {
     ) -> Result<Arc<Model>> {
         let keys = Arc::new(Keys::new(
             db.clone(),
-            FullTable::new(db.clone(), cluster.clone()).map_err(hangar_table::TableError::from)?,
+            Table::new(db.clone(), cluster.clone()).map_err(hangar_table::TableError::from)?,
         ));
         let buckets = Buckets::start(db.clone(), keys.clone(), cluster, allow_punycode)?;
         let (object_rows, versions, mpus, parts) = (
@@ -235,17 +234,17 @@ impl Model {
                 let now = now_msec();
                 // Re-read: the bucket may have been deleted and re-created
                 // since it was checked, and that one is not ours to delete.
-                let mut b = Table::<BucketTable>::tx_get(tx, b"", name.as_bytes())?
+                let mut b = Replica::<BucketTable>::tx_get(tx, b"", name.as_bytes())?
                     .filter(|b| !b.deleted && b.id == id)
                     .ok_or_else(|| ModelError::NoSuchBucket(name.clone()))?;
                 b.deleted = true;
                 b.updated_msec = now.max(b.updated_msec + 1);
-                let b = Table::<BucketTable>::tx_insert(tx, b"", name.as_bytes(), &b)?;
+                let b = Replica::<BucketTable>::tx_insert(tx, b"", name.as_bytes(), &b)?;
                 let mut keys = Vec::new();
                 for id in holders {
-                    if let Some(mut k) = Table::<KeyTable>::tx_get(tx, b"", id.as_bytes())? {
+                    if let Some(mut k) = Replica::<KeyTable>::tx_get(tx, b"", id.as_bytes())? {
                         k.buckets.update(name.clone(), now, Permission::default());
-                        keys.push(Table::<KeyTable>::tx_insert(tx, b"", id.as_bytes(), &k)?);
+                        keys.push(Replica::<KeyTable>::tx_insert(tx, b"", id.as_bytes(), &k)?);
                     }
                 }
                 Ok::<_, ModelError>((b, keys))
@@ -277,6 +276,6 @@ impl Model {
 }
 
 /// The rows of table `S`, on the nodes `cluster` places them.
-fn rows<S: Schema>(db: &Db, cluster: &hangar_cluster::Cluster) -> Result<ShardedTable<S>> {
-    Ok(ShardedTable::new(db.clone(), cluster.clone()).map_err(hangar_table::TableError::from)?)
+fn rows<S: Schema>(db: &Db, cluster: &hangar_cluster::Cluster) -> Result<Table<S>> {
+    Ok(Table::new(db.clone(), cluster.clone()).map_err(hangar_table::TableError::from)?)
 }

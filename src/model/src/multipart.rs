@@ -58,6 +58,7 @@ impl Schema for MpuTable {
     const TREE: &'static str = "mpu";
     const PARTITION_LEN: usize = 32;
     type Row = MpuRow;
+    type Replication = hangar_table::Sharded;
     const MERKLE_TREE: Option<&'static str> = Some("merkle:mpu");
     /// A bucket's deletion closes its id to new uploads as it does to new
     /// objects ([`Model::delete_bucket`]), then ends the uploads in
@@ -113,6 +114,7 @@ impl Schema for PartTable {
     const TREE: &'static str = "mpu_part";
     const PARTITION_LEN: usize = 16;
     type Row = PartRow;
+    type Replication = hangar_table::Sharded;
     const MERKLE_TREE: Option<&'static str> = Some("merkle:mpu_part");
 
     fn is_tombstone(row: &PartRow) -> bool {

@@ -234,6 +234,7 @@ impl Schema for ObjectTable {
     const TREE: &'static str = "object";
     const PARTITION_LEN: usize = 32;
     type Row = ObjectRow;
+    type Replication = hangar_table::Sharded;
     const MERKLE_TREE: Option<&'static str> = Some("merkle:object");
     // A bucket's deletion closes its id to new objects (Model::delete_bucket).
     const FENCE_TREE: Option<&'static str> = Some("fence:object");

@@ -36,7 +36,7 @@ use crate::paxos::{Acceptor, BallotClock, Outcome};
 use crate::version_keys::VersionRef;
 use crate::write_condition::{WriteCondition, stamped};
 use crate::{ModelError, Result};
-use hangar_table::sharded::ShardedTable;
+use hangar_table::Table;
 
 /// The endpoint older binaries send conditional writes to.
 pub const PATH: &str = "hangar/object/publish_if";
@@ -74,7 +74,7 @@ pub(crate) struct Conditional {
 
 struct Inner {
     cluster: hangar_cluster::Cluster,
-    objects: ShardedTable<ObjectTable>,
+    objects: Table<ObjectTable>,
     eps: Arc<PaxosEndpoints>,
     clock: BallotClock,
     _legacy: Arc<Endpoint<PublishIf, PublishIfReply>>,
@@ -85,7 +85,7 @@ impl Conditional {
     /// endpoint on the cluster's mesh.
     pub(crate) fn new(
         cluster: &hangar_cluster::Cluster,
-        objects: ShardedTable<ObjectTable>,
+        objects: Table<ObjectTable>,
         db: hangar_db::Db,
     ) -> Result<Conditional> {
         let mesh = cluster.mesh();
@@ -169,7 +169,7 @@ impl Conditional {
 
 /// The register of a settling round: it proposes nothing of its own.
 struct Settling<'a> {
-    objects: &'a ShardedTable<ObjectTable>,
+    objects: &'a Table<ObjectTable>,
     part: [u8; 32],
 }
 
@@ -237,7 +237,7 @@ impl Inner {
 
 /// The object row of one key as a Paxos register.
 struct ObjectRegister<'a> {
-    objects: &'a ShardedTable<ObjectTable>,
+    objects: &'a Table<ObjectTable>,
     part: [u8; 32],
     key: &'a str,
     row: ObjectRow,

@@ -30,13 +30,13 @@ use crate::queues::{UploadOf, end_upload_record, queue_version_gc, record_upload
 use crate::usage::{Usage, UsageRequest};
 use crate::write_condition::{WriteCondition, stamped};
 use crate::{ModelError, Result, VersionId};
-use hangar_table::sharded::ShardedTable;
+use hangar_table::Table;
 
 /// The object service of one node.
 pub struct Objects {
     db: Db,
     cluster: hangar_cluster::Cluster,
-    rows: ShardedTable<ObjectTable>,
+    rows: Table<ObjectTable>,
     /// Conditional writes: a Paxos round per key.
     conditional: Conditional,
     /// Asks the nodes of a bucket's partition for its usage counters.
@@ -50,7 +50,7 @@ impl Objects {
     pub(crate) fn start(
         db: Db,
         cluster: &hangar_cluster::Cluster,
-        rows: ShardedTable<ObjectTable>,
+        rows: Table<ObjectTable>,
         blocks: Arc<Blocks>,
     ) -> Result<Objects> {
         let conditional = Conditional::new(cluster, rows.clone(), db.clone())?;
@@ -72,7 +72,7 @@ impl Objects {
         })
     }
 
-    pub(crate) fn rows(&self) -> &ShardedTable<ObjectTable> {
+    pub(crate) fn rows(&self) -> &Table<ObjectTable> {
         &self.rows
     }
 
@@ -96,7 +96,7 @@ impl Objects {
         let nodes = cluster.read_nodes_of_partition(p);
         if nodes.is_empty() {
             return Err(hangar_table::TableError::Replication(
-                hangar_table::full_table::ReplicationError::NoLayoutYet {
+                hangar_table::ReplicationError::NoLayoutYet {
                     tree: ObjectTable::TREE,
                     replication_factor: cluster.replication_factor(),
                 },
@@ -121,15 +121,13 @@ impl Objects {
                 .copied()
                 .filter(|n| !cluster.is_up(*n))
                 .collect();
-            hangar_table::TableError::Replication(
-                hangar_table::full_table::ReplicationError::Quorum {
-                    op: "usage",
-                    tree: ObjectTable::TREE,
-                    partition: p,
-                    down,
-                    source: Box::new(e),
-                },
-            )
+            hangar_table::TableError::Replication(hangar_table::ReplicationError::Quorum {
+                op: "usage",
+                tree: ObjectTable::TREE,
+                partition: p,
+                down,
+                source: Box::new(e),
+            })
         })?;
         Ok(answers
             .into_iter()

@@ -11,9 +11,8 @@ use std::sync::Arc;
 use hangar_block::refcount::BlockRefTable;
 use hangar_db::Db;
 use hangar_table::Schema;
-use hangar_table::full_table::FullTable;
-use hangar_table::sharded::ShardedTable;
-use hangar_table::sharded_sync::ShardedSyncable;
+use hangar_table::sharded::sync::ShardedSyncable;
+use hangar_table::{Sharded, Table};
 use hangar_util::time::now_msec;
 
 use crate::alias::AliasTable;
@@ -32,14 +31,14 @@ const MERKLE_INDEXED: &[u8] = b"merkle_indexed";
 pub struct Tables {
     pub(crate) db: Db,
     pub(crate) cluster: hangar_cluster::Cluster,
-    pub(crate) objects: ShardedTable<ObjectTable>,
-    pub(crate) versions: ShardedTable<VersionTable>,
-    pub(crate) mpus: ShardedTable<MpuTable>,
-    pub(crate) parts: ShardedTable<PartTable>,
-    pub(crate) refs: ShardedTable<BlockRefTable>,
-    pub(crate) keys: FullTable<KeyTable>,
-    pub(crate) buckets: FullTable<BucketTable>,
-    pub(crate) aliases: FullTable<AliasTable>,
+    pub(crate) objects: Table<ObjectTable>,
+    pub(crate) versions: Table<VersionTable>,
+    pub(crate) mpus: Table<MpuTable>,
+    pub(crate) parts: Table<PartTable>,
+    pub(crate) refs: Table<BlockRefTable>,
+    pub(crate) keys: Table<KeyTable>,
+    pub(crate) buckets: Table<BucketTable>,
+    pub(crate) aliases: Table<AliasTable>,
 }
 
 impl Tables {
@@ -59,7 +58,7 @@ impl Tables {
     /// counts them) and a digest of its 256 partition roots; replicas that
     /// hold the same rows give the same digest.
     pub async fn table_status(&self) -> Result<Vec<(&'static str, u64, [u8; 32])>> {
-        async fn one<S: Schema>(t: &ShardedTable<S>) -> Result<(&'static str, u64, [u8; 32])> {
+        async fn one<S: Schema>(t: &Table<S, Sharded>) -> Result<(&'static str, u64, [u8; 32])> {
             let mut h = blake3::Hasher::new();
             let mut rows = 0u64;
             for p in 0..=255u8 {
@@ -106,7 +105,7 @@ impl Tables {
     }
 
     /// Collects the due tombstones of the sharded tables with every replica
-    /// of their partition (`hangar_table::sharded_gc`); returns how many
+    /// of their partition (`hangar_table::sharded`, `collect_tombstones`); returns how many
     /// were removed and how many wait for a replica.
     pub async fn collect_replicated_tombstones(&self, delay_msec: u64) -> Result<(u64, u64)> {
         use crate::garbage::TOMBSTONE_TREES;
@@ -143,7 +142,7 @@ impl Tables {
     }
 
     /// The replicated control tables, for their anti-entropy worker.
-    pub fn full_tables(&self) -> Vec<Box<dyn hangar_table::full_sync::Syncable>> {
+    pub fn full_tables(&self) -> Vec<Box<dyn hangar_table::full::sync::Syncable>> {
         vec![
             Box::new(self.keys.clone()),
             Box::new(self.buckets.clone()),

@@ -25,13 +25,13 @@ use crate::object::{ObjectData, ObjectRow, StoredChecksum};
 use crate::objects::Objects;
 use crate::queues::{UploadOf, end_upload_record};
 use crate::{ModelError, Result, VersionId};
-use hangar_table::sharded::ShardedTable;
+use hangar_table::Table;
 
 /// The upload service of one node.
 pub struct Uploads {
     db: Db,
-    mpus: ShardedTable<MpuTable>,
-    parts: ShardedTable<PartTable>,
+    mpus: Table<MpuTable>,
+    parts: Table<PartTable>,
     objects: Arc<Objects>,
     blocks: Arc<Blocks>,
 }
@@ -39,8 +39,8 @@ pub struct Uploads {
 impl Uploads {
     pub(crate) fn new(
         db: Db,
-        mpus: ShardedTable<MpuTable>,
-        parts: ShardedTable<PartTable>,
+        mpus: Table<MpuTable>,
+        parts: Table<PartTable>,
         objects: Arc<Objects>,
         blocks: Arc<Blocks>,
     ) -> Uploads {
@@ -53,11 +53,11 @@ impl Uploads {
         }
     }
 
-    pub(crate) fn mpu_rows(&self) -> &ShardedTable<MpuTable> {
+    pub(crate) fn mpu_rows(&self) -> &Table<MpuTable> {
         &self.mpus
     }
 
-    pub(crate) fn part_rows(&self) -> &ShardedTable<PartTable> {
+    pub(crate) fn part_rows(&self) -> &Table<PartTable> {
         &self.parts
     }
 }

@@ -23,7 +23,7 @@ use crate::version_keys::{
 };
 use crate::write_condition::WriteCondition;
 use crate::{ModelError, Result};
-use hangar_table::sharded::ShardedTable;
+use hangar_table::Table;
 
 /// Rows read at once when looking for a key's newest live version.
 const HEAD_PAGE: usize = 8;
@@ -93,11 +93,7 @@ fn found(sort: Vec<u8>, row: ObjectRow) -> FoundVersion {
 
 /// Reads the head of `key`'s rows: one range read of a few rows, more only
 /// while the newest versioned rows are tombstones.
-pub(crate) async fn head_of(
-    objects: &ShardedTable<ObjectTable>,
-    part: &[u8],
-    key: &str,
-) -> Result<Head> {
+pub(crate) async fn head_of(objects: &Table<ObjectTable>, part: &[u8], key: &str) -> Result<Head> {
     let k = key.as_bytes();
     let end = after_versions(k);
     let mut head = Head {
@@ -153,7 +149,7 @@ pub(crate) async fn head_of(
 /// holds on the latest version (a delete marker counts as no object).
 /// The row is stamped strictly after the newest row read.
 pub(crate) async fn write_version(
-    objects: &ShardedTable<ObjectTable>,
+    objects: &Table<ObjectTable>,
     part: &[u8],
     key: &str,
     row: ObjectRow,
@@ -171,7 +167,7 @@ pub(crate) async fn write_version(
 /// the stamped row and its version id, or `None` when `cond` does not hold
 /// (a conditional write's Paxos round proposes it, `crate::object_paxos`).
 pub(crate) async fn plan_version(
-    objects: &ShardedTable<ObjectTable>,
+    objects: &Table<ObjectTable>,
     part: &[u8],
     key: &str,
     mut row: ObjectRow,

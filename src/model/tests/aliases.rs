@@ -8,7 +8,7 @@ mod common;
 
 use hangar_model::alias::{AliasRow, AliasTable};
 use hangar_model::{Model, ModelError, PermissionChange};
-use hangar_table::Table;
+use hangar_table::Replica;
 
 type Node = common::ModelNode;
 
@@ -18,7 +18,7 @@ async fn node() -> Node {
 
 /// The alias row this node stores for `name`.
 async fn alias_row(m: &Model, name: &str) -> Option<AliasRow> {
-    Table::<AliasTable>::new(m.db().clone())
+    Replica::<AliasTable>::new(m.db().clone())
         .get(b"", name.as_bytes())
         .await
         .unwrap()
@@ -169,7 +169,7 @@ async fn deleting_a_bucket_removes_its_aliases() {
         bucket: "photos".into(),
     };
     m.db()
-        .write(move |tx| Table::<AliasTable>::tx_insert(tx, b"", b"pics", &stale))
+        .write(move |tx| Replica::<AliasTable>::tx_insert(tx, b"", b"pics", &stale))
         .await
         .unwrap();
     assert!(m.buckets().get_bucket("pics").await.unwrap().is_none());

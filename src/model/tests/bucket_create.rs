@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 
 use hangar_model::bucket::{BUCKET_ID_CONFLICTS, BucketRow, BucketTable, bucket_id};
 use hangar_model::{Model, ModelError, PermissionChange};
-use hangar_table::Table;
+use hangar_table::Replica;
 
 type Node = common::ModelNode;
 
@@ -22,7 +22,7 @@ async fn node() -> Node {
 async fn merge(m: &Model, row: &BucketRow) -> BucketRow {
     let row = row.clone();
     m.db()
-        .write(move |tx| Table::<BucketTable>::tx_insert(tx, b"", row.name.as_bytes(), &row))
+        .write(move |tx| Replica::<BucketTable>::tx_insert(tx, b"", row.name.as_bytes(), &row))
         .await
         .unwrap()
 }

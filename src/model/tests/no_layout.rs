@@ -10,8 +10,8 @@ mod common;
 
 use hangar_model::ModelError;
 use hangar_model::object::{ObjectData, ObjectRow, ObjectTable};
-use hangar_table::full_table::ReplicationError;
-use hangar_table::{Table, TableError};
+use hangar_table::ReplicationError;
+use hangar_table::{Replica, TableError};
 
 fn no_layout_yet<T>(r: &hangar_model::Result<T>) -> bool {
     matches!(
@@ -41,7 +41,7 @@ async fn a_node_without_a_layout_neither_reads_its_own_object_rows_nor_empties_a
     let part = bucket.id_bytes();
     nodes[1]
         .db
-        .write(move |tx| Table::<ObjectTable>::tx_insert(tx, &part, b"k", &row))
+        .write(move |tx| Replica::<ObjectTable>::tx_insert(tx, &part, b"k", &row))
         .await
         .unwrap();
 

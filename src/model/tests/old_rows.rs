@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use hangar_db::{Db, DbOptions, RedbEngine};
 use hangar_model::key::{KeyTable, Permission};
-use hangar_table::{Schema, Table};
+use hangar_table::{Replica, Schema};
 use serde::Serialize;
 
 #[derive(Serialize)]
@@ -50,7 +50,7 @@ async fn a_format_1_key_row_reads_as_registers_stamped_with_its_last_change() {
     .await
     .unwrap();
 
-    let row = Table::<KeyTable>::new(db)
+    let row = Replica::<KeyTable>::new(db)
         .get(b"", old.access_key_id.as_bytes())
         .await
         .unwrap()

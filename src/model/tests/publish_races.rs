@@ -12,7 +12,7 @@ use hangar_model::bucket::BucketRow;
 use hangar_model::garbage::{UploadOf, collect_versions};
 use hangar_model::object::{ObjectData, ObjectRow, ObjectTable};
 use hangar_model::{Model, ModelError, VersionId, new_version_id};
-use hangar_table::Table;
+use hangar_table::Replica;
 use hangar_util::time::now_msec;
 
 struct Node {
@@ -236,7 +236,7 @@ async fn a_deleted_object_is_a_tombstone_that_reads_as_nothing() {
         .unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].0, b"kept");
-    let stored = Table::<ObjectTable>::new(n.model.db().clone())
+    let stored = Replica::<ObjectTable>::new(n.model.db().clone())
         .get(&n.bucket.id_bytes(), b"gone")
         .await
         .unwrap()
@@ -292,7 +292,7 @@ async fn tombstones_are_removed_after_the_delay_and_not_before() {
         .unwrap();
     n.model.objects().delete(&n.bucket, "k").await.unwrap();
     collect_versions(&n.model).await.unwrap();
-    let objects = Table::<ObjectTable>::new(n.model.db().clone());
+    let objects = Replica::<ObjectTable>::new(n.model.db().clone());
     let part = n.bucket.id_bytes();
 
     let (_, early) = collect_due(n.model.db(), TOMBSTONE_TREES, now_msec(), 3_600_000, 100)
@@ -361,7 +361,7 @@ async fn a_restart_after_a_publish_whose_upload_record_was_not_ended_keeps_the_o
     let r = row.clone();
     n.model
         .db()
-        .write(move |tx| Table::<ObjectTable>::tx_insert(tx, &part, b"upload", &r).map(|_| ()))
+        .write(move |tx| Replica::<ObjectTable>::tx_insert(tx, &part, b"upload", &r).map(|_| ()))
         .await
         .unwrap();
     // And an upload that never got published.

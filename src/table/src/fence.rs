@@ -12,7 +12,7 @@
 //!   [`Schema::is_tombstone`]); it answers whether it found one;
 //! - from then on the replica refuses every live row of that key sent by a
 //!   writer (the update endpoint, and a single node's own writes:
-//!   [`Table::tx_insert_admitted`]), with [`TableError::Fenced`];
+//!   [`Replica::tx_insert_admitted`]), with [`TableError::Fenced`];
 //!   tombstones still pass.
 //!
 //! Why that is enough: a write is acknowledged once a write quorum of
@@ -49,10 +49,9 @@ use std::ops::Bound;
 use async_trait::async_trait;
 use hangar_db::{DbError, Tx};
 use hangar_net::{Handler, HandlerError, Request, Response};
-use serde::{Deserialize, Serialize};
-use serde_bytes::ByteBuf;
 
-use crate::{Result, Schema, Table, TableError};
+pub use crate::wire::{FenceAnswer, FenceOp, FenceRequest};
+use crate::{Replica, Result, Schema, TableError};
 
 /// Text every refusal of a fenced row carries (in [`TableError::Fenced`]
 /// and so in the message a peer's refusal arrives with), by which a writer
@@ -67,36 +66,6 @@ pub const MAX_FENCES: usize = 16;
 const SEALED: u64 = u64::MAX;
 /// Rows read at a time while looking for a live one.
 const LOOK_CHUNK: usize = 256;
-
-/// What a fence request does on a replica.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum FenceOp {
-    /// Store the fence `token`, refusing writes for `ttl_msec` (at most
-    /// [`MAX_TTL`]), then look for a live row.
-    Close { ttl_msec: u64 },
-    /// Make fence `token` permanent (storing it if it expired or never
-    /// arrived), then look for a live row.
-    Seal,
-    /// Remove fence `token`.
-    Open,
-}
-
-/// `hangar/table/<tree>/fence`: one fence operation on one partition key.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct FenceRequest {
-    /// The partition key (`Schema::PARTITION_LEN` bytes).
-    pub partition: ByteBuf,
-    /// The owner's token (random per operation).
-    pub token: u64,
-    pub op: FenceOp,
-}
-
-/// A replica's answer: whether it holds a live row of the key, looked for
-/// after the fence was stored (always false for [`FenceOp::Open`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FenceAnswer {
-    pub live: bool,
-}
 
 /// The fences of one key, decoded.
 fn records(value: Option<&[u8]>) -> Vec<(u64, u64)> {
@@ -184,7 +153,7 @@ impl From<DbError> for FenceRefused {
 /// before anything else), then, but for [`FenceOp::Open`], looks for a live
 /// row of the key: a replica's half of every fence request.
 pub async fn apply_local<S: Schema>(
-    table: &Table<S>,
+    replica: &Replica<S>,
     partition: &[u8],
     token: u64,
     op: FenceOp,
@@ -194,7 +163,7 @@ pub async fn apply_local<S: Schema>(
     };
     let p = partition.to_vec();
     let now = hangar_util::time::now_msec();
-    table
+    replica
         .db()
         .write(move |tx| {
             tx_apply(tx, tree, &p, token, op, now).map_err(|e| match e {
@@ -210,7 +179,7 @@ pub async fn apply_local<S: Schema>(
     // is a tombstone, and a row stored before it is seen by this read.
     let mut from: Bound<Vec<u8>> = Bound::Unbounded;
     loop {
-        let page = table
+        let page = replica
             .range(
                 partition,
                 from.as_ref().map(|v| v.as_slice()),
@@ -231,7 +200,7 @@ pub async fn apply_local<S: Schema>(
 
 /// The handler of `hangar/table/<tree>/fence`.
 pub(crate) struct FenceHandler<S: Schema> {
-    pub(crate) table: Table<S>,
+    pub(crate) replica: Replica<S>,
 }
 
 #[async_trait]
@@ -251,7 +220,7 @@ impl<S: Schema> Handler<FenceRequest, FenceAnswer> for FenceHandler<S> {
                 partition.len()
             )));
         }
-        apply_local(&self.table, &partition, token, op)
+        apply_local(&self.replica, &partition, token, op)
             .await
             .map(Response::new)
             .map_err(HandlerError::new)

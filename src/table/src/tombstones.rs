@@ -6,7 +6,7 @@
 //! as Garage's), and only if the row is still that same tombstone.
 //!
 //! The queue is the local tree [`TOMBSTONE_GC_TREE`], written in the same
-//! transaction as the tombstone (by [`crate::Table::tx_insert`]), so a crash
+//! transaction as the tombstone (by [`crate::Replica::tx_insert`]), so a crash
 //! loses no entry:
 //!
 //! ```text
@@ -122,7 +122,7 @@ pub async fn collect_due(
 }
 
 /// A due entry of the queue, for a table collected by its replicas
-/// together ([`crate::sharded_gc`]).
+/// together ([`crate::sharded`], `collect_tombstones`).
 #[derive(Debug, Clone)]
 pub struct DueTombstone {
     pub queue_key: Vec<u8>,

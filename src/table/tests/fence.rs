@@ -19,7 +19,7 @@ fn fenced(r: Result<(), TableError>) -> bool {
 /// Merges `r` as row (`p`, `sort`) into node `n`'s store alone, as
 /// anti-entropy would (no fence check).
 async fn put_local(n: &Node, p: u32, sort: &'static [u8], r: R) {
-    n.db.write(move |tx| Table::<T>::tx_insert(tx, &pk(p), sort, &r).map(|_| ()))
+    n.db.write(move |tx| Replica::<T>::tx_insert(tx, &pk(p), sort, &r).map(|_| ()))
         .await
         .unwrap();
 }
@@ -108,7 +108,7 @@ async fn a_close_expires_a_seal_stays_and_open_removes_only_its_token() {
         let db = n.db.clone();
         async move {
             db.write(move |tx| {
-                Table::<T>::tx_insert_admitted(tx, &pk(1), b"k", &row(1, v)).map(|_| ())
+                Replica::<T>::tx_insert_admitted(tx, &pk(1), b"k", &row(1, v)).map(|_| ())
             })
             .await
         }

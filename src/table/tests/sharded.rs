@@ -1,4 +1,4 @@
-//! ShardedTable (and FullTable's quorum read) over real meshes in one
+//! Table (and Table's quorum read) over real meshes in one
 //! process: nodes on 127.0.0.1 with short ping timings (as in
 //! hangar_cluster's tests), a real layout applied through the live layout,
 //! a sled store per node.
@@ -298,7 +298,7 @@ async fn replicas_that_lost_rows_converge_after_one_pass() {
     let key = pk(3);
     nodes[1]
         .db
-        .write(move |tx| Table::<T>::tx_insert(tx, &key, b"k000", &row(9, "newer")).map(|_| ()))
+        .write(move |tx| Replica::<T>::tx_insert(tx, &key, b"k000", &row(9, "newer")).map(|_| ()))
         .await
         .unwrap();
     let ps: BTreeSet<Partition> = (0..4).map(|p| layout_partition_of(&pk(p))).collect();
@@ -352,7 +352,7 @@ async fn replicas_that_lost_rows_converge_after_one_pass() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partition_larger_than_a_leaf_batch_is_settled_below_its_root() {
-    use hangar_table::sharded_sync::LEAF_BATCH;
+    use hangar_table::sharded::sync::LEAF_BATCH;
     let nodes = cluster_of(3).await;
     let n = 2 * LEAF_BATCH as usize + 500;
     let rows = rows_of(0, n, 1);
@@ -630,7 +630,7 @@ async fn reads_repair_replicas_that_lack_a_row_or_hold_an_older_one() {
     let key = pk(4);
     nodes[0]
         .db
-        .write(move |tx| Table::<T>::tx_insert(tx, &key, b"k009", &row(5, "newer")).map(|_| ()))
+        .write(move |tx| Replica::<T>::tx_insert(tx, &key, b"k009", &row(5, "newer")).map(|_| ()))
         .await
         .unwrap();
     assert_eq!(
@@ -752,9 +752,9 @@ async fn the_sync_worker_repairs_every_interval() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_table_quorum_read_sees_a_newer_row_this_node_lacks() {
     let nodes = cluster_of(3).await;
-    let full: Vec<FullTable<F>> = nodes
+    let full: Vec<Table<F>> = nodes
         .iter()
-        .map(|n| FullTable::<F>::new(n.db.clone(), n.cluster.clone()).unwrap())
+        .map(|n| Table::<F>::new(n.db.clone(), n.cluster.clone()).unwrap())
         .collect();
     // Node 0 holds an old row; a write quorum (nodes 1 and 2) a newer one.
     put_local_f(&nodes[0], row(1, "old")).await;
@@ -797,7 +797,7 @@ async fn a_full_table_quorum_read_sees_a_newer_row_this_node_lacks() {
 /// while `stalled` is set: which nodes make a read's quorum is the test's
 /// choice, and can change between two reads.
 struct Gate {
-    table: Table<T>,
+    table: Replica<T>,
     stalled: Arc<std::sync::atomic::AtomicBool>,
 }
 
@@ -854,7 +854,7 @@ impl Handler<ReadRange, RangeRows> for Gate {
             .await
             .map_err(HandlerError::new)?
             .into_iter()
-            .map(|(k, v)| hangar_table::full_table::WireRow {
+            .map(|(k, v)| hangar_table::wire::WireRow {
                 key: ByteBuf::from(k),
                 value: ByteBuf::from(v),
             })
@@ -878,7 +878,7 @@ impl Handler<UpdateRows, ()> for SlowUpdate {
                 for r in &rows {
                     let (p, s) = r.key.split_at(T::PARTITION_LEN);
                     let row = hangar_table::decode::<T>(&r.value)?;
-                    Table::<T>::tx_insert(tx, p, s, &row)?;
+                    Replica::<T>::tx_insert(tx, p, s, &row)?;
                 }
                 Ok::<_, TableError>(())
             })
@@ -907,7 +907,9 @@ async fn newer_on_node_0_only(nodes: &[Node], ps: &[u32]) {
         let key = pk(p);
         nodes[0]
             .db
-            .write(move |tx| Table::<T>::tx_insert(tx, &key, b"k000", &row(5, "newer")).map(|_| ()))
+            .write(move |tx| {
+                Replica::<T>::tx_insert(tx, &key, b"k000", &row(5, "newer")).map(|_| ())
+            })
             .await
             .unwrap();
     }

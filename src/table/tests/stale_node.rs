@@ -7,7 +7,7 @@
 mod common;
 
 use common::*;
-use hangar_table::full_table::WireRow;
+use hangar_table::wire::WireRow;
 
 /// Waits until every node of `nodes` has layout version `v` current and
 /// `kept` versions kept.
@@ -99,7 +99,7 @@ async fn a_removed_node_restarted_from_its_old_disk_brings_no_deleted_row_back()
         .unwrap();
     wait_layout(&live, 2, 1).await;
     // Every holder has the tombstones, which the collector then removes
-    // (what `sharded_gc` commits: the row and its Merkle leaf go).
+    // (what the sharded tombstone collection commits: the row and its Merkle leaf go).
     for n in &nodes {
         let r = sync_pass(&n.cluster, &syncable(n)).await;
         assert!(r.errors.is_empty(), "{:?}", r.errors);

@@ -4,7 +4,7 @@
 //! doc/metrics.md lists every family.
 
 use hangar_cluster::Cluster;
-use hangar_table::sharded_sync::ShardedSyncStatus;
+use hangar_table::sharded::sync::ShardedSyncStatus;
 use hangar_util::time::now_msec;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
@@ -121,7 +121,7 @@ impl ClusterCollector {
             self.sync.pending_partitions() as f64,
         )?;
         let totals = self.sync.totals();
-        let rows = |f: fn(&hangar_table::sharded_sync::TableSyncCounts) -> u64| {
+        let rows = |f: fn(&hangar_table::sharded::sync::TableSyncCounts) -> u64| {
             totals.iter().map(move |(t, c)| ([("table", *t)], f(c)))
         };
         counters(

@@ -12,8 +12,8 @@ use hangar_block::{Scrub, ScrubState};
 use hangar_cluster::Cluster;
 use hangar_cluster::node_info::DiskSpace;
 use hangar_db::Db;
-use hangar_table::full_sync::Syncable;
-use hangar_table::sharded_sync::ShardedSyncable;
+use hangar_table::full::sync::Syncable;
+use hangar_table::sharded::sync::ShardedSyncable;
 
 /// Time between two samples.
 pub const SAMPLE_INTERVAL: Duration = Duration::from_secs(5);

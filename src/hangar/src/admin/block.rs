@@ -15,7 +15,7 @@ use hangar_api_admin::proto::{AdminError, ErrorCode};
 use hangar_block::{BlockManager, BlockRefTable, Resync, Scrub, ScrubCommand, resync_queue};
 use hangar_cluster::Cluster;
 use hangar_model::Model;
-use hangar_table::Table;
+use hangar_table::Replica;
 use hangar_util::Hash;
 use hangar_util::worker::WorkerRegistry;
 
@@ -149,7 +149,7 @@ pub async fn repair_blocks(resync: &Resync) -> Result<BlocksQueued, AdminError> 
 
 /// `repair tables`: one anti-entropy pass of the sharded tables.
 pub async fn repair_tables(cluster: &Cluster, model: &Model) -> Result<TablesRepaired, AdminError> {
-    let r = hangar_table::sharded_sync::sync_pass(cluster, &model.tables().sharded_tables()).await;
+    let r = hangar_table::sharded::sync::sync_pass(cluster, &model.tables().sharded_tables()).await;
     Ok(TablesRepaired {
         partitions_differed: r.partitions_differed as u64,
         rows_pulled: r.rows_pulled,
@@ -219,7 +219,7 @@ pub async fn info(
             error: other.to_string(),
         })),
     };
-    let refs = Table::<BlockRefTable>::new(blocks.metadata().clone())
+    let refs = Replica::<BlockRefTable>::new(blocks.metadata().clone())
         .range(
             h.as_bytes(),
             Bound::Unbounded,

@@ -4,8 +4,8 @@
 use hangar_api_admin::proto::{AdminError, ErrorCode};
 use hangar_block::BlockError;
 use hangar_model::ModelError;
+use hangar_table::ReplicationError;
 use hangar_table::TableError;
-use hangar_table::full_table::ReplicationError;
 
 /// The one place where model errors become admin errors.
 pub(crate) fn model_error(e: ModelError) -> AdminError {

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use hangar_block::Resync;
 use hangar_cluster::Cluster;
-use hangar_table::sharded_sync::ShardedSyncStatus;
+use hangar_table::sharded::sync::ShardedSyncStatus;
 use hangar_util::worker::{WorkerRegistry, WorkerState};
 
 /// How often the task looks.

@@ -19,8 +19,8 @@ use hangar_model::garbage::{
     abandon_uploads, spawn_tombstone_gc_worker, spawn_version_gc_worker, stale_uploads,
 };
 use hangar_net::{Mesh, MeshConfig};
-use hangar_table::full_sync::spawn_full_sync_worker;
-use hangar_table::sharded_sync::spawn_sharded_sync_worker;
+use hangar_table::full::sync::spawn_full_sync_worker;
+use hangar_table::sharded::sync::spawn_sharded_sync_worker;
 use hangar_util::config::Config;
 use hangar_util::conn_limits::ConnLimits;
 use hangar_util::foreground::Foreground;
@@ -73,7 +73,7 @@ pub struct Node {
     pub resync: Arc<Resync>,
     pub scrub: Arc<Scrub>,
     /// What the sharded tables' anti-entropy established (for metrics).
-    pub tables_synced: hangar_table::sharded_sync::ShardedSyncStatus,
+    pub tables_synced: hangar_table::sharded::sync::ShardedSyncStatus,
     /// The node-report endpoint (`status`, `stats`).
     pub reports: Arc<hangar_net::Endpoint<ReportRequest, NodeReport>>,
     /// Whether S3 clients are being served now, for the background work
@@ -290,7 +290,7 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
         cluster.clone(),
         model.tables().sharded_tables(),
         &workers,
-        hangar_table::sharded_sync::SYNC_INTERVAL,
+        hangar_table::sharded::sync::SYNC_INTERVAL,
     );
     tokio::spawn(resync.clone().run(workers.register("block-resync")));
     let scrub = Scrub::new(blocks.clone(), cfg.scrub_tranquility, !cfg.disable_scrub);

@@ -66,8 +66,8 @@ impl Proposal {
     pub fn check(&self) -> Result<(), String> {
         match self {
             Proposal::Publish { sort, row }
-                if sort.len() > hangar_table::full_table::MAX_KEY_LEN
-                    || row.len() > hangar_table::full_table::MAX_VALUE_LEN =>
+                if sort.len() > hangar_table::wire::MAX_KEY_LEN
+                    || row.len() > hangar_table::wire::MAX_VALUE_LEN =>
             {
                 Err("proposed row too large".into())
             }

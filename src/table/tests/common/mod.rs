@@ -15,12 +15,13 @@ pub use hangar_cluster::{Cluster, QuorumError, layout_file};
 pub use hangar_db::{Db, DbOptions, SledEngine};
 pub use hangar_layout::{NodeId, NodeRole, Partition};
 pub use hangar_net::{Handler, HandlerError, Mesh, MeshConfig, Request, Response};
-pub use hangar_table::full_table::{FullTable, ReadRow, ReplicationError, UpdateRows};
-pub use hangar_table::sharded::{RangeRows, ReadRange, ShardedTable};
-pub use hangar_table::sharded_sync::{
+pub use hangar_table::sharded::sync::{
     ShardedSyncStatus, ShardedSyncable, spawn_sharded_sync_worker, sync_pass,
 };
-pub use hangar_table::{Crdt, Schema, Table, TableError, layout_partition_of};
+pub use hangar_table::wire::{RangeRows, ReadRange, ReadRow, UpdateRows};
+pub use hangar_table::{
+    Crdt, Replica, ReplicationError, Schema, Table, TableError, layout_partition_of,
+};
 pub use hangar_util::config::ConsistencyMode;
 pub use hangar_util::worker::WorkerRegistry;
 pub use serde::{Deserialize, Serialize};
@@ -51,17 +52,19 @@ impl Schema for T {
     const MERKLE_TREE: Option<&'static str> = Some("merkle:t");
     const FENCE_TREE: Option<&'static str> = Some("fence:t");
     type Row = R;
+    type Replication = hangar_table::Sharded;
     fn is_tombstone(row: &R) -> bool {
         row.val.is_empty()
     }
 }
 
-/// A table every node holds (`FullTable`), of the same rows.
+/// A table every node holds (`Table<F>`, replicated `Full`), of the same rows.
 pub struct F;
 impl Schema for F {
     const TREE: &'static str = "f";
     const PARTITION_LEN: usize = 0;
     type Row = R;
+    type Replication = hangar_table::Full;
 }
 
 pub fn init_tracing() {
@@ -79,7 +82,7 @@ pub struct Node {
     pub mesh: Mesh,
     pub cluster: Cluster,
     pub db: Db,
-    pub table: ShardedTable<T>,
+    pub table: Table<T>,
 }
 
 pub async fn start_mesh(dir: &Path) -> Mesh {
@@ -109,7 +112,7 @@ pub async fn start_node(dir: tempfile::TempDir, db: Option<Db>) -> Node {
         vec![dir.path().to_path_buf()],
     )
     .unwrap();
-    let table = ShardedTable::<T>::new(db.clone(), cluster.clone()).unwrap();
+    let table = Table::<T>::new(db.clone(), cluster.clone()).unwrap();
     Node {
         dir,
         mesh,
@@ -281,7 +284,7 @@ pub async fn delete_locally(n: &Node, p: u32, sorts: Vec<Vec<u8>>) {
     let key = pk(p);
     n.db.write(move |tx| {
         for s in &sorts {
-            Table::<T>::tx_remove(tx, &key, s)?;
+            Replica::<T>::tx_remove(tx, &key, s)?;
         }
         Ok::<_, TableError>(())
     })
@@ -291,7 +294,7 @@ pub async fn delete_locally(n: &Node, p: u32, sorts: Vec<Vec<u8>>) {
 
 /// Merges `r` into node `n`'s own rows of table `F` only.
 pub async fn put_local_f(n: &Node, r: R) {
-    n.db.write(move |tx| Table::<F>::tx_insert(tx, b"", b"row", &r).map(|_| ()))
+    n.db.write(move |tx| Replica::<F>::tx_insert(tx, b"", b"row", &r).map(|_| ()))
         .await
         .unwrap();
 }

@@ -25,13 +25,12 @@ use hangar_net::CallOpts;
 use hangar_util::NodeId;
 use serde_bytes::ByteBuf;
 
-use crate::full_table::MAX_ROWS_PER_MESSAGE;
-use crate::gc_rpc::{GcRow, GcRows};
-use crate::sharded::ShardedTable;
+use super::Sharded;
 use crate::tombstones::DueTombstone;
-use crate::{Result, Schema};
+use crate::wire::{GcRow, GcRows, MAX_ROWS_PER_MESSAGE};
+use crate::{Result, Schema, Table};
 
-/// What one pass of [`ShardedTable::collect_tombstones`] did.
+/// What one pass of [`Table::collect_tombstones`] did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct GcReport {
     /// Tombstones removed from every replica.
@@ -42,7 +41,7 @@ pub struct GcReport {
     pub stale: usize,
 }
 
-impl<S: Schema> ShardedTable<S> {
+impl<S: Schema> Table<S, Sharded> {
     /// Collects the due tombstones `due` of this table (entries of the
     /// local queue), as the module documentation says; entries are ended
     /// or re-queued in the local queue. Before the first layout of a

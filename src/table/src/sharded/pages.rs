@@ -1,4 +1,4 @@
-//! The reads of a [`ShardedTable`] that callers page, filter or number:
+//! The reads of a [`Table`]`<S, Sharded>` that callers page, filter or number:
 //! range reads longer than one quorum read returns, ranges filtered as they
 //! are read (tombstones skipped), tables whose sort key is a big-endian
 //! `u32`, and reads of rows that never change once written (but to become
@@ -6,13 +6,13 @@
 
 use std::ops::Bound;
 
-use crate::sharded::ShardedTable;
-use crate::{Result, Schema, Table};
+use super::Sharded;
+use crate::{Replica, Result, Schema, Table};
 
 /// Most rows one quorum range read of these helpers asks for.
 const PAGE: usize = 1000;
 
-impl<S: Schema> ShardedTable<S> {
+impl<S: Schema> Table<S, Sharded> {
     /// Merges `row` into row (`partition`, `sort`), running the table's
     /// hook on every replica that merges it.
     pub async fn insert_one(&self, partition: &[u8], sort: &[u8], row: S::Row) -> Result<()> {
@@ -99,12 +99,12 @@ impl<S: Schema> ShardedTable<S> {
         let rows = self
             .range_from(partition, Bound::Included(&from.to_be_bytes()), limit)
             .await?;
-        Ok(crate::numbered(rows))
+        Ok(crate::replica::numbered(rows))
     }
 
     /// This node's replica of `partition`'s rows, if it holds the partition
     /// (in some active layout version) — for reads that may skip the quorum.
-    fn local_replica(&self, partition: &[u8]) -> Option<&Table<S>> {
+    fn local_replica(&self, partition: &[u8]) -> Option<&Replica<S>> {
         self.cluster()
             .stores_partition(S::layout_partition(partition))
             .then_some(self.local())
@@ -130,7 +130,7 @@ impl<S: Schema> ShardedTable<S> {
         self.get(partition, sort).await
     }
 
-    /// Like [`ShardedTable::range_numbered`] for such tables: this node's
+    /// Like [`Table::range_numbered`] for such tables: this node's
     /// rows when `usable` accepts them (the caller checks they are all
     /// there), else a quorum read.
     pub async fn range_numbered_local_first(

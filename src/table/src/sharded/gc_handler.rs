@@ -1,35 +1,18 @@
-//! The messages and the handler of `hangar/table/<tree>/gc`, the endpoint
+//! The handler of `hangar/table/<tree>/gc`, the endpoint
 //! of tombstone collection for sharded tables (the protocol is in
-//! [`crate::sharded_gc`]).
+//! [`super::gc`]).
 
 use async_trait::async_trait;
 use hangar_db::DbError;
 use hangar_net::{Handler, HandlerError, Request, Response};
 use hangar_util::Hash;
-use serde::{Deserialize, Serialize};
-use serde_bytes::ByteBuf;
 
-use crate::full_table::{MAX_KEY_LEN, MAX_ROWS_PER_MESSAGE};
-use crate::{Schema, Table};
-
-/// One row to check or remove: its storage key and the blake3 of its value.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct GcRow {
-    pub key: ByteBuf,
-    pub hash: ByteBuf,
-}
-
-/// A round of tombstone collection.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct GcRows {
-    pub rows: Vec<GcRow>,
-    /// False: only check; true: remove.
-    pub commit: bool,
-}
+use crate::wire::{GcRows, MAX_KEY_LEN, MAX_ROWS_PER_MESSAGE};
+use crate::{Replica, Schema};
 
 /// The handler of `hangar/table/<tree>/gc`.
-pub(crate) struct GcHandler<S: Schema> {
-    pub(crate) table: Table<S>,
+pub(super) struct GcHandler<S: Schema> {
+    pub(super) replica: Replica<S>,
 }
 
 #[async_trait]
@@ -55,7 +38,7 @@ impl<S: Schema> Handler<GcRows, Vec<bool>> for GcHandler<S> {
             let mut answers = Vec::with_capacity(rows.len());
             for r in rows {
                 let v = self
-                    .table
+                    .replica
                     .db()
                     .get_async(S::TREE, r.key.into_vec())
                     .await
@@ -67,7 +50,7 @@ impl<S: Schema> Handler<GcRows, Vec<bool>> for GcHandler<S> {
             return Ok(Response::new(answers));
         }
         let answers = self
-            .table
+            .replica
             .db()
             .write(move |tx| {
                 let mut answers = Vec::with_capacity(rows.len());
@@ -77,7 +60,7 @@ impl<S: Schema> Handler<GcRows, Vec<bool>> for GcHandler<S> {
                         .is_some_and(|v| Hash::of(&v).as_bytes().as_slice() == r.hash.as_slice());
                     if same {
                         let (p, s) = r.key.split_at(S::PARTITION_LEN);
-                        Table::<S>::tx_remove(tx, p, s).map_err(DbError::from)?;
+                        Replica::<S>::tx_remove(tx, p, s).map_err(DbError::from)?;
                     }
                     answers.push(same);
                 }

@@ -5,11 +5,11 @@
 use hangar_net::CallOpts;
 use serde_bytes::ByteBuf;
 
-use crate::fence::{FenceAnswer, FenceOp, FenceRequest};
-use crate::sharded::ShardedTable;
-use crate::{Result, Schema, TableError};
+use super::Sharded;
+use crate::wire::{FenceAnswer, FenceOp, FenceRequest};
+use crate::{Result, Schema, Table, TableError};
 
-impl<S: Schema> ShardedTable<S> {
+impl<S: Schema> Table<S, Sharded> {
     /// Applies a fence operation to `partition` on its nodes. Close and
     /// Seal return once a write quorum of every active layout version's
     /// set applied it, with whether any of those replicas holds a live row

@@ -1,4 +1,4 @@
-//! Anti-entropy for sharded tables ([`ShardedTable`]).
+//! Anti-entropy for sharded tables ([`crate::Sharded`]).
 //!
 //! Every [`SYNC_INTERVAL`] (and about a second after a peer comes up, a
 //! new layout version is applied, or every node acknowledged it), the
@@ -9,7 +9,7 @@
 //! 1. the roots of all partitions shared with a peer, in one message;
 //! 2. for each partition whose roots differ ([`PARTITIONS_IN_FLIGHT`] at a
 //!    time), the children of each differing node, depth after depth
-//!    ([`crate::merkle`]), down to depth [`merkle::DEPTH`] or to a node
+//!    ([`super::merkle`]), down to depth [`merkle::DEPTH`] or to a node
 //!    (the root included) covering at most [`LEAF_BATCH`] rows on both
 //!    sides together;
 //! 3. the leaves under those nodes, from both sides: the rows the peer has
@@ -57,12 +57,15 @@ use hangar_util::worker::{WorkerRegistry, WorkerState};
 use serde_bytes::ByteBuf;
 use tokio::sync::watch;
 
-use crate::full_table::{MAX_KEY_LEN, MAX_ROWS_PER_MESSAGE, UpdateRows, check_rows, merge_rows};
-use crate::merkle::{self, DEPTH, Summary};
-use crate::sharded::{
-    MerkleRequest, MerkleResponse, ShardedTable, WireSummary, batches, read_rows,
+use super::Sharded;
+use super::handlers::read_rows;
+use super::merkle::{self, DEPTH, Summary};
+use crate::serve::{check_rows, merge_rows};
+use crate::wire::{
+    MAX_KEY_LEN, MAX_ROWS_PER_MESSAGE, MerkleRequest, MerkleResponse, UpdateRows, WireRow,
+    WireSummary, batches,
 };
-use crate::{Schema, TableError};
+use crate::{Schema, Table, TableError};
 
 /// Each partition is compared with each of its other replicas at least this
 /// often.
@@ -118,7 +121,7 @@ pub trait ShardedSyncable: Send + Sync {
 }
 
 #[async_trait]
-impl<S: Schema> ShardedSyncable for ShardedTable<S> {
+impl<S: Schema> ShardedSyncable for Table<S, Sharded> {
     fn tree(&self) -> &'static str {
         S::TREE
     }
@@ -213,7 +216,7 @@ fn summary<S: Schema>(w: &WireSummary) -> Result<Summary, TableError> {
 /// Leaves by key hash: (value hash, storage key).
 type LeafMap = BTreeMap<[u8; 32], ([u8; 32], Vec<u8>)>;
 
-impl<S: Schema> ShardedTable<S> {
+impl<S: Schema> Table<S, Sharded> {
     async fn remote(&self, peer: NodeId, req: MerkleRequest) -> Result<MerkleResponse, TableError> {
         Ok(self
             .eps
@@ -530,7 +533,7 @@ impl<S: Schema> ShardedTable<S> {
 async fn read_all<S: Schema>(
     db: &hangar_db::Db,
     keys: Vec<Vec<u8>>,
-) -> Result<Vec<crate::full_table::WireRow>, TableError> {
+) -> Result<Vec<WireRow>, TableError> {
     let mut out = Vec::new();
     let mut rest = keys;
     while !rest.is_empty() {

@@ -1,13 +1,13 @@
-//! Anti-entropy for tables every node holds ([`FullTable`]).
+//! Digest anti-entropy, for tables every node holds ([`crate::Full`]).
 //!
 //! Every [`SYNC_INTERVAL`], and as soon as a peer comes up, each node asks
 //! each live peer for the digest of each full table (a blake3 over every
-//! stored row, [`crate::full_table::digest`]). Where the digests differ it
+//! stored row, [`super::digest`]). Where the digests differ it
 //! pulls the peer's rows a page at a time, merges them, and pushes its own
 //! rows back, so both end with the union of what either had. These tables
 //! are small (keys, buckets): a whole-table digest is their Merkle root, and
 //! a difference moves the table, in pages of
-//! [`crate::full_table::MAX_ROWS_PER_MESSAGE`] rows, at background priority.
+//! [`crate::wire::MAX_ROWS_PER_MESSAGE`] rows, at background priority.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -18,10 +18,10 @@ use hangar_util::NodeId;
 use hangar_util::worker::{WorkerRegistry, WorkerState};
 use serde_bytes::ByteBuf;
 
-use crate::full_table::{
-    FullTable, MAX_ROWS_PER_MESSAGE, PullRows, UpdateRows, WireRow, check_rows, digest, merge_rows,
-};
-use crate::{Schema, TableError};
+use super::digest;
+use crate::serve::{check_rows, merge_rows};
+use crate::wire::{MAX_ROWS_PER_MESSAGE, PullRows, UpdateRows, WireRow};
+use crate::{Full, Schema, Table, TableError};
 
 /// Each live peer is compared with at least this often.
 pub const SYNC_INTERVAL: Duration = Duration::from_secs(30);
@@ -49,7 +49,7 @@ pub trait Syncable: Send + Sync {
 }
 
 #[async_trait]
-impl<S: Schema> Syncable for FullTable<S> {
+impl<S: Schema> Syncable for Table<S, Full> {
     fn tree(&self) -> &'static str {
         S::TREE
     }
@@ -74,7 +74,8 @@ impl<S: Schema> Syncable for FullTable<S> {
         let opts = CallOpts::background();
         let db = self.local().db().clone();
         let theirs = self
-            .pull_endpoint()
+            .eps
+            .pull
             .call(
                 peer,
                 PullRows {
@@ -95,7 +96,8 @@ impl<S: Schema> Syncable for FullTable<S> {
         let mut after: Option<ByteBuf> = None;
         loop {
             let page = self
-                .pull_endpoint()
+                .eps
+                .pull
                 .call(
                     peer,
                     PullRows {
@@ -138,7 +140,8 @@ impl<S: Schema> Syncable for FullTable<S> {
                     value: ByteBuf::from(v),
                 })
                 .collect();
-            self.update_endpoint()
+            self.eps
+                .update
                 .call(peer, UpdateRows { rows }, opts)
                 .await?;
             if !full {

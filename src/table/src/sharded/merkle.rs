@@ -1,7 +1,7 @@
 //! The Merkle index of a sharded table: per layout partition, a hash tree
 //! over the table's rows, updated in the transaction that changes a row, so
 //! that two replicas of a partition find the rows they disagree on by
-//! comparing a few tree nodes instead of every row (`crate::sharded_sync`).
+//! comparing a few tree nodes instead of every row ([`super::sync`]).
 //!
 //! It lives in the local tree [`crate::Schema::MERKLE_TREE`] (by convention
 //! `merkle:<tree>`), with two kinds of entries per layout partition `p`:
@@ -35,7 +35,7 @@
 //!   equal roots (digest and count) mean equal rows; otherwise the children
 //!   of differing nodes are compared (at most 256 per node), and the leaves
 //!   under the differing nodes of depth [`DEPTH`] (or of smaller nodes, see
-//!   `crate::sharded_sync`) name the differing rows.
+//!   [`super::sync`]) name the differing rows.
 //!
 //! The node digests are an XOR set hash rather than a hash of the children:
 //! that is what makes updates independent of the siblings. Against accidental

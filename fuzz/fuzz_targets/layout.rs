@@ -24,10 +24,10 @@ fuzz_target!(|data: &[u8]| {
     let _ = (h.min_ack(), h.synced_version(), h.min_sync_ack());
     for p in [0u8, 1, 127, 255] {
         let _ = h.read_nodes_of_partition(p);
-        let _ = h.versioned_write_sets_of_partition(p);
+        let _ = h.write_sets_of_partition(p);
         let _ = h.write_nodes_of_partition(p);
     }
-    let _ = h.read_nodes(&Hash::of(data));
+    let _ = h.read_nodes_of_partition(hangar_layout::partition_of(&Hash::of(data)));
 
     // A fresh node merging what a peer pushed, and the peer merging it back.
     // What either side holds after the merge must still be a history it

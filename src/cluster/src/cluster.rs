@@ -220,11 +220,7 @@ impl Cluster {
     /// node's own set before its first layout ([`Cluster::is_lone`]), and
     /// no set while a node of a replicated cluster awaits its layout.
     pub fn storage_nodes_of_partition(&self, p: Partition) -> StorageNodes {
-        let sets = self
-            .inner
-            .layout
-            .history()
-            .versioned_write_sets_of_partition(p);
+        let sets = self.inner.layout.history().write_sets_of_partition(p);
         let sets = if sets.is_empty() && self.is_lone() {
             vec![WriteSet {
                 version: 0,

@@ -15,7 +15,7 @@ use crate::node::NodeId;
 use crate::role::{LayoutParameters, NodeRole, ZoneRedundancy};
 use crate::staging::Staging;
 use crate::tracker::Tracker;
-use crate::version::{LayoutVersion, Partition, partition_of};
+use crate::version::{LayoutVersion, Partition};
 
 /// Everything a node knows about the layout. See doc/layout.md for the
 /// merge rules and the encoding.
@@ -143,7 +143,7 @@ impl LayoutHistory {
     }
 
     /// The parameters the next version would have.
-    pub fn staged_parameters(&self) -> LayoutParameters {
+    fn staged_parameters(&self) -> LayoutParameters {
         self.staging
             .parameters
             .map(|(_, p)| p)
@@ -511,27 +511,11 @@ impl LayoutHistory {
         self.read_version().nodes_of_partition(p)
     }
 
-    /// The nodes a read of `hash` goes to.
-    pub fn read_nodes(&self, hash: &Hash) -> Vec<NodeId> {
-        self.read_nodes_of_partition(partition_of(hash))
-    }
-
     /// The write sets of partition `p`: one node set per kept version with
-    /// an assignment, oldest first. A write succeeds when it reaches a write
-    /// quorum in every set.
-    pub fn write_sets_of_partition(&self, p: Partition) -> Vec<Vec<NodeId>> {
-        self.versions
-            .iter()
-            .filter(|v| v.is_assigned())
-            .map(|v| v.nodes_of_partition(p))
-            .collect()
-    }
-
-    /// The write sets of partition `p` with the version each comes from,
-    /// oldest first: the same sets as
-    /// [`LayoutHistory::write_sets_of_partition`], for callers that must say
-    /// which version lacks a quorum.
-    pub fn versioned_write_sets_of_partition(&self, p: Partition) -> Vec<WriteSet> {
+    /// an assignment, oldest first, each with the version it comes from (so
+    /// a caller can say which version lacks a quorum). A write succeeds
+    /// when it reaches a write quorum in every set.
+    pub fn write_sets_of_partition(&self, p: Partition) -> Vec<WriteSet> {
         self.versions
             .iter()
             .filter(|v| v.is_assigned())
@@ -542,27 +526,17 @@ impl LayoutHistory {
             .collect()
     }
 
-    /// The union of the write sets of partition `p`, each node once, sorted.
+    /// The union of the write sets of partition `p`, each node once,
+    /// sorted: who a write is sent to.
     pub fn write_nodes_of_partition(&self, p: Partition) -> Vec<NodeId> {
         let mut all: Vec<NodeId> = self
             .write_sets_of_partition(p)
             .into_iter()
-            .flatten()
+            .flat_map(|s| s.nodes)
             .collect();
         all.sort();
         all.dedup();
         all
-    }
-
-    /// The write sets of `hash` (see [`LayoutHistory::write_sets_of_partition`]).
-    pub fn write_sets(&self, hash: &Hash) -> Vec<Vec<NodeId>> {
-        self.write_sets_of_partition(partition_of(hash))
-    }
-
-    /// The union of the write sets of `hash`, each node once: who a write
-    /// is sent to.
-    pub fn write_nodes(&self, hash: &Hash) -> Vec<NodeId> {
-        self.write_nodes_of_partition(partition_of(hash))
     }
 
     /// Retires the versions no node reads from any more (below the minimum

@@ -224,21 +224,30 @@ fn transitions_write_to_every_active_version_and_read_the_synced_one() {
     assert!(report.moves > 0);
     let key = Hash::of(b"some object");
     // Writes go to both versions, reads stay on version 1.
+    let sets = |h: &LayoutHistory| -> Vec<Vec<NodeId>> {
+        h.write_sets_of_partition(partition_of(&key))
+            .into_iter()
+            .map(|s| s.nodes)
+            .collect()
+    };
     assert_eq!(
-        h.write_sets(&key),
+        sets(&h),
         vec![v1.nodes_of_hash(&key), v2.nodes_of_hash(&key)]
     );
-    assert_eq!(h.read_nodes(&key), v1.nodes_of_hash(&key));
+    assert_eq!(
+        h.read_nodes_of_partition(partition_of(&key)),
+        v1.nodes_of_hash(&key)
+    );
     let mut union = v1.nodes_of_hash(&key);
     union.extend(v2.nodes_of_hash(&key));
     union.sort();
     union.dedup();
-    assert_eq!(h.write_nodes(&key), union);
+    assert_eq!(h.write_nodes_of_partition(partition_of(&key)), union);
     // The same sets, each with the version it comes from; every partition
     // has one set per active version, rf nodes each.
     let p = partition_of(&key);
     assert_eq!(
-        h.versioned_write_sets_of_partition(p),
+        h.write_sets_of_partition(p),
         vec![
             WriteSet {
                 version: 1,
@@ -252,7 +261,7 @@ fn transitions_write_to_every_active_version_and_read_the_synced_one() {
     );
     assert_eq!(h.write_nodes_of_partition(p), union);
     for p in 0..PARTITION_COUNT {
-        let sets = h.versioned_write_sets_of_partition(p as Partition);
+        let sets = h.write_sets_of_partition(p as Partition);
         assert_eq!(sets.iter().map(|s| s.version).collect::<Vec<_>>(), [1, 2]);
         assert!(sets.iter().all(|s| s.nodes.len() == 3));
     }
@@ -284,9 +293,15 @@ fn transitions_write_to_every_active_version_and_read_the_synced_one() {
     }
     assert!(h.prune());
     assert_eq!(h.versions.len(), 1);
-    assert_eq!(h.write_sets(&key), vec![v2.nodes_of_hash(&key)]);
     assert_eq!(
-        h.versioned_write_sets_of_partition(p),
+        h.write_sets_of_partition(partition_of(&key))
+            .into_iter()
+            .map(|s| s.nodes)
+            .collect::<Vec<_>>(),
+        vec![v2.nodes_of_hash(&key)]
+    );
+    assert_eq!(
+        h.write_sets_of_partition(p),
         vec![WriteSet {
             version: 2,
             nodes: v2.nodes_of_hash(&key)
@@ -505,12 +520,9 @@ fn merge_is_commutative_associative_idempotent_and_converges() {
 fn an_unassigned_layout_has_no_write_sets() {
     let h = LayoutHistory::new(3);
     let key = Hash::of(b"anything");
-    assert!(
-        h.versioned_write_sets_of_partition(partition_of(&key))
-            .is_empty()
-    );
+    assert!(h.write_sets_of_partition(partition_of(&key)).is_empty());
     assert!(h.write_nodes_of_partition(partition_of(&key)).is_empty());
-    assert!(h.write_nodes(&key).is_empty());
+    assert!(h.write_nodes_of_partition(partition_of(&key)).is_empty());
 }
 
 /// A history whose oldest kept version is above its retirement bound (a

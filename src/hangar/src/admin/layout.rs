@@ -369,7 +369,11 @@ pub fn health(h: &LayoutHistory, up: &BTreeSet<NodeId>, mode: ConsistencyMode) -
     let mut counts = [0usize; 3];
     let mut assigned = false;
     for p in 0..PARTITION_COUNT {
-        let sets = h.write_sets_of_partition(p as hangar_layout::Partition);
+        let sets: Vec<Vec<NodeId>> = h
+            .write_sets_of_partition(p as hangar_layout::Partition)
+            .into_iter()
+            .map(|s| s.nodes)
+            .collect();
         if sets.is_empty() {
             continue;
         }

@@ -695,7 +695,7 @@ pub async fn sync_pass(cluster: &Cluster, tables: &[Arc<dyn ShardedSyncable>]) -
         .iter()
         .filter(|p| {
             let equal = equal_with.get(p);
-            !h.versioned_write_sets_of_partition(**p).iter().all(|set| {
+            !h.write_sets_of_partition(**p).iter().all(|set| {
                 let needed = (set.nodes.len() + 1).saturating_sub(write).max(1);
                 let have = set
                     .nodes

@@ -171,8 +171,9 @@ class Key:
 class Node:
     """One real `hangar server` process with its own config, dirs and ports."""
 
-    def __init__(self, root: Path, fsync: bool = False):
+    def __init__(self, root: Path, fsync: bool = False, region: str = REGION):
         self.root = root
+        self.region = region
         self.root.mkdir(parents=True, exist_ok=True)
         self.meta = root / "meta"
         self.data = root / "data"
@@ -195,7 +196,7 @@ compression_level = 1
 
 [s3_api]
 api_bind_addr = "127.0.0.1:{self.s3_port}"
-s3_region = "{REGION}"
+s3_region = "{region}"
 root_domain = "{ROOT_DOMAIN}"
 
 [admin]
@@ -312,7 +313,7 @@ def s3_client(node: Node, key: Key, read_timeout: float = 60, **s3cfg) -> "boto3
     return boto3.client(
         "s3",
         endpoint_url=node.endpoint,
-        region_name=REGION,
+        region_name=getattr(node, "region", REGION),
         aws_access_key_id=key.id,
         aws_secret_access_key=key.secret,
         config=Config(

@@ -24,6 +24,7 @@ use crate::multipart::{
 use crate::object::{ObjectData, ObjectRow, StoredChecksum};
 use crate::objects::Objects;
 use crate::queues::{UploadOf, end_upload_record};
+use crate::write_condition::WriteCondition;
 use crate::{ModelError, Result, VersionId};
 use hangar_table::Table;
 
@@ -245,14 +246,18 @@ impl Uploads {
     }
 
     /// Completes an upload with the listed parts: the object becomes a new
-    /// version sharing the parts' blocks. Returns the published row, or why
-    /// the list was refused (nothing changes then).
+    /// version sharing the parts' blocks, published if `cond` holds
+    /// ([`Objects::publish_if`]: decided in the same round as PutObject's
+    /// conditions; [`ModelError::PreconditionFailed`] leaves the upload in
+    /// progress). Returns the published row, or why the list was refused
+    /// (nothing changes then).
     pub async fn complete(
         &self,
         bucket: &BucketRow,
         mpu: &MpuRow,
         listed: &[CompletedPart],
         checksum: Option<StoredChecksum>,
+        cond: WriteCondition,
     ) -> Result<std::result::Result<ObjectRow, CompleteError>> {
         if listed.is_empty() {
             return Ok(Err(CompleteError::NoParts));
@@ -287,7 +292,6 @@ impl Uploads {
             .begin_upload(version, &UploadOf::object(&part_key, &mpu.key))
             .await?;
         let (mut next, mut bytes) = (0u32, 0u64);
-        let mut md5s = Vec::with_capacity(chosen.len() * 16);
         for p in &chosen {
             if let Err(e) = self
                 .blocks
@@ -304,9 +308,8 @@ impl Uploads {
             }
             next += p.blocks;
             bytes += p.size;
-            md5s.extend(hex::decode(&p.etag).unwrap_or_default());
         }
-        let etag = format!("{}-{}", hex::encode(s3_md5(&md5s)), chosen.len());
+        let etag = multipart_etag(chosen.iter().map(|p| p.etag.as_str()));
         let mut headers = mpu.headers.clone();
         let (retention, legal_hold) = crate::object_lock::take_from_headers(&mut headers);
         let acl = crate::access::take_acl_from_headers(&mut headers);
@@ -330,10 +333,17 @@ impl Uploads {
             self.objects.abort_upload(version).await?;
             return Err(ModelError::NoSuchUpload);
         }
-        let published = match self.objects.publish(bucket, &mpu.key, row).await {
+        let published = match self.objects.publish_if(bucket, &mpu.key, row, cond).await {
             Ok(p) => p,
             Err(e) => {
-                self.objects.abort_upload(version).await?;
+                // Not published (a failed condition leaves the upload in
+                // progress, to complete again): release the version,
+                // unless a later round of the key may still publish it
+                // (its upload record then stays, and the start-up scan
+                // decides).
+                if !e.outcome_unknown() {
+                    self.objects.abort_upload(version).await?;
+                }
                 return Err(e);
             }
         };
@@ -344,6 +354,47 @@ impl Uploads {
         self.blocks.wake_collector();
         Ok(Ok(published))
     }
+
+    /// The object a completion of upload `upload_id` with `listed` already
+    /// made, for a client that completes it again (a retry after a lost
+    /// answer, which S3 answers as the first time): the key's current
+    /// object, when the upload has ended (its row is a tombstone, kept
+    /// until the tombstone delay) and that object's ETag is the one these
+    /// parts make. `None` otherwise: the upload never existed, or the key
+    /// has changed since (then S3's `NoSuchUpload` is the answer).
+    pub async fn completed(
+        &self,
+        bucket: &BucketRow,
+        key: &str,
+        upload_id: &VersionId,
+        listed: &[CompletedPart],
+    ) -> Result<Option<ObjectRow>> {
+        let ended = self
+            .mpu_rows()
+            .get(&bucket.id_bytes(), &mpu_sort_key(key, upload_id))
+            .await?
+            .is_some_and(|m| m.deleted);
+        if !ended || listed.is_empty() {
+            return Ok(None);
+        }
+        let etag = multipart_etag(listed.iter().map(|p| p.etag.as_str()));
+        Ok(self
+            .objects
+            .get(bucket, key)
+            .await?
+            .filter(|o| o.etag == etag))
+    }
+}
+
+/// The ETag of an object completed from `parts` (their ETags, in order):
+/// the MD5 of their concatenated digests, then `-` and their count (S3's
+/// multipart ETag).
+fn multipart_etag<'a>(parts: impl ExactSizeIterator<Item = &'a str>) -> String {
+    let n = parts.len();
+    let md5s: Vec<u8> = parts
+        .flat_map(|e| hex::decode(e).unwrap_or_default())
+        .collect();
+    format!("{}-{n}", hex::encode(s3_md5(&md5s)))
 }
 
 /// MD5 of the concatenated part digests (S3's multipart ETag).

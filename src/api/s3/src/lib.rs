@@ -50,6 +50,7 @@ pub mod policy_eval;
 mod post_errors;
 mod post_gate;
 pub mod presign;
+pub mod request_id;
 pub mod request_time;
 mod s3_impl;
 pub mod server;

@@ -118,7 +118,10 @@ fn from_policy(p: &AccessControlPolicy) -> S3Result<CannedAcl> {
     }
 }
 
-fn owner_of(bucket: &BucketRow) -> Owner {
+/// The owner S3 shows for `bucket` and for its objects and uploads: the
+/// key that created the bucket (every object is the bucket owner's, as with
+/// AWS's default object ownership, BucketOwnerEnforced).
+pub(crate) fn owner_of(bucket: &BucketRow) -> Owner {
     let id = bucket.created_by.clone().unwrap_or_else(|| "hangar".into());
     Owner {
         display_name: Some(id.clone()),

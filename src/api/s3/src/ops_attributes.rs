@@ -7,12 +7,15 @@
 //! the multipart ETag), never the `Part` list; a single-part upload has no
 //! `ObjectParts`, as in S3.
 
+use std::fmt::Write as _;
+
 use s3s::dto::*;
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 
 use crate::S3Api;
 use crate::access::signer;
 use crate::time::timestamp;
+use crate::xml_text::escape;
 
 /// The part count of a multipart object: the `-N` of its ETag.
 pub(crate) fn parts_count(etag: &str) -> Option<i32> {
@@ -72,36 +75,73 @@ impl S3Api {
         )?;
         crate::sse_c::for_read(obj.sse_c.as_ref(), sse)?;
         let wants = |a: &str| wanted.contains(&a);
-        let mut out = GetObjectAttributesOutput {
-            last_modified: Some(timestamp(obj.timestamp_msec)),
-            version_id: found.id.map(|i| i.to_string()),
-            ..Default::default()
+        // The body is written here rather than by s3s, which quotes the
+        // ETag: GetObjectAttributes answers it unquoted (AWS API
+        // reference, GetObjectAttributes, "ETag"). s3s still writes the
+        // headers (Last-Modified, x-amz-version-id).
+        let mut x = String::from(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?><GetObjectAttributesResponse xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">",
+        );
+        let el = |x: &mut String, name: &str, v: &str| {
+            let _ = write!(x, "<{name}>{}</{name}>", escape(v));
         };
         if wants(ObjectAttributes::ETAG) {
-            out.e_tag = Some(ETag::Strong(obj.etag.clone()));
-        }
-        if wants(ObjectAttributes::OBJECT_SIZE) {
-            out.object_size = Some(obj.size as i64);
-        }
-        if wants(ObjectAttributes::STORAGE_CLASS) {
-            out.storage_class = Some(StorageClass::from_static(StorageClass::STANDARD));
+            el(&mut x, "ETag", &obj.etag);
         }
         if wants(ObjectAttributes::CHECKSUM)
             && let Some(c) = obj.checksum.as_ref()
         {
             let mut sum = Checksum::default();
             crate::checksum::fill_checksum!(Some(c), sum);
-            out.checksum = Some(sum);
+            x.push_str("<Checksum>");
+            for (name, v) in [
+                ("ChecksumCRC32", &sum.checksum_crc32),
+                ("ChecksumCRC32C", &sum.checksum_crc32c),
+                ("ChecksumCRC64NVME", &sum.checksum_crc64nvme),
+                ("ChecksumSHA1", &sum.checksum_sha1),
+                ("ChecksumSHA256", &sum.checksum_sha256),
+            ] {
+                if let Some(v) = v {
+                    el(&mut x, name, v);
+                }
+            }
+            x.push_str("</Checksum>");
         }
         if wants(ObjectAttributes::OBJECT_PARTS)
             && let Some(n) = parts_count(&obj.etag)
         {
-            out.object_parts = Some(GetObjectAttributesParts {
-                total_parts_count: Some(n),
-                ..Default::default()
-            });
+            // The part count, and an empty page of the part list (its
+            // boundaries are not kept: see the module documentation).
+            x.push_str("<ObjectParts>");
+            el(&mut x, "PartsCount", &n.to_string());
+            el(
+                &mut x,
+                "PartNumberMarker",
+                &input.part_number_marker.unwrap_or(0).to_string(),
+            );
+            el(
+                &mut x,
+                "MaxParts",
+                &input.max_parts.unwrap_or(1000).to_string(),
+            );
+            el(&mut x, "IsTruncated", "false");
+            x.push_str("</ObjectParts>");
         }
-        Ok(S3Response::new(out))
+        if wants(ObjectAttributes::STORAGE_CLASS) {
+            el(&mut x, "StorageClass", StorageClass::STANDARD);
+        }
+        if wants(ObjectAttributes::OBJECT_SIZE) {
+            el(&mut x, "ObjectSize", &obj.size.to_string());
+        }
+        x.push_str("</GetObjectAttributesResponse>");
+        let mut resp = S3Response::new(GetObjectAttributesOutput {
+            last_modified: Some(timestamp(obj.timestamp_msec)),
+            version_id: found.id.map(|i| i.to_string()),
+            ..Default::default()
+        });
+        resp.extensions
+            .insert(crate::ops_versioning::XmlBody(bytes::Bytes::from(x)));
+        Ok(resp)
     }
 }
 

@@ -14,6 +14,9 @@ use crate::access::signer;
 use crate::error::OrS3;
 use crate::time::timestamp;
 
+/// The region whose CreateBucket answers an owner's re-creation 200.
+const US_EAST_1: &str = "us-east-1";
+
 fn access_key<T>(req: &S3Request<T>) -> S3Result<&str> {
     req.credentials
         .as_ref()
@@ -107,11 +110,32 @@ impl S3Api {
         // The name's coordinator decides, creation by creation: an existing
         // bucket is BucketAlreadyOwnedByYou for its creator or owner, else
         // BucketAlreadyExists (hangar_model::bucket_create).
-        self.model
+        match self
+            .model
             .buckets()
             .create_bucket(name, Some(&key_id))
             .await
-            .or_s3()?;
+        {
+            Ok(_) => {}
+            // Except in us-east-1, where S3 answers its owner's re-creation
+            // 200 and resets the bucket's ACL (to the one this request
+            // gives, private by default), the rest of the bucket unchanged
+            // (AWS API reference, BucketAlreadyOwnedByYou); tools written
+            // against that region expect it.
+            Err(hangar_model::ModelError::BucketAlreadyOwnedByYou(_))
+                if self.settings.region == US_EAST_1 =>
+            {
+                self.model
+                    .buckets()
+                    .set_bucket_acl(name, acl.unwrap_or_default())
+                    .await
+                    .or_s3()?;
+                return Ok(S3Response::new(CreateBucketOutput {
+                    location: Some(format!("/{name}")),
+                }));
+            }
+            Err(e) => return Err(crate::error::model_error(e)),
+        }
         // x-amz-bucket-object-lock-enabled: Object Lock and versioning,
         // enabled right after the creation (a second change of the row).
         if req.input.object_lock_enabled_for_bucket == Some(true) {

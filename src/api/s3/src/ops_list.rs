@@ -8,7 +8,7 @@ use hangar_model::bucket::BucketRow;
 use hangar_model::object::ObjectRow;
 use s3s::dto::{
     CommonPrefix, EncodingType, ListObjectsInput, ListObjectsOutput, ListObjectsV2Input,
-    ListObjectsV2Output, Object, ObjectStorageClass,
+    ListObjectsV2Output, Object, ObjectStorageClass, Owner,
 };
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 
@@ -16,6 +16,7 @@ use crate::S3Api;
 use crate::access::signer;
 use crate::conditions::etag;
 use crate::error::OrS3;
+use crate::ops_acl::owner_of;
 use crate::time::timestamp;
 
 const PAGE: usize = 1000;
@@ -65,6 +66,10 @@ impl S3Api {
             next_start: None,
             last: None,
         };
+        if max_keys == 0 {
+            // Nothing asked for, so nothing left out (AWS: IsTruncated false).
+            return Ok(out);
+        }
         let mut cursor = start.max(prefix.as_bytes().to_vec());
         let delimiter = delimiter.filter(|d| !d.is_empty());
         let mut page = PAGE;
@@ -151,6 +156,10 @@ impl S3Api {
     }
 }
 
+/// The encoder of `encoding-type`: none, or `url`, which percent-encodes
+/// every byte but the unreserved ones and `/` (as AWS does: a key
+/// `photos/a b` is listed as `photos/a%20b`; clients decode the fields AWS
+/// encodes, and a `/` left alone reads the same either way).
 pub(crate) fn encoder(t: Option<&EncodingType>) -> S3Result<impl Fn(&str) -> String> {
     let url = match t {
         None => false,
@@ -165,7 +174,8 @@ pub(crate) fn encoder(t: Option<&EncodingType>) -> S3Result<impl Fn(&str) -> Str
     };
     Ok(move |s: &str| {
         if url {
-            urlencoding::encode(s).into_owned()
+            // `%` itself is encoded, so every `%2F` is a `/`.
+            urlencoding::encode(s).replace("%2F", "/")
         } else {
             s.to_owned()
         }
@@ -183,11 +193,25 @@ pub(crate) fn max_keys(m: Option<i32>) -> S3Result<usize> {
     }
 }
 
-fn contents(objects: Vec<(String, ObjectRow)>, enc: &impl Fn(&str) -> String) -> Vec<Object> {
+/// The listed objects, each with `owner` when the listing shows owners.
+fn contents(
+    objects: Vec<(String, ObjectRow)>,
+    enc: &impl Fn(&str) -> String,
+    owner: Option<&Owner>,
+) -> Vec<Object> {
     objects
         .into_iter()
-        .map(|(k, r)| object(k, &r, enc))
+        .map(|(k, r)| Object {
+            owner: owner.cloned(),
+            ..object(k, &r, enc)
+        })
         .collect()
+}
+
+/// The delimiter a listing echoes: none for an empty one (AWS leaves the
+/// element out).
+fn echoed_delimiter(d: Option<&str>, enc: &impl Fn(&str) -> String) -> Option<String> {
+    d.filter(|d| !d.is_empty()).map(enc)
 }
 
 fn common_prefixes(prefixes: Vec<String>, enc: &impl Fn(&str) -> String) -> Vec<CommonPrefix> {
@@ -258,7 +282,7 @@ impl S3Api {
         let out = ListObjectsV2Output {
             name: Some(input.bucket),
             prefix: Some(enc(&prefix)),
-            delimiter: input.delimiter.as_deref().map(&enc),
+            delimiter: echoed_delimiter(input.delimiter.as_deref(), &enc),
             max_keys: Some(max as i32),
             key_count: Some(key_count),
             is_truncated: Some(l.truncated),
@@ -266,7 +290,13 @@ impl S3Api {
             next_continuation_token: l.next_start.map(hex::encode),
             start_after: input.start_after.as_deref().map(&enc),
             encoding_type: input.encoding_type,
-            contents: Some(contents(l.objects, &enc)),
+            contents: Some(contents(
+                l.objects,
+                &enc,
+                (input.fetch_owner == Some(true))
+                    .then(|| owner_of(&bucket))
+                    .as_ref(),
+            )),
             common_prefixes: Some(common_prefixes(l.prefixes, &enc)),
             request_charged: None,
         };
@@ -303,9 +333,11 @@ impl S3Api {
             .await?;
         let out = ListObjectsOutput {
             name: Some(input.bucket),
-            prefix: Some(enc(&prefix)),
+            // Echoed as sent: AWS does not encode ListObjects' prefix (nor
+            // do clients decode it).
+            prefix: Some(prefix),
             marker: Some(input.marker.as_deref().map(&enc).unwrap_or_default()),
-            delimiter: input.delimiter.as_deref().map(&enc),
+            delimiter: echoed_delimiter(input.delimiter.as_deref(), &enc),
             max_keys: Some(max as i32),
             is_truncated: Some(l.truncated),
             next_marker: if l.truncated {
@@ -314,7 +346,10 @@ impl S3Api {
                 None
             },
             encoding_type: input.encoding_type,
-            contents: Some(contents(l.objects, &enc)),
+            // ListObjects shows each object's owner (ListObjectsV2 only
+            // when asked): the bucket owner's, as with AWS's default
+            // object ownership (BucketOwnerEnforced).
+            contents: Some(contents(l.objects, &enc, Some(&owner_of(&bucket)))),
             common_prefixes: Some(common_prefixes(l.prefixes, &enc)),
             request_charged: None,
         };

@@ -8,9 +8,9 @@ use hangar_model::VersionId;
 use hangar_model::bucket::BucketRow;
 use hangar_model::garbage::UploadOf;
 use hangar_model::multipart::{CompleteError, CompletedPart, MpuRow, PartRow, mpu_sort_key};
-use hangar_model::object::ObjectData;
+use hangar_model::object::{ObjectData, ObjectRow};
 use s3s::dto::*;
-use s3s::{S3Request, S3Response, S3Result, s3_error};
+use s3s::{S3ErrorCode, S3Request, S3Response, S3Result, s3_error};
 
 use crate::S3Api;
 use crate::access::signer;
@@ -269,6 +269,15 @@ impl S3Api {
                     .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)));
                 match parsed {
                     Some((a, z)) if a <= z && z < src.size => a..z + 1,
+                    // Well formed, but past the source's end (AWS API
+                    // reference, UploadPartCopy: InvalidRange).
+                    Some((a, z)) if a <= z => {
+                        return Err(s3_error!(
+                            InvalidRange,
+                            "The x-amz-copy-source-range bytes={a}-{z} is not within the source object of {} bytes",
+                            src.size
+                        ));
+                    }
                     _ => {
                         return Err(s3_error!(
                             InvalidArgument,
@@ -320,14 +329,36 @@ impl S3Api {
         req: S3Request<CompleteMultipartUploadInput>,
     ) -> S3Result<S3Response<CompleteMultipartUploadOutput>> {
         let input = req.input;
-        let (b, mpu) = self
+        let cond =
+            crate::ops_put::write_condition(input.if_match.as_ref(), input.if_none_match.as_ref())?;
+        let listed = completed_parts(input.multipart_upload.as_ref())?;
+        let (b, mpu) = match self
             .upload(
                 signer(&req.credentials),
                 &input.bucket,
                 &input.key,
                 &input.upload_id,
             )
-            .await?;
+            .await
+        {
+            Ok(found) => found,
+            Err(e) if *e.code() == S3ErrorCode::NoSuchUpload => {
+                // Completed already? A client retrying after a lost answer
+                // gets the first answer again (AWS API reference,
+                // CompleteMultipartUpload).
+                let b = self.bucket(signer(&req.credentials), &input.bucket).await?;
+                let upload_id = parse_upload_id(&input.upload_id)?;
+                let done = self
+                    .model
+                    .uploads()
+                    .completed(&b, &input.key, &upload_id, &listed)
+                    .await
+                    .or_s3()?;
+                let Some(row) = done else { return Err(e) };
+                return Ok(S3Response::new(completed_output(&input, &b, &row)));
+            }
+            Err(e) => return Err(e),
+        };
         // The key is optional here (the parts were checked as they came);
         // one that is sent must be the upload's.
         let sent = self.sse_given(
@@ -339,33 +370,10 @@ impl S3Api {
         if sent.is_some() {
             crate::sse_c::for_part(mpu.sse_c.as_ref(), sent)?;
         }
-        let parts = input
-            .multipart_upload
-            .and_then(|m| m.parts)
-            .unwrap_or_default();
-        // An upload has at most one part per number: a longer list cannot
-        // be valid, and is refused before any part is looked up.
-        if parts.len() > MAX_PART_NUMBER as usize {
-            return Err(s3_error!(
-                MalformedXML,
-                "The XML you provided was not well-formed or did not validate against our published schema: {} parts listed, at most {MAX_PART_NUMBER}",
-                parts.len()
-            ));
-        }
-        let listed: Vec<CompletedPart> = parts
-            .into_iter()
-            .map(|p| CompletedPart {
-                part_number: p.part_number.unwrap_or(0).max(0) as u32,
-                etag: p
-                    .e_tag
-                    .map(|e| e.value().trim_matches('"').to_owned())
-                    .unwrap_or_default(),
-            })
-            .collect();
         let row = match self
             .model
             .uploads()
-            .complete(&b, &mpu, &listed, None)
+            .complete(&b, &mpu, &listed, None, cond)
             .await
             .or_s3()?
         {
@@ -395,14 +403,7 @@ impl S3Api {
                 ));
             }
         };
-        Ok(S3Response::new(CompleteMultipartUploadOutput {
-            bucket: Some(input.bucket.clone()),
-            key: Some(input.key.clone()),
-            e_tag: Some(etag(&row)),
-            location: Some(format!("/{}/{}", input.bucket, input.key)),
-            version_id: crate::ops_versioning::published_id(&b, &row),
-            ..Default::default()
-        }))
+        Ok(S3Response::new(completed_output(&input, &b, &row)))
     }
 
     pub(crate) async fn do_abort_multipart_upload(
@@ -555,12 +556,21 @@ impl S3Api {
         };
         let mut uploads = Vec::new();
         let mut prefixes = Vec::new();
+        // The bucket owner's, like the objects the uploads become
+        // (`owner_of`); the upload row does not record its initiator.
+        let owner = crate::ops_acl::owner_of(&b);
+        let initiator = s3s::dto::Initiator {
+            id: owner.id.clone(),
+            display_name: owner.display_name.clone(),
+        };
         for e in entries {
             match e {
                 Listed::Upload(u) => uploads.push(MultipartUpload {
                     key: Some(u.key),
                     upload_id: Some(hex::encode(u.upload_id)),
                     initiated: Some(timestamp(u.initiated_msec)),
+                    initiator: Some(initiator.clone()),
+                    owner: Some(owner.clone()),
                     ..Default::default()
                 }),
                 Listed::Prefix(p) => prefixes.push(CommonPrefix { prefix: Some(p) }),
@@ -569,7 +579,7 @@ impl S3Api {
         Ok(S3Response::new(ListMultipartUploadsOutput {
             bucket: Some(input.bucket),
             prefix: input.prefix,
-            delimiter: input.delimiter,
+            delimiter,
             key_marker: input.key_marker,
             upload_id_marker: input.upload_id_marker,
             max_uploads: Some(max as i32),
@@ -580,6 +590,47 @@ impl S3Api {
             common_prefixes: (!prefixes.is_empty()).then_some(prefixes),
             ..Default::default()
         }))
+    }
+}
+
+/// The parts a CompleteMultipartUpload lists. An upload has at most one
+/// part per number: a longer list cannot be valid, and is refused before
+/// any part is looked up.
+fn completed_parts(m: Option<&CompletedMultipartUpload>) -> S3Result<Vec<CompletedPart>> {
+    let parts = m.and_then(|m| m.parts.as_deref()).unwrap_or_default();
+    if parts.len() > MAX_PART_NUMBER as usize {
+        return Err(s3_error!(
+            MalformedXML,
+            "The XML you provided was not well-formed or did not validate against our published schema: {} parts listed, at most {MAX_PART_NUMBER}",
+            parts.len()
+        ));
+    }
+    Ok(parts
+        .iter()
+        .map(|p| CompletedPart {
+            part_number: p.part_number.unwrap_or(0).max(0) as u32,
+            etag: p
+                .e_tag
+                .as_ref()
+                .map(|e| e.value().trim_matches('"').to_owned())
+                .unwrap_or_default(),
+        })
+        .collect())
+}
+
+/// The answer to a completion that published `row`.
+fn completed_output(
+    input: &CompleteMultipartUploadInput,
+    bucket: &BucketRow,
+    row: &ObjectRow,
+) -> CompleteMultipartUploadOutput {
+    CompleteMultipartUploadOutput {
+        bucket: Some(input.bucket.clone()),
+        key: Some(input.key.clone()),
+        e_tag: Some(etag(row)),
+        location: Some(format!("/{}/{}", input.bucket, input.key)),
+        version_id: crate::ops_versioning::published_id(bucket, row),
+        ..Default::default()
     }
 }
 

@@ -242,6 +242,32 @@ pub(crate) struct BodySource<'a> {
     pub sealing: Option<Sealing>,
 }
 
+/// The condition of a write (PutObject, CompleteMultipartUpload) from its
+/// `If-Match` and `If-None-Match` headers, decided with the publication
+/// ([`hangar_model::objects::Objects::publish_if`]). `If-None-Match`
+/// takes `*` only, as in S3.
+pub(crate) fn write_condition(
+    if_match: Option<&ETagCondition>,
+    if_none_match: Option<&ETagCondition>,
+) -> S3Result<WriteCondition> {
+    Ok(WriteCondition {
+        if_none_match_any: match if_none_match {
+            None => false,
+            Some(ETagCondition::Any) => true,
+            Some(_) => {
+                return Err(s3_error!(
+                    NotImplemented,
+                    "If-None-Match on a write supports only *"
+                ));
+            }
+        },
+        if_match: if_match.map(|c| match c {
+            ETagCondition::Any => "*".to_owned(),
+            ETagCondition::ETag(e) => e.value().to_owned(),
+        }),
+    })
+}
+
 /// Collects the system headers of a request, as sent, except the
 /// `aws-chunked` transfer coding, which describes the request, not the object.
 pub fn system_headers(headers: &HeaderMap) -> BTreeMap<String, String> {
@@ -249,13 +275,17 @@ pub fn system_headers(headers: &HeaderMap) -> BTreeMap<String, String> {
         .iter()
         .filter_map(|h| {
             let mut v = headers.get(*h)?.to_str().ok()?.to_owned();
-            if *h == "content-encoding" {
+            let chunked = |c: &str| c.trim().eq_ignore_ascii_case("aws-chunked");
+            // Kept byte for byte (`deflate, gzip` comes back so), unless
+            // it names the transfer coding, which is taken out.
+            if *h == "content-encoding" && v.split(',').any(chunked) {
                 v = v
                     .split(',')
+                    .filter(|c| !chunked(c))
                     .map(str::trim)
-                    .filter(|c| !c.eq_ignore_ascii_case("aws-chunked") && !c.is_empty())
+                    .filter(|c| !c.is_empty())
                     .collect::<Vec<_>>()
-                    .join(",");
+                    .join(", ");
                 if v.is_empty() {
                     return None;
                 }
@@ -529,22 +559,7 @@ impl S3Api {
             input.object_lock_retain_until_date.as_ref(),
             input.object_lock_legal_hold_status.as_ref(),
         )?;
-        let cond = WriteCondition {
-            if_none_match_any: match &input.if_none_match {
-                None => false,
-                Some(ETagCondition::Any) => true,
-                Some(_) => {
-                    return Err(s3_error!(
-                        NotImplemented,
-                        "If-None-Match on PutObject supports only *"
-                    ));
-                }
-            },
-            if_match: input.if_match.as_ref().map(|c| match c {
-                ETagCondition::Any => "*".to_owned(),
-                ETagCondition::ETag(e) => e.value().to_owned(),
-            }),
-        };
+        let cond = write_condition(input.if_match.as_ref(), input.if_none_match.as_ref())?;
         let sse = self.sse_given(
             &headers,
             input.sse_customer_algorithm.as_deref(),

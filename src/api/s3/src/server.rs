@@ -97,7 +97,8 @@ async fn handle(
     let head = req.method() == http::Method::HEAD;
     if crate::cors::is_preflight(&req) {
         // No authentication: a browser sends no credentials with it.
-        let resp = endpoint.cors.preflight(&req).await;
+        let mut resp = endpoint.cors.preflight(&req).await;
+        crate::request_id::stamp(&mut resp, &crate::request_id::new_id());
         let op = RequestOp::default();
         op.set("PreflightCors");
         let in_memory = resp.body().bytes();
@@ -191,9 +192,27 @@ fn counted(
 
 /// Answers one request as the endpoint does, after hyper has parsed it:
 /// Hangar's request fix-ups, then the s3s service, then Hangar's answer
-/// corrections. (Public for the fuzz targets, which send requests without
-/// a socket.)
+/// corrections, the answer stamped with a new request id
+/// ([`crate::request_id`]). (Public for the fuzz targets, which send
+/// requests without a socket.)
 pub async fn call(
+    endpoint: &Endpoint,
+    req: http::Request<s3s::Body>,
+) -> Result<http::Response<s3s::Body>, s3s::HttpError> {
+    let id = crate::request_id::new_id();
+    let method = req.method().clone();
+    let mut resp = answer(endpoint, req).await?;
+    if resp.status().is_server_error() {
+        // What an operator looks for when a user reports the id an SDK
+        // showed them.
+        tracing::info!(request_id = %id, %method, status = %resp.status(), "S3 request failed");
+    }
+    crate::request_id::stamp(&mut resp, &id);
+    Ok(resp)
+}
+
+/// [`call`] before the request id.
+async fn answer(
     endpoint: &Endpoint,
     mut req: http::Request<s3s::Body>,
 ) -> Result<http::Response<s3s::Body>, s3s::HttpError> {

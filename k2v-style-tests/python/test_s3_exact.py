@@ -14,6 +14,7 @@ from botocore.exceptions import ClientError
 from hangar_testlib import (
     Key,
     Node,
+    anonymous,
     bucket_name,
     error_code,
     http_status,
@@ -238,6 +239,71 @@ def test_every_answer_has_a_request_id_and_errors_repeat_it(node, admin_key, s3,
 
 
 # ------------------------------------------------------------------ buckets
+
+
+def test_list_buckets_pages(node):
+    # API_ListBuckets, "max-buckets" (1–10 000) and "ContinuationToken":
+    # answered while buckets remain, sent back for the next page.
+    pager = node.create_key("pager", create_bucket=True)
+    s3 = s3_client(node, pager)
+    names = sorted(bucket_name(f"page-{i}") for i in range(3))
+    for n in names:
+        s3.create_bucket(Bucket=n)
+    seen, token = [], None
+    for _ in range(5):
+        kw = {"ContinuationToken": token} if token else {}
+        r = s3.list_buckets(MaxBuckets=1, **kw)
+        seen += [b["Name"] for b in r["Buckets"]]
+        token = r.get("ContinuationToken")
+        if not token:
+            break
+    assert seen == names
+    assert [b["Name"] for b in s3.list_buckets()["Buckets"]] == names
+    r = s3.list_buckets(MaxBuckets=2)
+    assert len(r["Buckets"]) == 2 and r["ContinuationToken"]
+    # (boto3 checks the range itself: sent raw.)
+    for bad in ("0", "10001"):
+        r = signed_request(node, pager, "GET", None, query=[("max-buckets", bad)])
+        assert (r.status, r.code) == (400, "InvalidArgument"), r.body
+    _fails(lambda: s3.list_buckets(ContinuationToken="not-hex"), 400, "InvalidArgument")
+
+
+def test_a_missing_object_is_404_to_whoever_may_list(node, s3):
+    # API_GetObject, "Permissions": with s3:ListBucket a missing object is
+    # 404 NoSuchKey, without it 403 AccessDenied. A public-read bucket
+    # lets anyone list.
+    anon = anonymous(node)
+    public = bucket_name("exact-public")
+    s3.create_bucket(Bucket=public, ACL="public-read")
+    s3.put_bucket_versioning(Bucket=public, VersioningConfiguration={"Status": "Enabled"})
+    s3.put_object(Bucket=public, Key="gone", Body=b"x", ACL="public-read")
+    assert anon.get_object(Bucket=public, Key="gone")["Body"].read() == b"x"
+    s3.delete_object(Bucket=public, Key="gone")
+    e = _fails(lambda: anon.get_object(Bucket=public, Key="gone"), 404, "NoSuchKey")
+    assert e.response["ResponseMetadata"]["HTTPHeaders"].get("x-amz-delete-marker") == "true"
+    _fails(lambda: anon.get_object(Bucket=public, Key="never"), 404, "NoSuchKey")
+    _fails(lambda: anon.head_object(Bucket=public, Key="never"), 404, "404")
+    # An object that exists and is not public stays refused.
+    s3.put_object(Bucket=public, Key="private", Body=b"x")
+    _fails(lambda: anon.get_object(Bucket=public, Key="private"), 403, "AccessDenied")
+    # A private bucket tells an anonymous caller nothing.
+    private = bucket_name("exact-private")
+    s3.create_bucket(Bucket=private)
+    _fails(lambda: anon.get_object(Bucket=private, Key="never"), 403, "AccessDenied")
+
+
+def test_expected_bucket_owner(s3, bucket, admin_key):
+    # Common request header x-amz-expected-bucket-owner: "If the account
+    # ID that you provide does not match the actual owner of the bucket,
+    # the request fails with the HTTP status code 403 Forbidden".
+    s3.put_object(Bucket=bucket, Key="k", Body=b"x", ExpectedBucketOwner=admin_key.id)
+    assert s3.get_object(Bucket=bucket, Key="k", ExpectedBucketOwner=admin_key.id)["Body"].read() == b"x"
+    s3.list_objects_v2(Bucket=bucket, ExpectedBucketOwner=admin_key.id)
+    _fails(lambda: s3.get_object(Bucket=bucket, Key="k", ExpectedBucketOwner="GK000000000000000000000000"),
+           403, "AccessDenied")
+    _fails(lambda: s3.put_object(Bucket=bucket, Key="k2", Body=b"y", ExpectedBucketOwner="someone-else"),
+           403, "AccessDenied")
+    _fails(lambda: s3.head_object(Bucket=bucket, Key="k2"), 404, "404")
 
 
 def test_recreating_an_own_bucket_in_us_east_1(tmp_path):

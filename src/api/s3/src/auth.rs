@@ -114,7 +114,13 @@ impl KeyAccess {
 
     /// Whether the ACL of the object version a read is about grants it
     /// (read only when nothing else granted: one more row read, for
-    /// requests that would otherwise be refused).
+    /// requests that would otherwise be refused). A read of an object that
+    /// does not exist (or is a delete marker) is answered here with the
+    /// operation's `404` when the caller may list the bucket, which would
+    /// tell it as much: S3 answers `404` then, not `403` (AWS API
+    /// reference, GetObject, "Permissions"). Answered here rather than let
+    /// through, so that an object written meanwhile is not served to a
+    /// caller who may not read it.
     async fn object_acl_grants(
         &self,
         caller: &Caller,
@@ -142,14 +148,38 @@ impl KeyAccess {
             .find_version(bucket, key, v)
             .await
             .or_s3()?;
-        let Some(acl) = found
-            .filter(|f| !f.row.is_delete_marker())
-            .and_then(|f| f.row.acl.value)
-        else {
+        let may_list = || caller.may(bucket, need_of("ListObjects"), "s3:ListBucket", None);
+        let found = match found {
+            None if may_list() => {
+                return Err(match v {
+                    Some(_) => crate::error::no_such_version(),
+                    None => s3_error!(NoSuchKey, "The specified key does not exist."),
+                });
+            }
+            Some(f) if f.row.is_delete_marker() && may_list() => {
+                return Err(crate::error::delete_marker(
+                    v.is_some(),
+                    f.id.map(|i| i.to_string()),
+                ));
+            }
+            Some(f) if !f.row.is_delete_marker() => f,
+            _ => return Ok(false),
+        };
+        let Some(acl) = found.row.acl.value else {
             return Ok(false);
         };
         Ok(caller.may_with_acl(bucket, need, action, object, Some(acl)))
     }
+}
+
+/// Whether `bucket` is owned by the owner a request's
+/// `x-amz-expected-bucket-owner` names (true without the header). The
+/// owner is the id S3 answers for the bucket ([`crate::ops_acl::owner_of`]:
+/// its creating key's).
+fn expected_owner(headers: &http::HeaderMap, bucket: &hangar_model::bucket::BucketRow) -> bool {
+    headers
+        .get("x-amz-expected-bucket-owner")
+        .is_none_or(|v| crate::ops_acl::owner_of(bucket).id.as_deref() == v.to_str().ok())
 }
 
 #[async_trait::async_trait]
@@ -193,6 +223,10 @@ impl S3Access for KeyAccess {
                 // A missing bucket is reported as such by the operation, as S3 does.
                 None => crate::body_limits::check_missing_bucket(cx.headers(), &bucket)
                     .map(|()| true)?,
+                // A caller that names the owner it expects is refused
+                // when the bucket has another (AWS API reference, common
+                // request header `x-amz-expected-bucket-owner`: 403).
+                Some(row) if !expected_owner(cx.headers(), &row) => false,
                 // The keys are in the body: with a policy, each is decided
                 // by the operation (`ops_delete`).
                 Some(row) if op == "DeleteObjects" && row.policy().is_some() => {

@@ -14,6 +14,8 @@ use crate::access::signer;
 use crate::error::OrS3;
 use crate::time::timestamp;
 
+/// Most buckets one ListBuckets page may ask for.
+const MAX_BUCKETS: i32 = 10_000;
 /// The region whose CreateBucket answers an owner's re-creation 200.
 const US_EAST_1: &str = "us-east-1";
 
@@ -37,6 +39,33 @@ impl S3Api {
             .or_s3()?
             .ok_or_else(|| s3_error!(InvalidAccessKeyId))?;
         let prefix = req.input.prefix.as_deref().unwrap_or("");
+        // Pages (AWS API reference, ListBuckets: max-buckets 1–10 000, and
+        // a ContinuationToken answered while buckets remain); without
+        // max-buckets, every bucket at once.
+        let max = match req.input.max_buckets {
+            None => usize::MAX,
+            Some(n @ 1..=MAX_BUCKETS) => n as usize,
+            Some(n) => {
+                return Err(s3_error!(
+                    InvalidArgument,
+                    "max-buckets must be between 1 and {MAX_BUCKETS}, not {n}"
+                ));
+            }
+        };
+        let after = match &req.input.continuation_token {
+            None => None,
+            Some(t) => Some(
+                hex::decode(t)
+                    .ok()
+                    .and_then(|n| String::from_utf8(n).ok())
+                    .ok_or_else(|| {
+                        s3_error!(
+                            InvalidArgument,
+                            "The continuation token provided is incorrect"
+                        )
+                    })?,
+            ),
+        };
         // A bucket's aliases, and the key's own local aliases, are listed
         // as buckets too (as Garage lists them): each is a name the key
         // addresses it by.
@@ -59,10 +88,18 @@ impl S3Api {
                     .or_s3()?,
             )
             .collect();
-        let names: Vec<(String, BucketRow)> = names
+        let mut names: Vec<(String, BucketRow)> = names
             .into_iter()
             .filter(|(n, b)| key.permission(&b.name).any() && n.starts_with(prefix))
+            .filter(|(n, _)| after.as_ref().is_none_or(|a| n > a))
+            .take(max.saturating_add(1))
             .collect();
+        let next = if names.len() > max {
+            names.truncate(max);
+            names.last().map(|(n, _)| hex::encode(n))
+        } else {
+            None
+        };
         let buckets = names
             .into_iter()
             .map(|(name, b)| Bucket {
@@ -78,7 +115,7 @@ impl S3Api {
                 display_name: Some(key.name.value.clone()),
             }),
             prefix: req.input.prefix,
-            continuation_token: None,
+            continuation_token: next,
         }))
     }
 

@@ -115,6 +115,24 @@ def test_list_multipart_uploads_shows_initiator_and_owner(s3, bucket, admin_key)
     s3.abort_multipart_upload(Bucket=bucket, Key="k", UploadId=up)
 
 
+def test_list_parts_and_versions_show_owners(s3, bucket, admin_key):
+    # API_ListParts: Initiator, Owner, StorageClass; API_ListObjectVersions:
+    # Owner in each Version and DeleteMarker.
+    up = s3.create_multipart_upload(Bucket=bucket, Key="p")["UploadId"]
+    s3.upload_part(Bucket=bucket, Key="p", UploadId=up, PartNumber=1, Body=b"x")
+    r = s3.list_parts(Bucket=bucket, Key="p", UploadId=up)
+    assert r["Initiator"]["ID"] == admin_key.id and r["Owner"]["ID"] == admin_key.id
+    assert r["StorageClass"] == "STANDARD"
+    s3.abort_multipart_upload(Bucket=bucket, Key="p", UploadId=up)
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    s3.put_object(Bucket=bucket, Key="v", Body=b"1")
+    s3.delete_object(Bucket=bucket, Key="v")
+    r = s3.list_object_versions(Bucket=bucket)
+    assert len(r["Versions"]) == 1 and len(r["DeleteMarkers"]) == 1
+    for e in r["Versions"] + r["DeleteMarkers"]:
+        assert e["Owner"]["ID"] == admin_key.id, e
+
+
 # ---------------------------------------------------------------- multipart
 
 
@@ -304,6 +322,23 @@ def test_expected_bucket_owner(s3, bucket, admin_key):
     _fails(lambda: s3.put_object(Bucket=bucket, Key="k2", Body=b"y", ExpectedBucketOwner="someone-else"),
            403, "AccessDenied")
     _fails(lambda: s3.head_object(Bucket=bucket, Key="k2"), 404, "404")
+
+
+def test_expected_source_bucket_owner(s3, bucket, admin_key):
+    # API_CopyObject / API_UploadPartCopy, x-amz-source-expected-bucket-owner:
+    # 403 when the source bucket has another owner.
+    s3.put_object(Bucket=bucket, Key="src", Body=b"x")
+    src = {"Bucket": bucket, "Key": "src"}
+    s3.copy_object(Bucket=bucket, Key="dst", CopySource=src, ExpectedSourceBucketOwner=admin_key.id)
+    _fails(lambda: s3.copy_object(Bucket=bucket, Key="dst2", CopySource=src,
+                                  ExpectedSourceBucketOwner="someone-else"), 403, "AccessDenied")
+    up = s3.create_multipart_upload(Bucket=bucket, Key="mp")["UploadId"]
+    _fails(lambda: s3.upload_part_copy(Bucket=bucket, Key="mp", UploadId=up, PartNumber=1, CopySource=src,
+                                       ExpectedSourceBucketOwner="someone-else"), 403, "AccessDenied")
+    s3.upload_part_copy(Bucket=bucket, Key="mp", UploadId=up, PartNumber=1, CopySource=src,
+                        ExpectedSourceBucketOwner=admin_key.id)
+    s3.abort_multipart_upload(Bucket=bucket, Key="mp", UploadId=up)
+    _fails(lambda: s3.head_object(Bucket=bucket, Key="dst2"), 404, "404")
 
 
 def test_recreating_an_own_bucket_in_us_east_1(tmp_path):

@@ -177,8 +177,20 @@ impl KeyAccess {
 /// owner is the id S3 answers for the bucket ([`crate::ops_acl::owner_of`]:
 /// its creating key's).
 fn expected_owner(headers: &http::HeaderMap, bucket: &hangar_model::bucket::BucketRow) -> bool {
+    owned_as_expected(headers, "x-amz-expected-bucket-owner", bucket)
+}
+
+/// Whether `bucket` is owned by the owner header `name` names (true
+/// without the header): `x-amz-expected-bucket-owner` for the bucket a
+/// request is about, `x-amz-source-expected-bucket-owner` for a copy's
+/// source.
+pub(crate) fn owned_as_expected(
+    headers: &http::HeaderMap,
+    name: &str,
+    bucket: &hangar_model::bucket::BucketRow,
+) -> bool {
     headers
-        .get("x-amz-expected-bucket-owner")
+        .get(name)
         .is_none_or(|v| crate::ops_acl::owner_of(bucket).id.as_deref() == v.to_str().ok())
 }
 

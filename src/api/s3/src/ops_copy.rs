@@ -72,7 +72,13 @@ impl S3Api {
             .or_s3()?
         {
             let action = crate::access::iam_action("GetObject", version_id.is_some());
-            if !caller.may(&src, crate::access::Need::Read, &action, Some(&key)) {
+            if !caller.may(&src, crate::access::Need::Read, &action, Some(&key))
+                || !crate::auth::owned_as_expected(
+                    &req.headers,
+                    "x-amz-source-expected-bucket-owner",
+                    &src,
+                )
+            {
                 return Err(s3_error!(AccessDenied, "Access Denied to the copy source"));
             }
             // The bucket's own name, also when the source names an alias.

@@ -432,7 +432,7 @@ impl S3Api {
         req: S3Request<ListPartsInput>,
     ) -> S3Result<S3Response<ListPartsOutput>> {
         let input = req.input;
-        let (_, mpu) = self
+        let (b, mpu) = self
             .upload(
                 signer(&req.credentials),
                 &input.bucket,
@@ -474,6 +474,10 @@ impl S3Api {
             part_number_marker: input.part_number_marker,
             next_part_number_marker: if truncated { next } else { None },
             parts: Some(parts),
+            // The bucket owner's, as in ListMultipartUploads.
+            initiator: Some(initiator(&crate::ops_acl::owner_of(&b))),
+            owner: Some(crate::ops_acl::owner_of(&b)),
+            storage_class: Some(StorageClass::from_static(StorageClass::STANDARD)),
             ..Default::default()
         }))
     }
@@ -559,10 +563,7 @@ impl S3Api {
         // The bucket owner's, like the objects the uploads become
         // (`owner_of`); the upload row does not record its initiator.
         let owner = crate::ops_acl::owner_of(&b);
-        let initiator = s3s::dto::Initiator {
-            id: owner.id.clone(),
-            display_name: owner.display_name.clone(),
-        };
+        let initiator = initiator(&owner);
         for e in entries {
             match e {
                 Listed::Upload(u) => uploads.push(MultipartUpload {
@@ -590,6 +591,15 @@ impl S3Api {
             common_prefixes: (!prefixes.is_empty()).then_some(prefixes),
             ..Default::default()
         }))
+    }
+}
+
+/// The initiator S3 shows for an upload whose owner is `owner` (an upload
+/// row does not record the key that began it).
+fn initiator(owner: &Owner) -> Initiator {
+    Initiator {
+        id: owner.id.clone(),
+        display_name: owner.display_name.clone(),
     }
 }
 

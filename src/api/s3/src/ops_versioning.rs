@@ -244,6 +244,7 @@ impl S3Api {
                 .await?
         };
 
+        let owner = crate::ops_acl::owner_of(&bucket);
         let mut x = String::from(
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?><ListVersionsResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">",
         );
@@ -297,6 +298,15 @@ impl S3Api {
                         el(&mut x, "Size", &v.row.size.to_string());
                         el(&mut x, "StorageClass", "STANDARD");
                     }
+                    // Every version is the bucket owner's (`owner_of`).
+                    x.push_str("<Owner>");
+                    el(&mut x, "ID", owner.id.as_deref().unwrap_or_default());
+                    el(
+                        &mut x,
+                        "DisplayName",
+                        owner.display_name.as_deref().unwrap_or_default(),
+                    );
+                    x.push_str("</Owner>");
                     let _ = write!(x, "</{tag}>");
                 }
             }

@@ -172,18 +172,11 @@ impl KeyAccess {
     }
 }
 
-/// Whether `bucket` is owned by the owner a request's
-/// `x-amz-expected-bucket-owner` names (true without the header). The
-/// owner is the id S3 answers for the bucket ([`crate::ops_acl::owner_of`]:
-/// its creating key's).
-fn expected_owner(headers: &http::HeaderMap, bucket: &hangar_model::bucket::BucketRow) -> bool {
-    owned_as_expected(headers, "x-amz-expected-bucket-owner", bucket)
-}
-
 /// Whether `bucket` is owned by the owner header `name` names (true
 /// without the header): `x-amz-expected-bucket-owner` for the bucket a
 /// request is about, `x-amz-source-expected-bucket-owner` for a copy's
-/// source.
+/// source. The owner is the id S3 answers for the bucket
+/// ([`crate::ops_acl::owner_of`]: its creating key's).
 pub(crate) fn owned_as_expected(
     headers: &http::HeaderMap,
     name: &str,
@@ -238,7 +231,11 @@ impl S3Access for KeyAccess {
                 // A caller that names the owner it expects is refused
                 // when the bucket has another (AWS API reference, common
                 // request header `x-amz-expected-bucket-owner`: 403).
-                Some(row) if !expected_owner(cx.headers(), &row) => false,
+                Some(row)
+                    if !owned_as_expected(cx.headers(), "x-amz-expected-bucket-owner", &row) =>
+                {
+                    false
+                }
                 // The keys are in the body: with a policy, each is decided
                 // by the operation (`ops_delete`).
                 Some(row) if op == "DeleteObjects" && row.policy().is_some() => {

@@ -10,7 +10,7 @@ use hangar_model::garbage::UploadOf;
 use hangar_model::multipart::{CompleteError, CompletedPart, MpuRow, PartRow, mpu_sort_key};
 use hangar_model::object::{ObjectData, ObjectRow};
 use s3s::dto::*;
-use s3s::{S3ErrorCode, S3Request, S3Response, S3Result, s3_error};
+use s3s::{S3Request, S3Response, S3Result, s3_error};
 
 use crate::S3Api;
 use crate::access::signer;
@@ -332,32 +332,22 @@ impl S3Api {
         let cond =
             crate::ops_put::write_condition(input.if_match.as_ref(), input.if_none_match.as_ref())?;
         let listed = completed_parts(input.multipart_upload.as_ref())?;
-        let (b, mpu) = match self
-            .upload(
-                signer(&req.credentials),
-                &input.bucket,
-                &input.key,
-                &input.upload_id,
-            )
-            .await
-        {
-            Ok(found) => found,
-            Err(e) if *e.code() == S3ErrorCode::NoSuchUpload => {
-                // Completed already? A client retrying after a lost answer
-                // gets the first answer again (AWS API reference,
-                // CompleteMultipartUpload).
-                let b = self.bucket(signer(&req.credentials), &input.bucket).await?;
-                let upload_id = parse_upload_id(&input.upload_id)?;
-                let done = self
-                    .model
-                    .uploads()
-                    .completed(&b, &input.key, &upload_id, &listed)
-                    .await
-                    .or_s3()?;
-                let Some(row) = done else { return Err(e) };
-                return Ok(S3Response::new(completed_output(&input, &b, &row)));
-            }
-            Err(e) => return Err(e),
+        let b = self.bucket(signer(&req.credentials), &input.bucket).await?;
+        // A malformed id is an upload that does not exist.
+        let upload_id = parse_upload_id(&input.upload_id)?;
+        let uploads = self.model.uploads();
+        let Some(mpu) = uploads.get(&b, &input.key, &upload_id).await.or_s3()? else {
+            // Completed already? A client retrying after a lost answer gets
+            // the first answer again (AWS API reference,
+            // CompleteMultipartUpload).
+            let done = uploads
+                .completed(&b, &input.key, &upload_id, &listed)
+                .await
+                .or_s3()?;
+            return match done {
+                Some(row) => Ok(S3Response::new(completed_output(&input, &b, &row))),
+                None => Err(no_such_upload()),
+            };
         };
         // The key is optional here (the parts were checked as they came);
         // one that is sent must be the upload's.

@@ -15,8 +15,8 @@ use hangar_api_admin::layout_answers::{
 use hangar_api_admin::proto::AdminError;
 use hangar_cluster::DiskSpace;
 use hangar_layout::{
-    LayoutHistory, LayoutParameters, NodeId, NodeRole, PARTITION_COUNT, Quorums, ZoneRedundancy,
-    resolve_node_prefix,
+    LayoutHistory, LayoutParameters, NodeId, NodeRole, PARTITION_COUNT, Quorums, WriteSet,
+    ZoneRedundancy, resolve_node_prefix,
 };
 use hangar_net::{Mesh, PeerStatus};
 use hangar_util::config::ConsistencyMode;
@@ -369,17 +369,13 @@ pub fn health(h: &LayoutHistory, up: &BTreeSet<NodeId>, mode: ConsistencyMode) -
     let mut counts = [0usize; 3];
     let mut assigned = false;
     for p in 0..PARTITION_COUNT {
-        let sets: Vec<Vec<NodeId>> = h
-            .write_sets_of_partition(p as hangar_layout::Partition)
-            .into_iter()
-            .map(|s| s.nodes)
-            .collect();
+        let sets = h.write_sets_of_partition(p as hangar_layout::Partition);
         if sets.is_empty() {
             continue;
         }
         assigned = true;
-        let live = |s: &Vec<NodeId>| s.iter().filter(|n| up.contains(n)).count();
-        if sets.iter().all(|s| live(s) == s.len()) {
+        let live = |s: &WriteSet| s.nodes.iter().filter(|n| up.contains(n)).count();
+        if sets.iter().all(|s| live(s) == s.nodes.len()) {
             counts[0] += 1;
         } else if sets.iter().all(|s| live(s) >= q.write) {
             counts[1] += 1;

@@ -13,7 +13,7 @@ use crate::S3Api;
 use crate::auth::{KeyAccess, KeyAuth};
 use crate::cors::Cors;
 use crate::counted_body::{Counted, Tally};
-use crate::expect_continue::{close_after, expects_continue, needs_close};
+use crate::expect_continue::{ContinueIo, close_after, expects_continue, needs_close};
 use crate::held_body::Held;
 use crate::metrics::{Answered, RequestOp, S3Metrics};
 use hangar_util::conn_limits::{ConnGate, ConnLimits};
@@ -89,6 +89,7 @@ async fn handle(
     endpoint: Endpoint,
     metrics: Arc<S3Metrics>,
     peer: std::net::SocketAddr,
+    continued: bool,
     mut req: http::Request<Incoming>,
 ) -> Result<http::Response<s3s::Body>, s3s::HttpError> {
     // For `aws:SourceIp`: the socket's peer, never a header a client sets.
@@ -120,7 +121,7 @@ async fn handle(
     if let Some(c) = &cors {
         endpoint.cors.decorate(c, &mut resp).await;
     }
-    if expect && needs_close(empty, resp.status()) {
+    if expect && needs_close(empty, continued, resp.status()) {
         close_after(&mut resp);
     }
     Ok(counted(&metrics, &op, resp, start, head, &received))
@@ -340,19 +341,23 @@ pub async fn serve(
         let slot_use = slot.user();
         tokio::spawn(async move {
             let conn = crate::http_conn::http1(&limits);
-            let handler = hyper::service::service_fn(move |req| {
+            let (io, continuer) = ContinueIo::new(IdleTimeout::new(stream, limits.idle_timeout));
+            let handler = hyper::service::service_fn(move |req: http::Request<Incoming>| {
                 // Inside a request until its answer is sent: never closed
                 // to make room meanwhile.
                 let busy = slot_use.request();
-                let answer = handle(service.clone(), metrics.clone(), peer, req);
+                // hyper sends no `100 Continue` for an empty body: S3 does.
+                let wants_continue = expects_continue(&req) && req.body().is_end_stream();
+                let (answering, continued) = continuer.answer(wants_continue);
+                let answer = handle(service.clone(), metrics.clone(), peer, continued, req);
                 async move {
                     let resp = answer.await?;
                     Ok::<_, s3s::HttpError>(
-                        resp.map(|b| s3s::Body::http_body_unsync(Held::new(b, busy))),
+                        resp.map(|b| s3s::Body::http_body_unsync(Held::new(b, (busy, answering)))),
                     )
                 }
             });
-            let io = TokioIo::new(IdleTimeout::new(stream, limits.idle_timeout));
+            let io = TokioIo::new(io);
             tokio::select! {
                 r = conn.serve_connection(io, handler) => {
                     if let Err(e) = r {

@@ -6,10 +6,14 @@ import socket
 import subprocess
 import time
 
+import json
+import urllib.request
+
 import boto3
 import pytest
 from botocore.config import Config
 
+from browser_lib import browser, needs_chromium  # noqa: F401 (browser: a fixture)
 from hangar_testlib import HANGAR_BIN
 
 
@@ -56,12 +60,23 @@ def _stop(proc):
         pytest.fail("single-node did not stop on SIGTERM")
 
 
-def test_single_node_quickstart(tmp_path):
-    if not _port_free(3900):
-        pytest.skip("port 3900 is taken on this machine; single-node uses it by design")
+def _get(url: str, token: str | None = None) -> tuple[int, bytes]:
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return r.status, r.read()
+
+
+@needs_chromium
+def test_single_node_quickstart(tmp_path, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    for port in (3900, 3901, 3903):
+        if not _port_free(port):
+            pytest.skip(f"port {port} is taken on this machine; single-node uses it by design")
     proc, log = _start(tmp_path, "first.log")
     try:
-        text = _wait_output(proc, log, r"aws .*s3 ls")
+        text = _wait_output(proc, log, r"admin token")
         key_id = re.search(r"\bGK[0-9a-f]{24}\b", text).group(0)
         # The log also prints the node id (64 hex): take the value labelled as the secret.
         secret = re.search(r"secret key\s+([0-9a-f]{64})\b", text).group(1)
@@ -77,6 +92,22 @@ def test_single_node_quickstart(tmp_path):
         )
         assert "hangar" in [b["Name"] for b in c.list_buckets()["Buckets"]]
         c.put_object(Bucket="hangar", Key="hello", Body=b"world")
+        # The printed console link and token work: the API, /metrics, and
+        # a browser logging in and seeing the bucket.
+        console = re.search(r"console\s+(http://\S+/console/)", text).group(1)
+        token = re.search(r"admin token\s+(\S+)", text).group(1)
+        assert console == "http://127.0.0.1:3903/console/", console
+        status, body = _get(console.replace("/console/", "/v2/ListBuckets"), token)
+        assert status == 200 and "hangar" in json.dumps(json.loads(body))
+        status, body = _get(re.search(r"metrics\s+(http://\S+)", text).group(1))
+        assert status == 200 and b"hangar_" in body
+        browser.get(console)
+        wait = WebDriverWait(browser, 20)
+        wait.until(lambda d: d.find_element(By.ID, "token")).send_keys(token)
+        browser.find_element(By.ID, "login").click()
+        wait.until(lambda d: d.find_element(By.CSS_SELECTOR, "#view h1").text.startswith("Cluster"))
+        browser.execute_script("location.hash = '#buckets'")
+        wait.until(lambda d: "hangar" in d.find_element(By.ID, "view").text)
     finally:
         rc = _stop(proc)
     assert rc == 0

@@ -88,7 +88,8 @@ enum Cmd {
         /// Directory for the config, metadata and data.
         #[arg(long, default_value = ".hangar-dev")]
         dir: PathBuf,
-        /// S3 port on 127.0.0.1 (the next port is used for RPC).
+        /// S3 port on 127.0.0.1 (the next port is used for RPC, the third after it
+        /// for the admin API, the web console and `/metrics`).
         #[arg(long, default_value_t = 3900)]
         port: u16,
     },

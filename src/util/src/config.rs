@@ -182,6 +182,12 @@ pub struct AdminConfig {
     /// Bearer token of the admin API (every operation).
     pub admin_token: Option<String>,
     pub admin_token_file: Option<PathBuf>,
+    /// Hangar's own: when `admin_token_file` names a file that does not
+    /// exist, the node writes a new random token to it (mode 0600) when it
+    /// starts, and logs the token that once. For images and first runs; a
+    /// token from the environment (`HANGAR_ADMIN_TOKEN`) still wins.
+    #[serde(default)]
+    pub generate_admin_token: bool,
     /// Hangar's own: a bearer token for the admin API's read-only
     /// operations (`GET`), for dashboards and monitoring.
     pub admin_read_token: Option<String>,
@@ -198,6 +204,7 @@ impl std::fmt::Debug for AdminConfig {
             .field("api_bind_addr", &self.api_bind_addr)
             .field("admin_token", &set(&self.admin_token))
             .field("admin_token_file", &self.admin_token_file)
+            .field("generate_admin_token", &self.generate_admin_token)
             .field("admin_read_token", &set(&self.admin_read_token))
             .field("admin_read_token_file", &self.admin_read_token_file)
             .field("metrics_token", &set(&self.metrics_token))
@@ -605,6 +612,12 @@ impl Config {
                 return bad(format!("[admin] {key} is empty"));
             }
         }
+        if self.admin.generate_admin_token
+            && self.admin.admin_token.is_none()
+            && self.admin.admin_token_file.is_none()
+        {
+            return bad("[admin] generate_admin_token needs admin_token_file: where to keep it".into());
+        }
         if self.rpc_timeout_msec == 0 || self.rpc_ping_timeout_msec == 0 {
             return bad("rpc_timeout_msec and rpc_ping_timeout_msec must be positive".into());
         }
@@ -684,6 +697,17 @@ impl Config {
             "admin_token",
             self.allow_world_readable_secrets,
         )
+    }
+
+    /// Where the node must write a new admin token before it starts:
+    /// `admin_token_file` when `generate_admin_token` is set, no inline
+    /// token replaces it, and the file does not exist yet.
+    pub fn admin_token_to_create(&self) -> Option<&Path> {
+        let a = &self.admin;
+        match (&a.admin_token, &a.admin_token_file) {
+            (None, Some(p)) if a.generate_admin_token && !p.exists() => Some(p),
+            _ => None,
+        }
     }
 
     /// The read-only admin bearer token, from `admin_read_token` or
@@ -951,6 +975,40 @@ api_bind_addr = "127.0.0.1:3900"
         // The Debug form shows no token.
         let c = Config::parse_with_env(&text, env_of(&[("HANGAR_ADMIN_TOKEN", "sekrit")])).unwrap();
         assert!(!format!("{c:?}").contains("sekrit"));
+    }
+
+    #[test]
+    fn a_missing_admin_token_file_is_created_only_when_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("admin.token");
+        let with = |extra: &str| {
+            format!(
+                "{BASE}[admin]\nadmin_token_file = \"{}\"\n{extra}",
+                file.display()
+            )
+        };
+        let c = Config::parse_with_env(&with("generate_admin_token = true\n"), env_of(&[]))
+            .unwrap();
+        assert_eq!(c.admin_token_to_create(), Some(file.as_path()));
+        // Not without the setting, nor once the file exists, nor when the
+        // environment gives the token.
+        let c = Config::parse_with_env(&with(""), env_of(&[])).unwrap();
+        assert_eq!(c.admin_token_to_create(), None);
+        let env = env_of(&[("HANGAR_ADMIN_TOKEN", "env")]);
+        let c = Config::parse_with_env(&with("generate_admin_token = true\n"), env).unwrap();
+        assert_eq!(c.admin_token_to_create(), None);
+        std::fs::write(&file, "t").unwrap();
+        let c = Config::parse_with_env(&with("generate_admin_token = true\n"), env_of(&[]))
+            .unwrap();
+        assert_eq!(c.admin_token_to_create(), None);
+        // The setting needs a file to keep the token in.
+        let e = Config::parse_with_env(
+            &format!("{BASE}[admin]\ngenerate_admin_token = true\n"),
+            env_of(&[]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("needs admin_token_file"), "{e}");
     }
 
     #[cfg(unix)]

@@ -335,6 +335,14 @@ pub async fn run(cfg: Config) -> Result<(), NodeError> {
 /// Serves an opened node until a termination signal; `on_ready` runs once
 /// every endpoint is listening.
 pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(), NodeError> {
+    if let Some(path) = cfg.admin_token_to_create() {
+        let token = create_admin_token(path)?;
+        // The one time it is shown: later starts read it from the file.
+        tracing::info!(
+            "generated an admin token (console login, admin API), kept in {}: {token}",
+            path.display()
+        );
+    }
     let sock = cfg.metadata_dir.join(SOCKET_NAME);
     let state = Arc::new(AdminState {
         model: node.model.clone(),
@@ -531,6 +539,25 @@ async fn start_admin(
         std::future::pending(),
     ));
     Ok(())
+}
+
+/// Writes a new random admin token to `path`, readable by this user only;
+/// never over an existing file.
+fn create_admin_token(path: &std::path::Path) -> Result<String, NodeError> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let token = hex::encode(rand::random::<[u8; 24]>());
+    let what = || format!("cannot create admin_token_file {}", path.display());
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(io(what()))?;
+    f.write_all(format!("{token}\n").as_bytes())
+        .and_then(|()| f.sync_all())
+        .map_err(io(what()))?;
+    Ok(token)
 }
 
 async fn shutdown_signal() {

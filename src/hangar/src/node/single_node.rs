@@ -10,6 +10,10 @@ use crate::node::server::{self, NodeError};
 const BUCKET: &str = "hangar";
 const KEY_NAME: &str = "single-node";
 
+/// The admin endpoint (API, console, `/metrics`) is on this port past the
+/// S3 port, as in `script/cluster` and the image (3900 and 3903).
+const ADMIN_PORT_OFFSET: u16 = 3;
+
 fn default_config(dir: &Path, port: u16) -> String {
     let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_owned());
     format!(
@@ -25,17 +29,28 @@ rpc_bind_addr = "127.0.0.1:{rpc}"
 api_bind_addr = "127.0.0.1:{port}"
 s3_region = "garage"
 root_domain = ".s3.localhost"
+
+[admin]
+api_bind_addr = "127.0.0.1:{admin}"
+admin_token = "{token}"
 "#,
         meta = abs.join("meta").display(),
         data = abs.join("data").display(),
         secret = hex::encode(rand::random::<[u8; 32]>()),
         rpc = port + 1,
+        admin = port + ADMIN_PORT_OFFSET,
+        token = hex::encode(rand::random::<[u8; 24]>()),
     )
 }
 
 /// Writes the config if missing, starts the node, creates a key and a
 /// bucket the first time, and prints how to use them.
 pub async fn run(dir: PathBuf, port: u16) -> Result<(), NodeError> {
+    if port.checked_add(ADMIN_PORT_OFFSET).is_none() {
+        return Err(NodeError::Setup(format!(
+            "--port {port} leaves no room for the RPC and admin ports after it"
+        )));
+    }
     let io = |what: String| move |source| NodeError::Io { what, source };
     std::fs::create_dir_all(&dir).map_err(io(format!("cannot create {}", dir.display())))?;
     let cfg_path = dir.join("hangar.toml");
@@ -95,12 +110,33 @@ Point aws-cli at it (in another shell):
   export AWS_DEFAULT_REGION={region} AWS_ENDPOINT_URL={endpoint}
   aws s3 cp README.md s3://{BUCKET}/ && aws s3 ls s3://{BUCKET}
 
+{console}
 Stop with Ctrl-C; data stays in {dir} for the next start.",
         dir = dir.display(),
         region = cfg.s3_api.s3_region,
         id = key.access_key_id,
         secret = key.secret.value,
         cfg = cfg_path.display(),
+        console = console_banner(&cfg)?,
     );
     server::serve(cfg, node, move || println!("{banner}")).await
+}
+
+/// How to open the web console, or why it is off (a config written before
+/// `single-node` turned the admin endpoint on, or edited since).
+fn console_banner(cfg: &Config) -> Result<String, NodeError> {
+    let token = cfg.admin_token()?;
+    Ok(match (&cfg.admin.api_bind_addr, token) {
+        (Some(addr), Some(token)) => format!(
+            "Open the web console in a browser, and log in with the admin token:
+  console     http://{addr}/console/
+  admin token {token}
+  metrics     http://{addr}/metrics
+"
+        ),
+        _ => "The web console is off: this config has no [admin] api_bind_addr and
+admin_token (doc/console.md says how to turn it on).
+"
+        .to_owned(),
+    })
 }

@@ -10,8 +10,8 @@ use crate::node_s3::NodeS3;
 
 /// What the admin endpoint serves.
 pub struct AdminEndpoint<H> {
-    /// Rendered at `/metrics`.
-    pub registry: Registry,
+    /// Rendered at `/metrics` (and recorded by the node's history).
+    pub registry: Arc<Registry>,
     pub tokens: Tokens,
     pub ops: Arc<H>,
     /// This node's S3 endpoint, which the web console's object browser

@@ -21,6 +21,8 @@ mod collector;
 pub mod console;
 pub mod exposition;
 mod families;
+pub mod history;
+pub mod history_answers;
 pub mod http_api;
 mod http_reply;
 pub mod layout_answers;

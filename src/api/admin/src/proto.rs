@@ -10,6 +10,25 @@
 
 use serde::{Deserialize, Serialize};
 
+/// An optional count given as a JSON number (a body, the socket) or as
+/// text (a `GET` route's query string).
+fn number_or_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Given {
+        Number(u64),
+        Text(String),
+    }
+    match Option::<Given>::deserialize(d)? {
+        None => Ok(None),
+        Some(Given::Number(n)) => Ok(Some(n)),
+        Some(Given::Text(t)) => t
+            .parse()
+            .map(Some)
+            .map_err(|_| serde::de::Error::custom(format!("{t:?} is not a whole number"))),
+    }
+}
+
 /// File name of the admin socket inside `metadata_dir`.
 pub const SOCKET_NAME: &str = "admin.sock";
 
@@ -140,6 +159,19 @@ pub enum Request {
     /// Per bucket its objects and bytes; per node its disks, table rows,
     /// block files, resync and scrub (`hangar stats`).
     ClusterStatistics,
+    /// Every node's recent history (the console's plots): a point every
+    /// few seconds over the last `window_secs` (default 900, at most 3600).
+    ClusterHistory {
+        #[serde(default, deserialize_with = "number_or_text")]
+        window_secs: Option<u64>,
+    },
+    /// A bucket's objects and bytes over the last `window_secs` (default
+    /// and most 3600), and its quotas.
+    BucketHistory {
+        name: String,
+        #[serde(default, deserialize_with = "number_or_text")]
+        window_secs: Option<u64>,
+    },
     /// Connect to a peer given as `<id>@<host:port>`.
     NodeConnect {
         peer: String,

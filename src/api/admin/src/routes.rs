@@ -64,6 +64,8 @@ pub const ROUTES: &[Route] = &[
     get("/v2/GetClusterStatus", "status"),
     get("/v2/GetClusterHealth", "cluster_health"),
     get("/v2/GetClusterStatistics", "cluster_statistics"),
+    get("/v2/GetClusterHistory", "cluster_history"),
+    get("/v2/GetBucketHistory", "bucket_history"),
     get("/v2/GetNodeId", "node_id"),
     post("/v2/ConnectClusterNode", "node_connect"),
     get("/v2/GetClusterLayout", "layout_show"),
@@ -114,6 +116,8 @@ pub fn route_for(req: &Request) -> &'static Route {
         Request::Status => "/v2/GetClusterStatus",
         Request::ClusterHealth => "/v2/GetClusterHealth",
         Request::ClusterStatistics => "/v2/GetClusterStatistics",
+        Request::ClusterHistory { .. } => "/v2/GetClusterHistory",
+        Request::BucketHistory { .. } => "/v2/GetBucketHistory",
         Request::NodeId => "/v2/GetNodeId",
         Request::NodeConnect { .. } => "/v2/ConnectClusterNode",
         Request::LayoutShow => "/v2/GetClusterLayout",
@@ -322,6 +326,14 @@ mod tests {
             Status,
             ClusterHealth,
             ClusterStatistics,
+            ClusterHistory { window_secs: None },
+            ClusterHistory {
+                window_secs: Some(60),
+            },
+            BucketHistory {
+                name: s("b"),
+                window_secs: Some(600),
+            },
             NodeConnect { peer: s("p") },
             LayoutAssign {
                 nodes: vec![s("ab")],
@@ -381,10 +393,18 @@ mod tests {
             let back = match route.verb {
                 Verb::Post => route.decode_body(&serde_json::to_vec(&fields).unwrap()),
                 Verb::Get => {
-                    // A GET's fields are strings, so the query carries them.
+                    // A query carries a GET's fields as text: strings as
+                    // they are, whole numbers in decimal.
                     let pairs = fields
                         .into_iter()
-                        .map(|(k, v)| (k, v.as_str().expect("GET fields are strings").into()))
+                        .map(|(k, v)| {
+                            let text = match &v {
+                                serde_json::Value::String(s) => s.clone(),
+                                serde_json::Value::Number(n) if n.is_u64() => n.to_string(),
+                                other => panic!("a GET field is text or a number: {other}"),
+                            };
+                            (k, text)
+                        })
                         .collect();
                     route.decode_query(pairs)
                 }

@@ -451,6 +451,12 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
         }),
         Request::Status => crate::admin::cluster::status(st).await?,
         Request::ClusterStatistics => crate::admin::cluster::statistics(st).await?,
+        Request::ClusterHistory { window_secs } => {
+            answer(crate::admin::history::cluster(st, window_secs).await?)
+        }
+        Request::BucketHistory { name, window_secs } => {
+            answer(crate::admin::history::bucket(st, &name, window_secs).await?)
+        }
         Request::ClusterHealth => {
             let h = st.cluster.layout().snapshot().await;
             let up = st.mesh.up_nodes().into_iter().collect();

@@ -4,6 +4,8 @@
 use std::sync::Arc;
 
 use hangar_api_admin::auth::TokenSigner;
+use hangar_api_admin::history::History;
+use hangar_api_admin::history::rpc::HistoryEndpoint;
 use hangar_block::{BlockManager, Resync, Scrub};
 use hangar_cluster::Cluster;
 use hangar_model::Model;
@@ -25,6 +27,9 @@ pub struct AdminState {
     pub scrub: Arc<Scrub>,
     /// Every node's report, for `status` and `stats`.
     pub reports: Arc<Endpoint<ReportRequest, NodeReport>>,
+    /// This node's recent history, and every node's (the console's plots).
+    pub history: History,
+    pub histories: Arc<HistoryEndpoint>,
     pub presign: PresignSettings,
     /// Signs admin tokens (`admin-token create`); `None` without
     /// `admin_token`.

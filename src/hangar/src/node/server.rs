@@ -5,6 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hangar_api_admin::auth::Tokens;
+use hangar_api_admin::history::History;
+use hangar_api_admin::history::rpc::HistoryEndpoint;
 use hangar_api_admin::proto::SOCKET_NAME;
 use hangar_api_admin::{AdminEndpoint, ClusterCollector, NodeCollector, sampler};
 use hangar_api_s3::metrics::S3Metrics;
@@ -76,6 +78,10 @@ pub struct Node {
     pub tables_synced: hangar_table::sharded::sync::ShardedSyncStatus,
     /// The node-report endpoint (`status`, `stats`).
     pub reports: Arc<hangar_net::Endpoint<ReportRequest, NodeReport>>,
+    /// This node's recent history (the console's plots), and the endpoint
+    /// that answers it to other nodes and asks theirs.
+    pub history: History,
+    pub histories: Arc<HistoryEndpoint>,
     /// Whether S3 clients are being served now, for the background work
     /// that gives way to them; set once the S3 layer exists.
     pub foreground: Foreground,
@@ -311,6 +317,8 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
             scrub: scrub.clone(),
         },
     )?;
+    let history = History::default();
+    let histories = hangar_api_admin::history::rpc::serve(&mesh, history.clone())?;
     Ok(Node {
         foreground,
         db,
@@ -323,6 +331,8 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
         scrub,
         tables_synced,
         reports,
+        history,
+        histories,
     })
 }
 
@@ -353,6 +363,8 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
         resync: node.resync.clone(),
         scrub: node.scrub.clone(),
         reports: node.reports.clone(),
+        history: node.history.clone(),
+        histories: node.histories.clone(),
         presign: crate::admin::presign::PresignSettings::new(
             &cfg.s3_api.s3_region,
             cfg.s3_api.api_bind_addr.as_deref(),
@@ -404,7 +416,9 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
     node.foreground
         .set(move || budget.active_within(hangar_util::foreground::RECENT));
     let s3_metrics = Arc::new(S3Metrics::default());
-    start_admin(&cfg, &node, &api, &s3_metrics, state).await?;
+    let registry = Arc::new(metrics_registry(&cfg, &node, &api, &s3_metrics));
+    node.history.start(registry.clone(), node.db.clone());
+    start_admin(&cfg, &api, &s3_metrics, registry, state).await?;
     let limits = ConnLimits {
         max_connections: cfg.s3_max_connections,
         max_per_address: cfg.s3_max_connections_per_address,
@@ -461,18 +475,14 @@ async fn flush(node: &Node) -> Result<(), NodeError> {
     Ok(())
 }
 
-/// Starts the admin HTTP API, `/metrics` and `/health` on `[admin]
-/// api_bind_addr`, if set.
-async fn start_admin(
+/// The node's metrics, as `/metrics` renders them and the history
+/// records them.
+fn metrics_registry(
     cfg: &Config,
     node: &Node,
     api: &S3Api,
     s3_metrics: &Arc<S3Metrics>,
-    ops: Arc<AdminState>,
-) -> Result<(), NodeError> {
-    let Some(addr) = cfg.admin.api_bind_addr.clone() else {
-        return Ok(());
-    };
+) -> Registry {
     let mut registry = Registry::default();
     s3_metrics.register(&mut registry, api.budget().clone(), api.uploads().clone());
     node.mesh.metrics().register(&mut registry);
@@ -501,6 +511,21 @@ async fn start_admin(
         sync: node.tables_synced.clone(),
         samples,
     }));
+    registry
+}
+
+/// Starts the admin HTTP API, `/metrics` and `/health` on `[admin]
+/// api_bind_addr`, if set.
+async fn start_admin(
+    cfg: &Config,
+    api: &S3Api,
+    s3_metrics: &Arc<S3Metrics>,
+    registry: Arc<Registry>,
+    ops: Arc<AdminState>,
+) -> Result<(), NodeError> {
+    let Some(addr) = cfg.admin.api_bind_addr.clone() else {
+        return Ok(());
+    };
     let (admin, read) = (cfg.admin_token()?, cfg.admin_read_token()?);
     let tokens = Tokens::new(
         admin.as_deref(),

@@ -616,7 +616,9 @@ impl Config {
             && self.admin.admin_token.is_none()
             && self.admin.admin_token_file.is_none()
         {
-            return bad("[admin] generate_admin_token needs admin_token_file: where to keep it".into());
+            return bad(
+                "[admin] generate_admin_token needs admin_token_file: where to keep it".into(),
+            );
         }
         if self.rpc_timeout_msec == 0 || self.rpc_ping_timeout_msec == 0 {
             return bad("rpc_timeout_msec and rpc_ping_timeout_msec must be positive".into());
@@ -987,8 +989,8 @@ api_bind_addr = "127.0.0.1:3900"
                 file.display()
             )
         };
-        let c = Config::parse_with_env(&with("generate_admin_token = true\n"), env_of(&[]))
-            .unwrap();
+        let c =
+            Config::parse_with_env(&with("generate_admin_token = true\n"), env_of(&[])).unwrap();
         assert_eq!(c.admin_token_to_create(), Some(file.as_path()));
         // Not without the setting, nor once the file exists, nor when the
         // environment gives the token.
@@ -998,8 +1000,8 @@ api_bind_addr = "127.0.0.1:3900"
         let c = Config::parse_with_env(&with("generate_admin_token = true\n"), env).unwrap();
         assert_eq!(c.admin_token_to_create(), None);
         std::fs::write(&file, "t").unwrap();
-        let c = Config::parse_with_env(&with("generate_admin_token = true\n"), env_of(&[]))
-            .unwrap();
+        let c =
+            Config::parse_with_env(&with("generate_admin_token = true\n"), env_of(&[])).unwrap();
         assert_eq!(c.admin_token_to_create(), None);
         // The setting needs a file to keep the token in.
         let e = Config::parse_with_env(

@@ -53,6 +53,16 @@ const ASSETS: &[(&str, &str, &str)] = &[
         "text/javascript; charset=utf-8",
         include_str!("assets/objects.js"),
     ),
+    (
+        "plot.js",
+        "text/javascript; charset=utf-8",
+        include_str!("assets/plot.js"),
+    ),
+    (
+        "history.js",
+        "text/javascript; charset=utf-8",
+        include_str!("assets/history.js"),
+    ),
 ];
 
 /// The Content-Security-Policy of the console's pages: its own scripts,

@@ -3,6 +3,7 @@
 // through the admin API and the page is drawn again from its answer.
 
 import { api, h, field, table, badge, say, errorLine, guarded, bytes, parseBytes, when, short } from "./ui.js";
+import { clusterPlots, windowPicker, taskTable, bucketPlots, live } from "./history.js";
 
 function redraw() {
   window.dispatchEvent(new HashChangeEvent("hashchange"));
@@ -59,7 +60,10 @@ const cluster = {
   title: "Cluster",
   refresh: 5000,
   async render() {
-    const st = await api("GetClusterStatus");
+    // The plots are drawn beside the status, and their failure (an older
+    // node serving the console) does not hide it.
+    const [st, plots] = await Promise.all([api("GetClusterStatus"),
+      clusterPlots().catch((e) => h("p", { class: "error", role: "alert" }, `Plots: ${e.message}`))]);
     const hl = st.health;
     const up = st.peers.filter((p) => p.is_up).length;
     return h("div", {},
@@ -82,7 +86,8 @@ const cluster = {
           String(p.partitions),
           disk(p.data_disk),
           seen(p),
-        ]), "no nodes known", st.peers.map((p) => (p.is_up ? "" : "down-row"))));
+        ]), "no nodes known", st.peers.map((p) => (p.is_up ? "" : "down-row"))),
+      h("h2", {}, "Activity"), windowPicker(), plots);
   },
 };
 
@@ -193,6 +198,8 @@ async function bucketDetail(name) {
       h("dt", {}, "Size"), h("dd", {}, bytes(b.bytes)),
       h("dt", {}, "Quotas"), h("dd", { id: "bucket-quotas" }, quotaText(b.quotas)),
       h("dt", {}, "Website"), h("dd", { id: "bucket-website" }, websiteText(b.website))),
+    h("h2", {}, "Usage over the last hour"),
+    live(() => bucketPlots(b.name), BUCKET_REFRESH_MS),
     table("Keys with access", ["Key", "Name", "Permissions"], b.keys.map((k) => [
       h("a", { href: `#keys/${encodeURIComponent(k.access_key_id)}`, class: "mono" }, k.access_key_id), k.name || "—", flags(k)]), "no key has access"),
     h("h2", {}, "Permissions"),
@@ -217,6 +224,9 @@ async function bucketDetail(name) {
       error_document: v.allow && v.error_document.trim() ? v.error_document.trim() : undefined,
     }, { post: true })));
 }
+
+/** How often the bucket page's plots are redrawn: the usage is sampled every 30 s. */
+const BUCKET_REFRESH_MS = 10000;
 
 function quotaText(q) {
   const size = q.max_size === null ? "no size limit" : `at most ${bytes(q.max_size)}`;
@@ -286,8 +296,10 @@ const workers = {
   refresh: 3000,
   async render(name) {
     if (name) return workerDetail(name);
-    const list = await api("ListWorkers");
+    const [list, tasks] = await Promise.all([api("ListWorkers"),
+      taskTable().catch((e) => h("p", { class: "error", role: "alert" }, `Long tasks: ${e.message}`))]);
     return h("div", {}, h("h1", {}, "Workers"),
+      tasks,
       h("p", { class: "muted" }, "The background workers of the node that serves this console; each node's console shows its own."),
       table("Workers", ["Name", "State", "#Processed", "#Errors", "#Queue", "Progress", "Last error", "Updated"], list.map((w) => [
         h("a", { href: `#workers/${encodeURIComponent(w.name)}` }, w.name), badge(w.state, w.state === "busy" ? "staged" : "healthy"),

@@ -1,16 +1,28 @@
 //! `hangar-loadgen`: a warp-like S3 load generator built on the official AWS Rust SDK.
 //!
-//! `put`, `get` and `mixed` run `--concurrent` workers against one bucket for
-//! `--duration`, then report MiB/s, obj/s, latency percentiles and errors per
-//! operation; every GET body is checked against the seed its key carries. `overload`
-//! runs far more clients than the server can serve and reports, per second, what it
-//! accepted and refused, then reads every acknowledged PUT back. `summary` prints one
-//! table (with ratios) from several `--json` reports.
+//! It takes warp's benchmark names and options, so that warp's command lines run
+//! as written (`hangar-loadgen get --host=localhost:3991 --objects 500 --obj.size
+//! 1MiB --autoterm`), and prints warp's summary. `put`, `get`, `mixed`, `delete`,
+//! `list` and `stat` run `--concurrent` workers against one bucket for
+//! `--duration` (or, with `--autoterm`, until throughput is stable), then report
+//! per operation its average throughput and its throughput split into 1-second
+//! segments (fastest, median, slowest), or for mixed each operation's share and
+//! the cluster total. Every answer is checked: GET bodies against the seed their
+//! key carries, STAT lengths, DeleteObjects results, whole listings. Latency
+//! percentiles are printed with `--analyze.v` (as warp) or `--table` (a column
+//! table with CPU use), and are in the `--json` report.
+//!
+//! `overload` runs far more clients than the server can serve and reports, per
+//! second, what it accepted and refused, then reads every acknowledged PUT back.
+//! `summary` prints one table (with ratios) from several `--json` reports.
 
+mod autoterm;
+mod cli;
 mod client;
 mod cpu;
 mod error;
 mod expect;
+mod modes;
 mod ops;
 mod outcome;
 mod overload;
@@ -19,163 +31,67 @@ mod pool;
 mod report;
 mod run;
 mod stats;
+mod timeline;
+mod warp_report;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use bytesize::ByteSize;
-use clap::{Args, Parser, Subcommand};
+use clap::Parser;
 
+use crate::cli::{BenchArgs, Cli, Command, Mode, OverloadArgs};
 use crate::error::LoadgenError;
+use crate::modes::{Benchmark, Mix};
 use crate::report::{Report, format_size};
 
 /// Largest object size accepted: every worker holds one body in memory at a time.
 const MAX_OBJ_SIZE: u64 = 1 << 30;
 
-#[derive(Debug, Parser)]
-#[command(
-    name = "hangar-loadgen",
-    version,
-    about = "Warp-like S3 load generator (AWS Rust SDK)"
-)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
+fn invalid(option: &'static str, reason: impl Into<String>) -> LoadgenError {
+    LoadgenError::InvalidOption {
+        option,
+        reason: reason.into(),
+    }
 }
 
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Upload new objects for the whole duration.
-    Put(BenchArgs),
-    /// Upload --objects objects, then download random ones and check their content.
-    Get(BenchArgs),
-    /// Upload --objects objects, then run warp's mix: 45% GET, 15% PUT, 30% STAT, 10% DELETE.
-    Mixed(BenchArgs),
-    /// Upload --objects objects, then run PUTs of new objects and GETs of those with no
-    /// retries, reporting per second what was accepted and what refused (`503
-    /// SlowDown`; a refused client backs off before its next request as the SDKs'
-    /// standard retry strategy would, unless --no-backoff); then read every
-    /// acknowledged PUT back. Meant for far more --concurrent clients than the
-    /// server can serve.
-    Overload(OverloadArgs),
-    /// Print one table, with ratios between runs, from reports written with --json.
-    Summary {
-        /// JSON report files.
-        #[arg(required = true)]
-        files: Vec<PathBuf>,
-    },
-}
-
-#[derive(Debug, Clone, Args)]
-struct BenchArgs {
-    /// S3 endpoint URL (plain http).
-    #[arg(long, default_value = "http://127.0.0.1:3900")]
-    endpoint: String,
-    /// Access key ID.
-    #[arg(long)]
-    access_key: String,
-    /// Secret access key.
-    #[arg(long)]
-    secret_key: String,
-    /// SigV4 region.
-    #[arg(long, default_value = "garage")]
-    region: String,
-    /// Bucket to use; created if missing.
-    #[arg(long, default_value = "hangar-loadgen")]
-    bucket: String,
-    /// Size of each object, e.g. 4KiB, 1MiB.
-    #[arg(long, default_value = "1MiB")]
-    obj_size: ByteSize,
-    /// Operations in flight at once.
-    #[arg(long, default_value_t = 16)]
-    concurrent: usize,
-    /// How long to keep starting operations, e.g. 30s, 1m.
-    #[arg(long, default_value = "30s")]
-    duration: humantime::Duration,
-    /// Objects uploaded before a get or mixed run.
-    #[arg(long, default_value_t = 200)]
-    objects: usize,
-    /// Print the report as JSON on stdout instead of a table.
-    #[arg(long)]
-    json: bool,
-    /// Leave the run's objects in the bucket instead of deleting them afterwards.
-    #[arg(long)]
-    no_cleanup: bool,
-    /// Hand PUT bodies to the SDK as streams: it then sends them aws-chunked with an
-    /// unsigned payload and the CRC32 in a trailer, instead of signing the payload's
-    /// SHA-256 (what it does for bodies in memory).
-    #[arg(long)]
-    streaming: bool,
-    /// Send each PUT with `Expect: 100-continue` and its body only after the
-    /// server's `100 Continue`, as aws-cli, boto3 and the Java SDK do (a
-    /// presigned request over a connection of its own; not with `--streaming`).
-    #[arg(long, conflicts_with = "streaming")]
-    expect_continue: bool,
-    /// PID of the server process on this machine, to report its CPU time during the
-    /// measured phase (read from /proc).
-    #[arg(long)]
-    server_pid: Option<u32>,
-}
-
-#[derive(Debug, Clone, Args)]
-struct OverloadArgs {
-    #[command(flatten)]
-    bench: BenchArgs,
-    /// Share of operations that are GETs, in percent (the rest are PUTs).
-    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u8).range(0..=100))]
-    get_percent: u8,
-    /// A refused client sends its next request at once, instead of backing off
-    /// as the AWS SDKs' standard retry strategy does.
-    #[arg(long)]
-    no_backoff: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    Put,
-    Get,
-    Mixed,
-}
-
-impl Mode {
-    fn name(self) -> &'static str {
-        match self {
-            Mode::Put => "put",
-            Mode::Get => "get",
-            Mode::Mixed => "mixed",
+/// The run `args` ask for in `mode`; `prepares` says whether it uploads
+/// `--objects` first.
+fn plan(args: &BenchArgs, mode: Mode, prepares: bool) -> Result<run::Plan, LoadgenError> {
+    let options = args.resolved(mode);
+    if options.obj_size > MAX_OBJ_SIZE {
+        return Err(invalid(
+            "obj.size",
+            format!("at most {}", format_size(MAX_OBJ_SIZE)),
+        ));
+    }
+    if options.concurrent == 0 {
+        return Err(invalid("concurrent", "must be at least 1"));
+    }
+    if options.duration.is_zero() {
+        return Err(invalid("duration", "must be positive"));
+    }
+    if prepares && options.objects == 0 {
+        return Err(invalid(
+            "objects",
+            "this benchmark needs at least 1 object to work on",
+        ));
+    }
+    let autoterm = if args.autoterm {
+        let min_stable: Duration = args.autoterm_dur.into();
+        if min_stable.is_zero() {
+            return Err(invalid("autoterm.dur", "must be positive"));
         }
-    }
-}
-
-/// The run `args` ask for; `prepares` says whether it uploads `--objects` first.
-fn plan(args: &BenchArgs, prepares: bool) -> Result<run::Plan, LoadgenError> {
-    let obj_size = args.obj_size.as_u64();
-    if obj_size > MAX_OBJ_SIZE {
-        return Err(LoadgenError::InvalidOption {
-            option: "obj-size",
-            reason: format!("at most {}", format_size(MAX_OBJ_SIZE)),
-        });
-    }
-    if args.concurrent == 0 {
-        return Err(LoadgenError::InvalidOption {
-            option: "concurrent",
-            reason: "must be at least 1".into(),
-        });
-    }
-    let duration: Duration = args.duration.into();
-    if duration.is_zero() {
-        return Err(LoadgenError::InvalidOption {
-            option: "duration",
-            reason: "must be positive".into(),
-        });
-    }
-    if prepares && args.objects == 0 {
-        return Err(LoadgenError::InvalidOption {
-            option: "objects",
-            reason: "get, mixed and overload with GETs need at least 1 object".into(),
-        });
-    }
+        if !(args.autoterm_pct > 0.0 && args.autoterm_pct.is_finite()) {
+            return Err(invalid("autoterm.pct", "must be positive"));
+        }
+        Some(autoterm::Config {
+            min_stable,
+            pct: args.autoterm_pct,
+        })
+    } else {
+        None
+    };
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
@@ -183,11 +99,16 @@ fn plan(args: &BenchArgs, prepares: bool) -> Result<run::Plan, LoadgenError> {
     let nonce = now ^ (u64::from(std::process::id()) << 32);
     Ok(run::Plan {
         bucket: args.bucket.clone(),
-        obj_size,
-        concurrent: args.concurrent,
-        duration,
-        objects: if prepares { args.objects } else { 0 },
+        obj_size: options.obj_size,
+        concurrent: options.concurrent,
+        duration: options.duration,
+        objects: if prepares { options.objects } else { 0 },
         prefix: format!("hangar-loadgen-{nonce:016x}"),
+        prefixes: if mode == Mode::List {
+            options.concurrent
+        } else {
+            1
+        },
         nonce,
         body_kind: if args.streaming {
             ops::BodyKind::Streaming
@@ -196,16 +117,18 @@ fn plan(args: &BenchArgs, prepares: bool) -> Result<run::Plan, LoadgenError> {
         } else {
             ops::BodyKind::InMemory
         },
+        autoterm,
     })
 }
 
 /// The client, the bucket and the prepared objects of a run.
 async fn setup(
     args: &BenchArgs,
+    endpoint: &str,
     plan: &run::Plan,
-) -> Result<(aws_sdk_s3::Client, Vec<payload::ObjectSpec>), LoadgenError> {
+) -> Result<(aws_sdk_s3::Client, Option<run::Prepared>), LoadgenError> {
     let client = client::build(&client::Target {
-        endpoint: args.endpoint.clone(),
+        endpoint: endpoint.to_owned(),
         access_key: args.access_key.clone(),
         secret_key: args.secret_key.clone(),
         region: args.region.clone(),
@@ -217,30 +140,52 @@ async fn setup(
             plan.objects,
             format_size(plan.obj_size)
         );
-        run::prepare(&client, plan).await?
+        Some(run::prepare(&client, plan).await?)
     } else {
-        Vec::new()
+        None
     };
     Ok((client, prepared))
 }
 
-async fn bench(args: BenchArgs, mode: Mode) -> Result<Report, LoadgenError> {
-    let plan = plan(&args, mode != Mode::Put)?;
-    let (client, prepared) = setup(&args, &plan).await?;
+async fn bench(args: BenchArgs, benchmark: Benchmark) -> Result<Report, LoadgenError> {
+    let mode = benchmark.mode();
+    let endpoint = args.endpoint()?;
+    let plan = plan(&args, mode, mode != Mode::Put)?;
+    match benchmark {
+        Benchmark::Mixed(mix) => mix.check().map_err(|reason| invalid("*-distrib", reason))?,
+        Benchmark::Delete { batch } => {
+            if batch == 0 {
+                return Err(invalid("batch", "must be at least 1"));
+            }
+            // As warp: fewer objects would end the run before it measured much.
+            let want = batch * plan.concurrent * 4;
+            if plan.objects < want {
+                return Err(invalid(
+                    "objects",
+                    format!(
+                        "with --batch {batch} and --concurrent {}, at least {want}",
+                        plan.concurrent
+                    ),
+                ));
+            }
+        }
+        _ => {}
+    }
+    let (client, prepared) = setup(&args, &endpoint, &plan).await?;
     tracing::info!(
         "{} {} x{} for {}",
         mode.name(),
         format_size(plan.obj_size),
         plan.concurrent,
-        args.duration
+        humantime::format_duration(plan.duration)
     );
     let client_cpu = cpu::process_cpu(None);
     let server_cpu = args.server_pid.and_then(|pid| cpu::process_cpu(Some(pid)));
-    let outcome = match mode {
-        Mode::Put => run::run_put(&client, &plan).await,
-        Mode::Get => run::run_get(&client, &plan, prepared).await,
-        Mode::Mixed => run::run_mixed(&client, &plan, prepared).await,
-    };
+    let specs = prepared
+        .as_ref()
+        .map(|p| p.specs.clone())
+        .unwrap_or_default();
+    let outcome = benchmark.run(&client, &plan, specs).await;
     let cpu_since = |before: Option<Duration>, pid: Option<u32>| {
         Some((cpu::process_cpu(pid)? - before?).as_secs_f64())
     };
@@ -255,9 +200,14 @@ async fn bench(args: BenchArgs, mode: Mode) -> Result<Report, LoadgenError> {
         run::cleanup(&client, &plan.bucket, &outcome.left).await
     };
     let ops = outcome.recorder.summarize(outcome.elapsed);
+    // Warp shows the upload of the objects first, except for mixed.
+    let (prepare_ops, prepare_concurrency) = match prepared {
+        Some(p) if mode != Mode::Mixed => (p.recorder.summarize(p.elapsed), p.workers),
+        _ => (Vec::new(), 0),
+    };
     Ok(Report {
         mode: mode.name().to_owned(),
-        endpoint: args.endpoint,
+        endpoint,
         bucket: plan.bucket,
         obj_size: plan.obj_size,
         concurrent: plan.concurrent,
@@ -270,24 +220,34 @@ async fn bench(args: BenchArgs, mode: Mode) -> Result<Report, LoadgenError> {
         client_cpu_s,
         server_cpu_s,
         streaming: args.streaming,
+        prepare_ops,
+        prepare_concurrency,
+        autoterm: outcome.verdict.map(|v| v.to_string()),
     })
 }
 
 async fn overload(args: OverloadArgs) -> Result<overload::OverloadReport, LoadgenError> {
-    let plan = plan(&args.bench, args.get_percent > 0)?;
-    let (client, prepared) = setup(&args.bench, &plan).await?;
+    if args.bench.autoterm {
+        return Err(invalid(
+            "autoterm",
+            "not for overload, which runs its full duration",
+        ));
+    }
+    let endpoint = args.bench.endpoint()?;
+    let plan = plan(&args.bench, Mode::Overload, args.get_percent > 0)?;
+    let (client, prepared) = setup(&args.bench, &endpoint, &plan).await?;
     tracing::info!(
         "overload {} x{} ({}% GET) for {}",
         format_size(plan.obj_size),
         plan.concurrent,
         args.get_percent,
-        args.bench.duration
+        humantime::format_duration(plan.duration)
     );
     let (report, left) = overload::run(
         &client,
-        &args.bench.endpoint,
+        &endpoint,
         &plan,
-        prepared,
+        prepared.map(|p| p.specs).unwrap_or_default(),
         args.get_percent,
         if args.no_backoff {
             overload::AfterRefusal::Ignore
@@ -321,12 +281,13 @@ fn summary(files: &[PathBuf]) -> Result<String, LoadgenError> {
     Ok(report::summary_table(&reports))
 }
 
-/// Prints a run's report (JSON or table) and gives the exit code: failure when
+/// Prints a run's report (JSON or text) and gives the exit code: failure when
 /// the run could not report or `judge` finds it failed, so that scripts notice.
+/// `judge` gives the text, whether the run passed, and what to say on stderr.
 fn finish<R: serde::Serialize>(
     outcome: Result<R, LoadgenError>,
     json: bool,
-    judge: impl FnOnce(&R) -> (String, bool),
+    judge: impl FnOnce(&R) -> (String, bool, String),
 ) -> ExitCode {
     let report = match outcome {
         Ok(report) => report,
@@ -335,7 +296,7 @@ fn finish<R: serde::Serialize>(
             return ExitCode::FAILURE;
         }
     };
-    let (table, passed) = judge(&report);
+    let (text, passed, notes) = judge(&report);
     if json {
         match serde_json::to_string_pretty(&report) {
             Ok(text) => println!("{text}"),
@@ -345,13 +306,40 @@ fn finish<R: serde::Serialize>(
             }
         }
     } else {
-        print!("{table}");
+        print!("{text}");
     }
+    eprint!("{notes}");
     if passed {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// What a benchmark's report leaves to stderr: the autoterm line when stdout
+/// is JSON, and the first errors and objects left behind when stdout does not
+/// show them (only `--table` shows both, `--analyze.v` the errors).
+fn bench_notes(report: &Report, json: bool, table: bool, verbose: bool) -> String {
+    let shows_errors = table || verbose;
+    let mut notes = String::new();
+    if json && let Some(line) = &report.autoterm {
+        notes.push_str(line);
+        notes.push('\n');
+    }
+    if !shows_errors {
+        for op in report.prepare_ops.iter().chain(&report.ops) {
+            for sample in &op.error_samples {
+                notes.push_str(&format!("hangar-loadgen: {} error: {sample}\n", op.op));
+            }
+        }
+    }
+    if report.cleanup_failed > 0 && !table {
+        notes.push_str(&format!(
+            "hangar-loadgen: cleanup: {} objects left behind\n",
+            report.cleanup_failed
+        ));
+    }
+    notes
 }
 
 #[tokio::main]
@@ -364,13 +352,26 @@ async fn main() -> ExitCode {
         )
         .init();
     let cli = Cli::parse();
-    let (args, mode) = match cli.command {
-        Command::Put(args) => (args, Mode::Put),
-        Command::Get(args) => (args, Mode::Get),
-        Command::Mixed(args) => (args, Mode::Mixed),
+    let (args, benchmark) = match cli.command {
+        Command::Put(args) => (args, Benchmark::Put),
+        Command::Get(args) => (args, Benchmark::Get),
+        Command::Mixed(m) => (
+            m.bench,
+            Benchmark::Mixed(Mix {
+                get: m.get,
+                stat: m.stat,
+                put: m.put,
+                delete: m.delete,
+            }),
+        ),
+        Command::Delete(d) => (d.bench, Benchmark::Delete { batch: d.batch }),
+        Command::List(args) => (args, Benchmark::List),
+        Command::Stat(args) => (args, Benchmark::Stat),
         Command::Overload(args) => {
             let json = args.bench.json;
-            return finish(overload(args).await, json, |r| (r.to_table(), r.intact()));
+            return finish(overload(args).await, json, |r| {
+                (r.to_table(), r.intact(), String::new())
+            });
         }
         Command::Summary { files } => {
             return match summary(&files) {
@@ -385,8 +386,14 @@ async fn main() -> ExitCode {
             };
         }
     };
-    let json = args.json;
-    finish(bench(args, mode).await, json, |r| {
-        (r.to_table(), r.errors == 0 && r.cleanup_failed == 0)
+    let (json, table, verbose) = (args.json, args.table, args.analyze_v);
+    finish(bench(args, benchmark).await, json, |r| {
+        let text = if table {
+            r.to_table()
+        } else {
+            warp_report::render(r, verbose)
+        };
+        let passed = r.errors == 0 && r.cleanup_failed == 0;
+        (text, passed, bench_notes(r, json, table, verbose))
     })
 }

@@ -1,12 +1,14 @@
-//! The single measured S3 operations. Each returns the object bytes it moved, or an
-//! [`OpFailure`] that says what went wrong (with the service's error code when there
-//! is one) and whether the server refused the request as overloaded.
+//! The single measured S3 operations. Each returns the object bytes it moved (the
+//! objects it handled, for [`delete_batch`] and [`list`]), or an [`OpFailure`] that
+//! says what went wrong (with the service's error code when there is one) and
+//! whether the server refused the request as overloaded.
 
 use std::time::Instant;
 
 use aws_sdk_s3::Client;
 use aws_sdk_s3::error::DisplayErrorContext;
 use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::{Delete, ObjectIdentifier};
 
 pub use crate::outcome::{FailureKind, OpFailure, Timed};
 use crate::payload::ObjectSpec;
@@ -129,4 +131,126 @@ pub async fn delete(client: &Client, bucket: &str, spec: &ObjectSpec) -> Timed {
             .map(|_| 0)
             .map_err(|e| OpFailure::from_sdk(format!("DELETE {}", spec.key), &e)),
     )
+}
+
+fn mismatch(message: String) -> OpFailure {
+    OpFailure {
+        kind: FailureKind::Mismatch,
+        message,
+        retry_after: None,
+    }
+}
+
+/// Deletes `specs` with one DeleteObjects request, asking for the per-key
+/// results, and checks that every key is reported deleted; returns how many.
+pub async fn delete_batch(client: &Client, bucket: &str, specs: &[ObjectSpec]) -> Timed {
+    let what = || format!("DELETE {} keys from {}", specs.len(), specs[0].key);
+    let delete = specs
+        .iter()
+        .map(|spec| ObjectIdentifier::builder().key(&spec.key).build())
+        .collect::<Result<Vec<_>, _>>()
+        .and_then(|objects| Delete::builder().set_objects(Some(objects)).build());
+    let delete = match delete {
+        Ok(delete) => delete,
+        Err(e) => {
+            return (
+                Default::default(),
+                Err(OpFailure::other(format!("{}: {e}", what()))),
+            );
+        }
+    };
+    let start = Instant::now();
+    let result = client
+        .delete_objects()
+        .bucket(bucket)
+        .delete(delete)
+        .send()
+        .await;
+    let latency = start.elapsed();
+    let result = match result {
+        Ok(out) if !out.errors().is_empty() => {
+            let first = &out.errors()[0];
+            Err(OpFailure::other(format!(
+                "{}: {} keys not deleted, first {:?}: {:?} {:?}",
+                what(),
+                out.errors().len(),
+                first.key(),
+                first.code(),
+                first.message()
+            )))
+        }
+        Ok(out) if out.deleted().len() != specs.len() => Err(mismatch(format!(
+            "{}: {} reported deleted",
+            what(),
+            out.deleted().len()
+        ))),
+        Ok(_) => Ok(specs.len() as u64),
+        Err(e) => Err(OpFailure::from_sdk(what(), &e)),
+    };
+    (latency, result)
+}
+
+/// Lists everything under `prefix` (ListObjectsV2, every page) and checks that
+/// the listing is exactly `expected` (sorted keys), each of `size` bytes;
+/// returns how many keys it listed.
+pub async fn list(
+    client: &Client,
+    bucket: &str,
+    prefix: &str,
+    expected: &[String],
+    size: u64,
+) -> Timed {
+    let start = Instant::now();
+    let mut listed: Vec<(String, Option<i64>)> = Vec::with_capacity(expected.len());
+    let mut token = None;
+    loop {
+        let page = client
+            .list_objects_v2()
+            .bucket(bucket)
+            .prefix(prefix)
+            .set_continuation_token(token.take())
+            .send()
+            .await;
+        let page = match page {
+            Ok(page) => page,
+            Err(e) => {
+                let failure = OpFailure::from_sdk(format!("LIST {prefix}"), &e);
+                return (start.elapsed(), Err(failure));
+            }
+        };
+        listed.extend(
+            page.contents()
+                .iter()
+                .map(|o| (o.key().unwrap_or_default().to_owned(), o.size())),
+        );
+        match page.next_continuation_token() {
+            Some(next) if page.is_truncated() == Some(true) => token = Some(next.to_owned()),
+            _ => break,
+        }
+    }
+    let latency = start.elapsed();
+    let wrong_key = listed
+        .iter()
+        .map(|(key, _)| key)
+        .zip(expected)
+        .position(|(got, want)| got != want);
+    let result = if let Some(at) = wrong_key {
+        Err(mismatch(format!(
+            "LIST {prefix}: key {at} is {:?}, expected {:?}",
+            listed[at].0, expected[at]
+        )))
+    } else if listed.len() != expected.len() {
+        Err(mismatch(format!(
+            "LIST {prefix}: {} keys, expected {}",
+            listed.len(),
+            expected.len()
+        )))
+    } else if let Some((key, got)) = listed.iter().find(|(_, s)| *s != Some(size as i64)) {
+        Err(mismatch(format!(
+            "LIST {prefix}: {key} of size {got:?}, expected {size}"
+        )))
+    } else {
+        Ok(listed.len() as u64)
+    };
+    (latency, result)
 }

@@ -1,5 +1,7 @@
-//! Run reports: the JSON document written with `--json`, the human table, and the
-//! combined summary (with ratios between runs) that `script/bench` prints.
+//! Run reports: the JSON document written with `--json`, the column table of
+//! `--table`, and the combined summary (with ratios between runs) that
+//! `script/bench` prints. The default summary, in warp's shape, is
+//! `crate::warp_report`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -11,7 +13,7 @@ use crate::stats::OpSummary;
 /// Everything one run measured, with the parameters that produced it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
-    /// `put`, `get` or `mixed`.
+    /// `put`, `get`, `mixed`, `delete`, `list` or `stat`.
     pub mode: String,
     /// The S3 endpoint measured.
     pub endpoint: String,
@@ -25,7 +27,7 @@ pub struct Report {
     pub duration_s: f64,
     /// Measured wall time, in seconds (the duration plus the operations still in flight).
     pub elapsed_s: f64,
-    /// Objects uploaded before measuring (get and mixed).
+    /// Objects uploaded before measuring (all but put).
     pub prepared_objects: usize,
     /// Per-operation results.
     pub ops: Vec<OpSummary>,
@@ -43,6 +45,16 @@ pub struct Report {
     /// than given in memory (signed payload, CRC32 header).
     #[serde(default)]
     pub streaming: bool,
+    /// The uploads that prepared the objects (get, delete, list, stat), which
+    /// warp reports as a PUT operation before the measured one.
+    #[serde(default)]
+    pub prepare_ops: Vec<OpSummary>,
+    /// Uploads in flight at once while preparing.
+    #[serde(default)]
+    pub prepare_concurrency: usize,
+    /// Warp's line when `--autoterm` ended the run early.
+    #[serde(default)]
+    pub autoterm: Option<String>,
 }
 
 impl Report {
@@ -267,6 +279,9 @@ mod tests {
                 count: obj_per_s as u64,
                 errors: 0,
                 bytes: 0,
+                objects: obj_per_s as u64,
+                ran_s: 1.0,
+                split: None,
                 mib_per_s: 0.0,
                 obj_per_s,
                 latency_ms: LatencyMs {
@@ -275,6 +290,7 @@ mod tests {
                     p90: 1.0,
                     p99: 1.0,
                     max: 1.0,
+                    min: 1.0,
                 },
                 error_samples: vec![],
             }],
@@ -283,6 +299,9 @@ mod tests {
             client_cpu_s: Some(0.5),
             server_cpu_s: None,
             streaming: false,
+            prepare_ops: vec![],
+            prepare_concurrency: 0,
+            autoterm: None,
         }
     }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::error::LoadgenError;
-use crate::modes::Mix;
+use crate::mix::Mix;
 
 /// Endpoint used when neither `--endpoint` nor `--host` (`WARP_HOST`) is given:
 /// a Hangar node's default S3 port on this machine.

@@ -22,6 +22,7 @@ mod client;
 mod cpu;
 mod error;
 mod expect;
+mod mix;
 mod modes;
 mod ops;
 mod outcome;
@@ -42,7 +43,8 @@ use clap::Parser;
 
 use crate::cli::{BenchArgs, Cli, Command, Mode, OverloadArgs};
 use crate::error::LoadgenError;
-use crate::modes::{Benchmark, Mix};
+use crate::mix::Mix;
+use crate::modes::Benchmark;
 use crate::report::{Report, format_size};
 
 /// Largest object size accepted: every worker holds one body in memory at a time.

@@ -1270,3 +1270,94 @@ async fn a_value_published_by_another_round_and_then_overwritten_is_not_answered
         other => panic!("writer 1, whose value was published, answered {other:?}"),
     }
 }
+
+/// A link whose commits arrive `delay` late, as a busy acceptor's would:
+/// the proposer's next prepare overtakes the commit it sent in the
+/// background.
+struct SlowCommits {
+    inner: Arc<SimLink>,
+    delay: Duration,
+}
+
+#[async_trait]
+impl Link for SlowCommits {
+    fn me(&self) -> NodeId {
+        self.inner.me()
+    }
+    fn sets(&self) -> Vec<WriteSet> {
+        self.inner.sets()
+    }
+    fn is_up(&self, n: NodeId) -> bool {
+        self.inner.is_up(n)
+    }
+    async fn prepare(&self, to: NodeId, m: Prepare) -> Result<PrepareReply, NetError> {
+        self.inner.prepare(to, m).await
+    }
+    async fn accept(&self, to: NodeId, m: Accept) -> Result<AcceptReply, NetError> {
+        self.inner.accept(to, m).await
+    }
+    async fn commit(&self, to: NodeId, m: Commit) -> Result<(), NetError> {
+        tokio::time::sleep(self.delay).await;
+        self.inner.commit(to, m).await
+    }
+}
+
+/// A value accepted by a crashed proposer is completed by a settling
+/// round whose commits are slower than its next prepare: the round does
+/// not take its own completion, not yet committed, for another earlier
+/// value to complete again and again until its deadline (the livelock
+/// that `publish_races`' restart test hit about once in eight runs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completed_value_whose_commit_is_slow_is_not_completed_again() {
+    let cluster = Cluster::new(3);
+    let clocks = clocks(3);
+    let crash = Arc::new(AtomicBool::new(false));
+    let net = |seed, crash_after_accept| Net {
+        seed,
+        max_delay_us: 0,
+        lose: 0,
+        believed_down: None,
+        crash_after_accept,
+    };
+    let (c, clock) = (cluster.clone(), clocks[0].clone());
+    let n = net(1, Some(crash.clone()));
+    let crashed =
+        tokio::spawn(async move { write(c, 0, 1, "k", Cond::IfNoneMatch, n, clock).await });
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while !crash.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await
+    .unwrap();
+    crashed.abort();
+
+    let link: Arc<dyn Link> = Arc::new(SlowCommits {
+        inner: SimLink::new(2, cluster.clone(), net(2, None)),
+        delay: Duration::from_millis(30),
+    });
+    let reg = SimRegister {
+        cluster: cluster.clone(),
+        key: "k".to_owned(),
+        writer: 0,
+        cond: Cond::Settle,
+        rng: Mutex::new(StdRng::seed_from_u64(2)),
+        crash: None,
+    };
+    let t = std::time::Instant::now();
+    let settled = tokio::time::timeout(
+        Duration::from_secs(5),
+        proposer::settle(link, &clocks[2], &PaxosKey::new(&[7; 32], "k"), &reg),
+    )
+    .await;
+    assert!(
+        matches!(settled, Ok(Ok(()))),
+        "settled in {:?}: {settled:?}",
+        t.elapsed()
+    );
+    assert_eq!(
+        cluster.converged("k").map(|c| c.writer),
+        Some(1),
+        "writer 1's value was completed"
+    );
+}

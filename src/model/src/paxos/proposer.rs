@@ -329,7 +329,17 @@ async fn rounds(
                     false,
                 ));
             }
-            committed_everywhere(&link, key, b, Some(a.value.id())).await;
+            // The commit reaches a majority before the next round: a
+            // prepare that overtook it would find this ballot's value
+            // accepted and not committed and complete it again, and with
+            // commits slower than prepares, again until the deadline
+            // (tests/paxos.rs, slow commits).
+            if log_commit(&link, clock, key, b, Some(a.value.id()))
+                .await
+                .is_err()
+            {
+                committed_everywhere(&link, key, b, Some(a.value.id())).await;
+            }
             if sent.contains(&a.value) {
                 return Ok(Outcome::Published(a.value));
             }

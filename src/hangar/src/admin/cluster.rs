@@ -101,24 +101,13 @@ pub async fn statistics(st: &AdminState) -> Result<Value, AdminError> {
             bytes: u.bytes,
         });
     }
-    let h = st.cluster.layout().history();
-    let mut ids: BTreeSet<NodeId> = st.mesh.peer_status().iter().map(|p| p.id).collect();
-    ids.extend(h.all_nodes());
-    let up: BTreeSet<NodeId> = st.mesh.up_nodes().into_iter().collect();
-    let infos = st.cluster.layout().peers();
+    let (ids, up) = known_nodes(st);
     let reports = report::gather(&st.reports, ids.iter().copied().filter(|i| up.contains(i))).await;
     let me = st.cluster.id();
     let nodes = ids
         .iter()
         .map(|id| {
-            let hostname = if *id == me {
-                Some(st.cluster.layout().local_info().hostname)
-            } else {
-                infos
-                    .get(id)
-                    .and_then(|s| s.info.as_ref())
-                    .map(|i| i.hostname.clone())
-            };
+            let hostname = hostname(st, id);
             let (report, report_error) = match reports.get(id) {
                 Some(Ok(r)) => (Some(report::report_answer(r)), None),
                 Some(Err(e)) => (None, Some(e.clone())),
@@ -144,4 +133,26 @@ pub async fn statistics(st: &AdminState) -> Result<Value, AdminError> {
         nodes,
     })
     .map_err(AdminError::internal)
+}
+
+/// Every node this one knows of (itself, the peers met and the nodes of
+/// any layout version), and those the failure detector reports up.
+pub fn known_nodes(st: &AdminState) -> (BTreeSet<NodeId>, BTreeSet<NodeId>) {
+    let mut ids: BTreeSet<NodeId> = st.mesh.peer_status().iter().map(|p| p.id).collect();
+    ids.extend(st.cluster.layout().history().all_nodes());
+    let up = st.mesh.up_nodes().into_iter().collect();
+    (ids, up)
+}
+
+/// A node's host name, as it announced it (this node's own for itself).
+pub fn hostname(st: &AdminState, id: &NodeId) -> Option<String> {
+    if *id == st.cluster.id() {
+        return Some(st.cluster.layout().local_info().hostname);
+    }
+    st.cluster
+        .layout()
+        .peers()
+        .get(id)
+        .and_then(|s| s.info.as_ref())
+        .map(|i| i.hostname.clone())
 }

@@ -3,15 +3,13 @@
 //! quotas (`GetBucketHistory`), gathered from the nodes' own rings over
 //! `hangar/admin/history` (`hangar_api_admin::history`).
 
-use std::collections::BTreeSet;
-
 use hangar_api_admin::history::merge_usage;
 use hangar_api_admin::history::rpc::{HistoryAnswer, HistoryRequest, MAX_WINDOW_SECS, gather};
 use hangar_api_admin::history_answers::{BucketHistory, ClusterHistory, NodeSeries};
 use hangar_api_admin::proto::AdminError;
-use hangar_layout::NodeId;
 use hangar_model::ModelError;
 
+use crate::admin::cluster::{hostname, known_nodes};
 use crate::admin::error::model_error;
 use crate::admin::state::AdminState;
 
@@ -26,19 +24,10 @@ fn window(asked: Option<u64>, default: u64) -> Result<u64, AdminError> {
     }
 }
 
-/// Every known node, and which are up.
-fn nodes(st: &AdminState) -> (BTreeSet<NodeId>, BTreeSet<NodeId>) {
-    let mut ids: BTreeSet<NodeId> = st.mesh.peer_status().iter().map(|p| p.id).collect();
-    ids.extend(st.cluster.layout().history().all_nodes());
-    ids.insert(st.cluster.id());
-    let up = st.mesh.up_nodes().into_iter().collect();
-    (ids, up)
-}
-
 /// `GetClusterHistory`.
 pub async fn cluster(st: &AdminState, asked: Option<u64>) -> Result<ClusterHistory, AdminError> {
     let secs = window(asked, DEFAULT_WINDOW_SECS)?;
-    let (ids, up) = nodes(st);
+    let (ids, up) = known_nodes(st);
     let me = st.cluster.id();
     let mut answers = gather(
         &st.histories,
@@ -46,7 +35,6 @@ pub async fn cluster(st: &AdminState, asked: Option<u64>) -> Result<ClusterHisto
         HistoryRequest::Node { secs },
     )
     .await;
-    let infos = st.cluster.layout().peers();
     let nodes = ids
         .iter()
         .map(|id| {
@@ -62,17 +50,9 @@ pub async fn cluster(st: &AdminState, asked: Option<u64>) -> Result<ClusterHisto
                     None => (None, Some("node is down".to_owned())),
                 }
             };
-            let hostname = if *id == me {
-                Some(st.cluster.layout().local_info().hostname)
-            } else {
-                infos
-                    .get(id)
-                    .and_then(|s| s.info.as_ref())
-                    .map(|i| i.hostname.clone())
-            };
             NodeSeries {
                 id: id.to_string(),
-                hostname,
+                hostname: hostname(st, id),
                 is_up: *id == me || up.contains(id),
                 is_self: *id == me,
                 history,
@@ -101,7 +81,7 @@ pub async fn bucket(
         .await
         .map_err(model_error)?
         .ok_or_else(|| model_error(ModelError::NoSuchBucket(name.to_owned())))?;
-    let (ids, up) = nodes(st);
+    let (ids, up) = known_nodes(st);
     let me = st.cluster.id();
     let req = HistoryRequest::Bucket {
         id: b.id.clone(),

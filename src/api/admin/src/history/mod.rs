@@ -11,12 +11,14 @@
 //! [`MAX_BUCKETS`] buckets of [`BUCKET_CAPACITY`] points.
 //!
 //! Other nodes' histories are asked over the mesh ([`rpc`]), so one node's
-//! admin API answers for the whole cluster.
+//! admin API answers for the whole cluster; an answer over a long window
+//! is thinned to coarser points ([`thin`]).
 
 pub mod point;
 pub mod progress;
 pub mod rpc;
 pub mod scrape;
+pub mod thin;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -147,14 +149,18 @@ impl History {
         });
     }
 
-    /// The points of the last `secs` seconds, and the tasks they show.
+    /// The points of the last `secs` seconds, at most
+    /// [`thin::MAX_ANSWER_POINTS`] of them (coarser for long windows), and
+    /// the tasks the ring's points show.
     pub fn node(&self, secs: u64) -> NodeHistory {
         let since = now_secs().saturating_sub(secs);
         let points: Vec<NodePoint> = self.rings().points.iter().cloned().collect();
         let tasks = progress::tasks(&points);
+        let step = thin::step(secs, INTERVAL_SECS);
+        let window = points.into_iter().filter(|p| p.t > since).collect();
         NodeHistory {
-            interval_secs: INTERVAL_SECS,
-            points: points.into_iter().filter(|p| p.t > since).collect(),
+            interval_secs: step,
+            points: thin::thin(window, INTERVAL_SECS, step),
             tasks,
         }
     }
@@ -212,6 +218,13 @@ mod tests {
             last_minute.points.len()
         );
         assert_eq!(last_minute.interval_secs, INTERVAL_SECS);
+        let hour = h.node(3600);
+        assert_eq!(hour.interval_secs, 20);
+        assert!(
+            (170..=thin::MAX_ANSWER_POINTS as usize + 1).contains(&hour.points.len()),
+            "{}",
+            hour.points.len()
+        );
     }
 
     #[test]

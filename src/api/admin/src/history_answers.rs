@@ -136,3 +136,30 @@ pub struct BucketHistory {
     pub max_size: Option<u64>,
     pub max_objects: Option<u64>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::openapi_check::{fields, properties_in_doc, required_in_doc};
+
+    /// doc/admin-api.yaml describes each history answer field by field:
+    /// every field the type writes is listed, required, and nothing else.
+    #[test]
+    fn the_document_has_every_field_of_every_history_answer() {
+        let cases: Vec<(Vec<String>, &[&str])> = vec![
+            (fields(ClusterHistory::default()), &["ClusterHistory"]),
+            (fields(NodeSeries::default()), &["ClusterHistory", "nodes"]),
+            (fields(NodeHistory::default()), &["NodeHistory"]),
+            (fields(NodePoint::default()), &["NodePoint"]),
+            (fields(OpLatency::default()), &["NodePoint", "latency"]),
+            (fields(WorkerPoint::default()), &["NodePoint", "workers"]),
+            (fields(TaskProgress::default()), &["TaskProgress"]),
+            (fields(BucketHistory::default()), &["BucketHistory"]),
+            (fields(UsagePoint::default()), &["BucketHistory", "points"]),
+        ];
+        for (written, path) in cases {
+            assert_eq!(written, required_in_doc(path), "required of {path:?}");
+            assert_eq!(written, properties_in_doc(path), "properties of {path:?}");
+        }
+    }
+}

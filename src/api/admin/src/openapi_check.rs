@@ -8,6 +8,34 @@
 /// previous; the list is the first `required: [...]` after the last
 /// (written on one line: the file writes them so).
 pub fn required_in_doc(path: &[&str]) -> Vec<String> {
+    let (doc, at) = locate(path);
+    let list = &doc[at..][doc[at..].find("required: [").expect("a required list")..];
+    let list = &list["required: [".len()..list.find(']').expect("a closed list")];
+    let mut v: Vec<String> = list.split(',').map(|f| f.trim().to_owned()).collect();
+    v.sort();
+    v
+}
+
+/// The property names of the schema found by following `path` (as
+/// [`required_in_doc`]): the keys one level below its `properties:`.
+pub fn properties_in_doc(path: &[&str]) -> Vec<String> {
+    let (doc, mut at) = locate(path);
+    at += doc[at..].find("properties:").expect("properties");
+    let line_start = doc[..at].rfind('\n').expect("a line") + 1;
+    let indent = at - line_start;
+    let mut v: Vec<String> = doc[at..]
+        .lines()
+        .skip(1)
+        .take_while(|l| l.len() - l.trim_start().len() > indent)
+        .filter(|l| l.len() - l.trim_start().len() == indent + 2)
+        .map(|l| l.trim_start().split(':').next().unwrap_or("").to_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// The document, and where `path` leads in it (see [`required_in_doc`]).
+fn locate(path: &[&str]) -> (&'static str, usize) {
     let doc = include_str!("../../../../doc/admin-api.yaml");
     let (first, rest) = path.split_first().expect("a path");
     let anchor = if first.starts_with('/') {
@@ -23,34 +51,7 @@ pub fn required_in_doc(path: &[&str]) -> Vec<String> {
             .find(&format!(" {key}:"))
             .unwrap_or_else(|| panic!("{key} under {first} in doc/admin-api.yaml"));
     }
-    let list = &doc[at..][doc[at..].find("required: [").expect("a required list")..];
-    let list = &list["required: [".len()..list.find(']').expect("a closed list")];
-    let mut v: Vec<String> = list.split(',').map(|f| f.trim().to_owned()).collect();
-    v.sort();
-    v
-}
-
-/// The property names of the schema found by following `path` (as
-/// [`required_in_doc`]): the keys one level below its `properties:`.
-pub fn properties_in_doc(path: &[&str]) -> Vec<String> {
-    let doc = include_str!("../../../../doc/admin-api.yaml");
-    let (first, rest) = path.split_first().expect("a path");
-    let mut at = doc.find(&format!("\n  {first}:\n")).expect("the route");
-    for key in rest {
-        at += doc[at..].find(&format!(" {key}:")).expect("the key");
-    }
-    at += doc[at..].find("properties:").expect("properties");
-    let line_start = doc[..at].rfind('\n').expect("a line") + 1;
-    let indent = at - line_start;
-    let mut v: Vec<String> = doc[at..]
-        .lines()
-        .skip(1)
-        .take_while(|l| l.len() - l.trim_start().len() > indent)
-        .filter(|l| l.len() - l.trim_start().len() == indent + 2)
-        .map(|l| l.trim_start().split(':').next().unwrap_or("").to_owned())
-        .collect();
-    v.sort();
-    v
+    (doc, at)
 }
 
 /// The fields `answer` writes, sorted.

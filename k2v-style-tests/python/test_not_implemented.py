@@ -8,7 +8,7 @@ from botocore.exceptions import ClientError
 from hangar_testlib import error_code, http_status, signed_request
 
 NOT_YET = {
-    "GetBucketOwnershipControls": lambda s3, b: s3.get_bucket_ownership_controls(Bucket=b),
+    "GetBucketAnalyticsConfiguration": lambda s3, b: s3.get_bucket_analytics_configuration(Bucket=b, Id="a"),
     "GetBucketAccelerateConfiguration": lambda s3, b: s3.get_bucket_accelerate_configuration(Bucket=b),
     "RestoreObject": lambda s3, b: s3.restore_object(Bucket=b, Key="o", RestoreRequest={"Days": 1}),
 }

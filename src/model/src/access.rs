@@ -99,6 +99,40 @@ impl CannedAcl {
     }
 }
 
+/// S3 Object Ownership of a bucket (PutBucketOwnershipControls, or
+/// CreateBucket's `x-amz-object-ownership`). Hangar's bucket owner owns
+/// every object whatever the setting, so `BucketOwnerPreferred` and
+/// `ObjectWriter` behave alike; `BucketOwnerEnforced` disables ACLs: they
+/// grant nothing, reads of them show the owner's full control only, and a
+/// request setting one other than the owner's full control is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum ObjectOwnership {
+    BucketOwnerEnforced,
+    BucketOwnerPreferred,
+    ObjectWriter,
+}
+
+impl ObjectOwnership {
+    /// The setting S3 names `name`.
+    pub fn parse(name: &str) -> Option<ObjectOwnership> {
+        Some(match name {
+            "BucketOwnerEnforced" => ObjectOwnership::BucketOwnerEnforced,
+            "BucketOwnerPreferred" => ObjectOwnership::BucketOwnerPreferred,
+            "ObjectWriter" => ObjectOwnership::ObjectWriter,
+            _ => return None,
+        })
+    }
+
+    /// S3's name of the setting.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ObjectOwnership::BucketOwnerEnforced => "BucketOwnerEnforced",
+            ObjectOwnership::BucketOwnerPreferred => "BucketOwnerPreferred",
+            ObjectOwnership::ObjectWriter => "ObjectWriter",
+        }
+    }
+}
+
 /// Where an upload in progress keeps the ACL of the object it will
 /// complete: a header of its row only Hangar writes (like Object Lock's).
 const MPU_ACL: &str = "x-hangar-acl";

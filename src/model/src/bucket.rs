@@ -5,14 +5,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::row_format::{
     ACCESS_ROW_FORMAT, CREATOR_ROW_FORMAT, LIFECYCLE_ROW_FORMAT, OBJECT_LOCK_ROW_FORMAT,
-    QUOTA_ROW_FORMAT, TAGS_CORS_ROW_FORMAT, VERSIONING_ROW_FORMAT, WEBSITE_ROW_FORMAT,
+    OWNERSHIP_ROW_FORMAT, QUOTA_ROW_FORMAT, TAGS_CORS_ROW_FORMAT, VERSIONING_ROW_FORMAT,
+    WEBSITE_ROW_FORMAT,
 };
 use hangar_db::{DbError, Tx};
 use hangar_table::{Crdt, Lww, ROW_FORMAT, Schema};
 use serde::{Deserialize, Serialize};
 
 use crate::ModelError;
-use crate::access::{CannedAcl, PublicAccessBlock};
+use crate::access::{CannedAcl, ObjectOwnership, PublicAccessBlock};
 use crate::lifecycle::LifecycleRule;
 use crate::object::TagSet;
 use crate::object_lock::ObjectLockConfig;
@@ -89,6 +90,11 @@ pub struct BucketRow {
     /// register like `tags`.
     #[serde(default, skip_serializing_if = "Lww::is_unset")]
     pub quotas: Lww<BucketQuotas>,
+    /// Put/DeleteBucketOwnershipControls, CreateBucket's
+    /// `x-amz-object-ownership`: `None` when there is none (row format 13;
+    /// absent while never set).
+    #[serde(default, skip_serializing_if = "Lww::is_unset")]
+    pub ownership: Lww<Option<ObjectOwnership>>,
 }
 
 /// A bucket's quotas (Garage's `bucket set-quotas`): `None` is no limit.
@@ -156,6 +162,7 @@ impl Crdt for BucketRow {
                 self.public_access_block.merge(&other.public_access_block);
                 self.acl.merge(&other.acl);
                 self.quotas.merge(&other.quotas);
+                self.ownership.merge(&other.ownership);
             }
         }
     }
@@ -181,12 +188,24 @@ impl BucketRow {
             public_access_block: Lww::default(),
             acl: Lww::default(),
             quotas: Lww::default(),
+            ownership: Lww::default(),
         }
     }
 
     /// The bucket's canned ACL (`private` when never set).
     pub fn acl(&self) -> CannedAcl {
         self.acl.value.unwrap_or_default()
+    }
+
+    /// The bucket's object ownership setting, if any.
+    pub fn ownership(&self) -> Option<ObjectOwnership> {
+        self.ownership.value
+    }
+
+    /// Whether ACLs apply (they do unless the ownership setting is
+    /// `BucketOwnerEnforced`).
+    pub fn acls_enabled(&self) -> bool {
+        self.ownership() != Some(ObjectOwnership::BucketOwnerEnforced)
     }
 
     /// The bucket policy document, if any.
@@ -265,7 +284,9 @@ impl Schema for BucketTable {
     type Replication = hangar_table::Full;
 
     fn format_of(row: &BucketRow) -> u8 {
-        if !row.quotas.is_unset() {
+        if !row.ownership.is_unset() {
+            OWNERSHIP_ROW_FORMAT
+        } else if !row.quotas.is_unset() {
             QUOTA_ROW_FORMAT
         } else if !row.policy.is_unset()
             || !row.public_access_block.is_unset()

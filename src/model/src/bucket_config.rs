@@ -126,6 +126,29 @@ impl Buckets {
         .await
     }
 
+    /// Sets the object ownership of bucket `name` (`None` removes it).
+    /// `BucketOwnerEnforced` is refused while the bucket's ACL grants to
+    /// others, checked in the change's transaction.
+    pub async fn set_bucket_ownership(
+        &self,
+        name: &str,
+        ownership: Option<crate::access::ObjectOwnership>,
+    ) -> Result<BucketRow> {
+        self.update_bucket(name, move |b, now| {
+            if ownership == Some(crate::access::ObjectOwnership::BucketOwnerEnforced)
+                && b.acl().is_public()
+            {
+                return Err(ModelError::AclWithOwnershipEnforced(format!(
+                    "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting (its ACL is {})",
+                    b.acl().as_str()
+                )));
+            }
+            b.ownership.update(now, ownership);
+            Ok(())
+        })
+        .await
+    }
+
     /// Replaces the website configuration of bucket `name` (`None`
     /// removes it).
     pub async fn set_bucket_website(

@@ -61,6 +61,10 @@ pub enum ModelError {
     },
     #[error("the source object changed while it was being copied; try again")]
     SourceChanged,
+    /// `BucketOwnerEnforced` asked of a bucket whose ACL grants to others
+    /// (S3's InvalidBucketAclWithObjectOwnership).
+    #[error("{0}")]
+    AclWithOwnershipEnforced(String),
     /// The write would take the bucket past one of its quotas (S3: 403
     /// AccessDenied with this message, as Garage answers).
     #[error("{0}")]

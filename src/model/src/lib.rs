@@ -42,6 +42,8 @@ mod format11_tests;
 #[cfg(test)]
 mod format12_tests;
 #[cfg(test)]
+mod format13_tests;
+#[cfg(test)]
 mod format3_tests;
 #[cfg(test)]
 mod format5_tests;

@@ -70,6 +70,13 @@ pub const SSE_C_ROW_FORMAT: u8 = 11;
 /// (12 includes 3 to 11).
 pub const QUOTA_ROW_FORMAT: u8 = 12;
 
+/// Format 12 plus a bucket's object ownership setting
+/// (`BucketRow::ownership`): a reader of an older format would drop it on
+/// its next merge (and ACLs disabled by `BucketOwnerEnforced` would grant
+/// again), so such rows say so. Written only for the bucket rows that
+/// carry one; 13 includes 3 to 12.
+pub const OWNERSHIP_ROW_FORMAT: u8 = 13;
+
 /// The newest format of the model's rows: every table of the model reads
 /// formats 2 to this one.
-pub const NEWEST: u8 = QUOTA_ROW_FORMAT;
+pub const NEWEST: u8 = OWNERSHIP_ROW_FORMAT;

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use hangar_model::access::{CannedAcl, PublicAccessBlock};
+use hangar_model::access::{CannedAcl, ObjectOwnership, PublicAccessBlock};
 use hangar_model::alias::AliasRow;
 use hangar_model::block_list::BlockEntry;
 use hangar_model::bucket::{BucketQuotas, BucketRow, CorsRule, Versioning, bucket_id, displaced};
@@ -142,6 +142,15 @@ fn canned_acl() -> impl Strategy<Value = Option<CannedAcl>> {
     ])
 }
 
+/// No object ownership setting, or one of S3's three (row format 13).
+fn object_ownership() -> impl Strategy<Value = Option<ObjectOwnership>> {
+    proptest::option::of(prop_oneof![
+        Just(ObjectOwnership::BucketOwnerEnforced),
+        Just(ObjectOwnership::BucketOwnerPreferred),
+        Just(ObjectOwnership::ObjectWriter),
+    ])
+}
+
 /// No public access block, or any of its switches (row format 10).
 fn public_access_block() -> impl Strategy<Value = Option<PublicAccessBlock>> {
     proptest::option::of(
@@ -187,6 +196,7 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
             lww(public_access_block()),
             lww(canned_acl()),
             lww(quotas()),
+            lww(object_ownership()),
         ),
     )
         .prop_map(
@@ -202,7 +212,7 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
                 object_lock,
                 lifecycle,
                 website,
-                (policy, public_access_block, acl, quotas),
+                (policy, public_access_block, acl, quotas, ownership),
             )| {
                 let mut b = BucketRow::new("bucket", id, created, updated);
                 b.deleted = deleted;
@@ -217,6 +227,7 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
                 b.public_access_block = public_access_block;
                 b.acl = acl;
                 b.quotas = quotas;
+                b.ownership = ownership;
                 b
             },
         )

@@ -114,6 +114,7 @@ pub(crate) fn iam_action(op: &str, by_version: bool) -> String {
         "PutObjectLockConfiguration" => "PutBucketObjectLockConfiguration",
         "GetPublicAccessBlock" => "GetBucketPublicAccessBlock",
         "PutPublicAccessBlock" | "DeletePublicAccessBlock" => "PutBucketPublicAccessBlock",
+        "DeleteBucketOwnershipControls" => "PutBucketOwnershipControls",
         other => other,
     };
     format!("s3:{name}")
@@ -253,8 +254,9 @@ impl Caller {
             return true;
         }
         let block = bucket.public_access_block().unwrap_or_default();
-        let acl_allows =
-            !block.ignore_public_acls && acl_grants(bucket.acl(), None, "s3:DeleteObject", false);
+        let acl_allows = !block.ignore_public_acls
+            && bucket.acls_enabled()
+            && acl_grants(bucket.acl(), None, "s3:DeleteObject", false);
         let Some(policy) = bucket
             .policy()
             .and_then(|t| Policy::parse(t, &bucket.name).ok())
@@ -277,7 +279,9 @@ impl Caller {
         object_acl: Option<CannedAcl>,
     ) -> bool {
         let block = bucket.public_access_block().unwrap_or_default();
+        // BucketOwnerEnforced: ACLs grant nothing.
         let acl_allows = !block.ignore_public_acls
+            && bucket.acls_enabled()
             && acl_grants(bucket.acl(), object_acl, action, self.key.is_some());
         let perm = self.key.as_ref().map(|k| k.permission(&bucket.name));
         let key_allows = perm.is_some_and(|p| match need {

@@ -84,6 +84,9 @@ pub fn model_error(e: ModelError) -> S3Error {
         // Garage's answer to a write past a bucket quota: 403 AccessDenied
         // with the quota in the message (doc/s3-compatibility.md).
         ModelError::QuotaExceeded(m) => s3_error!(AccessDenied, "{m}"),
+        ModelError::AclWithOwnershipEnforced(m) => {
+            s3_error!(InvalidBucketAclWithObjectOwnership, "{m}")
+        }
         ModelError::SourceChanged => s3_error!(
             OperationAborted,
             "The source object was overwritten or deleted while it was being copied; try again."

@@ -38,6 +38,7 @@ mod ops_lifecycle;
 mod ops_list;
 mod ops_multipart;
 mod ops_object_lock;
+mod ops_ownership;
 mod ops_policy;
 mod ops_post;
 mod ops_put;

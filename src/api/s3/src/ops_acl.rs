@@ -43,8 +43,47 @@ pub(crate) fn upload_acl(bucket: &BucketRow, name: Option<&str>) -> S3Result<Opt
     let Some(acl) = name.map(canned).transpose()? else {
         return Ok(None);
     };
+    if !bucket.acls_enabled() {
+        return if acl == CannedAcl::BucketOwnerFullControl {
+            Ok(None)
+        } else {
+            Err(acls_disabled())
+        };
+    }
     check_not_blocked(bucket, acl)?;
     Ok(acl.is_public().then_some(acl))
+}
+
+/// `BucketOwnerEnforced`: a request setting an ACL other than the bucket
+/// owner's full control (AWS: "All S3 PUT requests must either specify the
+/// bucket-owner-full-control canned ACL or not specify an ACL").
+fn acls_disabled() -> S3Error {
+    s3_error!(
+        AccessControlListNotSupported,
+        "The bucket does not allow ACLs"
+    )
+}
+
+/// Whether an ACL request asks for nothing but the bucket owner's full
+/// control: `bucket-owner-full-control`, or a body granting only
+/// FULL_CONTROL to a canonical user (the only ACL a bucket whose ACLs are
+/// disabled accepts).
+fn owner_full_control_only(acl: Option<&str>, body: Option<&AccessControlPolicy>) -> bool {
+    match (acl, body) {
+        (Some(a), None) => a == CannedAcl::BucketOwnerFullControl.as_str(),
+        (None, Some(p)) => {
+            let grants: Vec<&Grant> = p.grants.iter().flatten().collect();
+            !grants.is_empty()
+                && grants.iter().all(|g| {
+                    g.grantee
+                        .as_ref()
+                        .is_some_and(|e| e.type_.as_str() == Type::CANONICAL_USER)
+                        && g.permission.as_ref().map(|p| p.as_str())
+                            == Some(Permission::FULL_CONTROL)
+                })
+        }
+        _ => false,
+    }
 }
 
 /// `BlockPublicAcls`: a request setting a public ACL is refused.
@@ -178,6 +217,15 @@ impl S3Api {
             || input.grant_read_acp.is_some()
             || input.grant_write.is_some()
             || input.grant_write_acp.is_some();
+        if !b.acls_enabled() {
+            // ACLs disabled: the owner's full control is all there is.
+            let acl = input.acl.as_ref().map(|a| a.as_str());
+            let body = input.access_control_policy.as_ref();
+            if grant_headers || !owner_full_control_only(acl, body) {
+                return Err(acls_disabled());
+            }
+            return Ok(S3Response::new(PutBucketAclOutput {}));
+        }
         let acl = requested(
             input.acl.as_ref().map(|a| a.as_str()),
             input.access_control_policy.as_ref(),
@@ -200,8 +248,14 @@ impl S3Api {
             .bucket(signer(&req.credentials), &req.input.bucket)
             .await?;
         let owner = owner_of(&b);
+        // ACLs disabled: reads show the owner's full control only.
+        let acl = if b.acls_enabled() {
+            b.acl()
+        } else {
+            CannedAcl::Private
+        };
         Ok(S3Response::new(GetBucketAclOutput {
-            grants: Some(grants(b.acl(), &owner)),
+            grants: Some(grants(acl, &owner)),
             owner: Some(owner),
         }))
     }
@@ -216,12 +270,19 @@ impl S3Api {
             || input.grant_read_acp.is_some()
             || input.grant_write.is_some()
             || input.grant_write_acp.is_some();
+        let b = self.bucket(signer(&req.credentials), &input.bucket).await?;
+        if !b.acls_enabled() {
+            let acl = input.acl.as_ref().map(|a| a.as_str());
+            let body = input.access_control_policy.as_ref();
+            if grant_headers || !owner_full_control_only(acl, body) {
+                return Err(acls_disabled());
+            }
+        }
         let acl = requested(
             input.acl.as_ref().map(|a| a.as_str()),
             input.access_control_policy.as_ref(),
             grant_headers,
         )?;
-        let b = self.bucket(signer(&req.credentials), &input.bucket).await?;
         check_not_blocked(&b, acl)?;
         let found = self
             .object_for_read(
@@ -256,8 +317,13 @@ impl S3Api {
             )
             .await?;
         let owner = owner_of(&b);
+        let acl = if b.acls_enabled() {
+            found.row.acl()
+        } else {
+            CannedAcl::Private
+        };
         Ok(S3Response::new(GetObjectAclOutput {
-            grants: Some(grants(found.row.acl(), &owner)),
+            grants: Some(grants(acl, &owner)),
             owner: Some(owner),
             request_charged: None,
         }))

@@ -131,6 +131,22 @@ impl S3Api {
             .as_ref()
             .map(|a| crate::ops_acl::canned(a.as_str()))
             .transpose()?;
+        let ownership = req
+            .input
+            .object_ownership
+            .as_ref()
+            .map(|o| crate::ops_ownership::ownership(o.as_str()))
+            .transpose()
+            // A header, not a document: S3 answers InvalidArgument.
+            .map_err(|_| s3_error!(InvalidArgument, "Invalid x-amz-object-ownership header"))?;
+        if ownership == Some(hangar_model::access::ObjectOwnership::BucketOwnerEnforced)
+            && acl.is_some_and(|a| a.is_public())
+        {
+            return Err(s3_error!(
+                InvalidBucketAclWithObjectOwnership,
+                "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting"
+            ));
+        }
         if let Some(c) = req
             .input
             .create_bucket_configuration
@@ -179,6 +195,14 @@ impl S3Api {
             self.model
                 .buckets()
                 .set_bucket_object_lock(name, Default::default(), true)
+                .await
+                .or_s3()?;
+        }
+        // x-amz-object-ownership: right after the creation too.
+        if let Some(o) = ownership {
+            self.model
+                .buckets()
+                .set_bucket_ownership(name, Some(o))
                 .await
                 .or_s3()?;
         }

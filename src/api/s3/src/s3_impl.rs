@@ -380,6 +380,27 @@ impl S3 for S3Api {
         self.do_delete_public_access_block(req).await
     }
 
+    async fn put_bucket_ownership_controls(
+        &self,
+        req: S3Request<PutBucketOwnershipControlsInput>,
+    ) -> S3Result<S3Response<PutBucketOwnershipControlsOutput>> {
+        self.do_put_bucket_ownership_controls(req).await
+    }
+
+    async fn get_bucket_ownership_controls(
+        &self,
+        req: S3Request<GetBucketOwnershipControlsInput>,
+    ) -> S3Result<S3Response<GetBucketOwnershipControlsOutput>> {
+        self.do_get_bucket_ownership_controls(req).await
+    }
+
+    async fn delete_bucket_ownership_controls(
+        &self,
+        req: S3Request<DeleteBucketOwnershipControlsInput>,
+    ) -> S3Result<S3Response<DeleteBucketOwnershipControlsOutput>> {
+        self.do_delete_bucket_ownership_controls(req).await
+    }
+
     async fn put_bucket_acl(
         &self,
         req: S3Request<PutBucketAclInput>,

@@ -22,7 +22,8 @@ pub(crate) fn model_error(e: ModelError) -> AdminError {
         | ModelError::InvalidBucketState(_)
         | ModelError::ObjectLocked
         | ModelError::SourceChanged
-        | ModelError::QuotaExceeded(_) => ErrorCode::Conflict,
+        | ModelError::QuotaExceeded(_)
+        | ModelError::AclWithOwnershipEnforced(_) => ErrorCode::Conflict,
         ModelError::InvalidBucketName { .. }
         | ModelError::Invalid(_)
         | ModelError::KeyExpired { .. } => ErrorCode::BadRequest,

@@ -127,3 +127,26 @@ async fn a_pass_expires_an_object_under_the_prefix_only() {
     // Nothing left to do: idempotent.
     assert_eq!(model.lifecycle_pass(1).await.unwrap().expired, 0);
 }
+
+#[tokio::test]
+async fn a_pass_tells_how_many_buckets_are_left() {
+    let (_d, model) = test_model().await;
+    for name in ["a-rules", "b-none", "c-rules"] {
+        model.buckets().create_bucket(name, None).await.unwrap();
+    }
+    for name in ["a-rules", "c-rules"] {
+        model
+            .buckets()
+            .set_bucket_lifecycle(name, vec![rule()])
+            .await
+            .unwrap();
+    }
+    let seen = std::sync::Mutex::new(Vec::new());
+    let r = model
+        .lifecycle_pass_with(1, |left| seen.lock().unwrap().push(left))
+        .await
+        .unwrap();
+    assert_eq!(r.buckets, 2);
+    // Only the buckets with rules count, then the pass's end.
+    assert_eq!(*seen.lock().unwrap(), vec![2, 1, 0]);
+}

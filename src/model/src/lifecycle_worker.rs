@@ -67,7 +67,12 @@ pub fn spawn_lifecycle_worker(
     tokio::spawn(async move {
         loop {
             w.set_state(WorkerState::Busy);
-            match model.lifecycle_pass(day_msec).await {
+            // The queue is the buckets left in the pass under way: the
+            // console draws it as the pass's progress.
+            match model
+                .lifecycle_pass_with(day_msec, |left| w.set_queue_length(Some(left)))
+                .await
+            {
                 Ok(r) => {
                     w.add_processed(r.actions());
                     let at = now_msec();
@@ -87,7 +92,7 @@ pub fn spawn_lifecycle_worker(
                             OBJECTS_EXPIRED.load(Ordering::Relaxed),
                             UPLOADS_ABORTED.load(Ordering::Relaxed),
                         ),
-                        None,
+                        Some(0),
                     );
                 }
                 Err(e) => {
@@ -105,18 +110,31 @@ impl Model {
     /// One pass over every bucket with enabled rules that this node acts
     /// for.
     pub async fn lifecycle_pass(&self, day_msec: u64) -> Result<PassReport> {
+        self.lifecycle_pass_with(day_msec, |_| {}).await
+    }
+
+    /// [`Model::lifecycle_pass`], telling `left` how many buckets are left
+    /// in the pass before each one and at its end.
+    pub async fn lifecycle_pass_with(
+        &self,
+        day_msec: u64,
+        left: impl Fn(u64),
+    ) -> Result<PassReport> {
         let mut report = PassReport::default();
-        for bucket in self.buckets().list_buckets().await? {
-            if !bucket.lifecycle_rules().iter().any(|r| r.enabled)
-                || !self.acts_for_lifecycle(&bucket)
-            {
-                continue;
-            }
-            self.lifecycle_bucket(&bucket, day_msec, &mut report)
-                .await?;
+        let buckets: Vec<BucketRow> = self
+            .buckets()
+            .list_buckets()
+            .await?
+            .into_iter()
+            .filter(|b| b.lifecycle_rules().iter().any(|r| r.enabled) && self.acts_for_lifecycle(b))
+            .collect();
+        for (i, bucket) in buckets.iter().enumerate() {
+            left((buckets.len() - i) as u64);
+            self.lifecycle_bucket(bucket, day_msec, &mut report).await?;
             report.buckets += 1;
             BUCKETS_SCANNED.fetch_add(1, Ordering::Relaxed);
         }
+        left(0);
         Ok(report)
     }
 

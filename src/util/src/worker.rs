@@ -106,6 +106,11 @@ impl WorkerHandle {
         });
     }
 
+    /// Sets the queue length alone (the progress text unchanged).
+    pub fn set_queue_length(&self, queue_length: Option<u64>) {
+        self.update(|s| s.queue_length = queue_length);
+    }
+
     pub fn add_processed(&self, n: u64) {
         self.update(|s| s.processed += n);
     }

@@ -151,13 +151,18 @@ impl History {
 
     /// The points of the last `secs` seconds, at most
     /// [`thin::MAX_ANSWER_POINTS`] of them (coarser for long windows), and
-    /// the tasks the ring's points show.
+    /// the tasks they show.
     pub fn node(&self, secs: u64) -> NodeHistory {
         let since = now_secs().saturating_sub(secs);
-        let points: Vec<NodePoint> = self.rings().points.iter().cloned().collect();
-        let tasks = progress::tasks(&points);
+        let window: Vec<NodePoint> = self
+            .rings()
+            .points
+            .iter()
+            .filter(|p| p.t > since)
+            .cloned()
+            .collect();
+        let tasks = progress::tasks(&window);
         let step = thin::step(secs, INTERVAL_SECS);
-        let window = points.into_iter().filter(|p| p.t > since).collect();
         NodeHistory {
             interval_secs: step,
             points: thin::thin(window, INTERVAL_SECS, step),

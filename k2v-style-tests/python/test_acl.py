@@ -2,7 +2,8 @@
 CreateMultipartUpload / PostObject with x-amz-acl, Put/GetBucketAcl,
 Put/GetObjectAcl; anonymous reads of a public-read object, anonymous writes
 into a public-read-write bucket; BlockPublicAcls and IgnorePublicAcls; grants
-no canned ACL expresses answer 501. On one node and on three (an ACL set
+no canned ACL expresses answer 501, on Put*Acl and on uploads and creations
+alike (x-amz-grant-* headers). On one node and on three (an ACL set
 through the first node applies on the third)."""
 
 from __future__ import annotations
@@ -131,6 +132,18 @@ def test_acl_bodies_and_public_access_block(one):
     assert status(lambda: s3.put_bucket_acl(Bucket=b, AccessControlPolicy=acp)) == (501, "NotImplemented")
     assert status(lambda: s3.put_bucket_acl(Bucket=b, GrantRead=f'uri="{ALL_USERS}"')) == (501, "NotImplemented")
     assert groups(s3.get_bucket_acl(Bucket=b)) == set()
+    # The same grants on an upload or a creation: refused, not ignored (the
+    # object would be stored without the access its writer asked for).
+    grant = f'uri="{ALL_USERS}"'
+    assert status(lambda: s3.put_object(Bucket=b, Key="g", Body=b"x", GrantRead=grant)) == (501, "NotImplemented")
+    assert status(lambda: s3.copy_object(Bucket=b, Key="g", CopySource={"Bucket": b, "Key": "o"},
+                                         GrantRead=grant)) == (501, "NotImplemented")
+    assert status(lambda: s3.create_multipart_upload(Bucket=b, Key="g", GrantFullControl=f'id="{owner["ID"]}"')) \
+        == (501, "NotImplemented")
+    assert status(lambda: s3.head_object(Bucket=b, Key="g"))[0] == 404
+    c = bucket_name("acl-grant")
+    assert status(lambda: s3.create_bucket(Bucket=c, GrantWrite=grant)) == (501, "NotImplemented")
+    assert status(lambda: s3.head_bucket(Bucket=c))[0] == 404
 
     # IgnorePublicAcls: the public object is no longer readable anonymously.
     s3.put_public_access_block(Bucket=b, PublicAccessBlockConfiguration={"IgnorePublicAcls": True})

@@ -39,7 +39,21 @@ pub(crate) fn canned(name: &str) -> S3Result<CannedAcl> {
 /// every object: not stored, so such uploads, which rclone and s3cmd make,
 /// keep their row format); refused when public and the bucket blocks
 /// public ACLs.
-pub(crate) fn upload_acl(bucket: &BucketRow, name: Option<&str>) -> S3Result<Option<CannedAcl>> {
+pub(crate) fn upload_acl(
+    bucket: &BucketRow,
+    name: Option<&str>,
+    grants: bool,
+) -> S3Result<Option<CannedAcl>> {
+    // `x-amz-grant-*` headers: grants no canned ACL expresses, refused
+    // rather than ignored (an upload would be stored without the access
+    // its writer asked for).
+    if grants {
+        return Err(if bucket.acls_enabled() {
+            not_expressible()
+        } else {
+            acls_disabled()
+        });
+    }
     let Some(acl) = name.map(canned).transpose()? else {
         return Ok(None);
     };
@@ -52,6 +66,11 @@ pub(crate) fn upload_acl(bucket: &BucketRow, name: Option<&str>) -> S3Result<Opt
     }
     check_not_blocked(bucket, acl)?;
     Ok(acl.is_public().then_some(acl))
+}
+
+/// Whether any of an upload's `x-amz-grant-*` headers is present.
+pub(crate) fn has_grants(headers: [Option<&String>; 4]) -> bool {
+    headers.iter().any(Option::is_some)
 }
 
 /// `BucketOwnerEnforced`: a request setting an ACL other than the bucket
@@ -389,10 +408,10 @@ mod tests {
     #[test]
     fn public_acls_are_refused_where_blocked_and_private_is_not_stored() {
         let mut b = BucketRow::new("b", "ab".repeat(32), 1, 1);
-        assert_eq!(upload_acl(&b, Some("private")).unwrap(), None);
-        assert_eq!(upload_acl(&b, None).unwrap(), None);
+        assert_eq!(upload_acl(&b, Some("private"), false).unwrap(), None);
+        assert_eq!(upload_acl(&b, None, false).unwrap(), None);
         assert_eq!(
-            upload_acl(&b, Some("public-read")).unwrap(),
+            upload_acl(&b, Some("public-read"), false).unwrap(),
             Some(CannedAcl::PublicRead)
         );
         b.public_access_block.update(
@@ -403,14 +422,14 @@ mod tests {
             }),
         );
         assert_eq!(
-            upload_acl(&b, Some("public-read"))
+            upload_acl(&b, Some("public-read"), false)
                 .unwrap_err()
                 .code()
                 .as_str(),
             "AccessDenied"
         );
         assert_eq!(
-            upload_acl(&b, Some("bucket-owner-full-control")).unwrap(),
+            upload_acl(&b, Some("bucket-owner-full-control"), false).unwrap(),
             None
         );
     }

@@ -139,9 +139,30 @@ impl S3Api {
             .transpose()
             // A header, not a document: S3 answers InvalidArgument.
             .map_err(|_| s3_error!(InvalidArgument, "Invalid x-amz-object-ownership header"))?;
-        if ownership == Some(hangar_model::access::ObjectOwnership::BucketOwnerEnforced)
-            && acl.is_some_and(|a| a.is_public())
-        {
+        // `x-amz-grant-*`: grants no canned ACL expresses (501), or any
+        // ACL at all on a bucket created with ACLs disabled.
+        let grants = crate::ops_acl::has_grants([
+            req.input.grant_full_control.as_ref(),
+            req.input.grant_read.as_ref(),
+            req.input.grant_read_acp.as_ref(),
+            req.input.grant_write_acp.as_ref(),
+        ]) || req.input.grant_write.is_some();
+        let enforced =
+            ownership == Some(hangar_model::access::ObjectOwnership::BucketOwnerEnforced);
+        if grants {
+            return Err(if enforced {
+                s3_error!(
+                    InvalidBucketAclWithObjectOwnership,
+                    "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting"
+                )
+            } else {
+                s3_error!(
+                    NotImplemented,
+                    "Only canned ACLs (x-amz-acl) are supported, not x-amz-grant-* headers"
+                )
+            });
+        }
+        if enforced && acl.is_some_and(|a| a.is_public()) {
             return Err(s3_error!(
                 InvalidBucketAclWithObjectOwnership,
                 "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting"

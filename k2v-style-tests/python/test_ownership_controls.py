@@ -92,6 +92,9 @@ def test_bucket_owner_enforced_disables_acls(cluster):
     assert owner_only(last.get_object_acl(Bucket=b, Key="pub"), key.id)
     assert owner_only(last.get_bucket_acl(Bucket=b), key.id)
 
+    # An owner-only ACL is accepted and changes nothing: the kept one stays.
+    assert status(lambda: last.put_object_acl(Bucket=b, Key="pub", ACL="bucket-owner-full-control")) == (200, "")
+
     # Deleted, the ACLs kept apply again.
     first.delete_bucket_ownership_controls(Bucket=b)
     eventually(lambda: status(lambda: anon.get_object(Bucket=b, Key="pub")) == (200, ""),

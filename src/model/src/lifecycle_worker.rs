@@ -70,7 +70,7 @@ pub fn spawn_lifecycle_worker(
             // The queue is the buckets left in the pass under way: the
             // console draws it as the pass's progress.
             match model
-                .lifecycle_pass_with(day_msec, |left| w.set_queue_length(Some(left)))
+                .lifecycle_pass(day_msec, |left| w.set_queue_length(Some(left)))
                 .await
             {
                 Ok(r) => {
@@ -108,18 +108,9 @@ pub fn spawn_lifecycle_worker(
 
 impl Model {
     /// One pass over every bucket with enabled rules that this node acts
-    /// for.
-    pub async fn lifecycle_pass(&self, day_msec: u64) -> Result<PassReport> {
-        self.lifecycle_pass_with(day_msec, |_| {}).await
-    }
-
-    /// [`Model::lifecycle_pass`], telling `left` how many buckets are left
-    /// in the pass before each one and at its end.
-    pub async fn lifecycle_pass_with(
-        &self,
-        day_msec: u64,
-        left: impl Fn(u64),
-    ) -> Result<PassReport> {
+    /// for; `left` is told how many buckets are left in the pass before
+    /// each one and at its end.
+    pub async fn lifecycle_pass(&self, day_msec: u64, left: impl Fn(u64)) -> Result<PassReport> {
         let mut report = PassReport::default();
         let buckets: Vec<BucketRow> = self
             .buckets()

@@ -9,9 +9,10 @@
 use hangar_model::access::CannedAcl;
 use hangar_model::bucket::BucketRow;
 use s3s::dto::{
-    AccessControlPolicy, GetBucketAclInput, GetBucketAclOutput, GetObjectAclInput,
-    GetObjectAclOutput, Grant, Grantee, Owner, Permission, PutBucketAclInput, PutBucketAclOutput,
-    PutObjectAclInput, PutObjectAclOutput, Type,
+    AccessControlPolicy, CopyObjectInput, CreateBucketInput, CreateMultipartUploadInput,
+    GetBucketAclInput, GetBucketAclOutput, GetObjectAclInput, GetObjectAclOutput, Grant, Grantee,
+    Owner, Permission, PutBucketAclInput, PutBucketAclOutput, PutObjectAclInput,
+    PutObjectAclOutput, PutObjectInput, Type,
 };
 use s3s::{S3Error, S3Request, S3Response, S3Result, s3_error};
 
@@ -34,27 +35,52 @@ pub(crate) fn canned(name: &str) -> S3Result<CannedAcl> {
     })
 }
 
+/// The ACL headers of a request that may set an ACL: `x-amz-acl` and the
+/// `x-amz-grant-*` headers its operation takes.
+pub(crate) trait AclHeaders {
+    /// `x-amz-acl`.
+    fn canned_acl(&self) -> Option<&str>;
+    /// Whether any `x-amz-grant-*` header is present.
+    fn has_grants(&self) -> bool;
+}
+
+macro_rules! acl_headers {
+    ($t:ty: $($grant:ident),+) => {
+        impl AclHeaders for $t {
+            fn canned_acl(&self) -> Option<&str> {
+                self.acl.as_ref().map(|a| a.as_str())
+            }
+            fn has_grants(&self) -> bool {
+                false $(|| self.$grant.is_some())+
+            }
+        }
+    };
+}
+
+acl_headers!(PutObjectInput: grant_full_control, grant_read, grant_read_acp, grant_write_acp);
+acl_headers!(CopyObjectInput: grant_full_control, grant_read, grant_read_acp, grant_write_acp);
+acl_headers!(CreateMultipartUploadInput: grant_full_control, grant_read, grant_read_acp, grant_write_acp);
+acl_headers!(CreateBucketInput: grant_full_control, grant_read, grant_read_acp, grant_write, grant_write_acp);
+acl_headers!(PutBucketAclInput: grant_full_control, grant_read, grant_read_acp, grant_write, grant_write_acp);
+acl_headers!(PutObjectAclInput: grant_full_control, grant_read, grant_read_acp, grant_write, grant_write_acp);
+
 /// The ACL an upload stores: `None` for none, `private` or
 /// `bucket-owner-*` (the same grants in Hangar, whose bucket owners own
 /// every object: not stored, so such uploads, which rclone and s3cmd make,
 /// keep their row format); refused when public and the bucket blocks
 /// public ACLs.
-pub(crate) fn upload_acl(
-    bucket: &BucketRow,
-    name: Option<&str>,
-    grants: bool,
-) -> S3Result<Option<CannedAcl>> {
+pub(crate) fn upload_acl(bucket: &BucketRow, h: &impl AclHeaders) -> S3Result<Option<CannedAcl>> {
     // `x-amz-grant-*` headers: grants no canned ACL expresses, refused
     // rather than ignored (an upload would be stored without the access
     // its writer asked for).
-    if grants {
+    if h.has_grants() {
         return Err(if bucket.acls_enabled() {
             not_expressible()
         } else {
             acls_disabled()
         });
     }
-    let Some(acl) = name.map(canned).transpose()? else {
+    let Some(acl) = h.canned_acl().map(canned).transpose()? else {
         return Ok(None);
     };
     if !bucket.acls_enabled() {
@@ -68,11 +94,6 @@ pub(crate) fn upload_acl(
     Ok(acl.is_public().then_some(acl))
 }
 
-/// Whether any of an upload's `x-amz-grant-*` headers is present.
-pub(crate) fn has_grants(headers: [Option<&String>; 4]) -> bool {
-    headers.iter().any(Option::is_some)
-}
-
 /// `BucketOwnerEnforced`: a request setting an ACL other than the bucket
 /// owner's full control (AWS: "All S3 PUT requests must either specify the
 /// bucket-owner-full-control canned ACL or not specify an ACL").
@@ -83,10 +104,17 @@ fn acls_disabled() -> S3Error {
     )
 }
 
-/// Whether an ACL request asks for nothing but the bucket owner's full
+/// Refuses an ACL request that asks for more than the bucket owner's full
 /// control: `bucket-owner-full-control`, or a body granting only
-/// FULL_CONTROL to a canonical user (the only ACL a bucket whose ACLs are
-/// disabled accepts).
+/// FULL_CONTROL to a canonical user, is the only ACL a bucket whose ACLs
+/// are disabled accepts.
+fn check_owner_only(h: &impl AclHeaders, body: Option<&AccessControlPolicy>) -> S3Result<()> {
+    if h.has_grants() || !owner_full_control_only(h.canned_acl(), body) {
+        return Err(acls_disabled());
+    }
+    Ok(())
+}
+
 fn owner_full_control_only(acl: Option<&str>, body: Option<&AccessControlPolicy>) -> bool {
     match (acl, body) {
         (Some(a), None) => a == CannedAcl::BucketOwnerFullControl.as_str(),
@@ -129,15 +157,11 @@ fn not_expressible() -> S3Error {
 
 /// The canned ACL a request asks for: `x-amz-acl`, or an
 /// `AccessControlPolicy` body that one expresses; `x-amz-grant-*` → 501.
-fn requested(
-    acl: Option<&str>,
-    body: Option<&AccessControlPolicy>,
-    grant_headers: bool,
-) -> S3Result<CannedAcl> {
-    if grant_headers {
+fn requested(h: &impl AclHeaders, body: Option<&AccessControlPolicy>) -> S3Result<CannedAcl> {
+    if h.has_grants() {
         return Err(not_expressible());
     }
-    match (acl, body) {
+    match (h.canned_acl(), body) {
         (Some(a), None) => canned(a),
         (None, Some(p)) => from_policy(p),
         (Some(_), Some(_)) => Err(s3_error!(
@@ -231,25 +255,11 @@ impl S3Api {
     ) -> S3Result<S3Response<PutBucketAclOutput>> {
         let input = req.input;
         let b = self.bucket(signer(&req.credentials), &input.bucket).await?;
-        let grant_headers = input.grant_full_control.is_some()
-            || input.grant_read.is_some()
-            || input.grant_read_acp.is_some()
-            || input.grant_write.is_some()
-            || input.grant_write_acp.is_some();
         if !b.acls_enabled() {
-            // ACLs disabled: the owner's full control is all there is.
-            let acl = input.acl.as_ref().map(|a| a.as_str());
-            let body = input.access_control_policy.as_ref();
-            if grant_headers || !owner_full_control_only(acl, body) {
-                return Err(acls_disabled());
-            }
+            check_owner_only(&input, input.access_control_policy.as_ref())?;
             return Ok(S3Response::new(PutBucketAclOutput {}));
         }
-        let acl = requested(
-            input.acl.as_ref().map(|a| a.as_str()),
-            input.access_control_policy.as_ref(),
-            grant_headers,
-        )?;
+        let acl = requested(&input, input.access_control_policy.as_ref())?;
         check_not_blocked(&b, acl)?;
         self.model
             .buckets()
@@ -284,24 +294,12 @@ impl S3Api {
         req: S3Request<PutObjectAclInput>,
     ) -> S3Result<S3Response<PutObjectAclOutput>> {
         let input = req.input;
-        let grant_headers = input.grant_full_control.is_some()
-            || input.grant_read.is_some()
-            || input.grant_read_acp.is_some()
-            || input.grant_write.is_some()
-            || input.grant_write_acp.is_some();
         let b = self.bucket(signer(&req.credentials), &input.bucket).await?;
-        if !b.acls_enabled() {
-            let acl = input.acl.as_ref().map(|a| a.as_str());
-            let body = input.access_control_policy.as_ref();
-            if grant_headers || !owner_full_control_only(acl, body) {
-                return Err(acls_disabled());
-            }
+        let enabled = b.acls_enabled();
+        if !enabled {
+            check_owner_only(&input, input.access_control_policy.as_ref())?;
         }
-        let acl = requested(
-            input.acl.as_ref().map(|a| a.as_str()),
-            input.access_control_policy.as_ref(),
-            grant_headers,
-        )?;
+        let acl = requested(&input, input.access_control_policy.as_ref())?;
         check_not_blocked(&b, acl)?;
         let found = self
             .object_for_read(
@@ -311,6 +309,13 @@ impl S3Api {
                 input.version_id.as_deref(),
             )
             .await?;
+        // ACLs disabled: the object's own ACL is kept as it was, for when
+        // they are enabled again.
+        if !enabled {
+            return Ok(S3Response::new(PutObjectAclOutput {
+                request_charged: None,
+            }));
+        }
         self.model
             .objects()
             .set_version_acl(&b, &found, acl)
@@ -353,6 +358,18 @@ impl S3Api {
 mod tests {
     use super::*;
 
+    /// A request's ACL headers, as the tests give them.
+    struct Headers(Option<&'static str>, bool);
+
+    impl AclHeaders for Headers {
+        fn canned_acl(&self) -> Option<&str> {
+            self.0
+        }
+        fn has_grants(&self) -> bool {
+            self.1
+        }
+    }
+
     fn policy(grants: Vec<Grant>) -> AccessControlPolicy {
         AccessControlPolicy {
             grants: Some(grants),
@@ -385,14 +402,17 @@ mod tests {
             "NotImplemented"
         );
         assert_eq!(
-            requested(Some("private"), None, true)
+            requested(&Headers(Some("private"), true), None)
                 .unwrap_err()
                 .code()
                 .as_str(),
             "NotImplemented"
         );
         assert_eq!(
-            requested(None, None, false).unwrap_err().code().as_str(),
+            requested(&Headers(None, false), None)
+                .unwrap_err()
+                .code()
+                .as_str(),
             "MalformedACLError"
         );
         assert_eq!(
@@ -408,10 +428,13 @@ mod tests {
     #[test]
     fn public_acls_are_refused_where_blocked_and_private_is_not_stored() {
         let mut b = BucketRow::new("b", "ab".repeat(32), 1, 1);
-        assert_eq!(upload_acl(&b, Some("private"), false).unwrap(), None);
-        assert_eq!(upload_acl(&b, None, false).unwrap(), None);
         assert_eq!(
-            upload_acl(&b, Some("public-read"), false).unwrap(),
+            upload_acl(&b, &Headers(Some("private"), false)).unwrap(),
+            None
+        );
+        assert_eq!(upload_acl(&b, &Headers(None, false)).unwrap(), None);
+        assert_eq!(
+            upload_acl(&b, &Headers(Some("public-read"), false)).unwrap(),
             Some(CannedAcl::PublicRead)
         );
         b.public_access_block.update(
@@ -422,14 +445,14 @@ mod tests {
             }),
         );
         assert_eq!(
-            upload_acl(&b, Some("public-read"), false)
+            upload_acl(&b, &Headers(Some("public-read"), false))
                 .unwrap_err()
                 .code()
                 .as_str(),
             "AccessDenied"
         );
         assert_eq!(
-            upload_acl(&b, Some("bucket-owner-full-control"), false).unwrap(),
+            upload_acl(&b, &Headers(Some("bucket-owner-full-control"), false)).unwrap(),
             None
         );
     }

@@ -141,12 +141,7 @@ impl S3Api {
             .map_err(|_| s3_error!(InvalidArgument, "Invalid x-amz-object-ownership header"))?;
         // `x-amz-grant-*`: grants no canned ACL expresses (501), or any
         // ACL at all on a bucket created with ACLs disabled.
-        let grants = crate::ops_acl::has_grants([
-            req.input.grant_full_control.as_ref(),
-            req.input.grant_read.as_ref(),
-            req.input.grant_read_acp.as_ref(),
-            req.input.grant_write_acp.as_ref(),
-        ]) || req.input.grant_write.is_some();
+        let grants = crate::ops_acl::AclHeaders::has_grants(&req.input);
         let enforced =
             ownership == Some(hangar_model::access::ObjectOwnership::BucketOwnerEnforced);
         if grants {

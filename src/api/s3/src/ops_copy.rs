@@ -165,16 +165,7 @@ impl S3Api {
         };
 
         // The copy's own ACL (a copy does not take its source's).
-        let acl = crate::ops_acl::upload_acl(
-            &dst_b,
-            input.acl.as_ref().map(|a| a.as_str()),
-            crate::ops_acl::has_grants([
-                input.grant_full_control.as_ref(),
-                input.grant_read.as_ref(),
-                input.grant_read_acp.as_ref(),
-                input.grant_write_acp.as_ref(),
-            ]),
-        )?;
+        let acl = crate::ops_acl::upload_acl(&dst_b, input)?;
         // x-amz-tagging-directive: the source's tags (COPY, the default)
         // or the request's x-amz-tagging (REPLACE).
         let tags = match input.tagging_directive.as_ref().map(|d| d.as_str()) {

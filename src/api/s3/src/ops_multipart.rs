@@ -116,16 +116,7 @@ impl S3Api {
             input.object_lock_retain_until_date.as_ref(),
             input.object_lock_legal_hold_status.as_ref(),
         )?;
-        let acl = crate::ops_acl::upload_acl(
-            &b,
-            input.acl.as_ref().map(|a| a.as_str()),
-            crate::ops_acl::has_grants([
-                input.grant_full_control.as_ref(),
-                input.grant_read.as_ref(),
-                input.grant_read_acp.as_ref(),
-                input.grant_write_acp.as_ref(),
-            ]),
-        )?;
+        let acl = crate::ops_acl::upload_acl(&b, &input)?;
         let mut headers = system_headers(&req.headers);
         hangar_model::object_lock::put_in_headers(&mut headers, lock.retention, lock.legal_hold);
         hangar_model::access::put_acl_in_headers(&mut headers, acl);

@@ -552,16 +552,7 @@ impl S3Api {
         // Checked before the body is read.
         crate::user_meta::check(input.metadata.as_ref())?;
         let tags = crate::tagging::from_optional_header(input.tagging.as_deref())?;
-        let acl = crate::ops_acl::upload_acl(
-            &bucket,
-            input.acl.as_ref().map(|a| a.as_str()),
-            crate::ops_acl::has_grants([
-                input.grant_full_control.as_ref(),
-                input.grant_read.as_ref(),
-                input.grant_read_acp.as_ref(),
-                input.grant_write_acp.as_ref(),
-            ]),
-        )?;
+        let acl = crate::ops_acl::upload_acl(&bucket, &input)?;
         let lock = crate::ops_object_lock::new_lock(
             &bucket,
             input.object_lock_mode.as_ref(),

@@ -8,7 +8,7 @@ import { api, h, bytes, short, table } from "./ui.js";
 import { plot, perSecond, latency, count, timeLeft } from "./plot.js";
 
 /** The windows a user can pick, in seconds; the choice lasts the session. */
-export const WINDOWS = [[300, "5 minutes"], [900, "15 minutes"], [3600, "1 hour"]];
+const WINDOWS = [[300, "5 minutes"], [900, "15 minutes"], [3600, "1 hour"]];
 let chosen = 900;
 
 /** The window picker of the cluster page. */

@@ -16,7 +16,7 @@ const RIGHT = 12;
 const TOP = 10;
 const BOTTOM = 24;
 /** Colour classes (c0…c7 in console.css). */
-export const COLOURS = 8;
+const COLOURS = 8;
 
 function svg(tag, attrs = {}, ...children) {
   const el = document.createElementNS(NS, tag);

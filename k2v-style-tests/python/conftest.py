@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from hangar_testlib import HANGAR_BIN, Node, bucket_name, s3_client, tail
+import shutil
+
+from hangar_testlib import HANGAR_BIN, SESSION_DIRS, Node, bucket_name, s3_client, session_dir, tail
 
 
 def pytest_sessionstart(session):
@@ -16,9 +18,27 @@ def pytest_sessionstart(session):
         )
 
 
+@pytest.fixture(scope="module", autouse=True)
+def module_dirs_removed(request, tmp_path_factory):
+    """Removes the temporary directories a test module made (its nodes'
+    data and metadata) once the module is done, unless one of its tests
+    failed: kept to the end, the whole suite's reached 10 GB, enough to
+    fill a CI machine's disk before the fuzz and packaging stages. So the
+    suite needs the disk of its largest module, not of all of them.
+    Directories of session-scoped fixtures (`session_dir`) stay."""
+    base = tmp_path_factory.getbasetemp()
+    before = set(base.iterdir())
+    failed = request.session.testsfailed
+    yield
+    if request.session.testsfailed > failed:
+        return
+    for d in set(base.iterdir()) - before - SESSION_DIRS:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def node(tmp_path_factory):
-    n = Node(tmp_path_factory.mktemp("node"))
+    n = Node(session_dir(tmp_path_factory, "node"))
     n.start()
     yield n
     n.stop()

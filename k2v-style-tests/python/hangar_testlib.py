@@ -168,6 +168,19 @@ class Key:
     name: str = ""
 
 
+# The temporary directories of session-scoped fixtures, which conftest.py's
+# `module_dirs_removed` leaves alone.
+SESSION_DIRS: set[Path] = set()
+
+
+def session_dir(tmp_path_factory, name: str) -> Path:
+    """A temporary directory for a session-scoped fixture: kept until the
+    session ends, where a test module's own are removed when it is done."""
+    d = tmp_path_factory.mktemp(name)
+    SESSION_DIRS.add(d)
+    return d
+
+
 class Node:
     """One real `hangar server` process with its own config, dirs and ports."""
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from cluster_testlib import key_of, laid_out_cluster
-from hangar_testlib import REGION, REPO, bucket_name
+from hangar_testlib import REGION, REPO, bucket_name, session_dir
 
 SRC = REPO / "k2v-style-tests" / "go" / "minio-warp"
 GOCODE = Path("/usr/share/gocode/src")
@@ -45,7 +45,7 @@ def minio_warp(tmp_path_factory) -> Path:
         pytest.skip("`go` is not installed (script/install-test-deps installs golang-go)")
     if not MINIO_GO.is_dir():
         pytest.skip(f"{MINIO_GO} is missing (script/install-test-deps installs golang-github-minio-minio-go-v7-dev)")
-    tmp = tmp_path_factory.mktemp("minio-warp")
+    tmp = session_dir(tmp_path_factory, "minio-warp")
     out = tmp / "minio-warp"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GO", "CGO"))}
     env.update(

@@ -369,6 +369,24 @@ impl<S: Schema> Table<S, Sharded> {
         if targets.is_empty() {
             return Err(self.quorum_error("range", p, &[], QuorumError::NoLayout));
         }
+        // A partition whose one read node is this one: its rows, read in
+        // the caller's task, as `get` does (no message, so no byte budget
+        // and no cut).
+        if let [only] = targets[..]
+            && only == self.cluster.id()
+        {
+            let rows = self
+                .replica
+                .range(
+                    partition,
+                    start.as_ref().map(|k| k.as_slice()),
+                    end.as_ref().map(|k| k.as_slice()),
+                    reverse,
+                    limit,
+                )
+                .await?;
+            return Ok(Some(RangePage { rows, cut: None }));
+        }
         let msg = ReadRange {
             partition: ByteBuf::from(partition.to_vec()),
             start,

@@ -32,16 +32,3 @@ def test_not_implemented_xml_body(node, admin_key, s3, bucket):
     assert r.header("content-type") in ("application/xml", "application/xml; charset=utf-8")
     assert r.code == "NotImplemented" and r.message, r.body
 
-
-def test_part_number_of_a_multipart_object_is_not_implemented(s3, bucket):
-    # Part boundaries are not kept with a completed multipart object.
-    up = s3.create_multipart_upload(Bucket=bucket, Key="mp")["UploadId"]
-    parts = []
-    for n, body in ((1, b"a" * (5 * 1024 * 1024)), (2, b"b")):
-        r = s3.upload_part(Bucket=bucket, Key="mp", UploadId=up, PartNumber=n, Body=body)
-        parts.append({"PartNumber": n, "ETag": r["ETag"]})
-    s3.complete_multipart_upload(Bucket=bucket, Key="mp", UploadId=up, MultipartUpload={"Parts": parts})
-    for part in (1, 2):
-        with pytest.raises(ClientError) as e:
-            s3.get_object(Bucket=bucket, Key="mp", PartNumber=part)
-        assert http_status(e.value) == 501 and error_code(e.value) == "NotImplemented"

@@ -20,6 +20,7 @@ use hangar_util::Hash;
 use tokio::sync::Notify;
 
 use crate::block_list::{BlockEntry, VersionTable};
+use crate::version_parts::VersionPartTable;
 use crate::{ModelError, Result, VersionId};
 use hangar_table::Table;
 
@@ -32,6 +33,8 @@ pub struct Blocks {
     /// The cluster's blocks, on the nodes the layout assigns them.
     replicated: Arc<ReplicatedBlocks>,
     versions: Table<VersionTable>,
+    /// Where each part of a completed upload's version lies.
+    parts: Table<VersionPartTable>,
     collector_wakeup: Notify,
 }
 
@@ -41,12 +44,14 @@ impl Blocks {
         local: Arc<BlockManager>,
         replicated: Arc<ReplicatedBlocks>,
         versions: Table<VersionTable>,
+        parts: Table<VersionPartTable>,
     ) -> Blocks {
         Blocks {
             cluster,
             local,
             replicated,
             versions,
+            parts,
             collector_wakeup: Notify::new(),
         }
     }
@@ -61,6 +66,11 @@ impl Blocks {
     /// The block lists' rows.
     pub(crate) fn rows(&self) -> &Table<VersionTable> {
         &self.versions
+    }
+
+    /// The rows of completed uploads' parts ([`crate::version_parts`]).
+    pub(crate) fn part_rows(&self) -> &Table<VersionPartTable> {
+        &self.parts
     }
 
     /// Whether a block put of this node failed for overload within the
@@ -190,11 +200,13 @@ impl Blocks {
     }
 
     /// Makes version `to` use the `count` blocks of version `from` (a copy
-    /// shares blocks instead of duplicating them), or fails with
-    /// [`ModelError::SourceChanged`] if `from` lost blocks meanwhile. `to`
-    /// must have been registered with [`crate::Objects::begin_upload`].
+    /// shares blocks instead of duplicating them), and gives it `from`'s
+    /// part boundaries, or fails with [`ModelError::SourceChanged`] if
+    /// `from` lost blocks meanwhile. `to` must have been registered with
+    /// [`crate::Objects::begin_upload`].
     pub async fn share(&self, from: VersionId, count: u32, to: VersionId) -> Result<()> {
-        self.share_at(from, count, to, 0, 0).await
+        self.share_at(from, count, to, 0, 0).await?;
+        self.share_parts(from, to).await
     }
 
     /// Makes version `to` use the `count` blocks of `from`, numbered from

@@ -19,6 +19,7 @@ use hangar_util::worker::{WorkerRegistry, WorkerState};
 use crate::block_list::VersionTable;
 use crate::multipart::{MpuTable, PartTable};
 use crate::object::ObjectTable;
+use crate::version_parts::VersionPartTable;
 use crate::{Model, ModelError, Result, VersionId};
 
 pub use crate::queues::{UPLOAD_TREE, UploadOf, VERSION_GC_TREE, queue_version_gc};
@@ -246,6 +247,9 @@ async fn collect_one(model: &Model, version: VersionId) -> Result<u64> {
             .collect();
         model.blocks().rows().insert(tombs).await?;
         if done {
+            // The part boundaries go last: they hold no block, and until
+            // the queue entry is removed a crash repeats the pass.
+            model.blocks().drop_parts(version).await?;
             model
                 .db()
                 .write(move |tx| {
@@ -263,6 +267,7 @@ async fn collect_one(model: &Model, version: VersionId) -> Result<u64> {
 pub const TOMBSTONE_TREES: &[TombstoneTree] = &[
     TombstoneTree::of::<ObjectTable>(),
     TombstoneTree::of::<VersionTable>(),
+    TombstoneTree::of::<VersionPartTable>(),
     TombstoneTree::of::<MpuTable>(),
     TombstoneTree::of::<PartTable>(),
 ];
@@ -354,4 +359,44 @@ pub fn spawn_version_gc_worker(
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::test_model;
+    use crate::version_parts::VersionPart;
+
+    #[tokio::test]
+    async fn a_collected_version_takes_its_parts_and_leaves_the_others() {
+        let (_d, model) = test_model().await;
+        let blocks = model.blocks();
+        let part = VersionPart {
+            deleted: false,
+            size: 5,
+            offset: 0,
+            checksum: None,
+        };
+        let (dead, live) = ([7u8; 16], [8u8; 16]);
+        for v in [dead, live] {
+            blocks.put_parts(v, vec![(1, part.clone())]).await.unwrap();
+        }
+        model
+            .db()
+            .write(move |tx| {
+                queue_version_gc(tx, &dead);
+                Ok::<_, ModelError>(())
+            })
+            .await
+            .unwrap();
+        collect_versions(&model).await.unwrap();
+        assert_eq!(blocks.parts(&dead, 0, 10).await.unwrap(), Vec::new());
+        assert_eq!(blocks.parts(&live, 0, 10).await.unwrap(), vec![(1, part)]);
+        let queued = model
+            .db()
+            .get_async(VERSION_GC_TREE, dead.to_vec())
+            .await
+            .unwrap();
+        assert_eq!(queued, None, "the pass ended with the parts");
+    }
 }

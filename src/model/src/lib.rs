@@ -85,6 +85,7 @@ pub mod usage_backfill;
 pub mod version_keys;
 pub mod version_list;
 pub mod version_ops;
+pub mod version_parts;
 pub mod website;
 mod write_condition;
 

@@ -59,7 +59,8 @@ impl Model {
             Table::new(db.clone(), cluster.clone()).map_err(hangar_table::TableError::from)?,
         ));
         let buckets = Buckets::start(db.clone(), keys.clone(), cluster, allow_punycode)?;
-        let (object_rows, versions, mpus, parts) = (
+        let (object_rows, versions, version_parts, mpus, parts) = (
+            rows(&db, cluster)?,
             rows(&db, cluster)?,
             rows(&db, cluster)?,
             rows(&db, cluster)?,
@@ -70,6 +71,7 @@ impl Model {
             cluster: cluster.clone(),
             objects: object_rows.clone(),
             versions: versions.clone(),
+            version_parts: version_parts.clone(),
             mpus: mpus.clone(),
             parts: parts.clone(),
             refs: replicated.ref_table().clone(),
@@ -77,7 +79,13 @@ impl Model {
             buckets: buckets.bucket_table().clone(),
             aliases: buckets.alias_table().clone(),
         };
-        let blocks = Arc::new(Blocks::new(cluster.clone(), blocks, replicated, versions));
+        let blocks = Arc::new(Blocks::new(
+            cluster.clone(),
+            blocks,
+            replicated,
+            versions,
+            version_parts,
+        ));
         let objects = Arc::new(Objects::start(
             db.clone(),
             cluster,

@@ -1,5 +1,6 @@
 //! The node's replicated tables as their workers see them: the sharded
-//! tables (objects, versions, uploads, parts, block references) and the
+//! tables (objects, versions, completed parts, uploads, parts, block
+//! references) and the
 //! full tables (keys, buckets, aliases), handed to the anti-entropy
 //! workers; their status for `hangar table status`; the one-time repair of
 //! the Merkle indexes; and the collection of tombstones with every
@@ -22,6 +23,7 @@ use crate::key::KeyTable;
 use crate::multipart::{MpuTable, PartTable};
 use crate::object::ObjectTable;
 use crate::state::MODEL_STATE_TREE;
+use crate::version_parts::VersionPartTable;
 use crate::{ModelError, Result};
 
 /// Marker: the Merkle indexes of the sharded tables were repaired once.
@@ -33,6 +35,7 @@ pub struct Tables {
     pub(crate) cluster: hangar_cluster::Cluster,
     pub(crate) objects: Table<ObjectTable>,
     pub(crate) versions: Table<VersionTable>,
+    pub(crate) version_parts: Table<VersionPartTable>,
     pub(crate) mpus: Table<MpuTable>,
     pub(crate) parts: Table<PartTable>,
     pub(crate) refs: Table<BlockRefTable>,
@@ -42,12 +45,13 @@ pub struct Tables {
 }
 
 impl Tables {
-    /// The sharded tables (objects, versions, uploads, parts, block
-    /// references), for their anti-entropy worker.
+    /// The sharded tables (objects, versions, completed parts, uploads,
+    /// parts, block references), for their anti-entropy worker.
     pub fn sharded_tables(&self) -> Vec<Arc<dyn ShardedSyncable>> {
         vec![
             Arc::new(self.objects.clone()),
             Arc::new(self.versions.clone()),
+            Arc::new(self.version_parts.clone()),
             Arc::new(self.mpus.clone()),
             Arc::new(self.parts.clone()),
             Arc::new(self.refs.clone()),
@@ -73,6 +77,7 @@ impl Tables {
         Ok(vec![
             one(&self.objects).await?,
             one(&self.versions).await?,
+            one(&self.version_parts).await?,
             one(&self.mpus).await?,
             one(&self.parts).await?,
             one(&self.refs).await?,
@@ -121,6 +126,9 @@ impl Tables {
             let r = match tree {
                 t if t == ObjectTable::TREE => self.objects.collect_tombstones(entries).await?,
                 t if t == VersionTable::TREE => self.versions.collect_tombstones(entries).await?,
+                t if t == VersionPartTable::TREE => {
+                    self.version_parts.collect_tombstones(entries).await?
+                }
                 t if t == MpuTable::TREE => self.mpus.collect_tombstones(entries).await?,
                 t if t == PartTable::TREE => self.parts.collect_tombstones(entries).await?,
                 _ => continue,

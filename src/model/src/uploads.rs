@@ -24,6 +24,7 @@ use crate::multipart::{
 use crate::object::{ObjectData, ObjectRow, StoredChecksum};
 use crate::objects::Objects;
 use crate::queues::{UploadOf, end_upload_record};
+use crate::version_parts::VersionPart;
 use crate::write_condition::WriteCondition;
 use crate::{ModelError, Result, VersionId};
 use hangar_table::Table;
@@ -292,7 +293,8 @@ impl Uploads {
             .begin_upload(version, &UploadOf::object(&part_key, &mpu.key))
             .await?;
         let (mut next, mut bytes) = (0u32, 0u64);
-        for p in &chosen {
+        let mut bounds = Vec::with_capacity(chosen.len());
+        for (p, l) in chosen.iter().zip(listed) {
             if let Err(e) = self
                 .blocks
                 .share_at(p.version, p.blocks, version, next, bytes)
@@ -306,8 +308,21 @@ impl Uploads {
                     e => e,
                 });
             }
+            bounds.push((
+                l.part_number,
+                VersionPart {
+                    deleted: false,
+                    size: p.size,
+                    offset: bytes,
+                    checksum: p.checksum.clone(),
+                },
+            ));
             next += p.blocks;
             bytes += p.size;
+        }
+        if let Err(e) = self.blocks.put_parts(version, bounds).await {
+            self.objects.abort_upload(version).await?;
+            return Err(e);
         }
         let etag = multipart_etag(chosen.iter().map(|p| p.etag.as_str()));
         let mut headers = mpu.headers.clone();

@@ -27,6 +27,7 @@ pub mod http_conn;
 mod lifecycle_rules;
 mod lingering_body;
 pub mod metrics;
+mod object_parts;
 mod ops_acl;
 mod ops_attributes;
 mod ops_bucket;

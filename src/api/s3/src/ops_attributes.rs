@@ -2,10 +2,11 @@
 //! `x-amz-object-attributes` header (ETag, Checksum, ObjectParts,
 //! StorageClass, ObjectSize), in an XML body.
 //!
-//! Part boundaries are not kept with a completed multipart object, so
-//! `ObjectParts` gives the part count only (`TotalPartsCount`, the `-N` of
-//! the multipart ETag), never the `Part` list; a single-part upload has no
-//! `ObjectParts`, as in S3.
+//! `ObjectParts` gives a multipart object's part count and a page of its
+//! parts (`x-amz-part-number-marker`, `x-amz-max-parts`); as S3 does for a
+//! general-purpose bucket, the `Part` elements themselves only when the
+//! parts carry a checksum. An object uploaded in one request has no
+//! `ObjectParts`.
 
 use std::fmt::Write as _;
 
@@ -14,13 +15,29 @@ use s3s::{S3Request, S3Response, S3Result, s3_error};
 
 use crate::S3Api;
 use crate::access::signer;
+use crate::object_parts::parts_count;
 use crate::time::timestamp;
 use crate::xml_text::escape;
+use hangar_model::object::StoredChecksum;
 
-/// The part count of a multipart object: the `-N` of its ETag.
-pub(crate) fn parts_count(etag: &str) -> Option<i32> {
-    let (_, n) = etag.rsplit_once('-')?;
-    n.parse().ok()
+/// Parts of an `ObjectParts` page when `x-amz-max-parts` asks no fewer.
+const MAX_PARTS: i32 = 1000;
+
+/// The `Checksum…` elements of `c` (of the object, or of one part).
+fn checksum_elements(x: &mut String, c: &StoredChecksum) {
+    let mut sum = Checksum::default();
+    crate::checksum::fill_checksum!(Some(c), sum);
+    for (name, v) in [
+        ("ChecksumCRC32", &sum.checksum_crc32),
+        ("ChecksumCRC32C", &sum.checksum_crc32c),
+        ("ChecksumCRC64NVME", &sum.checksum_crc64nvme),
+        ("ChecksumSHA1", &sum.checksum_sha1),
+        ("ChecksumSHA256", &sum.checksum_sha256),
+    ] {
+        if let Some(v) = v {
+            let _ = write!(x, "<{name}>{}</{name}>", escape(v));
+        }
+    }
 }
 
 impl S3Api {
@@ -91,40 +108,46 @@ impl S3Api {
         if wants(ObjectAttributes::CHECKSUM)
             && let Some(c) = obj.checksum.as_ref()
         {
-            let mut sum = Checksum::default();
-            crate::checksum::fill_checksum!(Some(c), sum);
             x.push_str("<Checksum>");
-            for (name, v) in [
-                ("ChecksumCRC32", &sum.checksum_crc32),
-                ("ChecksumCRC32C", &sum.checksum_crc32c),
-                ("ChecksumCRC64NVME", &sum.checksum_crc64nvme),
-                ("ChecksumSHA1", &sum.checksum_sha1),
-                ("ChecksumSHA256", &sum.checksum_sha256),
-            ] {
-                if let Some(v) = v {
-                    el(&mut x, name, v);
-                }
-            }
+            checksum_elements(&mut x, c);
             x.push_str("</Checksum>");
         }
         if wants(ObjectAttributes::OBJECT_PARTS)
             && let Some(n) = parts_count(&obj.etag)
         {
-            // The part count, and an empty page of the part list (its
-            // boundaries are not kept: see the module documentation).
+            let marker = input.part_number_marker.unwrap_or(0).max(0) as u32;
+            let max = match input.max_parts.unwrap_or(MAX_PARTS) {
+                m if m < 0 => {
+                    return Err(s3_error!(
+                        InvalidArgument,
+                        "Argument max-parts must be an integer between 0 and 2147483647"
+                    ));
+                }
+                m => m.min(MAX_PARTS),
+            };
+            let (parts, truncated) = self.part_page(&obj, marker, max as usize).await?;
             x.push_str("<ObjectParts>");
             el(&mut x, "PartsCount", &n.to_string());
+            el(&mut x, "PartNumberMarker", &marker.to_string());
+            if truncated && let Some((last, _)) = parts.last() {
+                el(&mut x, "NextPartNumberMarker", &last.to_string());
+            }
+            el(&mut x, "MaxParts", &max.to_string());
             el(
                 &mut x,
-                "PartNumberMarker",
-                &input.part_number_marker.unwrap_or(0).to_string(),
+                "IsTruncated",
+                if truncated { "true" } else { "false" },
             );
-            el(
-                &mut x,
-                "MaxParts",
-                &input.max_parts.unwrap_or(1000).to_string(),
-            );
-            el(&mut x, "IsTruncated", "false");
+            for (number, p) in &parts {
+                let Some(c) = p.checksum.as_ref() else {
+                    continue;
+                };
+                x.push_str("<Part>");
+                el(&mut x, "PartNumber", &number.to_string());
+                el(&mut x, "Size", &p.size.to_string());
+                checksum_elements(&mut x, c);
+                x.push_str("</Part>");
+            }
             x.push_str("</ObjectParts>");
         }
         if wants(ObjectAttributes::STORAGE_CLASS) {
@@ -142,17 +165,5 @@ impl S3Api {
         resp.extensions
             .insert(crate::ops_versioning::XmlBody(bytes::Bytes::from(x)));
         Ok(resp)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parts_count;
-
-    #[test]
-    fn part_count_is_the_multipart_etag_suffix() {
-        assert_eq!(parts_count("0123abcd-3"), Some(3));
-        assert_eq!(parts_count("0123abcd"), None);
-        assert_eq!(parts_count("0123abcd-x"), None);
     }
 }

@@ -19,6 +19,7 @@ use crate::access::signer;
 use crate::checksum;
 use crate::conditions::{Preconditions, etag, read_preconditions};
 use crate::error::OrS3;
+use crate::object_parts::PartRead;
 use crate::ops_versioning::parse_version_id;
 use crate::sse_c::{Given, Sealing};
 use crate::time::timestamp;
@@ -34,6 +35,8 @@ struct Prepared {
     range: Option<Range<u64>>,
     /// The SSE-C key, checked against the object's.
     sse: Option<Given>,
+    /// The part asked for with `partNumber`.
+    part: Option<PartRead>,
 }
 
 /// The log text of an SSE-C object whose inline bytes do not open.
@@ -55,6 +58,7 @@ struct Described {
 fn describe(
     obj: &ObjectRow,
     range: Option<&Range<u64>>,
+    part: Option<&PartRead>,
     checksum_mode: Option<&ChecksumMode>,
     overrides: &[(&'static str, Option<&String>)],
 ) -> Described {
@@ -89,18 +93,27 @@ fn describe(
         }
     }
     let (content_length, content_range) = match range {
+        // An empty part (only the last part of an upload may be) has no
+        // bytes to name.
+        Some(r) if r.is_empty() => (0, None),
         Some(r) => (
             r.end - r.start,
             Some(format!("bytes {}-{}/{}", r.start, r.end - 1, obj.size)),
         ),
         None => (obj.size, None),
     };
-    // A checksum describes the whole object, so a range gets none.
+    if let Some(n) = part.and_then(|p| p.count) {
+        headers.insert("x-amz-mp-parts-count", HeaderValue::from(n));
+    }
+    // A checksum describes the whole object, so a range gets none; a part
+    // read gets the part's own.
     let wants_checksum = checksum_mode.is_some_and(|m| m.as_str() == ChecksumMode::ENABLED);
-    let checksum = obj
-        .checksum
-        .clone()
-        .filter(|_| wants_checksum && range.is_none());
+    let checksum = match part {
+        Some(p) if p.range.is_some() => p.checksum.clone(),
+        _ if range.is_some() => None,
+        _ => obj.checksum.clone(),
+    }
+    .filter(|_| wants_checksum);
     // S3 sends the count only when the object has tags, on GET and on HEAD
     // (whose output type lacks the field, hence a header here).
     if !obj.tag_set().is_empty() {
@@ -168,25 +181,26 @@ impl S3Api {
         let (obj, id) = (found.row, found.id.map(|i| i.to_string()));
         let sse = crate::sse_c::for_read(obj.sse_c.as_ref(), sse)?;
         conditions.check(&obj, false)?;
-        if let Some(p) = part_number {
-            match crate::ops_attributes::parts_count(&obj.etag) {
-                // Part boundaries are not kept with a multipart object.
-                Some(n) if n > 1 => {
-                    return Err(s3_error!(
-                        NotImplemented,
-                        "partNumber on an object uploaded in several parts is not implemented"
-                    ));
-                }
-                _ if p != 1 => return Err(crate::error::invalid_part_number()),
-                _ => {}
+        let part = match part_number {
+            Some(_) if range.is_some() => {
+                return Err(s3_error!(
+                    InvalidRequest,
+                    "Cannot specify both Range header and partNumber query parameter"
+                ));
             }
-        }
-        let range = range.map(|r| r.check(obj.size)).transpose()?;
+            Some(n) => Some(self.part_read(&obj, n).await?),
+            None => None,
+        };
+        let range = match &part {
+            Some(p) => p.range.clone(),
+            None => range.map(|r| r.check(obj.size)).transpose()?,
+        };
         Ok(Prepared {
             obj,
             version_id: id,
             range,
             sse,
+            part,
         })
     }
 
@@ -294,6 +308,7 @@ impl S3Api {
             version_id,
             range,
             sse,
+            part,
         } = self
             .prepare_read(
                 signer(&req.credentials),
@@ -309,6 +324,7 @@ impl S3Api {
         let d = describe(
             &obj,
             range.as_ref(),
+            part.as_ref(),
             input.checksum_mode.as_ref(),
             &[
                 ("content-type", input.response_content_type.as_ref()),
@@ -353,7 +369,7 @@ impl S3Api {
         ) = crate::ops_object_lock::lock_headers(&obj);
         (out.sse_customer_algorithm, out.sse_customer_key_md5) = crate::sse_c::echo(sse.as_ref());
         checksum::fill_checksum!(d.checksum.as_ref(), out);
-        if d.checksum.is_some() {
+        if d.checksum.is_some() && part.is_none() {
             out.checksum_type = Some(s3s::dto::ChecksumType::from_static(
                 s3s::dto::ChecksumType::FULL_OBJECT,
             ));
@@ -382,6 +398,7 @@ impl S3Api {
             version_id,
             range,
             sse,
+            part,
         } = self
             .prepare_read(
                 signer(&req.credentials),
@@ -394,7 +411,13 @@ impl S3Api {
                 sse,
             )
             .await?;
-        let d = describe(&obj, range.as_ref(), input.checksum_mode.as_ref(), &[]);
+        let d = describe(
+            &obj,
+            range.as_ref(),
+            part.as_ref(),
+            input.checksum_mode.as_ref(),
+            &[],
+        );
         let mut out = HeadObjectOutput {
             content_length: Some(d.content_length as i64),
             content_range: d.content_range,
@@ -414,7 +437,11 @@ impl S3Api {
         let mut resp = S3Response::new(out);
         resp.headers = d.headers;
         if resp.output.content_range.is_some() {
-            resp.status = Some(http::StatusCode::PARTIAL_CONTENT);
+            // s3s answers HEAD with 200 whatever the output's status, and
+            // S3 answers a range or a part of it with 206.
+            resp.extensions.insert(crate::server::StatusOverride(
+                http::StatusCode::PARTIAL_CONTENT,
+            ));
         }
         Ok(resp)
     }

@@ -41,7 +41,8 @@ fn part_sealing(mpu: &MpuRow, sse: Option<&Given>) -> Option<Sealing> {
     Some(Sealing::with(mpu.sse_c.as_ref()?, sse?))
 }
 
-fn check_part_number(n: i32) -> S3Result<u32> {
+/// A part number as S3 accepts it (1 to 10000), or `InvalidArgument`.
+pub(crate) fn check_part_number(n: i32) -> S3Result<u32> {
     if (1..=MAX_PART_NUMBER).contains(&n) {
         Ok(n as u32)
     } else {

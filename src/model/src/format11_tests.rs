@@ -84,6 +84,7 @@ fn an_encrypted_upload_is_format_11() {
         checksum_algorithm: None,
         tags: Default::default(),
         sse_c: None,
+        checksum_type: None,
     };
     assert_eq!(encode::<MpuTable>(&m)[0], ROW_FORMAT);
     m.sse_c = Some(record());

@@ -136,6 +136,7 @@ fn bucket_configuration_and_upload_tags_are_format_3() {
         checksum_algorithm: None,
         tags: TagSet::new(),
         sse_c: None,
+        checksum_type: None,
     };
     assert_eq!(encode::<MpuTable>(&m)[0], ROW_FORMAT);
     m.tags.insert("a".into(), "b".into());

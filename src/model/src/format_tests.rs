@@ -526,7 +526,7 @@ async fn a_node_written_by_format_1_is_readable() {
     });
     let done = model
         .uploads()
-        .complete(&b, &mpu, &listed, None, Default::default())
+        .complete(&b, &mpu, &listed, &|_| Ok(None), Default::default())
         .await
         .unwrap()
         .unwrap();

@@ -44,6 +44,8 @@ mod format12_tests;
 #[cfg(test)]
 mod format13_tests;
 #[cfg(test)]
+mod format14_tests;
+#[cfg(test)]
 mod format3_tests;
 #[cfg(test)]
 mod format5_tests;

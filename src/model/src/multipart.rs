@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::row_format::{SSE_C_ROW_FORMAT, TAGS_CORS_ROW_FORMAT};
+use crate::row_format::{CHECKSUM_TYPE_ROW_FORMAT, SSE_C_ROW_FORMAT, TAGS_CORS_ROW_FORMAT};
 use hangar_table::{Crdt, ROW_FORMAT, Schema, max_by_content};
 use serde::{Deserialize, Serialize};
 
@@ -42,6 +42,13 @@ pub struct MpuRow {
     /// takes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sse_c: Option<SseC>,
+    /// How the completed object's checksum is made of the parts'
+    /// (`x-amz-checksum-type` of CreateMultipartUpload: `COMPOSITE`, a
+    /// checksum of the parts' checksums, or `FULL_OBJECT`, the checksum of
+    /// the whole content): row format 14; absent when the client named none
+    /// (the algorithm's default then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum_type: Option<String>,
 }
 
 impl Crdt for MpuRow {
@@ -70,7 +77,9 @@ impl Schema for MpuTable {
     }
 
     fn format_of(row: &MpuRow) -> u8 {
-        if row.sse_c.is_some() {
+        if row.checksum_type.is_some() {
+            CHECKSUM_TYPE_ROW_FORMAT
+        } else if row.sse_c.is_some() {
             SSE_C_ROW_FORMAT
         } else if row.tags.is_empty() {
             ROW_FORMAT
@@ -156,6 +165,15 @@ pub struct CompletedPart {
     pub etag: String,
 }
 
+/// What a completion's caller makes of the parts it chose (each listed
+/// part's stored row, in order): the completed object's checksum, or why
+/// the completion is refused. The model stores what it is given; the
+/// algorithms are the API's.
+pub type ObjectChecksum<'a> = dyn Fn(&[(u32, PartRow)]) -> std::result::Result<Option<StoredChecksum>, CompleteError>
+    + Send
+    + Sync
+    + 'a;
+
 /// Why a completion was refused (each maps to an S3 error code).
 #[derive(Debug)]
 pub enum CompleteError {
@@ -167,6 +185,20 @@ pub enum CompleteError {
     EntityTooSmall(u32),
     /// MalformedXML: no parts listed.
     NoParts,
+    /// A checksum of the parts or of the object does not hold (the
+    /// caller's [`ObjectChecksum`] says which, and its S3 error).
+    Checksum(ChecksumRefusal),
+}
+
+/// Why the checksums of a completion refuse it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChecksumRefusal {
+    /// InvalidPart: a listed part's checksum is not the stored one.
+    PartMismatch(u32),
+    /// InvalidRequest: the upload's algorithm needs what is missing.
+    Missing(String),
+    /// BadDigest: the object's checksum sent is not the one its parts make.
+    ObjectMismatch(String),
 }
 
 /// Smallest part, except the last, that S3 accepts in a completion.

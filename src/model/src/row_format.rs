@@ -77,6 +77,14 @@ pub const QUOTA_ROW_FORMAT: u8 = 12;
 /// carry one; 13 includes 3 to 12.
 pub const OWNERSHIP_ROW_FORMAT: u8 = 13;
 
+/// Format 13 plus a multipart upload's checksum type
+/// (`MpuRow::checksum_type`, `COMPOSITE` or `FULL_OBJECT`): a reader of an
+/// older format would drop it on its next merge, and the completed object
+/// would get the other kind of checksum than the client announced, so
+/// such rows say so. Written only for the upload rows that carry one; 14
+/// includes 3 to 13.
+pub const CHECKSUM_TYPE_ROW_FORMAT: u8 = 14;
+
 /// The newest format of the model's rows: every table of the model reads
 /// formats 2 to this one.
-pub const NEWEST: u8 = OWNERSHIP_ROW_FORMAT;
+pub const NEWEST: u8 = CHECKSUM_TYPE_ROW_FORMAT;

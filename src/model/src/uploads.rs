@@ -19,9 +19,10 @@ use hangar_table::Lww;
 use crate::blocks::Blocks;
 use crate::bucket::BucketRow;
 use crate::multipart::{
-    CompleteError, CompletedPart, MIN_PART_SIZE, MpuRow, MpuTable, PartRow, PartTable, mpu_sort_key,
+    CompleteError, CompletedPart, MIN_PART_SIZE, MpuRow, MpuTable, ObjectChecksum, PartRow,
+    PartTable, mpu_sort_key,
 };
-use crate::object::{ObjectData, ObjectRow, StoredChecksum};
+use crate::object::{ObjectData, ObjectRow};
 use crate::objects::Objects;
 use crate::queues::{UploadOf, end_upload_record};
 use crate::version_parts::VersionPart;
@@ -257,7 +258,7 @@ impl Uploads {
         bucket: &BucketRow,
         mpu: &MpuRow,
         listed: &[CompletedPart],
-        checksum: Option<StoredChecksum>,
+        checksum: &ObjectChecksum<'_>,
         cond: WriteCondition,
     ) -> Result<std::result::Result<ObjectRow, CompleteError>> {
         if listed.is_empty() {
@@ -286,6 +287,15 @@ impl Uploads {
             }
             chosen.push(p.clone());
         }
+        let numbered: Vec<(u32, PartRow)> = listed
+            .iter()
+            .map(|l| l.part_number)
+            .zip(chosen.iter().cloned())
+            .collect();
+        let checksum = match checksum(&numbered) {
+            Ok(c) => c,
+            Err(e) => return Ok(Err(e)),
+        };
 
         let version = crate::new_version_id();
         let part_key = bucket.id_bytes();

@@ -17,6 +17,7 @@ use hangar_model::object_lock::{
     DefaultRetention, ObjectLockConfig, Retention, RetentionMode, RetentionPeriod,
 };
 use hangar_model::sse_c::SseC;
+use hangar_model::version_parts::VersionPart;
 use hangar_model::website::WebsiteConfig;
 use hangar_table::crdt::laws;
 use hangar_table::{Crdt, Lww, LwwMap};
@@ -419,19 +420,47 @@ fn block_entry() -> impl Strategy<Value = BlockEntry> {
 }
 
 fn mpu_row() -> impl Strategy<Value = MpuRow> {
-    (any::<bool>(), small_string(), 0u64..2, tag_set(), sse_c()).prop_map(
-        |(deleted, key, initiated, tags, sse_c)| MpuRow {
-            deleted,
-            upload_id: [7; 16],
-            key,
-            initiated_msec: initiated,
-            headers: BTreeMap::new(),
-            user_meta: BTreeMap::new(),
-            checksum_algorithm: None,
-            tags,
-            sse_c,
-        },
+    (
+        any::<bool>(),
+        small_string(),
+        0u64..2,
+        tag_set(),
+        sse_c(),
+        proptest::option::of(prop_oneof![Just("COMPOSITE"), Just("FULL_OBJECT")]),
     )
+        .prop_map(
+            |(deleted, key, initiated, tags, sse_c, checksum_type)| MpuRow {
+                deleted,
+                upload_id: [7; 16],
+                key,
+                initiated_msec: initiated,
+                headers: BTreeMap::new(),
+                user_meta: BTreeMap::new(),
+                checksum_algorithm: checksum_type.map(|_| "CRC32".to_owned()),
+                tags,
+                sse_c,
+                checksum_type: checksum_type.map(str::to_owned),
+            },
+        )
+}
+
+/// The rows of a completed version's parts (`version_part`).
+fn version_part() -> impl Strategy<Value = VersionPart> {
+    (
+        any::<bool>(),
+        0u64..3,
+        0u64..3,
+        proptest::option::of(0u8..2),
+    )
+        .prop_map(|(deleted, size, offset, sum)| VersionPart {
+            deleted,
+            size,
+            offset,
+            checksum: sum.map(|v| StoredChecksum {
+                algorithm: "CRC32".into(),
+                value: format!("{v}"),
+            }),
+        })
 }
 
 /// No SSE-C, or one of two records (row format 11).
@@ -525,6 +554,11 @@ crdt_laws!(
 );
 crdt_laws!(mpu_rows_obey_the_laws, mpu_rows_converge, mpu_row());
 crdt_laws!(part_rows_obey_the_laws, part_rows_converge, part_row());
+crdt_laws!(
+    version_parts_obey_the_laws,
+    version_parts_converge,
+    version_part()
+);
 
 #[test]
 fn two_concurrent_grants_on_one_key_both_survive() {

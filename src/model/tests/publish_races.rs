@@ -402,6 +402,7 @@ fn mpu(key: &str) -> hangar_model::multipart::MpuRow {
         checksum_algorithm: None,
         tags: Default::default(),
         sse_c: None,
+        checksum_type: None,
     }
 }
 

@@ -19,7 +19,7 @@ pub enum Algorithm {
 }
 
 impl Algorithm {
-    const ALL: [Algorithm; 5] = [
+    pub(crate) const ALL: [Algorithm; 5] = [
         Algorithm::Crc32,
         Algorithm::Crc32c,
         Algorithm::Crc64Nvme,
@@ -43,7 +43,7 @@ impl Algorithm {
         format!("x-amz-checksum-{}", self.name().to_ascii_lowercase())
     }
 
-    fn parse(s: &str) -> Option<Algorithm> {
+    pub(crate) fn parse(s: &str) -> Option<Algorithm> {
         Self::ALL
             .into_iter()
             .find(|a| a.name().eq_ignore_ascii_case(s) || a.header().eq_ignore_ascii_case(s))
@@ -121,15 +121,11 @@ pub fn hasher(a: Algorithm) -> ChecksumHasher {
     h
 }
 
-/// Finishes `h` and checks it against what the client sent; returns the
-/// checksum to store with the object.
-pub fn verify(
-    req: &Requested,
-    h: ChecksumHasher,
-    trailers: Option<&TrailingHeaders>,
-) -> S3Result<StoredChecksum> {
+/// Finishes `h`, a hasher of one algorithm ([`hasher`]): its value in
+/// base64, as S3 transmits it.
+pub fn value_of(h: ChecksumHasher) -> String {
     let c = h.finalize();
-    let computed = [
+    [
         c.checksum_crc32,
         c.checksum_crc32c,
         c.checksum_crc64nvme,
@@ -139,7 +135,17 @@ pub fn verify(
     .into_iter()
     .flatten()
     .next()
-    .expect("the hasher computes one checksum");
+    .expect("the hasher computes one checksum")
+}
+
+/// Finishes `h` and checks it against what the client sent; returns the
+/// checksum to store with the object.
+pub fn verify(
+    req: &Requested,
+    h: ChecksumHasher,
+    trailers: Option<&TrailingHeaders>,
+) -> S3Result<StoredChecksum> {
+    let computed = value_of(h);
     let sent = if req.in_trailer {
         let name = req.algorithm.header();
         let v = trailers

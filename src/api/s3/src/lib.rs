@@ -27,6 +27,7 @@ pub mod http_conn;
 mod lifecycle_rules;
 mod lingering_body;
 pub mod metrics;
+mod multipart_checksum;
 mod object_parts;
 mod ops_acl;
 mod ops_attributes;

@@ -110,6 +110,11 @@ impl S3Api {
         {
             x.push_str("<Checksum>");
             checksum_elements(&mut x, c);
+            el(
+                &mut x,
+                "ChecksumType",
+                crate::multipart_checksum::Kind::of_stored(c).name(),
+            );
             x.push_str("</Checksum>");
         }
         if wants(ObjectAttributes::OBJECT_PARTS)

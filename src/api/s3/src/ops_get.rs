@@ -47,6 +47,20 @@ fn unopened(obj: &ObjectRow) -> String {
     )
 }
 
+/// `x-amz-checksum-type` of a read that answers `checksum`: the object's
+/// type (a multipart object's may be composite); none for a part's own.
+fn checksum_type(
+    checksum: Option<&StoredChecksum>,
+    part: Option<&PartRead>,
+) -> Option<s3s::dto::ChecksumType> {
+    if part.is_some_and(|p| p.range.is_some()) {
+        return None;
+    }
+    checksum.map(|c| {
+        s3s::dto::ChecksumType::from_static(crate::multipart_checksum::Kind::of_stored(c).name())
+    })
+}
+
 /// The fields GET and HEAD share.
 struct Described {
     content_length: u64,
@@ -369,11 +383,7 @@ impl S3Api {
         ) = crate::ops_object_lock::lock_headers(&obj);
         (out.sse_customer_algorithm, out.sse_customer_key_md5) = crate::sse_c::echo(sse.as_ref());
         checksum::fill_checksum!(d.checksum.as_ref(), out);
-        if d.checksum.is_some() && part.is_none() {
-            out.checksum_type = Some(s3s::dto::ChecksumType::from_static(
-                s3s::dto::ChecksumType::FULL_OBJECT,
-            ));
-        }
+        out.checksum_type = checksum_type(d.checksum.as_ref(), part.as_ref());
         let mut resp = S3Response::new(out);
         resp.headers = headers;
         if resp.output.content_range.is_some() {
@@ -434,6 +444,7 @@ impl S3Api {
         ) = crate::ops_object_lock::lock_headers(&obj);
         (out.sse_customer_algorithm, out.sse_customer_key_md5) = crate::sse_c::echo(sse.as_ref());
         checksum::fill_checksum!(d.checksum.as_ref(), out);
+        out.checksum_type = checksum_type(d.checksum.as_ref(), part.as_ref());
         let mut resp = S3Response::new(out);
         resp.headers = d.headers;
         if resp.output.content_range.is_some() {

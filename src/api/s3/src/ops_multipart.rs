@@ -7,16 +7,19 @@ use std::ops::Bound;
 use hangar_model::VersionId;
 use hangar_model::bucket::BucketRow;
 use hangar_model::garbage::UploadOf;
-use hangar_model::multipart::{CompleteError, CompletedPart, MpuRow, PartRow, mpu_sort_key};
+use hangar_model::multipart::{
+    ChecksumRefusal, CompleteError, CompletedPart, MpuRow, PartRow, mpu_sort_key,
+};
 use hangar_model::object::{ObjectData, ObjectRow};
 use s3s::dto::*;
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 
 use crate::S3Api;
 use crate::access::signer;
-use crate::checksum;
+use crate::checksum::{self, Algorithm};
 use crate::conditions::{Preconditions, etag};
 use crate::error::OrS3;
+use crate::multipart_checksum::{Kind, Sent};
 use crate::ops_put::check_key_length;
 use crate::ops_put::{BodySource, StoredBody, system_headers};
 use crate::sse_c::{Given, Sealing};
@@ -126,6 +129,10 @@ impl S3Api {
             .checksum_algorithm
             .as_ref()
             .map(|a| a.as_str().to_owned());
+        let checksum_type = crate::multipart_checksum::upload_type(
+            algorithm.as_deref(),
+            input.checksum_type.as_ref().map(|t| t.as_str()),
+        )?;
         let sse = self.sse_given(
             &req.headers,
             input.sse_customer_algorithm.as_deref(),
@@ -143,7 +150,9 @@ impl S3Api {
             tags,
             // The parts are sealed under this record's salt and key.
             sse_c: sse.as_ref().map(|g| SseC::new(&g.key)),
+            checksum_type,
         };
+        let kind = crate::multipart_checksum::of_upload(&row).map(|(_, k)| k.name());
         self.model.uploads().create(&b, row).await.or_s3()?;
         let (sse_customer_algorithm, sse_customer_key_md5) = crate::sse_c::echo(sse.as_ref());
         Ok(S3Response::new(CreateMultipartUploadOutput {
@@ -151,6 +160,7 @@ impl S3Api {
             key: Some(input.key),
             upload_id: Some(hex::encode(upload_id)),
             checksum_algorithm: input.checksum_algorithm,
+            checksum_type: kind.map(ChecksumType::from_static),
             sse_customer_algorithm,
             sse_customer_key_md5,
             ..Default::default()
@@ -361,10 +371,17 @@ impl S3Api {
         if sent.is_some() {
             crate::sse_c::for_part(mpu.sse_c.as_ref(), sent)?;
         }
+        let sent = checksums_sent(&input, &mpu);
         let row = match self
             .model
             .uploads()
-            .complete(&b, &mpu, &listed, None, cond)
+            .complete(
+                &b,
+                &mpu,
+                &listed,
+                &|parts| crate::multipart_checksum::object_checksum(&mpu, &sent, parts),
+                cond,
+            )
             .await
             .or_s3()?
         {
@@ -392,6 +409,18 @@ impl S3Api {
                     MalformedXML,
                     "The XML you provided was not well-formed or did not validate against our published schema: no parts listed"
                 ));
+            }
+            Err(CompleteError::Checksum(ChecksumRefusal::PartMismatch(n))) => {
+                return Err(s3_error!(
+                    InvalidPart,
+                    "One or more of the specified parts could not be found. The part may not have been uploaded, or the specified checksum may not match the part's checksum. (part {n})"
+                ));
+            }
+            Err(CompleteError::Checksum(ChecksumRefusal::Missing(m))) => {
+                return Err(s3_error!(InvalidRequest, "{m}"));
+            }
+            Err(CompleteError::Checksum(ChecksumRefusal::ObjectMismatch(m))) => {
+                return Err(s3_error!(BadDigest, "{m}"));
             }
         };
         Ok(S3Response::new(completed_output(&input, &b, &row)))
@@ -469,6 +498,12 @@ impl S3Api {
             initiator: Some(initiator(&crate::ops_acl::owner_of(&b))),
             owner: Some(crate::ops_acl::owner_of(&b)),
             storage_class: Some(StorageClass::from_static(StorageClass::STANDARD)),
+            checksum_algorithm: mpu
+                .checksum_algorithm
+                .as_deref()
+                .map(|a| ChecksumAlgorithm::from(a.to_owned())),
+            checksum_type: crate::multipart_checksum::of_upload(&mpu)
+                .map(|(_, k)| ChecksumType::from_static(k.name())),
             ..Default::default()
         }))
     }
@@ -525,7 +560,7 @@ impl S3Api {
                     .and_then(|d| r.key[prefix.len()..].find(d).map(|i| (i, d.len())))
                 {
                     Some((i, dl)) => Listed::Prefix(r.key[..prefix.len() + i + dl].to_owned()),
-                    None => Listed::Upload(r),
+                    None => Listed::Upload(Box::new(r)),
                 };
                 if let Listed::Prefix(p) = &item {
                     // A prefix already listed, here or on the page before.
@@ -625,13 +660,63 @@ fn completed_output(
     bucket: &BucketRow,
     row: &ObjectRow,
 ) -> CompleteMultipartUploadOutput {
-    CompleteMultipartUploadOutput {
+    let mut out = CompleteMultipartUploadOutput {
         bucket: Some(input.bucket.clone()),
         key: Some(input.key.clone()),
         e_tag: Some(etag(row)),
         location: Some(format!("/{}/{}", input.bucket, input.key)),
         version_id: crate::ops_versioning::published_id(bucket, row),
+        checksum_type: row
+            .checksum
+            .as_ref()
+            .map(|c| ChecksumType::from_static(Kind::of_stored(c).name())),
         ..Default::default()
+    };
+    checksum::fill_checksum!(row.checksum.as_ref(), out);
+    out
+}
+
+/// The checksums a completion of `mpu` sends: each listed part's and the
+/// object's of the upload's algorithm, and the checksum type.
+fn checksums_sent(input: &CompleteMultipartUploadInput, mpu: &MpuRow) -> Sent {
+    let algorithm = crate::multipart_checksum::of_upload(mpu).map(|(a, _)| a);
+    // The value of `a` among a DTO's five checksum fields.
+    fn pick(a: Option<Algorithm>, fields: [&Option<String>; 5]) -> Option<String> {
+        let i = Algorithm::ALL.iter().position(|x| Some(*x) == a)?;
+        fields[i].clone()
+    }
+    let parts = input
+        .multipart_upload
+        .as_ref()
+        .and_then(|m| m.parts.as_deref())
+        .unwrap_or_default()
+        .iter()
+        .map(|p| {
+            pick(
+                algorithm,
+                [
+                    &p.checksum_crc32,
+                    &p.checksum_crc32c,
+                    &p.checksum_crc64nvme,
+                    &p.checksum_sha1,
+                    &p.checksum_sha256,
+                ],
+            )
+        })
+        .collect();
+    Sent {
+        parts,
+        object: pick(
+            algorithm,
+            [
+                &input.checksum_crc32,
+                &input.checksum_crc32c,
+                &input.checksum_crc64nvme,
+                &input.checksum_sha1,
+                &input.checksum_sha256,
+            ],
+        ),
+        kind: input.checksum_type.as_ref().map(|t| t.as_str().to_owned()),
     }
 }
 
@@ -640,7 +725,7 @@ const LIST_PAGE: usize = 1000;
 
 /// One entry of a ListMultipartUploads answer.
 enum Listed {
-    Upload(MpuRow),
+    Upload(Box<MpuRow>),
     /// Keys sharing this prefix up to the delimiter, listed once.
     Prefix(String),
 }

@@ -10,7 +10,7 @@ use crate::row_format::{OBJECT_LOCK_ROW_FORMAT, SSE_C_ROW_FORMAT};
 use hangar_table::{Lww, ROW_FORMAT, encode};
 use hangar_util::Hash;
 
-use crate::multipart::{MpuRow, MpuTable};
+use crate::multipart::MpuTable;
 use crate::object::{ObjectData, ObjectRow, ObjectTable};
 use crate::sse_c::{CustomerKey, SEAL_OVERHEAD, SseC};
 use crate::test_support::{fixstr as s, test_model};
@@ -74,18 +74,7 @@ fn an_encrypted_version_is_format_11_with_its_record_at_the_end() {
 
 #[test]
 fn an_encrypted_upload_is_format_11() {
-    let mut m = MpuRow {
-        deleted: false,
-        upload_id: [1; 16],
-        key: "k".into(),
-        initiated_msec: 1,
-        headers: Default::default(),
-        user_meta: Default::default(),
-        checksum_algorithm: None,
-        tags: Default::default(),
-        sse_c: None,
-        checksum_type: None,
-    };
+    let mut m = crate::test_support::plain_upload();
     assert_eq!(encode::<MpuTable>(&m)[0], ROW_FORMAT);
     m.sse_c = Some(record());
     let v = encode::<MpuTable>(&m);

@@ -10,7 +10,7 @@ use hangar_table::{Lww, ROW_FORMAT, Replica, Schema, encode, storage_key};
 use serde::Serialize;
 
 use crate::bucket::{BucketRow, BucketTable, CorsRule};
-use crate::multipart::{MpuRow, MpuTable};
+use crate::multipart::MpuTable;
 use crate::object::{ObjectData, ObjectRow, ObjectTable, TagSet};
 use crate::test_support::{fixstr as s, test_db, test_model};
 
@@ -126,18 +126,7 @@ fn bucket_configuration_and_upload_tags_are_format_3() {
     let back: BucketRow = rmp_serde::from_slice(&v[1..]).unwrap();
     assert_eq!(back, b);
 
-    let mut m = MpuRow {
-        deleted: false,
-        upload_id: [1; 16],
-        key: "k".into(),
-        initiated_msec: 1,
-        headers: BTreeMap::new(),
-        user_meta: BTreeMap::new(),
-        checksum_algorithm: None,
-        tags: TagSet::new(),
-        sse_c: None,
-        checksum_type: None,
-    };
+    let mut m = crate::test_support::plain_upload();
     assert_eq!(encode::<MpuTable>(&m)[0], ROW_FORMAT);
     m.tags.insert("a".into(), "b".into());
     assert_eq!(encode::<MpuTable>(&m)[0], TAGS_CORS_ROW_FORMAT);

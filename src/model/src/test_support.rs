@@ -1,5 +1,6 @@
 //! Helpers of the crate's unit tests: a store and a model on a fresh
-//! directory, and the MessagePack bytes the row-format tests compare.
+//! directory, the MessagePack bytes the row-format tests compare, and a
+//! plain upload row they vary.
 
 use std::sync::Arc;
 
@@ -27,4 +28,20 @@ pub(crate) async fn test_model() -> (tempfile::TempDir, Arc<crate::Model>) {
     let engine = SledEngine::open(&d.path().join("db"), 8 << 20).unwrap();
     let node = crate::testkit::start_node(d.path(), Arc::new(engine), 1).await;
     (d, node.model)
+}
+
+/// An upload row of key `k` with nothing but format 2's fields set.
+pub(crate) fn plain_upload() -> crate::multipart::MpuRow {
+    crate::multipart::MpuRow {
+        deleted: false,
+        upload_id: [1; 16],
+        key: "k".into(),
+        initiated_msec: 1,
+        headers: Default::default(),
+        user_meta: Default::default(),
+        checksum_algorithm: None,
+        tags: Default::default(),
+        sse_c: None,
+        checksum_type: None,
+    }
 }

@@ -200,13 +200,24 @@ impl Blocks {
     }
 
     /// Makes version `to` use the `count` blocks of version `from` (a copy
-    /// shares blocks instead of duplicating them), and gives it `from`'s
-    /// part boundaries, or fails with [`ModelError::SourceChanged`] if
-    /// `from` lost blocks meanwhile. `to` must have been registered with
+    /// shares blocks instead of duplicating them), and, for a version
+    /// completed from parts (`multipart`), gives it `from`'s part
+    /// boundaries; fails with [`ModelError::SourceChanged`] if `from` lost
+    /// blocks meanwhile. `to` must have been registered with
     /// [`crate::Objects::begin_upload`].
-    pub async fn share(&self, from: VersionId, count: u32, to: VersionId) -> Result<()> {
+    pub async fn share(
+        &self,
+        from: VersionId,
+        count: u32,
+        to: VersionId,
+        multipart: bool,
+    ) -> Result<()> {
         self.share_at(from, count, to, 0, 0).await?;
-        self.share_parts(from, to).await
+        // A version uploaded in one request has no parts to read.
+        if multipart {
+            self.share_parts(from, to).await?;
+        }
+        Ok(())
     }
 
     /// Makes version `to` use the `count` blocks of `from`, numbered from

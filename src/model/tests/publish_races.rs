@@ -178,7 +178,7 @@ async fn a_copy_of_a_source_collected_meanwhile_fails_instead_of_publishing_hole
         .begin_upload(copy, &UploadOf::object(&n.bucket.id_bytes(), "copy"))
         .await
         .unwrap();
-    let r = n.model.blocks().share(src.version, 4, copy).await;
+    let r = n.model.blocks().share(src.version, 4, copy, false).await;
     assert!(matches!(r, Err(ModelError::SourceChanged)), "{r:?}");
 }
 
@@ -197,7 +197,11 @@ async fn a_copy_of_a_live_source_shares_every_block() {
         .begin_upload(copy, &UploadOf::object(&n.bucket.id_bytes(), "copy"))
         .await
         .unwrap();
-    n.model.blocks().share(src.version, 4, copy).await.unwrap();
+    n.model
+        .blocks()
+        .share(src.version, 4, copy, false)
+        .await
+        .unwrap();
     assert_eq!(live_blocks(&n, &copy).await, 4);
 }
 

@@ -278,7 +278,12 @@ impl S3Api {
                 match self
                     .model
                     .blocks()
-                    .share(src.version, *count, version)
+                    .share(
+                        src.version,
+                        *count,
+                        version,
+                        crate::object_parts::parts_count(&src.etag).is_some(),
+                    )
                     .await
                 {
                     Ok(()) => ObjectData::Blocks { count: *count },

@@ -4,9 +4,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::row_format::{
-    ACCESS_ROW_FORMAT, CREATOR_ROW_FORMAT, LIFECYCLE_ROW_FORMAT, OBJECT_LOCK_ROW_FORMAT,
-    OWNERSHIP_ROW_FORMAT, QUOTA_ROW_FORMAT, TAGS_CORS_ROW_FORMAT, VERSIONING_ROW_FORMAT,
-    WEBSITE_ROW_FORMAT,
+    ACCESS_ROW_FORMAT, CREATOR_ROW_FORMAT, LIFECYCLE_ROW_FORMAT, MANAGED_SSE_ROW_FORMAT,
+    OBJECT_LOCK_ROW_FORMAT, OWNERSHIP_ROW_FORMAT, QUOTA_ROW_FORMAT, TAGS_CORS_ROW_FORMAT,
+    VERSIONING_ROW_FORMAT, WEBSITE_ROW_FORMAT,
 };
 use hangar_db::{DbError, Tx};
 use hangar_table::{Crdt, Lww, ROW_FORMAT, Schema};
@@ -95,6 +95,26 @@ pub struct BucketRow {
     /// absent while never set).
     #[serde(default, skip_serializing_if = "Lww::is_unset")]
     pub ownership: Lww<Option<ObjectOwnership>>,
+    /// Put/DeleteBucketEncryption: the encryption of objects written
+    /// without one of their own; `None` when there is none (row format 15;
+    /// absent while never set).
+    #[serde(default, skip_serializing_if = "Lww::is_unset")]
+    pub encryption: Lww<Option<BucketEncryption>>,
+}
+
+/// A bucket's default encryption (S3's
+/// `ServerSideEncryptionConfiguration`, one rule).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct BucketEncryption {
+    /// `AES256` (SSE-S3) or `aws:kms` (SSE-KMS).
+    pub algorithm: String,
+    /// The KMS key of `aws:kms` (`None`: the default key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kms_key: Option<String>,
+    /// `BucketKeyEnabled`, kept and answered back; Hangar derives one data
+    /// key per object either way.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub bucket_key: bool,
 }
 
 /// A bucket's quotas (Garage's `bucket set-quotas`): `None` is no limit.
@@ -163,6 +183,7 @@ impl Crdt for BucketRow {
                 self.acl.merge(&other.acl);
                 self.quotas.merge(&other.quotas);
                 self.ownership.merge(&other.ownership);
+                self.encryption.merge(&other.encryption);
             }
         }
     }
@@ -189,6 +210,7 @@ impl BucketRow {
             acl: Lww::default(),
             quotas: Lww::default(),
             ownership: Lww::default(),
+            encryption: Lww::default(),
         }
     }
 
@@ -200,6 +222,11 @@ impl BucketRow {
     /// The bucket's object ownership setting, if any.
     pub fn ownership(&self) -> Option<ObjectOwnership> {
         self.ownership.value
+    }
+
+    /// The bucket's default encryption, if any.
+    pub fn encryption(&self) -> Option<&BucketEncryption> {
+        self.encryption.value.as_ref()
     }
 
     /// Whether ACLs apply (they do unless the ownership setting is
@@ -284,7 +311,9 @@ impl Schema for BucketTable {
     type Replication = hangar_table::Full;
 
     fn format_of(row: &BucketRow) -> u8 {
-        if !row.ownership.is_unset() {
+        if !row.encryption.is_unset() {
+            MANAGED_SSE_ROW_FORMAT
+        } else if !row.ownership.is_unset() {
             OWNERSHIP_ROW_FORMAT
         } else if !row.quotas.is_unset() {
             QUOTA_ROW_FORMAT

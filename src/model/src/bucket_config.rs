@@ -149,6 +149,19 @@ impl Buckets {
         .await
     }
 
+    /// Sets the default encryption of bucket `name` (`None` removes it).
+    pub async fn set_bucket_encryption(
+        &self,
+        name: &str,
+        encryption: Option<crate::bucket::BucketEncryption>,
+    ) -> Result<BucketRow> {
+        self.update_bucket(name, move |b, now| {
+            b.encryption.update(now, encryption);
+            Ok(())
+        })
+        .await
+    }
+
     /// Replaces the website configuration of bucket `name` (`None`
     /// removes it).
     pub async fn set_bucket_website(

@@ -20,6 +20,7 @@ fn record() -> SseC {
         algorithm: "AES256".into(),
         salt: [0x11; 16],
         check: Hash([0x22; 32]),
+        managed: None,
     }
 }
 

@@ -46,6 +46,8 @@ mod format13_tests;
 #[cfg(test)]
 mod format14_tests;
 #[cfg(test)]
+mod format15_tests;
+#[cfg(test)]
 mod format3_tests;
 #[cfg(test)]
 mod format5_tests;
@@ -75,6 +77,7 @@ mod queues;
 pub mod retention;
 pub mod row_format;
 pub mod sse_c;
+pub mod sse_managed;
 mod state;
 pub mod tables;
 #[cfg(test)]

@@ -9,7 +9,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::row_format::{CHECKSUM_TYPE_ROW_FORMAT, SSE_C_ROW_FORMAT, TAGS_CORS_ROW_FORMAT};
+use crate::row_format::{
+    CHECKSUM_TYPE_ROW_FORMAT, MANAGED_SSE_ROW_FORMAT, SSE_C_ROW_FORMAT, TAGS_CORS_ROW_FORMAT,
+};
 use hangar_table::{Crdt, ROW_FORMAT, Schema, max_by_content};
 use serde::{Deserialize, Serialize};
 
@@ -37,9 +39,9 @@ pub struct MpuRow {
     /// tags (row format 3; absent when empty).
     #[serde(default, skip_serializing_if = "TagSet::is_empty")]
     pub tags: TagSet,
-    /// SSE-C of the upload (row format 11; absent when not encrypted): its
-    /// parts are sealed under the key it checks, and the completed object
-    /// takes it.
+    /// SSE-C, SSE-S3 or SSE-KMS of the upload (row format 11, 15 when
+    /// managed; absent when not encrypted): its parts are sealed under the
+    /// key it checks, and the completed object takes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sse_c: Option<SseC>,
     /// How the completed object's checksum is made of the parts'
@@ -77,7 +79,9 @@ impl Schema for MpuTable {
     }
 
     fn format_of(row: &MpuRow) -> u8 {
-        if row.checksum_type.is_some() {
+        if row.sse_c.as_ref().is_some_and(|r| r.managed.is_some()) {
+            MANAGED_SSE_ROW_FORMAT
+        } else if row.checksum_type.is_some() {
             CHECKSUM_TYPE_ROW_FORMAT
         } else if row.sse_c.is_some() {
             SSE_C_ROW_FORMAT

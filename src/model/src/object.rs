@@ -10,8 +10,8 @@
 use std::collections::BTreeMap;
 
 use crate::row_format::{
-    ACCESS_ROW_FORMAT, OBJECT_LOCK_ROW_FORMAT, SSE_C_ROW_FORMAT, TAGS_CORS_ROW_FORMAT,
-    VERSIONING_ROW_FORMAT,
+    ACCESS_ROW_FORMAT, MANAGED_SSE_ROW_FORMAT, OBJECT_LOCK_ROW_FORMAT, SSE_C_ROW_FORMAT,
+    TAGS_CORS_ROW_FORMAT, VERSIONING_ROW_FORMAT,
 };
 use hangar_db::{DbError, Tx};
 use hangar_table::{Crdt, Lww, ROW_FORMAT, Schema};
@@ -89,7 +89,9 @@ pub struct ObjectRow {
     /// SSE-C (row format 11; absent when the version is not encrypted):
     /// the algorithm and the salted check of the customer's key; the data
     /// (blocks and inline bytes) is sealed under that key
-    /// ([`crate::sse_c`]). Part of the version register.
+    /// ([`crate::sse_c`]). SSE-S3 and SSE-KMS too, the record naming the
+    /// managed key its data key derives from (row format 15,
+    /// [`crate::sse_managed`]). Part of the version register.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sse_c: Option<SseC>,
     /// The version's canned ACL (`x-amz-acl` of its upload or copy,
@@ -244,7 +246,9 @@ impl Schema for ObjectTable {
     }
 
     fn format_of(row: &ObjectRow) -> u8 {
-        if row.sse_c.is_some() {
+        if row.sse_c.as_ref().is_some_and(|r| r.managed.is_some()) {
+            MANAGED_SSE_ROW_FORMAT
+        } else if row.sse_c.is_some() {
             SSE_C_ROW_FORMAT
         } else if !row.acl.is_unset() {
             ACCESS_ROW_FORMAT

@@ -85,6 +85,15 @@ pub const OWNERSHIP_ROW_FORMAT: u8 = 13;
 /// includes 3 to 13.
 pub const CHECKSUM_TYPE_ROW_FORMAT: u8 = 14;
 
+/// Format 14 plus SSE-S3 and SSE-KMS: the `managed` key of a version's or
+/// an upload's `sse_c` record, and a bucket's default encryption
+/// (`BucketRow::encryption`). A reader of an older format would take a
+/// managed version for an SSE-C one (and drop the record's `managed` on its
+/// next merge, after which nothing could open the data), or drop the
+/// bucket's default and store new objects in the clear, so such rows say
+/// so. Written only for the rows that carry one; 15 includes 3 to 14.
+pub const MANAGED_SSE_ROW_FORMAT: u8 = 15;
+
 /// The newest format of the model's rows: every table of the model reads
 /// formats 2 to this one.
-pub const NEWEST: u8 = CHECKSUM_TYPE_ROW_FORMAT;
+pub const NEWEST: u8 = MANAGED_SSE_ROW_FORMAT;

@@ -22,6 +22,12 @@ use zeroize::Zeroize;
 /// The only algorithm S3 defines for SSE-C.
 pub const ALGORITHM: &str = "AES256";
 
+/// `x-amz-server-side-encryption: AES256`: SSE-S3, keys the cluster
+/// manages.
+pub const SSE_S3: &str = "AES256";
+/// `x-amz-server-side-encryption: aws:kms`: keys of the key service.
+pub const SSE_KMS: &str = "aws:kms";
+
 /// Bytes a sealed block has beyond its plaintext: the nonce and the tag.
 pub const SEAL_OVERHEAD: usize = NONCE_LEN + 16;
 
@@ -56,11 +62,54 @@ impl std::fmt::Debug for CustomerKey {
     }
 }
 
-/// What a version encrypted with SSE-C records (row format 11): enough to
-/// check a key, nothing to recover it.
+/// Which managed key a version is sealed under (row format 15): its data
+/// key derives from it ([`crate::sse_managed`]).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Managed {
+    /// `None`: SSE-S3, the cluster's own key; else the KMS key's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kms_key: Option<String>,
+    /// The version of the KMS key's material (zero for SSE-S3): a key that
+    /// is rotated seals new versions with new material and keeps opening
+    /// the old ones with theirs.
+    #[serde(with = "hangar_util::serde_id16")]
+    pub key_version: [u8; 16],
+}
+
+impl Managed {
+    /// SSE-S3.
+    pub fn s3() -> Managed {
+        Managed {
+            kms_key: None,
+            key_version: [0; 16],
+        }
+    }
+
+    /// SSE-KMS under `version` of key `id`.
+    pub fn kms(id: &str, version: [u8; 16]) -> Managed {
+        Managed {
+            kms_key: Some(id.to_owned()),
+            key_version: version,
+        }
+    }
+
+    /// S3's name of the algorithm: `AES256` or `aws:kms`.
+    pub fn algorithm(&self) -> &'static str {
+        if self.kms_key.is_some() {
+            SSE_KMS
+        } else {
+            SSE_S3
+        }
+    }
+}
+
+/// What a sealed version records (row format 11): enough to check a key,
+/// nothing to recover it. With `managed` (row format 15) the version is
+/// SSE-S3's or SSE-KMS's and its key is derived
+/// ([`crate::sse_managed`]); without, the client holds the key (SSE-C).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct SseC {
-    /// `AES256`.
+    /// `AES256` (SSE-C, SSE-S3) or `aws:kms` (SSE-KMS).
     pub algorithm: String,
     /// Random, per version (per multipart upload for its parts and the
     /// object it completes): the associated data of every seal, and the
@@ -69,17 +118,35 @@ pub struct SseC {
     pub salt: [u8; 16],
     /// `blake3::keyed_hash(key, "hangar sse-c key check v1" ‖ salt)`.
     pub check: Hash,
+    /// The managed key the data key derives from (row format 15); absent
+    /// for SSE-C.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub managed: Option<Managed>,
 }
 
 impl SseC {
     /// A new record for data about to be sealed with `key`.
     pub fn new(key: &CustomerKey) -> SseC {
-        let salt: [u8; 16] = rand::random();
+        SseC::with_salt(key, rand::random(), None)
+    }
+
+    /// The record of data sealed with `key` and `salt`, `managed` saying
+    /// where the key comes from (`None`: the client).
+    pub fn with_salt(key: &CustomerKey, salt: [u8; 16], managed: Option<Managed>) -> SseC {
         SseC {
-            algorithm: ALGORITHM.to_owned(),
+            algorithm: managed
+                .as_ref()
+                .map_or(ALGORITHM, Managed::algorithm)
+                .to_owned(),
             check: check_of(key, &salt),
             salt,
+            managed,
         }
+    }
+
+    /// Whether the client holds the key (SSE-C), rather than the cluster.
+    pub fn is_customer_key(&self) -> bool {
+        self.managed.is_none()
     }
 
     /// Whether `key` is the key this version was sealed with (compared in

@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 use hangar_model::access::{CannedAcl, ObjectOwnership, PublicAccessBlock};
 use hangar_model::alias::AliasRow;
 use hangar_model::block_list::BlockEntry;
-use hangar_model::bucket::{BucketQuotas, BucketRow, CorsRule, Versioning, bucket_id, displaced};
+use hangar_model::bucket::{
+    BucketEncryption, BucketQuotas, BucketRow, CorsRule, Versioning, bucket_id, displaced,
+};
 use hangar_model::key::{KeyRow, Permission};
 use hangar_model::lifecycle::{LifecycleFilter, LifecycleRule};
 use hangar_model::multipart::{MpuRow, PartRow};
@@ -152,6 +154,23 @@ fn object_ownership() -> impl Strategy<Value = Option<ObjectOwnership>> {
     ])
 }
 
+/// No default encryption, SSE-S3, or SSE-KMS under one of two keys (row
+/// format 15).
+fn bucket_encryption() -> impl Strategy<Value = Option<BucketEncryption>> {
+    proptest::option::of(prop_oneof![
+        Just(("AES256", None)),
+        Just(("aws:kms", Some("k1"))),
+        Just(("aws:kms", Some("k2"))),
+    ])
+    .prop_map(|e| {
+        e.map(|(a, k)| BucketEncryption {
+            algorithm: a.to_owned(),
+            kms_key: k.map(str::to_owned),
+            bucket_key: k == Some("k2"),
+        })
+    })
+}
+
 /// No public access block, or any of its switches (row format 10).
 fn public_access_block() -> impl Strategy<Value = Option<PublicAccessBlock>> {
     proptest::option::of(
@@ -198,6 +217,7 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
             lww(canned_acl()),
             lww(quotas()),
             lww(object_ownership()),
+            lww(bucket_encryption()),
         ),
     )
         .prop_map(
@@ -213,7 +233,7 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
                 object_lock,
                 lifecycle,
                 website,
-                (policy, public_access_block, acl, quotas, ownership),
+                (policy, public_access_block, acl, quotas, ownership, encryption),
             )| {
                 let mut b = BucketRow::new("bucket", id, created, updated);
                 b.deleted = deleted;
@@ -229,6 +249,7 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
                 b.acl = acl;
                 b.quotas = quotas;
                 b.ownership = ownership;
+                b.encryption = encryption;
                 b
             },
         )
@@ -463,13 +484,15 @@ fn version_part() -> impl Strategy<Value = VersionPart> {
         })
 }
 
-/// No SSE-C, or one of two records (row format 11).
+/// No SSE-C, one of two records (row format 11), or one of two managed
+/// ones (row format 15).
 fn sse_c() -> impl Strategy<Value = Option<SseC>> {
-    proptest::option::of(0u8..2).prop_map(|r| {
+    proptest::option::of(0u8..4).prop_map(|r| {
         r.map(|i| SseC {
             algorithm: "AES256".into(),
             salt: [i; 16],
             check: Hash([i + 1; 32]),
+            managed: (i >= 2).then(|| hangar_model::sse_managed::Managed::kms("k", [i; 16])),
         })
     })
 }

@@ -353,6 +353,10 @@ pub struct Config {
 
     pub rpc_secret: Option<String>,
     pub rpc_secret_file: Option<PathBuf>,
+    /// The cluster's master key of SSE-S3 and SSE-KMS (64 hex characters,
+    /// the same on every node); derived from the cluster secret when unset.
+    pub sse_master_key: Option<String>,
+    pub sse_master_key_file: Option<PathBuf>,
     pub rpc_bind_addr: SocketAddr,
     #[serde(default)]
     pub rpc_bind_outgoing: bool,
@@ -528,6 +532,12 @@ impl Config {
         if let Some(v) = env("RPC_SECRET_FILE") {
             self.rpc_secret_file = Some(v.into());
         }
+        if let Some(v) = env("SSE_MASTER_KEY") {
+            self.sse_master_key = Some(v);
+        }
+        if let Some(v) = env("SSE_MASTER_KEY_FILE") {
+            self.sse_master_key_file = Some(v.into());
+        }
         // A token given in the environment replaces the file's, whichever
         // form (inline or `_file`) either uses; both forms in the
         // environment are refused by the validation, as in the file.
@@ -566,7 +576,13 @@ impl Config {
             return bad("rpc_secret (or rpc_secret_file) is required".into());
         }
         if let Some(s) = &self.rpc_secret {
-            check_secret_hex(s)?;
+            check_secret_hex(s, "rpc_secret")?;
+        }
+        if self.sse_master_key.is_some() && self.sse_master_key_file.is_some() {
+            return bad("sse_master_key and sse_master_key_file are both set; keep one".into());
+        }
+        if let Some(s) = &self.sse_master_key {
+            check_secret_hex(s, "sse_master_key")?;
         }
         if self.block_size.0 < 4096 || self.block_size.0 > (64 << 20) {
             return bad(format!(
@@ -672,23 +688,46 @@ impl Config {
 
     /// The cluster secret as 32 bytes, read from `rpc_secret` or `rpc_secret_file`.
     pub fn rpc_secret_bytes(&self) -> Result<[u8; 32], ConfigError> {
-        let text = match (&self.rpc_secret, &self.rpc_secret_file) {
+        self.secret_bytes(&self.rpc_secret, &self.rpc_secret_file, "rpc_secret")?
+            .ok_or_else(|| ConfigError::Invalid("rpc_secret is required".into()))
+    }
+
+    /// The SSE master key as 32 bytes, from `sse_master_key` or
+    /// `sse_master_key_file`; `None` when neither is set (the key is then
+    /// derived from the cluster secret).
+    pub fn sse_master_key_bytes(&self) -> Result<Option<[u8; 32]>, ConfigError> {
+        self.secret_bytes(
+            &self.sse_master_key,
+            &self.sse_master_key_file,
+            "sse_master_key",
+        )
+    }
+
+    /// A 32-byte secret given inline or in a file (of mode 600 unless
+    /// `allow_world_readable_secrets`).
+    fn secret_bytes(
+        &self,
+        inline: &Option<String>,
+        file: &Option<PathBuf>,
+        name: &str,
+    ) -> Result<Option<[u8; 32]>, ConfigError> {
+        let text = match (inline, file) {
             (Some(s), _) => s.clone(),
             (None, Some(p)) => {
                 check_secret_file_mode(p, self.allow_world_readable_secrets)?;
                 std::fs::read_to_string(p)
                     .map_err(|e| {
                         ConfigError::Invalid(format!(
-                            "rpc_secret_file {}: cannot read: {e}",
+                            "{name}_file {}: cannot read: {e}",
                             p.display()
                         ))
                     })?
                     .trim()
                     .to_owned()
             }
-            (None, None) => return Err(ConfigError::Invalid("rpc_secret is required".into())),
+            (None, None) => return Ok(None),
         };
-        check_secret_hex(&text)
+        check_secret_hex(&text, name).map(Some)
     }
 
     /// The admin bearer token, from `admin_token` or `admin_token_file`.
@@ -734,13 +773,12 @@ impl Config {
     }
 }
 
-fn check_secret_hex(s: &str) -> Result<[u8; 32], ConfigError> {
+fn check_secret_hex(s: &str, name: &str) -> Result<[u8; 32], ConfigError> {
     let mut out = [0u8; 32];
     hex::decode_to_slice(s.trim(), &mut out).map_err(|_| {
-        ConfigError::Invalid(
-            "rpc_secret must be 64 hex characters (32 bytes; `openssl rand -hex 32` makes one)"
-                .into(),
-        )
+        ConfigError::Invalid(format!(
+            "{name} must be 64 hex characters (32 bytes; `openssl rand -hex 32` makes one)"
+        ))
     })?;
     Ok(out)
 }

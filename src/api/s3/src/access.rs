@@ -115,6 +115,8 @@ pub(crate) fn iam_action(op: &str, by_version: bool) -> String {
         "GetPublicAccessBlock" => "GetBucketPublicAccessBlock",
         "PutPublicAccessBlock" | "DeletePublicAccessBlock" => "PutBucketPublicAccessBlock",
         "DeleteBucketOwnershipControls" => "PutBucketOwnershipControls",
+        "GetBucketEncryption" => "GetEncryptionConfiguration",
+        "PutBucketEncryption" | "DeleteBucketEncryption" => "PutEncryptionConfiguration",
         other => other,
     };
     format!("s3:{name}")
@@ -228,6 +230,22 @@ impl Caller {
         }
         if let Some(acl) = header("x-amz-acl") {
             keys.insert("s3:x-amz-acl", acl);
+        }
+        // The encryption a write asks for, so that a policy can deny
+        // writes without it, as on S3.
+        for (name, key) in [
+            (
+                "x-amz-server-side-encryption",
+                "s3:x-amz-server-side-encryption",
+            ),
+            (
+                "x-amz-server-side-encryption-aws-kms-key-id",
+                "s3:x-amz-server-side-encryption-aws-kms-key-id",
+            ),
+        ] {
+            if let Some(v) = header(name) {
+                keys.insert(key, v);
+            }
         }
         Caller { key, keys }
     }

@@ -314,6 +314,16 @@ pub mod sse_c {
         )
     }
 
+    /// A managed version (SSE-S3, SSE-KMS) that does not open with this
+    /// node's master key: a configuration error of the node, not the
+    /// client's.
+    pub fn master_key_mismatch() -> S3Error {
+        s3_error!(
+            InternalError,
+            "The object's encryption key is not available on this node."
+        )
+    }
+
     /// A part of an SSE-C multipart upload sent with another key.
     pub fn part_key_mismatch() -> S3Error {
         s3_error!(

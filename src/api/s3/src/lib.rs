@@ -35,6 +35,7 @@ mod ops_bucket;
 mod ops_copy;
 mod ops_cors;
 mod ops_delete;
+mod ops_encryption;
 mod ops_get;
 mod ops_lifecycle;
 mod ops_list;
@@ -58,6 +59,7 @@ pub mod request_time;
 mod s3_impl;
 pub mod server;
 mod sse_c;
+mod sse_managed;
 mod tagging;
 mod time;
 pub mod upload_gate;
@@ -95,6 +97,9 @@ pub struct S3Settings {
     /// Refuse SSE-C requests without `X-Forwarded-Proto: https`
     /// (`[s3_api] sse_c_require_https`).
     pub sse_c_require_https: bool,
+    /// The cluster's master key of SSE-S3 and SSE-KMS (`sse_master_key`,
+    /// else derived from `rpc_secret`).
+    pub sse_master_key: hangar_model::sse_managed::MasterKey,
     /// Accept requests signed with Signature Version 2, held to V4's time
     /// bounds (`[s3_api] allow_signature_v2`); refused otherwise
     /// ([`request_time`]).

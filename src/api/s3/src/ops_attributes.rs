@@ -90,7 +90,7 @@ impl S3Api {
             input.sse_customer_key.as_deref(),
             input.sse_customer_key_md5.as_deref(),
         )?;
-        crate::sse_c::for_read(obj.sse_c.as_ref(), sse)?;
+        crate::sse_c::for_read(&self.settings.sse_master_key, obj.sse_c.as_ref(), sse)?;
         let wants = |a: &str| wanted.contains(&a);
         // The body is written here rather than by s3s, which quotes the
         // ETag: GetObjectAttributes answers it unquoted (AWS API

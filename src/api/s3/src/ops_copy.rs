@@ -111,6 +111,7 @@ impl S3Api {
         let src_version = found.id.map(|i| i.to_string());
         let src = found.row;
         let src_sse = crate::sse_c::for_read(
+            &self.settings.sse_master_key,
             src.sse_c.as_ref(),
             self.sse_given(
                 &req.headers,
@@ -127,6 +128,16 @@ impl S3Api {
         )?;
         let dst_b = self.bucket(signer(&req.credentials), &input.bucket).await?;
         check_key_length(&input.key)?;
+        // The copy's encryption is the request's or the destination's
+        // default, never the source's.
+        let dst_managed = crate::sse_managed::for_write(
+            &dst_b,
+            crate::sse_managed::Asked {
+                algorithm: input.server_side_encryption.as_ref(),
+                kms_key_id: input.ssekms_key_id.as_deref(),
+            },
+            dst_sse.is_some(),
+        )?;
 
         let replace = input
             .metadata_directive
@@ -137,13 +148,18 @@ impl S3Api {
         }
         // A copy of a given version onto its key restores it: allowed.
         let by_version = version_id_of(&input.copy_source).is_some();
-        // Encrypting, decrypting or changing the key changes the object.
-        let sse_involved = src_sse.is_some() || dst_sse.is_some();
+        // Sealed on either side: the data is read and stored again.
+        let sse_involved = src_sse.is_some() || dst_sse.is_some() || dst_managed.is_some();
+        // Encrypting, decrypting or changing the key changes the object; a
+        // managed source copied without asking for an encryption does not.
+        let changes_encryption = src.sse_c.as_ref().is_some_and(|r| r.is_customer_key())
+            || dst_sse.is_some()
+            || input.server_side_encryption.is_some();
         if src_bucket == dst_b.name
             && src_key == input.key
             && !replace
             && !by_version
-            && !sse_involved
+            && !changes_encryption
         {
             return Err(s3_error!(
                 InvalidRequest,
@@ -204,7 +220,10 @@ impl S3Api {
                         trailers: None,
                         inline_allowed: true,
                         upload_of,
-                        sealing: dst_sse.as_ref().map(Sealing::new),
+                        sealing: match &dst_sse {
+                            Some(g) => Some(Sealing::new(g)),
+                            None => crate::sse_managed::sealing(self, dst_managed),
+                        },
                     },
                 )
                 .await?;
@@ -249,7 +268,10 @@ impl S3Api {
             ..Default::default()
         };
         let (sse_customer_algorithm, sse_customer_key_md5) = crate::sse_c::echo(dst_sse.as_ref());
+        let (server_side_encryption, ssekms_key_id) = crate::sse_managed::echo(row.sse_c.as_ref());
         Ok(S3Response::new(CopyObjectOutput {
+            server_side_encryption,
+            ssekms_key_id,
             copy_object_result: Some(result),
             version_id: crate::ops_versioning::published_id(&dst_b, &row),
             copy_source_version_id: src_version,

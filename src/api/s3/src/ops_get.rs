@@ -193,7 +193,7 @@ impl S3Api {
             .object_for_read(signer, bucket, key, version_id)
             .await?;
         let (obj, id) = (found.row, found.id.map(|i| i.to_string()));
-        let sse = crate::sse_c::for_read(obj.sse_c.as_ref(), sse)?;
+        let sse = crate::sse_c::for_read(&self.settings.sse_master_key, obj.sse_c.as_ref(), sse)?;
         conditions.check(&obj, false)?;
         let part = match part_number {
             Some(_) if range.is_some() => {
@@ -382,6 +382,8 @@ impl S3Api {
             out.object_lock_legal_hold_status,
         ) = crate::ops_object_lock::lock_headers(&obj);
         (out.sse_customer_algorithm, out.sse_customer_key_md5) = crate::sse_c::echo(sse.as_ref());
+        (out.server_side_encryption, out.ssekms_key_id) =
+            crate::sse_managed::echo(obj.sse_c.as_ref());
         checksum::fill_checksum!(d.checksum.as_ref(), out);
         out.checksum_type = checksum_type(d.checksum.as_ref(), part.as_ref());
         let mut resp = S3Response::new(out);
@@ -443,6 +445,8 @@ impl S3Api {
             out.object_lock_legal_hold_status,
         ) = crate::ops_object_lock::lock_headers(&obj);
         (out.sse_customer_algorithm, out.sse_customer_key_md5) = crate::sse_c::echo(sse.as_ref());
+        (out.server_side_encryption, out.ssekms_key_id) =
+            crate::sse_managed::echo(obj.sse_c.as_ref());
         checksum::fill_checksum!(d.checksum.as_ref(), out);
         out.checksum_type = checksum_type(d.checksum.as_ref(), part.as_ref());
         let mut resp = S3Response::new(out);

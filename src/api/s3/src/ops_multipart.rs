@@ -139,6 +139,20 @@ impl S3Api {
             input.sse_customer_key.as_deref(),
             input.sse_customer_key_md5.as_deref(),
         )?;
+        let managed = crate::sse_managed::for_write(
+            &b,
+            crate::sse_managed::Asked {
+                algorithm: input.server_side_encryption.as_ref(),
+                kms_key_id: input.ssekms_key_id.as_deref(),
+            },
+            sse.is_some(),
+        )?;
+        // The parts are sealed under this record's salt and key (the
+        // customer's, or the managed key's derived from it).
+        let record = match &sse {
+            Some(g) => Some(SseC::new(&g.key)),
+            None => crate::sse_managed::sealing(self, managed).map(|s| s.record),
+        };
         let row = MpuRow {
             deleted: false,
             upload_id,
@@ -148,14 +162,16 @@ impl S3Api {
             user_meta: input.metadata.unwrap_or_default().into_iter().collect(),
             checksum_algorithm: algorithm,
             tags,
-            // The parts are sealed under this record's salt and key.
-            sse_c: sse.as_ref().map(|g| SseC::new(&g.key)),
+            sse_c: record,
             checksum_type,
         };
         let kind = crate::multipart_checksum::of_upload(&row).map(|(_, k)| k.name());
+        let (server_side_encryption, ssekms_key_id) = crate::sse_managed::echo(row.sse_c.as_ref());
         self.model.uploads().create(&b, row).await.or_s3()?;
         let (sse_customer_algorithm, sse_customer_key_md5) = crate::sse_c::echo(sse.as_ref());
         Ok(S3Response::new(CreateMultipartUploadOutput {
+            server_side_encryption,
+            ssekms_key_id,
             bucket: Some(input.bucket),
             key: Some(input.key),
             upload_id: Some(hex::encode(upload_id)),
@@ -187,6 +203,7 @@ impl S3Api {
             )
             .await?;
         let sse = crate::sse_c::for_part(
+            &self.settings.sse_master_key,
             mpu.sse_c.as_ref(),
             self.sse_given(
                 &headers,
@@ -221,6 +238,8 @@ impl S3Api {
             ..Default::default()
         };
         (out.sse_customer_algorithm, out.sse_customer_key_md5) = crate::sse_c::echo(sse.as_ref());
+        (out.server_side_encryption, out.ssekms_key_id) =
+            crate::sse_managed::echo(mpu.sse_c.as_ref());
         checksum::fill_checksum!(row.checksum.as_ref(), out);
         Ok(S3Response::new(out))
     }
@@ -254,6 +273,7 @@ impl S3Api {
         let src_version = found.id.map(|i| i.to_string());
         let src = found.row;
         let src_sse = crate::sse_c::for_read(
+            &self.settings.sse_master_key,
             src.sse_c.as_ref(),
             self.sse_given(
                 &req.headers,
@@ -263,6 +283,7 @@ impl S3Api {
             )?,
         )?;
         let sse = crate::sse_c::for_part(
+            &self.settings.sse_master_key,
             mpu.sse_c.as_ref(),
             self.sse_given(
                 &req.headers,
@@ -322,9 +343,12 @@ impl S3Api {
             .record_part(&b, &mpu, part_number, version, stored)
             .await?;
         let (sse_customer_algorithm, sse_customer_key_md5) = crate::sse_c::echo(sse.as_ref());
+        let (server_side_encryption, ssekms_key_id) = crate::sse_managed::echo(mpu.sse_c.as_ref());
         Ok(S3Response::new(UploadPartCopyOutput {
             sse_customer_algorithm,
             sse_customer_key_md5,
+            server_side_encryption,
+            ssekms_key_id,
             copy_part_result: Some(CopyPartResult {
                 e_tag: Some(ETag::Strong(row.etag)),
                 last_modified: Some(timestamp(row.timestamp_msec)),
@@ -369,7 +393,7 @@ impl S3Api {
             input.sse_customer_key_md5.as_deref(),
         )?;
         if sent.is_some() {
-            crate::sse_c::for_part(mpu.sse_c.as_ref(), sent)?;
+            crate::sse_c::for_part(&self.settings.sse_master_key, mpu.sse_c.as_ref(), sent)?;
         }
         let sent = checksums_sent(&input, &mpu);
         let row = match self
@@ -672,6 +696,7 @@ fn completed_output(
             .map(|c| ChecksumType::from_static(Kind::of_stored(c).name())),
         ..Default::default()
     };
+    (out.server_side_encryption, out.ssekms_key_id) = crate::sse_managed::echo(row.sse_c.as_ref());
     checksum::fill_checksum!(row.checksum.as_ref(), out);
     out
 }

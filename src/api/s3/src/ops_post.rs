@@ -92,6 +92,21 @@ impl S3Api {
         {
             headers.insert("x-amz-version-id", v);
         }
+        // Like the version id, s3s does not write these for a POST.
+        if let Some(v) = out
+            .server_side_encryption
+            .as_ref()
+            .and_then(|v| HeaderValue::from_str(v.as_str()).ok())
+        {
+            headers.insert("x-amz-server-side-encryption", v);
+        }
+        if let Some(v) = out
+            .ssekms_key_id
+            .as_deref()
+            .and_then(|v| HeaderValue::from_str(v).ok())
+        {
+            headers.insert("x-amz-server-side-encryption-aws-kms-key-id", v);
+        }
         let mut resp = S3Response::new(PostObjectOutput {
             e_tag: out.e_tag,
             version_id: out.version_id,
@@ -164,6 +179,8 @@ fn put_input(p: PostObjectInput) -> S3Result<PutObjectInput> {
     b.set_sse_customer_algorithm(p.sse_customer_algorithm);
     b.set_sse_customer_key(p.sse_customer_key);
     b.set_sse_customer_key_md5(p.sse_customer_key_md5);
+    b.set_server_side_encryption(p.server_side_encryption);
+    b.set_ssekms_key_id(p.ssekms_key_id);
     b.build()
         .map_err(|e| s3_error!(InvalidRequest, "invalid POST form: {e}"))
 }

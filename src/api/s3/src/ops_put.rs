@@ -523,10 +523,11 @@ impl S3Api {
             (Some(s), false) => ObjectData::Inline(s.record.seal(&s.key, &buf)),
         };
         writers.disarm();
-        // The MD5 checked the body above; an SSE-C ETag is not the MD5.
+        // The MD5 checked the body above; an SSE-C or SSE-KMS ETag is not
+        // the MD5.
         let md5_hex = match &sealing {
-            None => hex::encode(digest),
-            Some(_) => hangar_model::sse_c::new_etag(),
+            Some(s) if !s.etag_is_md5() => hangar_model::sse_c::new_etag(),
+            _ => hex::encode(digest),
         };
         Ok(StoredBody {
             size,
@@ -566,6 +567,14 @@ impl S3Api {
             input.sse_customer_key.as_deref(),
             input.sse_customer_key_md5.as_deref(),
         )?;
+        let managed = crate::sse_managed::for_write(
+            &bucket,
+            crate::sse_managed::Asked {
+                algorithm: input.server_side_encryption.as_ref(),
+                kms_key_id: input.ssekms_key_id.as_deref(),
+            },
+            sse.is_some(),
+        )?;
         // A body that cannot fit the bucket's quotas is refused before it
         // is read (with `Expect: 100-continue`, before it is even sent).
         if let Some(size) = declared_length(&headers) {
@@ -590,7 +599,10 @@ impl S3Api {
                     trailers: trailing_headers.as_ref(),
                     inline_allowed: true,
                     upload_of: UploadOf::object(&bucket.id_bytes(), &input.key),
-                    sealing: sse.as_ref().map(Sealing::new),
+                    sealing: match &sse {
+                        Some(g) => Some(Sealing::new(g)),
+                        None => crate::sse_managed::sealing(self, managed),
+                    },
                 },
             )
             .await?;
@@ -634,6 +646,8 @@ impl S3Api {
             ..Default::default()
         };
         (out.sse_customer_algorithm, out.sse_customer_key_md5) = crate::sse_c::echo(sse.as_ref());
+        (out.server_side_encryption, out.ssekms_key_id) =
+            crate::sse_managed::echo(row.sse_c.as_ref());
         checksum::fill_checksum!(row.checksum.as_ref(), out);
         Ok(S3Response::new(out))
     }

@@ -36,6 +36,8 @@ pub const SUPPORTED_KEYS: &[&str] = &[
     "s3:max-keys",
     "s3:versionid",
     "s3:x-amz-acl",
+    "s3:x-amz-server-side-encryption",
+    "s3:x-amz-server-side-encryption-aws-kms-key-id",
     "s3:signatureversion",
     "s3:authtype",
 ];

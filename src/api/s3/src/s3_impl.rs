@@ -380,6 +380,27 @@ impl S3 for S3Api {
         self.do_delete_public_access_block(req).await
     }
 
+    async fn put_bucket_encryption(
+        &self,
+        req: S3Request<PutBucketEncryptionInput>,
+    ) -> S3Result<S3Response<PutBucketEncryptionOutput>> {
+        self.do_put_bucket_encryption(req).await
+    }
+
+    async fn get_bucket_encryption(
+        &self,
+        req: S3Request<GetBucketEncryptionInput>,
+    ) -> S3Result<S3Response<GetBucketEncryptionOutput>> {
+        self.do_get_bucket_encryption(req).await
+    }
+
+    async fn delete_bucket_encryption(
+        &self,
+        req: S3Request<DeleteBucketEncryptionInput>,
+    ) -> S3Result<S3Response<DeleteBucketEncryptionOutput>> {
+        self.do_delete_bucket_encryption(req).await
+    }
+
     async fn put_bucket_ownership_controls(
         &self,
         req: S3Request<PutBucketOwnershipControlsInput>,

@@ -1,7 +1,9 @@
 //! SSE-C on the S3 side: the three request headers (and their copy-source
 //! twins) turned into a checked [`Given`] key, the key checked against what
 //! an object or an upload recorded, and the response headers that echo it.
-//! The sealing itself is [`hangar_model::sse_c`].
+//! The sealing itself is [`hangar_model::sse_c`]. A version sealed under a
+//! managed key (SSE-S3, SSE-KMS: [`crate::sse_managed`]) is read the same
+//! way, with the key the cluster derives in place of one sent.
 //!
 //! Hangar serves plain HTTP (TLS is terminated in front of it), so unlike
 //! AWS it accepts SSE-C requests that reached it over HTTP
@@ -9,23 +11,29 @@
 
 use base64::Engine as _;
 use hangar_model::sse_c::{ALGORITHM, CustomerKey, SseC};
+use hangar_model::sse_managed::MasterKey;
 use s3s::S3Result;
 use s3s::crypto::{Checksum as _, Md5};
 
 use crate::error::sse_c as err;
 
-/// A customer key a request sent, checked against its MD5 header.
+/// The key of a sealed version: one a request sent, checked against its
+/// MD5 header (SSE-C), or the one the cluster derives for a managed version.
 #[derive(Clone)]
 pub(crate) struct Given {
     pub key: CustomerKey,
-    /// Base64 MD5 of the key, as the request sent it (and the response
-    /// echoes it).
-    pub key_md5: String,
+    /// Base64 MD5 of a customer key, as the request sent it (and the
+    /// response echoes it); `None` for a managed key, which no response
+    /// shows.
+    pub key_md5: Option<String>,
 }
 
 impl std::fmt::Debug for Given {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Given(key md5 {})", self.key_md5)
+        match &self.key_md5 {
+            Some(m) => write!(f, "Given(key md5 {m})"),
+            None => f.write_str("Given(managed)"),
+        }
     }
 }
 
@@ -58,7 +66,7 @@ pub(crate) fn given(
     }
     Ok(Some(Given {
         key: CustomerKey::new(bytes),
-        key_md5: computed,
+        key_md5: Some(computed),
     }))
 }
 
@@ -91,10 +99,21 @@ fn over_https(headers: &http::HeaderMap) -> bool {
 
 /// What a request may read of a version sealed per `recorded` with the key
 /// it `sent`: `Ok(None)` for a plain version read without a key, the key
-/// when it is the right one, else S3's error (no key: `400
-/// InvalidRequest`; a key for a plain version: `400 InvalidRequest`; a
-/// wrong key: `403 AccessDenied`).
-pub(crate) fn for_read(recorded: Option<&SseC>, sent: Option<Given>) -> S3Result<Option<Given>> {
+/// when it is the right one or the version's key is managed (derived from
+/// `master`), else S3's error (no key: `400 InvalidRequest`; a key for a
+/// plain or managed version: `400 InvalidRequest`; a wrong key: `403
+/// AccessDenied`).
+pub(crate) fn for_read(
+    master: &MasterKey,
+    recorded: Option<&SseC>,
+    sent: Option<Given>,
+) -> S3Result<Option<Given>> {
+    if let Some(r) = recorded.filter(|r| !r.is_customer_key()) {
+        return match sent {
+            Some(_) => Err(err::not_encrypted()),
+            None => managed_key(master, r).map(Some),
+        };
+    }
     match (recorded, sent) {
         (None, None) => Ok(None),
         (None, Some(_)) => Err(err::not_encrypted()),
@@ -106,7 +125,17 @@ pub(crate) fn for_read(recorded: Option<&SseC>, sent: Option<Given>) -> S3Result
 
 /// The key a part of an upload sealed per `recorded` is sealed with: like
 /// [`for_read`], with S3's messages for parts.
-pub(crate) fn for_part(recorded: Option<&SseC>, sent: Option<Given>) -> S3Result<Option<Given>> {
+pub(crate) fn for_part(
+    master: &MasterKey,
+    recorded: Option<&SseC>,
+    sent: Option<Given>,
+) -> S3Result<Option<Given>> {
+    if let Some(r) = recorded.filter(|r| !r.is_customer_key()) {
+        return match sent {
+            Some(_) => Err(err::not_encrypted()),
+            None => managed_key(master, r).map(Some),
+        };
+    }
     match (recorded, sent) {
         (None, None) => Ok(None),
         (None, Some(_)) => Err(err::not_encrypted()),
@@ -114,6 +143,20 @@ pub(crate) fn for_part(recorded: Option<&SseC>, sent: Option<Given>) -> S3Result
         (Some(r), Some(g)) if r.matches(&g.key) => Ok(Some(g)),
         (Some(_), Some(_)) => Err(err::part_key_mismatch()),
     }
+}
+
+/// The key of a managed version: derived from the master key, and checked
+/// against the record (a node configured with another master key than the
+/// one that sealed the version must not serve garbage).
+fn managed_key(master: &MasterKey, record: &SseC) -> S3Result<Given> {
+    let key = master.key_of(record).ok_or_else(|| {
+        tracing::error!(
+            "a version sealed with SSE-S3/SSE-KMS does not open with this node's master key: \
+             is sse_master_key (or rpc_secret, which it derives from when unset) the same on every node?"
+        );
+        err::master_key_mismatch()
+    })?;
+    Ok(Given { key, key_md5: None })
 }
 
 /// A version's record and the key to seal its data with.
@@ -132,6 +175,24 @@ impl Sealing {
         }
     }
 
+    /// Sealing for a new version under a managed key, derived from
+    /// `master` with a fresh salt.
+    pub fn managed(master: &MasterKey, managed: hangar_model::sse_managed::Managed) -> Sealing {
+        let (record, key) = master.seal_new(managed);
+        Sealing { record, key }
+    }
+
+    /// Whether the version's ETag is the MD5 of its content: not when the
+    /// client holds the key (an MD5 would let whoever lists the bucket
+    /// confirm a guess of the content) nor under a KMS key, as on AWS;
+    /// SSE-S3's ETag is the MD5, as on AWS.
+    pub fn etag_is_md5(&self) -> bool {
+        self.record
+            .managed
+            .as_ref()
+            .is_some_and(|m| m.kms_key.is_none())
+    }
+
     /// Sealing with an existing record (a multipart upload's) and its key.
     pub fn with(record: &SseC, given: &Given) -> Sealing {
         Sealing {
@@ -141,10 +202,10 @@ impl Sealing {
     }
 }
 
-/// The response fields that echo a key: `(algorithm, key MD5)`.
+/// The response fields that echo a customer key: `(algorithm, key MD5)`.
 pub(crate) fn echo(given: Option<&Given>) -> (Option<String>, Option<String>) {
-    match given {
-        Some(g) => (Some(ALGORITHM.to_owned()), Some(g.key_md5.clone())),
+    match given.and_then(|g| g.key_md5.as_ref()) {
+        Some(md5) => (Some(ALGORITHM.to_owned()), Some(md5.clone())),
         None => (None, None),
     }
 }
@@ -171,7 +232,7 @@ mod tests {
         let g = given(Some("AES256"), Some(&key), Some(&md5))
             .unwrap()
             .unwrap();
-        assert_eq!(g.key_md5, md5);
+        assert_eq!(g.key_md5.as_deref(), Some(md5.as_str()));
         assert!(!format!("{g:?}").contains(&key));
         let code = |r: S3Result<Option<Given>>| r.unwrap_err().code().as_str().to_owned();
         for bad in [
@@ -202,13 +263,42 @@ mod tests {
             .unwrap()
             .unwrap();
         let rec = SseC::new(&CustomerKey::new(k));
+        let m = MasterKey::new([1; 32]);
         let code = |r: S3Result<Option<Given>>| r.unwrap_err().code().as_str().to_owned();
-        assert!(for_read(None, None).unwrap().is_none());
-        assert!(for_read(Some(&rec), Some(g.clone())).unwrap().is_some());
-        assert_eq!(code(for_read(Some(&rec), None)), "InvalidRequest");
-        assert_eq!(code(for_read(None, Some(g.clone()))), "InvalidRequest");
-        assert_eq!(code(for_read(Some(&rec), Some(o.clone()))), "AccessDenied");
-        assert_eq!(code(for_part(Some(&rec), Some(o))), "InvalidRequest");
-        assert_eq!(code(for_part(Some(&rec), None)), "InvalidRequest");
+        assert!(for_read(&m, None, None).unwrap().is_none());
+        assert!(for_read(&m, Some(&rec), Some(g.clone())).unwrap().is_some());
+        assert_eq!(code(for_read(&m, Some(&rec), None)), "InvalidRequest");
+        assert_eq!(code(for_read(&m, None, Some(g.clone()))), "InvalidRequest");
+        assert_eq!(
+            code(for_read(&m, Some(&rec), Some(o.clone()))),
+            "AccessDenied"
+        );
+        assert_eq!(code(for_part(&m, Some(&rec), Some(o))), "InvalidRequest");
+        assert_eq!(code(for_part(&m, Some(&rec), None)), "InvalidRequest");
+    }
+
+    #[test]
+    fn a_managed_version_opens_with_the_master_key_and_refuses_customer_keys() {
+        let m = MasterKey::new([1; 32]);
+        let sealing = Sealing::managed(&m, hangar_model::sse_managed::Managed::s3());
+        assert!(sealing.etag_is_md5());
+        assert!(
+            !Sealing::managed(&m, hangar_model::sse_managed::Managed::kms("k", [2; 16]))
+                .etag_is_md5()
+        );
+        let rec = sealing.record.clone();
+        let opened = for_read(&m, Some(&rec), None).unwrap().unwrap();
+        assert!(opened.key_md5.is_none());
+        assert_eq!(echo(Some(&opened)), (None, None));
+        let sealed = rec.seal(&sealing.key, b"x");
+        assert_eq!(rec.open(&opened.key, &sealed).unwrap(), b"x");
+        assert!(for_part(&m, Some(&rec), None).unwrap().is_some());
+        let k = [9u8; 32];
+        let g = given(Some("AES256"), Some(&b64(&k)), Some(&md5_b64(&k))).unwrap();
+        let code = |r: S3Result<Option<Given>>| r.unwrap_err().code().as_str().to_owned();
+        assert_eq!(code(for_read(&m, Some(&rec), g.clone())), "InvalidRequest");
+        assert_eq!(code(for_part(&m, Some(&rec), g)), "InvalidRequest");
+        let other = MasterKey::new([2; 32]);
+        assert_eq!(code(for_read(&other, Some(&rec), None)), "InternalError");
     }
 }

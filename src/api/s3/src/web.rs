@@ -198,10 +198,15 @@ async fn read(
     }
     let found = web.api.model.objects().find_version(b, key, None).await?;
     // An SSE-C object cannot be served without its key, which an anonymous
-    // website request has no way to send: it is answered as absent.
+    // website request has no way to send: it is answered as absent. So is
+    // an SSE-KMS one, as by S3's website endpoints; SSE-S3 is served.
+    let servable = |r: &ObjectRow| match &r.sse_c {
+        None => true,
+        Some(rec) => rec.managed.as_ref().is_some_and(|m| m.kms_key.is_none()),
+    };
     Ok(found
         .map(|f| f.row)
-        .filter(|r| !r.is_delete_marker() && !r.is_deleted() && r.sse_c.is_none()))
+        .filter(|r| !r.is_delete_marker() && !r.is_deleted() && servable(r)))
 }
 
 /// The answer to an error `status`: a routing rule for that code, else the
@@ -232,7 +237,8 @@ async fn error(
 
 /// `obj` in full, with status `status`.
 async fn object(web: &WebEndpoint, obj: &ObjectRow, status: StatusCode) -> Response<Body> {
-    let body = match web.api.body(obj, 0..obj.size, None).await {
+    let key = crate::sse_c::for_read(&web.api.settings.sse_master_key, obj.sse_c.as_ref(), None);
+    let body = match async { web.api.body(obj, 0..obj.size, key?.as_ref()).await }.await {
         Ok(b) => b,
         Err(e) => {
             tracing::warn!("website body: {e}");

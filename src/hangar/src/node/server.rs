@@ -1,6 +1,7 @@
 //! `hangar server`: opens the node's stores, starts its workers and serves
 //! S3 and the local admin socket until SIGINT/SIGTERM.
 
+use hangar_model::sse_managed::MasterKey;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -85,6 +86,15 @@ pub struct Node {
     /// Whether S3 clients are being served now, for the background work
     /// that gives way to them; set once the S3 layer exists.
     pub foreground: Foreground,
+}
+
+/// The master key of SSE-S3 and SSE-KMS: `sse_master_key`, else derived
+/// from the cluster secret (doc/configuration.md).
+fn sse_master_key(cfg: &Config) -> Result<MasterKey, NodeError> {
+    Ok(match cfg.sse_master_key_bytes()? {
+        Some(k) => MasterKey::new(k),
+        None => MasterKey::from_rpc_secret(&cfg.rpc_secret_bytes()?),
+    })
 }
 
 /// Descriptors a node keeps besides its client connections: the RPC
@@ -403,6 +413,7 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
             shed_after_overload: Duration::from_millis(cfg.s3_shed_after_overload_msec),
             upload_latency_target: Duration::from_millis(cfg.s3_upload_latency_target_msec),
             sse_c_require_https: cfg.s3_api.sse_c_require_https,
+            sse_master_key: sse_master_key(&cfg)?,
             allow_signature_v2: cfg.s3_api.allow_signature_v2,
         },
     );

@@ -11,8 +11,8 @@ CopyObject, CreateMultipartUpload, UploadPart, CompleteMultipartUpload
 GetBucketEncryption (`ServerSideEncryptionConfigurationNotFoundError`),
 DeleteBucketEncryption; S3 user guide, "Using server-side encryption with
 Amazon S3 managed keys" (the ETag of an SSE-S3 object is the MD5 of its
-content) and "Specifying server-side encryption with AWS KMS" (SSE-KMS,
-which this node answers `501 NotImplemented`)."""
+content) and "Using dual-layer server-side encryption" (DSSE-KMS, which this node
+answers `501 NotImplemented`). SSE-KMS is test_sse_kms.py's."""
 
 from __future__ import annotations
 
@@ -110,10 +110,10 @@ def test_what_s3_refuses_is_refused(s3, bucket):
     put = s3.put_object
     fails("InvalidArgument", 400, put, Bucket=bucket, Key="x", Body=b"x", **AES, **sse(KEY_A))
     fails("InvalidArgument", 400, put, Bucket=bucket, Key="x", Body=b"x", **AES, SSEKMSKeyId="k")
-    # SSE-KMS is not built yet: refused, never stored in the clear.
-    fails("NotImplemented", 501, put, Bucket=bucket, Key="x", Body=b"x", ServerSideEncryption="aws:kms")
+    # DSSE-KMS is not built: refused, never stored in the clear.
+    fails("NotImplemented", 501, put, Bucket=bucket, Key="x", Body=b"x", ServerSideEncryption="aws:kms:dsse")
     fails("NotImplemented", 501, s3.put_bucket_encryption, Bucket=bucket,
-          ServerSideEncryptionConfiguration={"Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "aws:kms"}}]})
+          ServerSideEncryptionConfiguration={"Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "aws:kms:dsse"}}]})
     fails("MalformedXML", 400, s3.put_bucket_encryption, Bucket=bucket,
           ServerSideEncryptionConfiguration={"Rules": [{"BucketKeyEnabled": True}]})
     fails("NoSuchKey", 404, s3.get_object, Bucket=bucket, Key="x")

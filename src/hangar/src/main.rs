@@ -96,6 +96,9 @@ enum Cmd {
     /// Manage access keys.
     #[command(subcommand, after_help = cli::commands::KEY_EXAMPLES)]
     Key(cli::commands::KeyCmd),
+    /// Manage the keys of SSE-KMS.
+    #[command(subcommand, after_help = cli::kms::KMS_EXAMPLES)]
+    Kms(cli::kms::KmsCmd),
     /// Manage buckets and permissions.
     #[command(subcommand, after_help = cli::commands::BUCKET_EXAMPLES)]
     Bucket(cli::commands::BucketCmd),
@@ -330,6 +333,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             let c = &client;
             match cmd {
                 Cmd::Key(k) => cli::commands::key(c, k, cli.json).await,
+                Cmd::Kms(k) => cli::kms::kms(c, k, cli.json).await,
                 Cmd::Bucket(b) => cli::commands::bucket(c, b, cli.json).await,
                 Cmd::AdminToken(t) => cli::commands::admin_token(c, t, cli.json).await,
                 Cmd::Worker(w) => cli::commands::worker(c, w, cli.json).await,

@@ -30,6 +30,11 @@ pub enum ModelError {
     InvalidBucketName { name: String, reason: &'static str },
     #[error("access key {0} does not exist")]
     NoSuchKey(String),
+    #[error("KMS key {0} does not exist")]
+    NoSuchKmsKey(String),
+    /// The KMS key is disabled: it neither seals nor opens data.
+    #[error("KMS key {0} is disabled")]
+    KmsKeyDisabled(String),
     #[error("access key {0} already exists")]
     KeyAlreadyExists(String),
     /// The key exists but its expiry time has passed.

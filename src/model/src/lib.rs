@@ -20,6 +20,9 @@
 //! - [`object_lock`]: S3 Object Lock (bucket configuration, a version's
 //!   retention and legal hold, and whether a version may be removed);
 //! - [`sse_c`]: SSE-C, data sealed with the customer's key;
+//!   [`sse_managed`]: SSE-S3 and SSE-KMS, sealed with derived keys;
+//!   [`kms`]: the keys of SSE-KMS, [`kms_keys`]: their service
+//!   (`Model::kms_keys`);
 //! - [`garbage`]: uploads in progress and the collector of dead versions;
 //! - configuration registers (tags of buckets and objects, CORS rules of
 //!   buckets, [`website`] configuration), changed by the services' `set_*`.
@@ -62,6 +65,8 @@ mod format_tests;
 pub mod garbage;
 pub mod key;
 pub mod keys;
+pub mod kms;
+pub mod kms_keys;
 pub mod lifecycle;
 pub mod lifecycle_worker;
 mod lock_ops;

@@ -15,6 +15,7 @@ use crate::bucket::BucketTable;
 use crate::buckets::Buckets;
 use crate::key::{KeyTable, Permission};
 use crate::keys::Keys;
+use crate::kms_keys::KmsKeys;
 use crate::objects::Objects;
 use crate::tables::Tables;
 use crate::uploads::Uploads;
@@ -27,6 +28,7 @@ pub struct Model {
     /// The cluster this node belongs to (of one node, alone or laid out).
     cluster: hangar_cluster::Cluster,
     keys: Arc<Keys>,
+    kms_keys: KmsKeys,
     buckets: Arc<Buckets>,
     objects: Arc<Objects>,
     uploads: Uploads,
@@ -58,6 +60,10 @@ impl Model {
             db.clone(),
             Table::new(db.clone(), cluster.clone()).map_err(hangar_table::TableError::from)?,
         ));
+        let kms_keys = KmsKeys::new(
+            db.clone(),
+            Table::new(db.clone(), cluster.clone()).map_err(hangar_table::TableError::from)?,
+        );
         let buckets = Buckets::start(db.clone(), keys.clone(), cluster, allow_punycode)?;
         let (object_rows, versions, version_parts, mpus, parts) = (
             rows(&db, cluster)?,
@@ -76,6 +82,7 @@ impl Model {
             parts: parts.clone(),
             refs: replicated.ref_table().clone(),
             keys: keys.table().clone(),
+            kms_keys: kms_keys.table().clone(),
             buckets: buckets.bucket_table().clone(),
             aliases: buckets.alias_table().clone(),
         };
@@ -97,6 +104,7 @@ impl Model {
             db,
             cluster: cluster.clone(),
             keys,
+            kms_keys,
             buckets,
             objects,
             uploads,
@@ -129,6 +137,11 @@ impl Model {
     /// The key service: access keys and their rights.
     pub fn keys(&self) -> &Keys {
         &self.keys
+    }
+
+    /// The KMS key service: the keys of SSE-KMS.
+    pub fn kms_keys(&self) -> &KmsKeys {
+        &self.kms_keys
     }
 
     /// The node's replicated tables, for their workers.

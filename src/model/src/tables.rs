@@ -1,7 +1,7 @@
 //! The node's replicated tables as their workers see them: the sharded
 //! tables (objects, versions, completed parts, uploads, parts, block
 //! references) and the
-//! full tables (keys, buckets, aliases), handed to the anti-entropy
+//! full tables (keys, buckets, aliases, KMS keys), handed to the anti-entropy
 //! workers; their status for `hangar table status`; the one-time repair of
 //! the Merkle indexes; and the collection of tombstones with every
 //! replica. Holds handles to the tables the services own (a clone of a
@@ -20,6 +20,7 @@ use crate::alias::AliasTable;
 use crate::block_list::VersionTable;
 use crate::bucket::BucketTable;
 use crate::key::KeyTable;
+use crate::kms::KmsKeyTable;
 use crate::multipart::{MpuTable, PartTable};
 use crate::object::ObjectTable;
 use crate::state::MODEL_STATE_TREE;
@@ -40,6 +41,7 @@ pub struct Tables {
     pub(crate) parts: Table<PartTable>,
     pub(crate) refs: Table<BlockRefTable>,
     pub(crate) keys: Table<KeyTable>,
+    pub(crate) kms_keys: Table<KmsKeyTable>,
     pub(crate) buckets: Table<BucketTable>,
     pub(crate) aliases: Table<AliasTable>,
 }
@@ -155,6 +157,7 @@ impl Tables {
             Box::new(self.keys.clone()),
             Box::new(self.buckets.clone()),
             Box::new(self.aliases.clone()),
+            Box::new(self.kms_keys.clone()),
         ]
     }
 }

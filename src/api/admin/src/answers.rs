@@ -48,6 +48,23 @@ pub struct KeySummary {
     pub expired: bool,
 }
 
+/// An SSE-KMS key (`kms create|info|rotate|disable|enable`, one of `kms
+/// list`): no key material, which never leaves the cluster's derivation.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct KmsKey {
+    pub id: String,
+    pub description: String,
+    pub enabled: bool,
+    /// Creation time, ms since the epoch.
+    pub created_msec: u64,
+    /// Versions of its material (1 + rotations).
+    pub versions: usize,
+    /// When the current version (the one new data is sealed under) was
+    /// made, ms since the epoch.
+    pub current_version_msec: u64,
+}
+
 /// `key delete`: the id of the key deleted.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
@@ -452,6 +469,7 @@ mod tests {
             required_in_doc(&["Key", "buckets"])
         );
         assert_eq!(fields(Disk::default()), required_in_doc(&["Disk"]));
+        assert_eq!(fields(KmsKey::default()), required_in_doc(&["KmsKey"]));
         assert_eq!(
             fields(NodeReport::default()),
             required_in_doc(&["NodeReport"])

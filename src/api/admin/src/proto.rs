@@ -67,6 +67,24 @@ pub enum Request {
         #[serde(default)]
         expires_msec: Option<u64>,
     },
+    /// Creates an enabled SSE-KMS key with one version of material.
+    KmsKeyCreate {
+        #[serde(default)]
+        description: String,
+    },
+    KmsKeyList,
+    KmsKeyInfo {
+        key: String,
+    },
+    /// Rotates (a new version of material for new data), disables or
+    /// enables an SSE-KMS key.
+    KmsKeyUpdate {
+        key: String,
+        #[serde(default)]
+        rotate: bool,
+        #[serde(default)]
+        enabled: Option<bool>,
+    },
     BucketCreate {
         name: String,
     },

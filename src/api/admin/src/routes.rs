@@ -83,6 +83,10 @@ pub const ROUTES: &[Route] = &[
     post("/v2/SetKeyCreateBucket", "key_set_create_bucket"),
     post("/v2/SetKeyExpiry", "key_set_expiry"),
     post("/v2/DeleteKey", "key_delete"),
+    get("/v2/ListKmsKeys", "kms_key_list"),
+    get("/v2/GetKmsKeyInfo", "kms_key_info"),
+    post("/v2/CreateKmsKey", "kms_key_create"),
+    post("/v2/UpdateKmsKey", "kms_key_update"),
     get("/v2/ListBuckets", "bucket_list"),
     get("/v2/GetBucketInfo", "bucket_info"),
     post("/v2/CreateBucket", "bucket_create"),
@@ -135,6 +139,10 @@ pub fn route_for(req: &Request) -> &'static Route {
         Request::KeySetCreateBucket { .. } => "/v2/SetKeyCreateBucket",
         Request::KeySetExpiry { .. } => "/v2/SetKeyExpiry",
         Request::KeyDelete { .. } => "/v2/DeleteKey",
+        Request::KmsKeyList => "/v2/ListKmsKeys",
+        Request::KmsKeyInfo { .. } => "/v2/GetKmsKeyInfo",
+        Request::KmsKeyCreate { .. } => "/v2/CreateKmsKey",
+        Request::KmsKeyUpdate { .. } => "/v2/UpdateKmsKey",
         Request::BucketList => "/v2/ListBuckets",
         Request::BucketInfo { .. } => "/v2/GetBucketInfo",
         Request::BucketCreate { .. } => "/v2/CreateBucket",
@@ -240,6 +248,16 @@ mod tests {
         use Request::*;
         let s = |x: &str| x.to_string();
         vec![
+            KmsKeyCreate {
+                description: s("archive"),
+            },
+            KmsKeyList,
+            KmsKeyInfo { key: s("k") },
+            KmsKeyUpdate {
+                key: s("k"),
+                rotate: true,
+                enabled: Some(false),
+            },
             KeyCreate {
                 name: s("k"),
                 expires_msec: None,

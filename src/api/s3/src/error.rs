@@ -87,6 +87,14 @@ pub fn model_error(e: ModelError) -> S3Error {
         ModelError::AclWithOwnershipEnforced(m) => {
             s3_error!(InvalidBucketAclWithObjectOwnership, "{m}")
         }
+        // S3 passes the key service's errors on, as 400s.
+        ModelError::NoSuchKmsKey(k) => {
+            kms_error("KMS.NotFoundException", format!("Invalid keyId {k}"))
+        }
+        ModelError::KmsKeyDisabled(k) => kms_error(
+            "KMS.DisabledException",
+            format!("The KMS key {k} is disabled"),
+        ),
         ModelError::SourceChanged => s3_error!(
             OperationAborted,
             "The source object was overwritten or deleted while it was being copied; try again."
@@ -228,6 +236,13 @@ pub fn invalid_part_number() -> S3Error {
     let code = S3ErrorCode::from_bytes(b"InvalidPartNumber").expect("any code parses");
     let mut e = S3Error::with_message(code, "The requested partnumber is not satisfiable");
     e.set_status_code(http::StatusCode::RANGE_NOT_SATISFIABLE);
+    e
+}
+
+/// An error of the key service, with its code (`KMS.…`) and `400`.
+fn kms_error(code: &str, message: String) -> S3Error {
+    let mut e = S3Error::with_message(s3s::S3ErrorCode::Custom(code.to_owned().into()), message);
+    e.set_status_code(http::StatusCode::BAD_REQUEST);
     e
 }
 

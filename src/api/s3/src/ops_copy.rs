@@ -130,14 +130,16 @@ impl S3Api {
         check_key_length(&input.key)?;
         // The copy's encryption is the request's or the destination's
         // default, never the source's.
-        let dst_managed = crate::sse_managed::for_write(
-            &dst_b,
-            crate::sse_managed::Asked {
-                algorithm: input.server_side_encryption.as_ref(),
-                kms_key_id: input.ssekms_key_id.as_deref(),
-            },
-            dst_sse.is_some(),
-        )?;
+        let dst_managed = self
+            .managed_sealing(
+                &dst_b,
+                crate::sse_managed::Asked {
+                    algorithm: input.server_side_encryption.as_ref(),
+                    kms_key_id: input.ssekms_key_id.as_deref(),
+                },
+                dst_sse.is_some(),
+            )
+            .await?;
 
         let replace = input
             .metadata_directive
@@ -222,7 +224,7 @@ impl S3Api {
                         upload_of,
                         sealing: match &dst_sse {
                             Some(g) => Some(Sealing::new(g)),
-                            None => crate::sse_managed::sealing(self, dst_managed),
+                            None => dst_managed,
                         },
                     },
                 )

@@ -229,7 +229,11 @@ impl S3Api {
     ) -> S3Result<StreamingBlob> {
         let opening = match (&obj.sse_c, sse) {
             (None, _) => None,
-            (Some(record), Some(g)) => Some(Arc::new(Sealing::with(record, g))),
+            (Some(record), Some(g)) => {
+                // A disabled KMS key opens nothing (HEAD still answers).
+                self.check_kms_usable(Some(record)).await?;
+                Some(Arc::new(Sealing::with(record, g)))
+            }
             (Some(_), None) => return Err(crate::error::sse_c::key_required()),
         };
         let blocks = match &obj.data {

@@ -139,19 +139,21 @@ impl S3Api {
             input.sse_customer_key.as_deref(),
             input.sse_customer_key_md5.as_deref(),
         )?;
-        let managed = crate::sse_managed::for_write(
-            &b,
-            crate::sse_managed::Asked {
-                algorithm: input.server_side_encryption.as_ref(),
-                kms_key_id: input.ssekms_key_id.as_deref(),
-            },
-            sse.is_some(),
-        )?;
+        let managed = self
+            .managed_sealing(
+                &b,
+                crate::sse_managed::Asked {
+                    algorithm: input.server_side_encryption.as_ref(),
+                    kms_key_id: input.ssekms_key_id.as_deref(),
+                },
+                sse.is_some(),
+            )
+            .await?;
         // The parts are sealed under this record's salt and key (the
         // customer's, or the managed key's derived from it).
         let record = match &sse {
             Some(g) => Some(SseC::new(&g.key)),
-            None => crate::sse_managed::sealing(self, managed).map(|s| s.record),
+            None => managed.map(|s| s.record),
         };
         let row = MpuRow {
             deleted: false,
@@ -212,6 +214,8 @@ impl S3Api {
                 input.sse_customer_key_md5.as_deref(),
             )?,
         )?;
+        // Parts of an upload under a disabled KMS key are refused.
+        self.check_kms_usable(mpu.sse_c.as_ref()).await?;
         let version = hangar_model::new_version_id();
         let stored = self
             .store_body(
@@ -319,6 +323,7 @@ impl S3Api {
                 }
             }
         };
+        self.check_kms_usable(mpu.sse_c.as_ref()).await?;
         let body = self.body(&src, range, src_sse.as_ref()).await?;
         let version = hangar_model::new_version_id();
         let no_headers = http::HeaderMap::new();

@@ -567,14 +567,16 @@ impl S3Api {
             input.sse_customer_key.as_deref(),
             input.sse_customer_key_md5.as_deref(),
         )?;
-        let managed = crate::sse_managed::for_write(
-            &bucket,
-            crate::sse_managed::Asked {
-                algorithm: input.server_side_encryption.as_ref(),
-                kms_key_id: input.ssekms_key_id.as_deref(),
-            },
-            sse.is_some(),
-        )?;
+        let managed = self
+            .managed_sealing(
+                &bucket,
+                crate::sse_managed::Asked {
+                    algorithm: input.server_side_encryption.as_ref(),
+                    kms_key_id: input.ssekms_key_id.as_deref(),
+                },
+                sse.is_some(),
+            )
+            .await?;
         // A body that cannot fit the bucket's quotas is refused before it
         // is read (with `Expect: 100-continue`, before it is even sent).
         if let Some(size) = declared_length(&headers) {
@@ -601,7 +603,7 @@ impl S3Api {
                     upload_of: UploadOf::object(&bucket.id_bytes(), &input.key),
                     sealing: match &sse {
                         Some(g) => Some(Sealing::new(g)),
-                        None => crate::sse_managed::sealing(self, managed),
+                        None => managed,
                     },
                 },
             )

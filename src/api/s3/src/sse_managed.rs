@@ -1,7 +1,7 @@
-//! SSE-S3 (and the request side of SSE-KMS) on the S3 side: which managed
-//! key a write is sealed under — its `x-amz-server-side-encryption`
-//! headers, else the bucket's default encryption — and the response fields
-//! that name it. The keys are [`hangar_model::sse_managed`]'s; reading a
+//! SSE-S3 and SSE-KMS on the S3 side: which managed key a write is sealed
+//! under — its `x-amz-server-side-encryption` headers, else the bucket's
+//! default encryption, a KMS key looked up in the key service — whether a
+//! KMS key may open data now, and the response fields that name the key. The keys are [`hangar_model::sse_managed`]'s; reading a
 //! managed version is [`crate::sse_c::for_read`]'s.
 
 use hangar_model::bucket::{BucketEncryption, BucketRow};
@@ -20,15 +20,24 @@ pub(crate) struct Asked<'a> {
     pub kms_key_id: Option<&'a str>,
 }
 
-/// The managed key a write into `bucket` is sealed under: the one it asked
-/// for, else the bucket's default; `None` when neither asks for one, or
-/// when the write is SSE-C (`customer`: the client's key wins over the
-/// bucket's default, and asking for both is refused, as on S3).
+/// What a write is to be sealed under, before a KMS key is looked up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Wanted {
+    /// SSE-S3.
+    S3,
+    /// SSE-KMS under the key named (`None`: the default key, `aws/s3`).
+    Kms(Option<String>),
+}
+
+/// What a write into `bucket` is sealed under: what it asked for, else the
+/// bucket's default; `None` when neither asks for one, or when the write is
+/// SSE-C (`customer`: the client's key wins over the bucket's default, and
+/// asking for both is refused, as on S3).
 pub(crate) fn for_write(
     bucket: &BucketRow,
     asked: Asked<'_>,
     customer: bool,
-) -> S3Result<Option<Managed>> {
+) -> S3Result<Option<Wanted>> {
     if customer {
         if asked.algorithm.is_some() || asked.kms_key_id.is_some() {
             return Err(s3_error!(
@@ -39,30 +48,65 @@ pub(crate) fn for_write(
         return Ok(None);
     }
     match asked.algorithm {
-        Some(a) => managed(a.as_str(), asked.kms_key_id),
+        Some(a) => wanted(a.as_str(), asked.kms_key_id).map(Some),
         None if asked.kms_key_id.is_some() => Err(kms_key_without_kms()),
         None => bucket
             .encryption()
-            .map(|e| managed(&e.algorithm, e.kms_key.as_deref()))
-            .transpose()
-            .map(Option::flatten),
+            .map(|e| wanted(&e.algorithm, e.kms_key.as_deref()))
+            .transpose(),
     }
 }
 
-/// [`for_write`] as the sealing of the new version (`None`: plain), with
-/// the master key of `api`.
-pub(crate) fn sealing(api: &crate::S3Api, managed: Option<Managed>) -> Option<Sealing> {
-    managed.map(|m| Sealing::managed(&api.settings.sse_master_key, m))
+impl crate::S3Api {
+    /// The sealing of a new version written into `bucket` as `asked`
+    /// ([`for_write`]), a KMS key looked up (missing: `400
+    /// KMS.NotFoundException`; disabled: `400 KMS.DisabledException`).
+    pub(crate) async fn managed_sealing(
+        &self,
+        bucket: &BucketRow,
+        asked: Asked<'_>,
+        customer: bool,
+    ) -> S3Result<Option<Sealing>> {
+        let managed = match for_write(bucket, asked, customer)? {
+            None => return Ok(None),
+            Some(Wanted::S3) => Managed::s3(),
+            Some(Wanted::Kms(named)) => self
+                .model
+                .kms_keys()
+                .for_sealing(named.as_deref())
+                .await
+                .map_err(crate::error::model_error)?,
+        };
+        Ok(Some(Sealing::managed(
+            &self.settings.sse_master_key,
+            managed,
+        )))
+    }
+
+    /// Whether data sealed per `record` may be opened now: refused when its
+    /// KMS key is missing or disabled.
+    pub(crate) async fn check_kms_usable(&self, record: Option<&SseC>) -> S3Result<()> {
+        match record.and_then(|r| r.managed.as_ref()) {
+            Some(m) => self
+                .model
+                .kms_keys()
+                .check_usable(m)
+                .await
+                .map_err(crate::error::model_error),
+            None => Ok(()),
+        }
+    }
 }
 
-/// The managed key an algorithm names (with its KMS key id).
-fn managed(algorithm: &str, kms_key_id: Option<&str>) -> S3Result<Option<Managed>> {
+/// What an algorithm names (with its KMS key id).
+fn wanted(algorithm: &str, kms_key_id: Option<&str>) -> S3Result<Wanted> {
     match algorithm {
         SSE_S3 if kms_key_id.is_some() => Err(kms_key_without_kms()),
-        SSE_S3 => Ok(Some(Managed::s3())),
-        SSE_KMS | ServerSideEncryption::AWS_KMS_DSSE => Err(s3_error!(
+        SSE_S3 => Ok(Wanted::S3),
+        SSE_KMS => Ok(Wanted::Kms(kms_key_id.map(str::to_owned))),
+        ServerSideEncryption::AWS_KMS_DSSE => Err(s3_error!(
             NotImplemented,
-            "SSE-KMS is not implemented yet: use AES256 (SSE-S3) or SSE-C"
+            "DSSE-KMS (aws:kms:dsse) is not implemented: use aws:kms, AES256 or SSE-C"
         )),
         _ => Err(s3_error!(
             InvalidArgument,
@@ -79,13 +123,14 @@ fn kms_key_without_kms() -> s3s::S3Error {
 }
 
 /// A bucket's default encryption as S3's rule asks for it: `AES256` (no
-/// KMS key), `aws:kms` (refused as not implemented, like the header).
+/// KMS key) or `aws:kms` (with a key id, or the default key); the key is
+/// looked up when a write uses it, as on S3.
 pub(crate) fn bucket_default(
     algorithm: &str,
     kms_key_id: Option<&str>,
     bucket_key: bool,
 ) -> S3Result<BucketEncryption> {
-    managed(algorithm, kms_key_id)?;
+    wanted(algorithm, kms_key_id)?;
     Ok(BucketEncryption {
         algorithm: algorithm.to_owned(),
         kms_key: kms_key_id.map(str::to_owned),
@@ -131,15 +176,12 @@ mod tests {
             kms_key_id: None,
         };
         let plain = bucket(None);
-        assert_eq!(
-            for_write(&plain, asked, false).unwrap(),
-            Some(Managed::s3())
-        );
+        assert_eq!(for_write(&plain, asked, false).unwrap(), Some(Wanted::S3));
         assert_eq!(for_write(&plain, Asked::default(), false).unwrap(), None);
         let defaulted = bucket(Some("AES256"));
         assert_eq!(
             for_write(&defaulted, Asked::default(), false).unwrap(),
-            Some(Managed::s3())
+            Some(Wanted::S3)
         );
         // SSE-C wins over the default, and may not be asked with SSE-S3.
         assert_eq!(for_write(&defaulted, Asked::default(), true).unwrap(), None);
@@ -171,13 +213,19 @@ mod tests {
             "InvalidArgument"
         );
         assert_eq!(
-            code(for_write(&b, ask(Some(&kms), None), false)),
-            "NotImplemented"
+            for_write(&b, ask(Some(&kms), Some("k")), false).unwrap(),
+            Some(Wanted::Kms(Some("k".into())))
         );
         assert_eq!(
-            code(bucket_default("aws:kms", None, true)),
+            for_write(&b, ask(Some(&kms), None), false).unwrap(),
+            Some(Wanted::Kms(None))
+        );
+        let dsse = ServerSideEncryption::from_static("aws:kms:dsse");
+        assert_eq!(
+            code(for_write(&b, ask(Some(&dsse), None), false)),
             "NotImplemented"
         );
+        assert!(bucket_default("aws:kms", Some("k"), true).is_ok());
     }
 
     #[test]

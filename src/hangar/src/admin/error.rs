@@ -13,6 +13,7 @@ pub(crate) fn model_error(e: ModelError) -> AdminError {
         ModelError::NoSuchBucket(_)
         | ModelError::NoSuchKey(_)
         | ModelError::NoSuchUpload
+        | ModelError::NoSuchKmsKey(_)
         | ModelError::NoSuchAlias { .. } => ErrorCode::NotFound,
         ModelError::BucketAlreadyExists(_)
         | ModelError::BucketAlreadyOwnedByYou(_)
@@ -23,7 +24,8 @@ pub(crate) fn model_error(e: ModelError) -> AdminError {
         | ModelError::ObjectLocked
         | ModelError::SourceChanged
         | ModelError::QuotaExceeded(_)
-        | ModelError::AclWithOwnershipEnforced(_) => ErrorCode::Conflict,
+        | ModelError::AclWithOwnershipEnforced(_)
+        | ModelError::KmsKeyDisabled(_) => ErrorCode::Conflict,
         ModelError::InvalidBucketName { .. }
         | ModelError::Invalid(_)
         | ModelError::KeyExpired { .. } => ErrorCode::BadRequest,
@@ -51,6 +53,7 @@ fn next_step(e: &ModelError) -> &'static str {
         ModelError::NoSuchBucket(_) => ": `hangar bucket list` lists the buckets",
         ModelError::NoSuchAlias { .. } => ": `hangar bucket info` lists the bucket's aliases",
         ModelError::NoSuchKey(_) => ": `hangar key list` lists the keys",
+        ModelError::NoSuchKmsKey(_) => ": `hangar kms list` lists the KMS keys",
         ModelError::BucketAlreadyExists(_) => ": pick another name, or `hangar bucket info` it",
         ModelError::BucketNotEmpty(_) => ": delete its objects first",
         ModelError::KeyAlreadyExists(_) => ": `hangar key info` shows it",

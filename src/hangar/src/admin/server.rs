@@ -28,6 +28,18 @@ fn answer(a: impl serde::Serialize) -> Value {
     serde_json::to_value(a).expect("admin answers serialize")
 }
 
+/// An SSE-KMS key as `hangar kms info --json` prints it.
+fn kms_json(k: &hangar_model::kms::KmsKeyRow) -> Value {
+    answer(hangar_api_admin::answers::KmsKey {
+        id: k.id.clone(),
+        description: k.description.value.clone(),
+        enabled: k.is_enabled(),
+        created_msec: k.created_msec,
+        versions: k.versions.len(),
+        current_version_msec: k.current().map_or(0, |v| v.created_msec),
+    })
+}
+
 /// A key as `hangar key info --json` prints it.
 pub fn key_json(k: &KeyRow) -> Value {
     answer(KeyInfo {
@@ -233,6 +245,35 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
                     .await
                     .map_err(e)?,
             )
+        }
+        Request::KmsKeyCreate { description } => {
+            kms_json(&model.kms_keys().create(&description).await.map_err(e)?)
+        }
+        Request::KmsKeyList => Value::Array(
+            model
+                .kms_keys()
+                .list()
+                .await
+                .map_err(e)?
+                .iter()
+                .map(kms_json)
+                .collect(),
+        ),
+        Request::KmsKeyInfo { key } => kms_json(&model.kms_keys().find(&key).await.map_err(e)?),
+        Request::KmsKeyUpdate {
+            key,
+            rotate,
+            enabled,
+        } => {
+            let kms = model.kms_keys();
+            let mut k = kms.find(&key).await.map_err(e)?;
+            if rotate {
+                k = kms.rotate(&k.id).await.map_err(e)?;
+            }
+            if let Some(on) = enabled {
+                k = kms.set_enabled(&k.id, on).await.map_err(e)?;
+            }
+            kms_json(&k)
         }
         Request::BucketCreate { name } => {
             let b = model

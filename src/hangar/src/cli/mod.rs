@@ -9,6 +9,7 @@ pub(crate) mod docs;
 pub(crate) mod error;
 pub(crate) mod expiry;
 pub(crate) mod health;
+pub(crate) mod kms;
 pub(crate) mod layout;
 pub(crate) mod presign;
 pub(crate) mod progress;

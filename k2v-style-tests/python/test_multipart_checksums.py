@@ -139,3 +139,23 @@ def test_a_type_the_algorithm_cannot_have_is_refused(cluster):
     r = first.create_multipart_upload(Bucket=b, Key="o", ChecksumAlgorithm="CRC32C", ChecksumType="FULL_OBJECT")
     assert (r["ChecksumAlgorithm"], r["ChecksumType"]) == ("CRC32C", "FULL_OBJECT")
     assert first.list_multipart_uploads(Bucket=b)["Uploads"][0]["UploadId"] == r["UploadId"]
+
+
+def test_the_announced_object_size_must_be_the_parts(cluster):
+    # API_CompleteMultipartUpload, x-amz-mp-object-size: "a mismatch ...
+    # results in an HTTP 400 InvalidRequest error".
+    first, last = clients(cluster)
+    b = bucket_name("mpsize")
+    first.create_bucket(Bucket=b)
+    up, listed = start(first, b, "o", "CRC32")
+    size = sum(len(p) for p in PARTS)
+
+    def complete(n):
+        return first.complete_multipart_upload(Bucket=b, Key="o", UploadId=up, MultipartUpload={"Parts": listed},
+                                               MpuObjectSize=n)
+
+    assert status(lambda: complete(size - 1)) == (400, "InvalidRequest")
+    assert status(lambda: complete(size + 1)) == (400, "InvalidRequest")
+    assert status(lambda: last.head_object(Bucket=b, Key="o"))[0] == 404
+    complete(size)
+    assert last.head_object(Bucket=b, Key="o")["ContentLength"] == size

@@ -192,6 +192,10 @@ pub enum CompleteError {
     /// A checksum of the parts or of the object does not hold (the
     /// caller's [`ObjectChecksum`] says which, and its S3 error).
     Checksum(ChecksumRefusal),
+    /// InvalidRequest: the parts do not add up to the size the client
+    /// announced (`x-amz-mp-object-size`), checked by the caller's
+    /// [`ObjectChecksum`] with the parts.
+    ObjectSize { announced: i64, parts: u64 },
 }
 
 /// Why the checksums of a completion refuse it.

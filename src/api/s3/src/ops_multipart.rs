@@ -408,7 +408,20 @@ impl S3Api {
                 &b,
                 &mpu,
                 &listed,
-                &|parts| crate::multipart_checksum::object_checksum(&mpu, &sent, parts),
+                &|parts| {
+                    // x-amz-mp-object-size, when sent, is checked first
+                    // (AWS API reference, CompleteMultipartUpload).
+                    let size: u64 = parts.iter().map(|(_, p)| p.size).sum();
+                    match input.mpu_object_size {
+                        Some(announced) if u64::try_from(announced) != Ok(size) => {
+                            Err(CompleteError::ObjectSize {
+                                announced,
+                                parts: size,
+                            })
+                        }
+                        _ => crate::multipart_checksum::object_checksum(&mpu, &sent, parts),
+                    }
+                },
                 cond,
             )
             .await
@@ -450,6 +463,12 @@ impl S3Api {
             }
             Err(CompleteError::Checksum(ChecksumRefusal::ObjectMismatch(m))) => {
                 return Err(s3_error!(BadDigest, "{m}"));
+            }
+            Err(CompleteError::ObjectSize { announced, parts }) => {
+                return Err(s3_error!(
+                    InvalidRequest,
+                    "The provided object size {announced} does not match the size of the parts, {parts} bytes."
+                ));
             }
         };
         Ok(S3Response::new(completed_output(&input, &b, &row)))

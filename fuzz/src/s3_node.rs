@@ -79,6 +79,7 @@ impl Node {
                     upload_latency_target: Duration::from_millis(1000),
                     sse_c_require_https: false,
                     sse_master_key: hangar_model::sse_managed::MasterKey::new([7; 32]),
+                    access_log_flush: Duration::from_secs(60),
                     // So that V2 dates and expiries reach their parsers
                     // (request_time) rather than the refusal.
                     allow_signature_v2: true,

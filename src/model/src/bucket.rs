@@ -4,9 +4,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::row_format::{
-    ACCESS_ROW_FORMAT, CREATOR_ROW_FORMAT, LIFECYCLE_ROW_FORMAT, MANAGED_SSE_ROW_FORMAT,
-    OBJECT_LOCK_ROW_FORMAT, OWNERSHIP_ROW_FORMAT, QUOTA_ROW_FORMAT, TAGS_CORS_ROW_FORMAT,
-    VERSIONING_ROW_FORMAT, WEBSITE_ROW_FORMAT,
+    ACCESS_LOG_ROW_FORMAT, ACCESS_ROW_FORMAT, CREATOR_ROW_FORMAT, LIFECYCLE_ROW_FORMAT,
+    MANAGED_SSE_ROW_FORMAT, OBJECT_LOCK_ROW_FORMAT, OWNERSHIP_ROW_FORMAT, QUOTA_ROW_FORMAT,
+    TAGS_CORS_ROW_FORMAT, VERSIONING_ROW_FORMAT, WEBSITE_ROW_FORMAT,
 };
 use hangar_db::{DbError, Tx};
 use hangar_table::{Crdt, Lww, ROW_FORMAT, Schema};
@@ -100,6 +100,18 @@ pub struct BucketRow {
     /// absent while never set).
     #[serde(default, skip_serializing_if = "Lww::is_unset")]
     pub encryption: Lww<Option<BucketEncryption>>,
+    /// PutBucketLogging: where the bucket's server access logs go; `None`
+    /// when logging is off (row format 16; absent while never set).
+    #[serde(default, skip_serializing_if = "Lww::is_unset")]
+    pub logging: Lww<Option<BucketLogging>>,
+}
+
+/// Where a bucket's server access logs are written: objects named
+/// `<target_prefix><time>-<unique>` in `target_bucket`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct BucketLogging {
+    pub target_bucket: String,
+    pub target_prefix: String,
 }
 
 /// A bucket's default encryption (S3's
@@ -184,6 +196,7 @@ impl Crdt for BucketRow {
                 self.quotas.merge(&other.quotas);
                 self.ownership.merge(&other.ownership);
                 self.encryption.merge(&other.encryption);
+                self.logging.merge(&other.logging);
             }
         }
     }
@@ -211,6 +224,7 @@ impl BucketRow {
             quotas: Lww::default(),
             ownership: Lww::default(),
             encryption: Lww::default(),
+            logging: Lww::default(),
         }
     }
 
@@ -222,6 +236,11 @@ impl BucketRow {
     /// The bucket's object ownership setting, if any.
     pub fn ownership(&self) -> Option<ObjectOwnership> {
         self.ownership.value
+    }
+
+    /// Where the bucket's server access logs go, if anywhere.
+    pub fn logging(&self) -> Option<&BucketLogging> {
+        self.logging.value.as_ref()
     }
 
     /// The bucket's default encryption, if any.
@@ -311,7 +330,9 @@ impl Schema for BucketTable {
     type Replication = hangar_table::Full;
 
     fn format_of(row: &BucketRow) -> u8 {
-        if !row.encryption.is_unset() {
+        if !row.logging.is_unset() {
+            ACCESS_LOG_ROW_FORMAT
+        } else if !row.encryption.is_unset() {
             MANAGED_SSE_ROW_FORMAT
         } else if !row.ownership.is_unset() {
             OWNERSHIP_ROW_FORMAT

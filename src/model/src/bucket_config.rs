@@ -149,6 +149,20 @@ impl Buckets {
         .await
     }
 
+    /// Sets where the server access logs of bucket `name` go (`None`:
+    /// logging off).
+    pub async fn set_bucket_logging(
+        &self,
+        name: &str,
+        logging: Option<crate::bucket::BucketLogging>,
+    ) -> Result<BucketRow> {
+        self.update_bucket(name, move |b, now| {
+            b.logging.update(now, logging);
+            Ok(())
+        })
+        .await
+    }
+
     /// Sets the default encryption of bucket `name` (`None` removes it).
     pub async fn set_bucket_encryption(
         &self,

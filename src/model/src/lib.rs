@@ -51,6 +51,8 @@ mod format14_tests;
 #[cfg(test)]
 mod format15_tests;
 #[cfg(test)]
+mod format16_tests;
+#[cfg(test)]
 mod format3_tests;
 #[cfg(test)]
 mod format5_tests;

@@ -94,6 +94,13 @@ pub const CHECKSUM_TYPE_ROW_FORMAT: u8 = 14;
 /// so. Written only for the rows that carry one; 15 includes 3 to 14.
 pub const MANAGED_SSE_ROW_FORMAT: u8 = 15;
 
+/// Format 15 plus a bucket's server access logging
+/// (`BucketRow::logging`, PutBucketLogging): a reader of an older format
+/// would drop it on its next merge and stop writing the logs, so such rows
+/// say so. Written only for the bucket rows that carry it; 16 includes 3
+/// to 15.
+pub const ACCESS_LOG_ROW_FORMAT: u8 = 16;
+
 /// The newest format of the model's rows: every table of the model reads
 /// formats 2 to this one.
-pub const NEWEST: u8 = MANAGED_SSE_ROW_FORMAT;
+pub const NEWEST: u8 = ACCESS_LOG_ROW_FORMAT;

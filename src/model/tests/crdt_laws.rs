@@ -9,7 +9,8 @@ use hangar_model::access::{CannedAcl, ObjectOwnership, PublicAccessBlock};
 use hangar_model::alias::AliasRow;
 use hangar_model::block_list::BlockEntry;
 use hangar_model::bucket::{
-    BucketEncryption, BucketQuotas, BucketRow, CorsRule, Versioning, bucket_id, displaced,
+    BucketEncryption, BucketLogging, BucketQuotas, BucketRow, CorsRule, Versioning, bucket_id,
+    displaced,
 };
 use hangar_model::key::{KeyRow, Permission};
 use hangar_model::lifecycle::{LifecycleFilter, LifecycleRule};
@@ -171,6 +172,16 @@ fn bucket_encryption() -> impl Strategy<Value = Option<BucketEncryption>> {
     })
 }
 
+/// Logging off, or to one of two targets (row format 16).
+fn bucket_logging() -> impl Strategy<Value = Option<BucketLogging>> {
+    proptest::option::of(prop_oneof![Just(("logs", "a/")), Just(("logs", "b/"))]).prop_map(|l| {
+        l.map(|(b, p)| BucketLogging {
+            target_bucket: b.to_owned(),
+            target_prefix: p.to_owned(),
+        })
+    })
+}
+
 /// No public access block, or any of its switches (row format 10).
 fn public_access_block() -> impl Strategy<Value = Option<PublicAccessBlock>> {
     proptest::option::of(
@@ -218,6 +229,7 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
             lww(quotas()),
             lww(object_ownership()),
             lww(bucket_encryption()),
+            lww(bucket_logging()),
         ),
     )
         .prop_map(
@@ -233,7 +245,7 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
                 object_lock,
                 lifecycle,
                 website,
-                (policy, public_access_block, acl, quotas, ownership, encryption),
+                (policy, public_access_block, acl, quotas, ownership, encryption, logging),
             )| {
                 let mut b = BucketRow::new("bucket", id, created, updated);
                 b.deleted = deleted;
@@ -250,6 +262,7 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
                 b.quotas = quotas;
                 b.ownership = ownership;
                 b.encryption = encryption;
+                b.logging = logging;
                 b
             },
         )

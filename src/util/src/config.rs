@@ -277,6 +277,10 @@ fn default_max_connections() -> usize {
 fn default_shed_after_overload() -> u64 {
     1000
 }
+fn default_access_log_flush() -> u64 {
+    60
+}
+
 fn default_upload_latency_target() -> u64 {
     1000
 }
@@ -470,6 +474,10 @@ pub struct Config {
     /// refused with `503 SlowDown` before its body; 0: never.
     #[serde(default = "default_upload_latency_target")]
     pub s3_upload_latency_target_msec: u64,
+    /// How often a node writes the server access log lines it holds into
+    /// their target buckets (PutBucketLogging).
+    #[serde(default = "default_access_log_flush")]
+    pub s3_access_log_flush_secs: u64,
     /// Verify a block's hash every time it is read from disk.
     #[serde(default = "default_true")]
     pub verify_blocks_on_read: bool,

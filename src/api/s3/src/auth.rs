@@ -16,6 +16,7 @@ use s3s::auth::{S3Auth, SecretKey};
 use s3s::{S3Result, s3_error};
 
 use crate::access::{Caller, Need, PeerAddr, iam_action, need_of};
+use crate::access_log::{LogSlot, Logged};
 use crate::error::OrS3;
 use crate::metrics::RequestOp;
 
@@ -202,9 +203,22 @@ impl S3Access for KeyAccess {
         let bucket = cx.s3_path().get_bucket_name().map(str::to_owned);
         let object = cx.s3_path().get_object_key().map(str::to_owned);
         let peer = cx.extensions_mut().get::<PeerAddr>().map(|p| p.0.ip());
+        let log_slot = cx.extensions_mut().get::<LogSlot>().cloned();
         let query = cx.uri().query().unwrap_or("");
         let by_version = query.split('&').any(|kv| kv.starts_with("versionId="));
         let caller = Caller::new(key, &op, cx.headers(), query, peer);
+        // A request to a bucket with logging on is logged, refused or not.
+        let log = |row: &hangar_model::bucket::BucketRow| {
+            if let (Some(slot), Some(target)) = (&log_slot, row.logging()) {
+                slot.set(Logged {
+                    bucket: row.name.clone(),
+                    owner: crate::ops_acl::owner_of(row).id.unwrap_or_default(),
+                    target: target.clone(),
+                    requester: caller.key.as_ref().map(|k| k.access_key_id.clone()),
+                    key: object.clone(),
+                });
+            }
+        };
         let names_a_bucket = bucket.is_some();
         let mut bucket_exists = false;
         let allowed = match (need, bucket) {
@@ -223,8 +237,10 @@ impl S3Access for KeyAccess {
                 )
                 .await
                 .or_s3()?
-                .inspect(|_| bucket_exists = true)
-            {
+                .inspect(|row| {
+                    bucket_exists = true;
+                    log(row);
+                }) {
                 // A missing bucket is reported as such by the operation, as S3 does.
                 None => crate::body_limits::check_missing_bucket(cx.headers(), &bucket)
                     .map(|()| true)?,

@@ -11,7 +11,8 @@
 //! answer `501 NotImplemented` (s3s's default for an unimplemented method).
 
 pub mod access;
-pub mod admission;
+pub mod access_log;
+mod admission;
 pub mod auth;
 pub mod body_limits;
 mod checksum;
@@ -39,6 +40,7 @@ mod ops_encryption;
 mod ops_get;
 mod ops_lifecycle;
 mod ops_list;
+mod ops_logging;
 mod ops_multipart;
 mod ops_object_lock;
 mod ops_ownership;
@@ -100,6 +102,9 @@ pub struct S3Settings {
     /// The cluster's master key of SSE-S3 and SSE-KMS (`sse_master_key`,
     /// else derived from `rpc_secret`).
     pub sse_master_key: hangar_model::sse_managed::MasterKey,
+    /// How often server access log lines are written into their target
+    /// buckets (`s3_access_log_flush_secs`).
+    pub access_log_flush: std::time::Duration,
     /// Accept requests signed with Signature Version 2, held to V4's time
     /// bounds (`[s3_api] allow_signature_v2`); refused otherwise
     /// ([`request_time`]).

@@ -50,6 +50,11 @@ impl RequestOp {
     fn get(&self) -> &str {
         self.0.get().map_or(UNKNOWN_OP, String::as_str)
     }
+
+    /// The operation's name (`Unknown` before the access check named it).
+    pub(crate) fn name(&self) -> &str {
+        self.get()
+    }
 }
 
 /// Counts, times and measures every S3 request by operation.

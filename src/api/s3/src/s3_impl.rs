@@ -380,6 +380,20 @@ impl S3 for S3Api {
         self.do_delete_public_access_block(req).await
     }
 
+    async fn put_bucket_logging(
+        &self,
+        req: S3Request<PutBucketLoggingInput>,
+    ) -> S3Result<S3Response<PutBucketLoggingOutput>> {
+        self.do_put_bucket_logging(req).await
+    }
+
+    async fn get_bucket_logging(
+        &self,
+        req: S3Request<GetBucketLoggingInput>,
+    ) -> S3Result<S3Response<GetBucketLoggingOutput>> {
+        self.do_get_bucket_logging(req).await
+    }
+
     async fn put_bucket_encryption(
         &self,
         req: S3Request<PutBucketEncryptionInput>,

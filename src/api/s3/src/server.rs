@@ -10,6 +10,7 @@ use s3s::service::{S3Service, S3ServiceBuilder};
 use tokio::net::TcpListener;
 
 use crate::S3Api;
+use crate::access_log::{AccessLogs, Line, LogSlot};
 use crate::auth::{KeyAccess, KeyAuth};
 use crate::cors::Cors;
 use crate::counted_body::{Counted, Tally};
@@ -55,6 +56,9 @@ pub struct Endpoint {
     post: Arc<crate::post_gate::PostGate>,
     /// `[s3_api] allow_signature_v2` ([`crate::request_time`]).
     allow_signature_v2: bool,
+    /// Server access logs of the buckets that have logging on.
+    logs: Arc<AccessLogs>,
+    access_log_flush: std::time::Duration,
 }
 
 /// Builds the S3 endpoint of `api`: the s3s service (with Hangar's auth,
@@ -64,6 +68,8 @@ pub fn service(api: S3Api) -> Endpoint {
     let root_domain = api.settings.root_domain.clone();
     let region = api.settings.region.clone();
     let allow_signature_v2 = api.settings.allow_signature_v2;
+    let access_log_flush = api.settings.access_log_flush;
+    let logs = Arc::new(AccessLogs::new(api.clone()));
     let cors = Arc::new(Cors::new(model.clone(), root_domain.clone()));
     let post = Arc::new(crate::post_gate::PostGate::new(
         model.clone(),
@@ -82,6 +88,8 @@ pub fn service(api: S3Api) -> Endpoint {
         cors,
         post,
         allow_signature_v2,
+        logs,
+        access_log_flush,
     }
 }
 
@@ -116,10 +124,31 @@ async fn handle(
     let expect = expects_continue(&req);
     let empty = req.body().is_end_stream();
     let received = Arc::new(AtomicU64::new(0));
+    let asked = crate::access_log::Asked::of(&req, peer.ip().to_canonical().to_string());
+    let log_slot = LogSlot::default();
+    req.extensions_mut().insert(log_slot.clone());
     let req = req.map(|b| s3s::Body::http_body(Counted::new(b, Tally::Request(received.clone()))));
     let (op, mut resp) = call_op(&endpoint, req).await?;
     if let Some(c) = &cors {
         endpoint.cors.decorate(c, &mut resp).await;
+    }
+    if let Some(logged) = log_slot.get() {
+        let in_memory = resp.body().bytes();
+        let line = Line {
+            logged,
+            asked: &asked,
+            answered: crate::access_log::Answered {
+                op: op.name(),
+                status: resp.status().as_u16(),
+                headers: resp.headers(),
+                body: in_memory.as_deref(),
+                received: received.load(Ordering::Relaxed),
+                head,
+                elapsed: start.elapsed(),
+            },
+        }
+        .format();
+        endpoint.logs.record(&logged.target, line);
     }
     if expect && needs_close(empty, continued, resp.status()) {
         close_after(&mut resp);
@@ -326,10 +355,16 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
     let gate = ConnGate::making_room(&limits, too_many());
+    let flusher = tokio::spawn(service.logs.clone().run(service.access_log_flush));
     tokio::pin!(shutdown);
     loop {
         let (stream, peer, mut slot) = tokio::select! {
-            _ = &mut shutdown => return Ok(()),
+            _ = &mut shutdown => {
+                // The lines of the last interval, written as the node stops.
+                flusher.abort();
+                service.logs.flush().await;
+                return Ok(());
+            }
             c = gate.next(&listener, || {
                 metrics.refused_connections.inc();
             }) => c,

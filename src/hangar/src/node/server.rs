@@ -414,6 +414,7 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
             upload_latency_target: Duration::from_millis(cfg.s3_upload_latency_target_msec),
             sse_c_require_https: cfg.s3_api.sse_c_require_https,
             sse_master_key: sse_master_key(&cfg)?,
+            access_log_flush: Duration::from_secs(cfg.s3_access_log_flush_secs.max(1)),
             allow_signature_v2: cfg.s3_api.allow_signature_v2,
         },
     );

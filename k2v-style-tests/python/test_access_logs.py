@@ -1,0 +1,163 @@
+"""Server access logs (PutBucketLogging, GetBucketLogging): every request
+to a bucket with logging on, refused or not, becomes a line in AWS's
+format, written in batches as objects of the target bucket, read back here
+with GoAccess's AWSS3 log format (a real parser) and field by field.
+
+References: AWS S3 API reference, PutBucketLogging (`LoggingEnabled`,
+`TargetBucket`, `TargetPrefix`) and GetBucketLogging; S3 user guide,
+"Amazon S3 server access log format" (the fields and their order) and
+"Logging requests with server access logging" (log object keys
+`TargetPrefixYYYY-mm-DD-HH-MM-SS-UniqueString`)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+import time
+
+import pytest
+import requests
+from botocore.exceptions import ClientError
+
+from hangar_testlib import Node, error_code, http_status, s3_client
+
+KEY_NAME = re.compile(r"^access/\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}-[0-9A-F]{16}$")
+
+
+@pytest.fixture(scope="module")
+def logged(tmp_path_factory):
+    node = Node(tmp_path_factory.mktemp("access-logs"))
+    node.config.write_text("s3_access_log_flush_secs = 1\n" + node.config.read_text())
+    node.start()
+    key = node.create_key("logger", create_bucket=True)
+    s3 = s3_client(node, key)
+    s3.create_bucket(Bucket="site")
+    s3.create_bucket(Bucket="site-logs")
+    yield node, key, s3
+    node.stop()
+
+
+def log_lines(s3, want: int, timeout: float = 20) -> list[str]:
+    """The lines of every log object in site-logs, once there are `want`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        keys = [o["Key"] for o in s3.list_objects_v2(Bucket="site-logs", Prefix="access/").get("Contents", [])]
+        lines = [ln for k in sorted(keys)
+                 for ln in s3.get_object(Bucket="site-logs", Key=k)["Body"].read().decode().splitlines()]
+        if len(lines) >= want or time.monotonic() > deadline:
+            assert all(KEY_NAME.match(k) for k in keys), keys
+            return lines
+        time.sleep(0.3)
+
+
+def test_every_request_is_logged_in_aws_format_and_goaccess_reads_it(logged, tmp_path):
+    node, key, s3 = logged
+    s3.put_bucket_logging(Bucket="site", BucketLoggingStatus={
+        "LoggingEnabled": {"TargetBucket": "site-logs", "TargetPrefix": "access/"}})
+    got = s3.get_bucket_logging(Bucket="site")["LoggingEnabled"]
+    assert (got["TargetBucket"], got["TargetPrefix"]) == ("site-logs", "access/")
+    s3.put_object(Bucket="site", Key="a b.txt", Body=b"0123456789")
+    assert s3.get_object(Bucket="site", Key="a b.txt")["Body"].read() == b"0123456789"
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket="site", Key="missing")
+    assert error_code(e.value) == "NoSuchKey"
+    s3.list_objects_v2(Bucket="site")
+    # Anonymous and refused: logged too, with no requester.
+    anon = requests.get(f"{node.endpoint}/site/a%20b.txt", headers={"User-Agent": "anon-agent"}, timeout=10)
+    assert anon.status_code == 403
+
+    # GetBucketLogging is the first request logged (the Put that turned
+    # logging on was checked before it was on).
+    lines = log_lines(s3, 6)
+    assert len(lines) == 6, lines
+    fields = [shlex.split(ln.replace("[", '"[').replace("]", ']"')) for ln in lines]
+    for f in fields:
+        assert len(f) == 26, f
+        assert (f[0], f[1]) == (key.id, "site")
+
+    def one(op: str, status: str) -> list[str]:
+        (f,) = [f for f in fields if f[6] == op and f[9] == status]
+        return f
+
+    assert one("REST.GET.LOGGING_STATUS", "200")[7] == "-"
+    put = one("REST.PUT.OBJECT", "200")
+    assert (put[7], put[12], put[4], put[19], put[21]) == ("a%20b.txt", "10", key.id, "SigV4", "AuthHeader")
+    assert one("REST.GET.OBJECT", "200")[11] == "10"
+    assert one("REST.GET.OBJECT", "404")[10] == "NoSuchKey"
+    assert one("REST.GET.BUCKET", "200")[7] == "-"
+    anonymous = one("REST.GET.OBJECT", "403")
+    assert (anonymous[4], anonymous[10], anonymous[16], anonymous[19]) == ("-", "AccessDenied", "anon-agent", "-")
+    assert anonymous[8] == "GET /site/a%20b.txt HTTP/1.1"
+    assert all(re.fullmatch(r"[0-9A-F]{16}", f[5]) for f in fields), [f[5] for f in fields]
+
+    log = tmp_path / "access.log"
+    log.write_text("\n".join(lines) + "\n")
+    out = subprocess.run(["goaccess", str(log), "--log-format=AWSS3", "-o", "json"],
+                         capture_output=True, text=True, timeout=60, check=True)
+    report = json.loads(out.stdout)
+    assert report["general"]["valid_requests"] == 6 and report["general"]["failed_requests"] == 0, report["general"]
+    codes = {c["data"]: c["hits"]["count"] for c in report["status_codes"]["data"]}
+    assert codes == {"2xx Success": 4, "4xx Client Errors": 2}, codes
+
+
+def test_logging_turned_off_writes_no_more_and_refuses_bad_targets(logged):
+    node, key, s3 = logged
+    s3.put_bucket_logging(Bucket="site", BucketLoggingStatus={
+        "LoggingEnabled": {"TargetBucket": "site-logs", "TargetPrefix": "access/"}})
+
+    def count(op: str) -> int:
+        return sum(f" {op} " in ln for ln in log_lines(s3, 0, timeout=0))
+
+    def wait_count(op: str, n: int) -> None:
+        deadline = time.monotonic() + 20
+        while count(op) < n and time.monotonic() < deadline:
+            time.sleep(0.3)
+        assert count(op) == n, op
+
+    s3.head_object(Bucket="site", Key="a b.txt")
+    wait_count("REST.HEAD.OBJECT", 1)
+    s3.put_bucket_logging(Bucket="site", BucketLoggingStatus={})
+    assert "LoggingEnabled" not in s3.get_bucket_logging(Bucket="site")
+    s3.head_object(Bucket="site", Key="a b.txt")
+    # The PutBucketLogging that turned it off was itself logged (as the one
+    # before it, logging being on then); nothing after it.
+    wait_count("REST.PUT.LOGGING_STATUS", 2)
+    time.sleep(2.5)
+    assert count("REST.HEAD.OBJECT") == 1
+    with pytest.raises(ClientError) as e:
+        s3.put_bucket_logging(Bucket="site", BucketLoggingStatus={
+            "LoggingEnabled": {"TargetBucket": "no-such-bucket", "TargetPrefix": "x/"}})
+    assert (http_status(e.value), error_code(e.value)) == (400, "InvalidTargetBucketForLogging")
+    # A key that may not write into the target may not make it a target.
+    other = node.create_key("other", create_bucket=True)
+    o = s3_client(node, other)
+    o.create_bucket(Bucket="other-site")
+    with pytest.raises(ClientError) as e:
+        o.put_bucket_logging(Bucket="other-site", BucketLoggingStatus={
+            "LoggingEnabled": {"TargetBucket": "site-logs", "TargetPrefix": "x/"}})
+    assert error_code(e.value) == "InvalidTargetBucketForLogging"
+
+
+def test_the_last_lines_are_written_when_the_node_stops(tmp_path):
+    node = Node(tmp_path / "n")
+    node.config.write_text("s3_access_log_flush_secs = 3600\n" + node.config.read_text())
+    node.start()
+    try:
+        key = node.create_key("k", create_bucket=True)
+        s3 = s3_client(node, key)
+        s3.create_bucket(Bucket="site")
+        s3.create_bucket(Bucket="site-logs")
+        s3.put_bucket_logging(Bucket="site", BucketLoggingStatus={
+            "LoggingEnabled": {"TargetBucket": "site-logs", "TargetPrefix": "access/"}})
+        s3.put_object(Bucket="site", Key="k", Body=b"x")
+        assert log_lines(s3, 0, timeout=0) == []
+    finally:
+        node.stop()
+    node.start()
+    try:
+        lines = log_lines(s3_client(node, key), 1, timeout=5)
+        assert len(lines) == 1 and "REST.PUT.OBJECT k " in lines[0], lines
+    finally:
+        node.stop()

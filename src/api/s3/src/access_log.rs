@@ -1,0 +1,450 @@
+//! Server access logs (PutBucketLogging): one line per request to a bucket
+//! that has logging on, in the format AWS documents for S3 server access
+//! logs, written in batches as objects of the target bucket
+//! (doc/s3-compatibility.md, "Server access logs").
+//!
+//! The access check finds the bucket row; when it has a logging target it
+//! fills the request's [`LogSlot`]; once the answer's head is ready the
+//! endpoint turns the slot, the request and the answer into a line
+//! ([`Line::format`]) and hands it to [`AccessLogs`], which keeps lines in
+//! memory, bounded, and writes each target's lines as one object every
+//! flush interval and when the node stops. Delivery is best effort, as on
+//! S3: the lines of the last interval are lost if the process dies, and
+//! lines past the memory bound are dropped (and counted) rather than held.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+use hangar_model::bucket::BucketLogging;
+use hangar_model::object::ObjectRow;
+use hangar_table::Lww;
+use http::HeaderMap;
+
+use crate::S3Api;
+use crate::ops_put::BodySource;
+use hangar_model::garbage::UploadOf;
+
+/// Most bytes of lines held in memory waiting for their flush; more are
+/// dropped (counted in [`AccessLogs::dropped`]).
+pub const MAX_PENDING_BYTES: usize = 8 << 20;
+
+/// What the access check learned of a logged request: set once, read when
+/// the answer is ready.
+#[derive(Clone, Default)]
+pub(crate) struct LogSlot(Arc<OnceLock<Logged>>);
+
+impl LogSlot {
+    pub(crate) fn set(&self, logged: Logged) {
+        let _ = self.0.set(logged);
+    }
+
+    pub(crate) fn get(&self) -> Option<&Logged> {
+        self.0.get()
+    }
+}
+
+/// A request to a bucket with logging on.
+#[derive(Debug, Clone)]
+pub(crate) struct Logged {
+    pub bucket: String,
+    /// The bucket owner's id, as its ACL shows it.
+    pub owner: String,
+    pub target: BucketLogging,
+    /// The signing key's id; `None` for an anonymous request.
+    pub requester: Option<String>,
+    pub key: Option<String>,
+}
+
+/// The request side of a line, taken before the request is handed on.
+pub(crate) struct Asked {
+    pub method: String,
+    pub uri: String,
+    pub referer: Option<String>,
+    pub user_agent: Option<String>,
+    pub host: Option<String>,
+    pub signature: Option<&'static str>,
+    pub auth_type: Option<&'static str>,
+    pub remote_ip: String,
+    pub start: SystemTime,
+}
+
+impl Asked {
+    pub(crate) fn of(req: &http::Request<impl Sized>, remote_ip: String) -> Asked {
+        let h = req.headers();
+        let text = |name: &str| h.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let query = req.uri().query().unwrap_or("");
+        let in_query = |p: &str| query.split('&').any(|kv| kv.starts_with(p));
+        let auth = text("authorization");
+        let (signature, auth_type) = match auth.as_deref() {
+            Some(a) if a.starts_with("AWS4-") => (Some("SigV4"), Some("AuthHeader")),
+            Some(a) if a.starts_with("AWS ") => (Some("SigV2"), Some("AuthHeader")),
+            _ if in_query("X-Amz-Signature=") => (Some("SigV4"), Some("QueryString")),
+            _ if in_query("Signature=") => (Some("SigV2"), Some("QueryString")),
+            _ => (None, None),
+        };
+        Asked {
+            method: req.method().as_str().to_owned(),
+            uri: req
+                .uri()
+                .path_and_query()
+                .map_or("/", |p| p.as_str())
+                .to_owned(),
+            referer: text("referer"),
+            user_agent: text("user-agent"),
+            host: text("host"),
+            signature,
+            auth_type,
+            remote_ip,
+            start: SystemTime::now(),
+        }
+    }
+}
+
+/// The answer side of a line.
+pub(crate) struct Answered<'a> {
+    pub op: &'a str,
+    pub status: u16,
+    pub headers: &'a HeaderMap,
+    /// The body, when the whole of it is in memory (errors, small XML).
+    pub body: Option<&'a [u8]>,
+    pub received: u64,
+    pub head: bool,
+    pub elapsed: Duration,
+}
+
+/// One log line's fields, in AWS's order.
+pub(crate) struct Line<'a> {
+    pub logged: &'a Logged,
+    pub asked: &'a Asked,
+    pub answered: Answered<'a>,
+}
+
+impl Line<'_> {
+    /// The line, without its newline: AWS's fields, `-` for what there is
+    /// none of (S3 user guide, "Amazon S3 server access log format").
+    pub(crate) fn format(&self) -> String {
+        let (l, q, a) = (self.logged, self.asked, &self.answered);
+        let dash = |v: Option<&str>| v.filter(|s| !s.is_empty()).unwrap_or("-").to_owned();
+        let quoted = |v: Option<&str>| format!("\"{}\"", v.unwrap_or("-").replace('"', "\\\""));
+        let header = |n: &str| a.headers.get(n).and_then(|v| v.to_str().ok());
+        let length = header("content-length").and_then(|v| v.parse::<u64>().ok());
+        let sent = if a.head {
+            None
+        } else {
+            length.filter(|n| *n > 0)
+        };
+        let object_size = match q.method.as_str() {
+            "PUT" | "POST" if a.received > 0 => Some(a.received),
+            "GET" | "HEAD" if l.key.is_some() && a.status < 300 => length,
+            _ => None,
+        };
+        let ms = a.elapsed.as_millis().to_string();
+        let key = l
+            .key
+            .as_deref()
+            .map(|k| urlencoding::encode(k).into_owned());
+        [
+            dash(Some(&l.owner)),
+            l.bucket.clone(),
+            log_time(q.start),
+            q.remote_ip.clone(),
+            dash(l.requester.as_deref()),
+            dash(header("x-amz-request-id")),
+            operation(&q.method, a.op, l.key.is_some()),
+            dash(key.as_deref()),
+            quoted(Some(&format!("{} {} HTTP/1.1", q.method, q.uri))),
+            a.status.to_string(),
+            dash(a.body.and_then(error_code).as_deref()),
+            dash(sent.map(|n| n.to_string()).as_deref()),
+            dash(object_size.map(|n| n.to_string()).as_deref()),
+            ms.clone(),
+            ms,
+            quoted(q.referer.as_deref()),
+            quoted(q.user_agent.as_deref()),
+            dash(header("x-amz-version-id")),
+            "-".to_owned(),
+            dash(q.signature),
+            "-".to_owned(),
+            dash(q.auth_type),
+            dash(q.host.as_deref()),
+            "-".to_owned(),
+            "-".to_owned(),
+            "-".to_owned(),
+        ]
+        .join(" ")
+    }
+}
+
+/// `[06/Feb/2019:00:00:38 +0000]`.
+fn log_time(t: SystemTime) -> String {
+    let f = time::macros::format_description!(
+        "[[[day]/[month repr:short]/[year]:[hour]:[minute]:[second] +0000]"
+    );
+    time::OffsetDateTime::from(t)
+        .format(f)
+        .unwrap_or_else(|_| "[-]".to_owned())
+}
+
+/// The `<Code>` of an S3 XML error body.
+fn error_code(body: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(body).ok()?;
+    let from = text.find("<Code>")? + "<Code>".len();
+    let to = from + text[from..].find("</Code>")?;
+    Some(text[from..to].to_owned())
+}
+
+/// AWS's name of an operation in the log: `REST.<METHOD>.<RESOURCE>`.
+fn operation(method: &str, op: &str, object: bool) -> String {
+    let resource = match op {
+        "ListObjects" | "ListObjectsV2" | "CreateBucket" | "DeleteBucket" | "HeadBucket" => {
+            "BUCKET"
+        }
+        "ListObjectVersions" => "BUCKET_VERSIONS",
+        "CreateMultipartUpload" | "ListMultipartUploads" => "UPLOADS",
+        "UploadPart" => "PART",
+        "UploadPartCopy" => "PART_COPY",
+        "CompleteMultipartUpload" | "AbortMultipartUpload" | "ListParts" => "UPLOAD",
+        "CopyObject" => return "REST.COPY.OBJECT".to_owned(),
+        "DeleteObjects" => "MULTI_OBJECT_DELETE",
+        "GetObjectAcl" | "PutObjectAcl" => "ACL",
+        "GetBucketAcl" | "PutBucketAcl" => "ACL",
+        "GetObjectTagging" | "PutObjectTagging" | "DeleteObjectTagging" => "OBJECT_TAGGING",
+        "GetBucketTagging" | "PutBucketTagging" | "DeleteBucketTagging" => "TAGGING",
+        "GetBucketVersioning" | "PutBucketVersioning" => "VERSIONING",
+        "GetBucketLogging" | "PutBucketLogging" => "LOGGING_STATUS",
+        "GetBucketEncryption" | "PutBucketEncryption" | "DeleteBucketEncryption" => "ENCRYPTION",
+        "GetBucketPolicy" | "PutBucketPolicy" | "DeleteBucketPolicy" => "BUCKETPOLICY",
+        "GetBucketCors" | "PutBucketCors" | "DeleteBucketCors" => "CORS",
+        "GetBucketLifecycleConfiguration"
+        | "PutBucketLifecycleConfiguration"
+        | "DeleteBucketLifecycle" => "LIFECYCLE",
+        "GetBucketLocation" => "LOCATION",
+        "PostObject" => "OBJECT",
+        _ if object => "OBJECT",
+        _ => "BUCKET",
+    };
+    format!("REST.{method}.{resource}")
+}
+
+/// The lines waiting for their flush, by target.
+#[derive(Default)]
+struct Pending {
+    bytes: usize,
+    lines: BTreeMap<BucketLogging, Vec<String>>,
+}
+
+/// The access logs of one node: lines waiting in memory, and the objects
+/// they become.
+pub struct AccessLogs {
+    api: S3Api,
+    pending: Mutex<Pending>,
+    dropped: AtomicU64,
+    written: AtomicU64,
+}
+
+impl AccessLogs {
+    pub fn new(api: S3Api) -> AccessLogs {
+        AccessLogs {
+            api,
+            pending: Mutex::new(Pending::default()),
+            dropped: AtomicU64::new(0),
+            written: AtomicU64::new(0),
+        }
+    }
+
+    /// Lines dropped because [`MAX_PENDING_BYTES`] were waiting, or their
+    /// target could not be written.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Lines written into target buckets.
+    pub fn written(&self) -> u64 {
+        self.written.load(Ordering::Relaxed)
+    }
+
+    /// Queues `line` for `target`, or drops it when the memory bound is
+    /// reached.
+    pub(crate) fn record(&self, target: &BucketLogging, line: String) {
+        let mut p = self.pending.lock().expect("access log lock");
+        if p.bytes + line.len() > MAX_PENDING_BYTES {
+            drop(p);
+            if self.dropped.fetch_add(1, Ordering::Relaxed) == 0 {
+                tracing::warn!(
+                    "access log lines dropped: more than {MAX_PENDING_BYTES} bytes wait for their flush"
+                );
+            }
+            return;
+        }
+        p.bytes += line.len() + 1;
+        p.lines.entry(target.clone()).or_default().push(line);
+    }
+
+    /// Writes every target's waiting lines as one object of it; returns
+    /// how many lines were written.
+    pub async fn flush(&self) -> u64 {
+        let batch = std::mem::take(&mut *self.pending.lock().expect("access log lock"));
+        let mut written = 0;
+        for (target, lines) in batch.lines {
+            let n = lines.len() as u64;
+            match self.write(&target, lines).await {
+                Ok(()) => written += n,
+                Err(e) => {
+                    self.dropped.fetch_add(n, Ordering::Relaxed);
+                    tracing::warn!(
+                        "{n} access log lines for bucket {} lost: {e}",
+                        target.target_bucket
+                    );
+                }
+            }
+        }
+        self.written.fetch_add(written, Ordering::Relaxed);
+        written
+    }
+
+    /// Flushes every `every` until the process ends.
+    pub async fn run(self: Arc<Self>, every: Duration) {
+        loop {
+            tokio::time::sleep(every).await;
+            let n = self.flush().await;
+            if n > 0 {
+                tracing::debug!("{n} access log lines written");
+            }
+        }
+    }
+
+    /// One object of `target` holding `lines`.
+    async fn write(&self, target: &BucketLogging, lines: Vec<String>) -> s3s::S3Result<()> {
+        let api = &self.api;
+        let bucket = api.bucket(None, &target.target_bucket).await?;
+        let mut text = lines.join("\n");
+        text.push('\n');
+        let name = format!(
+            "{}{}-{}",
+            target.target_prefix,
+            object_time(SystemTime::now()),
+            hex::encode_upper(rand::random::<[u8; 8]>())
+        );
+        let version = hangar_model::new_version_id();
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("text/plain"),
+        );
+        let body = s3s::dto::StreamingBlob::from(s3s::Body::from(Bytes::from(text)));
+        let stored = api
+            .store_body(
+                version,
+                BodySource {
+                    body: Some(body),
+                    headers: &HeaderMap::new(),
+                    content_md5: None,
+                    trailers: None,
+                    inline_allowed: true,
+                    upload_of: UploadOf::object(&bucket.id_bytes(), &name),
+                    sealing: None,
+                },
+            )
+            .await?;
+        let row = ObjectRow {
+            version,
+            timestamp_msec: hangar_util::time::now_msec(),
+            size: stored.size,
+            etag: stored.md5_hex,
+            headers: crate::ops_put::system_headers(&headers),
+            user_meta: Default::default(),
+            checksum: None,
+            data: stored.data,
+            tags: Lww::default(),
+            retention: Lww::default(),
+            legal_hold: Lww::default(),
+            sse_c: None,
+            acl: Lww::default(),
+        };
+        if let Err(e) = api.model.objects().publish(&bucket, &name, row).await {
+            let _ = api.model.objects().abort_upload(version).await;
+            return Err(crate::error::model_error(e));
+        }
+        Ok(())
+    }
+}
+
+/// `2026-12-06-18-30-05`, the time part of a log object's name.
+fn object_time(t: SystemTime) -> String {
+    let f = time::macros::format_description!("[year]-[month]-[day]-[hour]-[minute]-[second]");
+    time::OffsetDateTime::from(t)
+        .format(f)
+        .unwrap_or_else(|_| "0000-00-00-00-00-00".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_has_the_fields_aws_documents_in_their_order() {
+        let logged = Logged {
+            bucket: "photos".into(),
+            owner: "GK1".into(),
+            target: BucketLogging {
+                target_bucket: "logs".into(),
+                target_prefix: "p/".into(),
+            },
+            requester: Some("GK2".into()),
+            key: Some("a b.jpg".into()),
+        };
+        let asked = Asked {
+            method: "GET".into(),
+            uri: "/photos/a%20b.jpg".into(),
+            referer: None,
+            user_agent: Some("curl/8 \"x\"".into()),
+            host: Some("localhost:3900".into()),
+            signature: Some("SigV4"),
+            auth_type: Some("AuthHeader"),
+            remote_ip: "127.0.0.1".into(),
+            start: SystemTime::UNIX_EPOCH + Duration::from_secs(1_549_411_238),
+        };
+        let mut headers = HeaderMap::new();
+        headers.insert("x-amz-request-id", "ABC".parse().unwrap());
+        headers.insert("content-length", "42".parse().unwrap());
+        let line = Line {
+            logged: &logged,
+            asked: &asked,
+            answered: Answered {
+                op: "GetObject",
+                status: 200,
+                headers: &headers,
+                body: None,
+                received: 0,
+                head: false,
+                elapsed: Duration::from_millis(7),
+            },
+        }
+        .format();
+        assert_eq!(
+            line,
+            "GK1 photos [06/Feb/2019:00:00:38 +0000] 127.0.0.1 GK2 ABC REST.GET.OBJECT a%20b.jpg \
+             \"GET /photos/a%20b.jpg HTTP/1.1\" 200 - 42 42 7 7 \"-\" \"curl/8 \\\"x\\\"\" - - SigV4 - \
+             AuthHeader localhost:3900 - - -"
+        );
+    }
+
+    #[test]
+    fn error_codes_and_operations_are_named_as_aws_names_them() {
+        assert_eq!(
+            error_code(b"<Error><Code>NoSuchKey</Code></Error>").as_deref(),
+            Some("NoSuchKey")
+        );
+        assert_eq!(error_code(b"<ListBucketResult/>"), None);
+        assert_eq!(operation("PUT", "PutObject", true), "REST.PUT.OBJECT");
+        assert_eq!(operation("GET", "ListObjectsV2", false), "REST.GET.BUCKET");
+        assert_eq!(
+            operation("POST", "CreateMultipartUpload", true),
+            "REST.POST.UPLOADS"
+        );
+        assert_eq!(operation("PUT", "CopyObject", true), "REST.COPY.OBJECT");
+    }
+}

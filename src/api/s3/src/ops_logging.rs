@@ -1,0 +1,103 @@
+//! Put/GetBucketLogging: where a bucket's server access logs go, a
+//! register of the bucket row (`hangar_model::bucket::BucketLogging`); the
+//! logs themselves are [`crate::access_log`]'s.
+
+use hangar_model::bucket::BucketLogging;
+use s3s::dto::{
+    GetBucketLoggingInput, GetBucketLoggingOutput, LoggingEnabled, PutBucketLoggingInput,
+    PutBucketLoggingOutput,
+};
+use s3s::{S3Request, S3Response, S3Result, s3_error};
+
+use crate::S3Api;
+use crate::access::{Caller, Need, signer};
+use crate::error::OrS3;
+
+impl S3Api {
+    pub(crate) async fn do_put_bucket_logging(
+        &self,
+        req: S3Request<PutBucketLoggingInput>,
+    ) -> S3Result<S3Response<PutBucketLoggingOutput>> {
+        let input = req.input;
+        let b = self.bucket(signer(&req.credentials), &input.bucket).await?;
+        let logging = match input.bucket_logging_status.logging_enabled {
+            None => None,
+            Some(e) => {
+                let caller = req.extensions.get::<Caller>().cloned().unwrap_or_default();
+                Some(self.target(&caller, e).await?)
+            }
+        };
+        self.model
+            .buckets()
+            .set_bucket_logging(&b.name, logging)
+            .await
+            .or_s3()?;
+        Ok(S3Response::new(PutBucketLoggingOutput {}))
+    }
+
+    pub(crate) async fn do_get_bucket_logging(
+        &self,
+        req: S3Request<GetBucketLoggingInput>,
+    ) -> S3Result<S3Response<GetBucketLoggingOutput>> {
+        let b = self
+            .bucket(signer(&req.credentials), &req.input.bucket)
+            .await?;
+        Ok(S3Response::new(GetBucketLoggingOutput {
+            logging_enabled: b.logging().map(|l| LoggingEnabled {
+                target_bucket: l.target_bucket.clone(),
+                target_prefix: l.target_prefix.clone(),
+                target_grants: None,
+                target_object_key_format: None,
+            }),
+        }))
+    }
+
+    /// The target `e` names, checked: it exists, and the caller may write
+    /// into it (the logs are written with the caller's say-so, as AWS
+    /// asks a bucket policy for its logging service).
+    async fn target(&self, caller: &Caller, e: LoggingEnabled) -> S3Result<BucketLogging> {
+        if e.target_grants.as_ref().is_some_and(|g| !g.is_empty()) {
+            return Err(s3_error!(
+                NotImplemented,
+                "TargetGrants are not supported: grant access to the target bucket instead"
+            ));
+        }
+        if e.target_object_key_format
+            .as_ref()
+            .is_some_and(|f| f.partitioned_prefix.is_some())
+        {
+            return Err(s3_error!(
+                NotImplemented,
+                "PartitionedPrefix log object keys are not supported: use SimplePrefix"
+            ));
+        }
+        let signer = caller.key.as_ref().map(|k| k.access_key_id.as_str());
+        let target = self
+            .model
+            .buckets()
+            .get_bucket_as(&e.target_bucket, signer)
+            .await
+            .or_s3()?
+            .ok_or_else(|| {
+                s3_error!(
+                    InvalidTargetBucketForLogging,
+                    "The target bucket for logging does not exist"
+                )
+            })?;
+        if !caller.may(
+            &target,
+            Need::Write,
+            "s3:PutObject",
+            Some(e.target_prefix.as_str()),
+        ) {
+            return Err(s3_error!(
+                InvalidTargetBucketForLogging,
+                "You must have permission to write to the target bucket for logging"
+            ));
+        }
+        Ok(BucketLogging {
+            target_bucket: target.name,
+            target_prefix: e.target_prefix,
+        })
+    }
+}

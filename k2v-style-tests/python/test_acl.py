@@ -114,7 +114,7 @@ def test_public_read_write_bucket_takes_anonymous_writes(cluster):
 
 
 def test_acl_bodies_and_public_access_block(one):
-    nodes, key, _ = one
+    nodes, key, other = one
     s3 = s3_client(nodes[0], key)
     anon = anonymous(nodes[0])
     b = bucket_name("acl-body")
@@ -126,9 +126,18 @@ def test_acl_bodies_and_public_access_block(one):
     s3.put_object_acl(Bucket=b, Key="o", AccessControlPolicy={"Grants": [full, read], "Owner": owner})
     assert groups(s3.get_object_acl(Bucket=b, Key="o")) == {(ALL_USERS, "READ")}
     assert anon.get_object(Bucket=b, Key="o")["Body"].read() == b"x"
-    # Grants no canned ACL expresses: 501, nothing changed.
+    # Grantees S3 cannot resolve (API_PutBucketAcl, "Grantee Values": an
+    # e-mail address without an account is UnresolvableGrantByEmailAddress,
+    # an unknown canonical ID InvalidArgument); grants to another user no
+    # canned ACL expresses: 501; nothing changed.
     email = {"Grantee": {"Type": "AmazonCustomerByEmail", "EmailAddress": "a@b.c"}, "Permission": "READ"}
     acp = {"Grants": [full, email], "Owner": owner}
+    assert status(lambda: s3.put_bucket_acl(Bucket=b, AccessControlPolicy=acp)) == (400, "UnresolvableGrantByEmailAddress")
+    nobody = {"Grantee": {"Type": "CanonicalUser", "ID": "GK" + "0" * 24}, "Permission": "READ"}
+    acp = {"Grants": [full, nobody], "Owner": owner}
+    assert status(lambda: s3.put_object_acl(Bucket=b, Key="o", AccessControlPolicy=acp)) == (400, "InvalidArgument")
+    someone = {"Grantee": {"Type": "CanonicalUser", "ID": other.id}, "Permission": "READ"}
+    acp = {"Grants": [full, someone], "Owner": owner}
     assert status(lambda: s3.put_bucket_acl(Bucket=b, AccessControlPolicy=acp)) == (501, "NotImplemented")
     assert status(lambda: s3.put_bucket_acl(Bucket=b, GrantRead=f'uri="{ALL_USERS}"')) == (501, "NotImplemented")
     assert groups(s3.get_bucket_acl(Bucket=b)) == set()

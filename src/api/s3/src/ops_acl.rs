@@ -176,8 +176,8 @@ fn requested(h: &impl AclHeaders, body: Option<&AccessControlPolicy>) -> S3Resul
 }
 
 /// The canned ACL an `AccessControlPolicy` expresses: the owner's
-/// FULL_CONTROL (to any canonical user: Hangar has one owner per bucket),
-/// and READ / WRITE of the AllUsers or AuthenticatedUsers group.
+/// FULL_CONTROL (the grantee checked by `check_grantees`), and READ /
+/// WRITE of the AllUsers or AuthenticatedUsers group.
 fn from_policy(p: &AccessControlPolicy) -> S3Result<CannedAcl> {
     let (mut all_read, mut all_write, mut auth_read) = (false, false, false);
     for g in p.grants.iter().flatten() {
@@ -197,6 +197,46 @@ fn from_policy(p: &AccessControlPolicy) -> S3Result<CannedAcl> {
         (true, true, false) => Ok(CannedAcl::PublicReadWrite),
         (false, false, true) => Ok(CannedAcl::AuthenticatedRead),
         _ => Err(not_expressible()),
+    }
+}
+
+impl crate::S3Api {
+    /// Refuses an `AccessControlPolicy` whose grantees S3 could not
+    /// resolve, as S3 does: a grantee by e-mail is `400
+    /// UnresolvableGrantByEmailAddress` (Hangar's users have no e-mail
+    /// addresses), a canonical user no key has is `400 InvalidArgument`.
+    /// A grant to another existing key than the owner stays `501` (Hangar's
+    /// ACLs are canned ones), from [`from_policy`].
+    async fn check_grantees(
+        &self,
+        bucket: &BucketRow,
+        body: Option<&AccessControlPolicy>,
+    ) -> S3Result<()> {
+        let owner = owner_of(bucket).id;
+        for g in body.iter().flat_map(|p| p.grants.iter().flatten()) {
+            let Some(grantee) = &g.grantee else { continue };
+            match grantee.type_.as_str() {
+                Type::AMAZON_CUSTOMER_BY_EMAIL => {
+                    return Err(s3_error!(
+                        UnresolvableGrantByEmailAddress,
+                        "The e-mail address you provided does not match any account on record."
+                    ));
+                }
+                Type::CANONICAL_USER => {
+                    let id = grantee.id.as_deref().unwrap_or("");
+                    if Some(id) != owner.as_deref()
+                        && self.model.keys().get(id).await.or_s3()?.is_none()
+                    {
+                        return Err(s3_error!(InvalidArgument, "Invalid id"));
+                    }
+                    if Some(id) != owner.as_deref() {
+                        return Err(not_expressible());
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
     }
 }
 
@@ -255,6 +295,8 @@ impl S3Api {
     ) -> S3Result<S3Response<PutBucketAclOutput>> {
         let input = req.input;
         let b = self.bucket(signer(&req.credentials), &input.bucket).await?;
+        self.check_grantees(&b, input.access_control_policy.as_ref())
+            .await?;
         if !b.acls_enabled() {
             check_owner_only(&input, input.access_control_policy.as_ref())?;
             return Ok(S3Response::new(PutBucketAclOutput {}));
@@ -295,6 +337,8 @@ impl S3Api {
     ) -> S3Result<S3Response<PutObjectAclOutput>> {
         let input = req.input;
         let b = self.bucket(signer(&req.credentials), &input.bucket).await?;
+        self.check_grantees(&b, input.access_control_policy.as_ref())
+            .await?;
         let enabled = b.acls_enabled();
         if !enabled {
             check_owner_only(&input, input.access_control_policy.as_ref())?;

@@ -92,6 +92,10 @@ def test_every_request_is_logged_in_aws_format_and_goaccess_reads_it(logged, tmp
     assert anonymous[8] == "GET /site/a%20b.txt HTTP/1.1"
     assert all(re.fullmatch(r"[0-9A-F]{16}", f[5]) for f in fields), [f[5] for f in fields]
 
+    # The flusher reports as a worker (`hangar worker list`).
+    w = {w["name"]: w for w in node.cli_json("worker", "list")}["access-logs"]
+    assert "lines written" in w["progress"], w
+
     log = tmp_path / "access.log"
     log.write_text("\n".join(lines) + "\n")
     out = subprocess.run(["goaccess", str(log), "--log-format=AWSS3", "-o", "json"],

@@ -4,8 +4,6 @@
 //! requests now. Permissions on a bucket are changed through the model
 //! ([`crate::Buckets::set_permission`]), which checks the bucket first.
 
-use std::ops::Bound;
-
 use hangar_db::Db;
 use hangar_table::Replica;
 use hangar_util::time::now_msec;
@@ -117,22 +115,8 @@ impl Keys {
 
     /// Every live key.
     pub async fn list(&self) -> Result<Vec<KeyRow>> {
-        let mut out = Vec::new();
-        let mut after: Option<Vec<u8>> = None;
-        loop {
-            let start = after.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
-            let page = self
-                .table
-                .local()
-                .range(b"", start, Bound::Unbounded, false, 1000)
-                .await?;
-            let full = page.len() == 1000;
-            after = page.last().map(|(k, _)| k.clone());
-            out.extend(page.into_iter().map(|(_, r)| r).filter(|k| !k.is_deleted()));
-            if !full {
-                return Ok(out);
-            }
-        }
+        let all = self.table.local().all(b"").await?;
+        Ok(all.into_iter().filter(|k| !k.is_deleted()).collect())
     }
 
     /// Finds a key by id, or by name when exactly one key has that name.

@@ -2,8 +2,6 @@
 //! keys of SSE-KMS ([`crate::kms`]), and tells the S3 API whether a key may
 //! be used now. It owns the `kms_key` table, a full table (on every node).
 
-use std::ops::Bound;
-
 use hangar_db::Db;
 use hangar_table::{Replica, Table};
 use hangar_util::time::now_msec;
@@ -62,22 +60,7 @@ impl KmsKeys {
 
     /// Every key.
     pub async fn list(&self) -> Result<Vec<KmsKeyRow>> {
-        let mut out = Vec::new();
-        let mut after: Option<Vec<u8>> = None;
-        loop {
-            let start = after.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
-            let page = self
-                .table
-                .local()
-                .range(b"", start, Bound::Unbounded, false, 1000)
-                .await?;
-            let full = page.len() == 1000;
-            after = page.last().map(|(k, _)| k.clone());
-            out.extend(page.into_iter().map(|(_, r)| r));
-            if !full {
-                return Ok(out);
-            }
-        }
+        Ok(self.table.local().all(b"").await?)
     }
 
     /// Adds a version of material: new data is sealed under it, data

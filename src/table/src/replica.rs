@@ -79,6 +79,27 @@ impl<S: Schema> Replica<S> {
             .collect()
     }
 
+    /// Every row of `partition` this node holds, in sort-key order, read a
+    /// page of 1000 at a time (for the small tables every node holds:
+    /// keys, KMS keys).
+    pub async fn all(&self, partition: &[u8]) -> Result<Vec<S::Row>> {
+        const PAGE: usize = 1000;
+        let mut out = Vec::new();
+        let mut after: Option<Vec<u8>> = None;
+        loop {
+            let start = after.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+            let page = self
+                .range(partition, start, Bound::Unbounded, false, PAGE)
+                .await?;
+            let full = page.len() == PAGE;
+            after = page.last().map(|(k, _)| k.clone());
+            out.extend(page.into_iter().map(|(_, r)| r));
+            if !full {
+                return Ok(out);
+            }
+        }
+    }
+
     /// [`Replica::range`] without decoding: (storage key, stored value) pairs.
     pub async fn range_raw(
         &self,

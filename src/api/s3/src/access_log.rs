@@ -26,6 +26,7 @@ use http::HeaderMap;
 use crate::S3Api;
 use crate::ops_put::BodySource;
 use hangar_model::garbage::UploadOf;
+use hangar_util::worker::{WorkerHandle, WorkerState};
 
 /// Most bytes of lines held in memory waiting for their flush; more are
 /// dropped (counted in [`AccessLogs::dropped`]).
@@ -305,14 +306,24 @@ impl AccessLogs {
         written
     }
 
-    /// Flushes every `every` until the process ends.
-    pub async fn run(self: Arc<Self>, every: Duration) {
+    /// Flushes every `every` until the process ends, reporting to
+    /// `worker` (`hangar worker list`: lines written, dropped, waiting).
+    pub async fn run(self: Arc<Self>, every: Duration, worker: WorkerHandle) {
         loop {
             tokio::time::sleep(every).await;
+            worker.set_state(WorkerState::Busy);
             let n = self.flush().await;
-            if n > 0 {
-                tracing::debug!("{n} access log lines written");
-            }
+            worker.add_processed(n);
+            let waiting = self.pending.lock().expect("access log lock").bytes;
+            worker.set_progress(
+                format!(
+                    "{} lines written, {} dropped, {waiting} bytes waiting",
+                    self.written(),
+                    self.dropped()
+                ),
+                None,
+            );
+            worker.set_state(WorkerState::Idle);
         }
     }
 

@@ -61,6 +61,14 @@ pub struct Endpoint {
     access_log_flush: std::time::Duration,
 }
 
+impl Endpoint {
+    /// Starts writing the server access logs every `s3_access_log_flush_secs`,
+    /// reporting to `worker`.
+    pub fn start_access_logs(&self, worker: hangar_util::worker::WorkerHandle) {
+        tokio::spawn(self.logs.clone().run(self.access_log_flush, worker));
+    }
+}
+
 /// Builds the S3 endpoint of `api`: the s3s service (with Hangar's auth,
 /// access control and host parsing) and its CORS handling.
 pub fn service(api: S3Api) -> Endpoint {
@@ -355,13 +363,11 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
     let gate = ConnGate::making_room(&limits, too_many());
-    let flusher = tokio::spawn(service.logs.clone().run(service.access_log_flush));
     tokio::pin!(shutdown);
     loop {
         let (stream, peer, mut slot) = tokio::select! {
             _ = &mut shutdown => {
                 // The lines of the last interval, written as the node stops.
-                flusher.abort();
                 service.logs.flush().await;
                 return Ok(());
             }

@@ -108,11 +108,8 @@ pub(crate) fn for_read(
     recorded: Option<&SseC>,
     sent: Option<Given>,
 ) -> S3Result<Option<Given>> {
-    if let Some(r) = recorded.filter(|r| !r.is_customer_key()) {
-        return match sent {
-            Some(_) => Err(err::not_encrypted()),
-            None => managed_key(master, r).map(Some),
-        };
+    if let Some(managed) = managed_read(master, recorded, sent.as_ref()) {
+        return managed;
     }
     match (recorded, sent) {
         (None, None) => Ok(None),
@@ -130,11 +127,8 @@ pub(crate) fn for_part(
     recorded: Option<&SseC>,
     sent: Option<Given>,
 ) -> S3Result<Option<Given>> {
-    if let Some(r) = recorded.filter(|r| !r.is_customer_key()) {
-        return match sent {
-            Some(_) => Err(err::not_encrypted()),
-            None => managed_key(master, r).map(Some),
-        };
+    if let Some(managed) = managed_read(master, recorded, sent.as_ref()) {
+        return managed;
     }
     match (recorded, sent) {
         (None, None) => Ok(None),
@@ -143,6 +137,20 @@ pub(crate) fn for_part(
         (Some(r), Some(g)) if r.matches(&g.key) => Ok(Some(g)),
         (Some(_), Some(_)) => Err(err::part_key_mismatch()),
     }
+}
+
+/// The key of a version sealed under a managed key, which no request may
+/// send one for; `None` when `recorded` is not managed.
+fn managed_read(
+    master: &MasterKey,
+    recorded: Option<&SseC>,
+    sent: Option<&Given>,
+) -> Option<S3Result<Option<Given>>> {
+    let r = recorded.filter(|r| !r.is_customer_key())?;
+    Some(match sent {
+        Some(_) => Err(err::not_encrypted()),
+        None => managed_key(master, r).map(Some),
+    })
 }
 
 /// The key of a managed version: derived from the master key, and checked

@@ -439,15 +439,11 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
     };
     start_web(&cfg, &api, limits).await?;
     on_ready();
-    hangar_api_s3::server::serve(
-        listener,
-        hangar_api_s3::server::service(api),
-        s3_metrics,
-        limits,
-        shutdown_signal(),
-    )
-    .await
-    .map_err(io("S3 server"))?;
+    let endpoint = hangar_api_s3::server::service(api);
+    endpoint.start_access_logs(node.workers.register("access-logs"));
+    hangar_api_s3::server::serve(listener, endpoint, s3_metrics, limits, shutdown_signal())
+        .await
+        .map_err(io("S3 server"))?;
     tracing::info!("stopping");
     node.mesh.shutdown().await;
     let _ = std::fs::remove_file(&sock);

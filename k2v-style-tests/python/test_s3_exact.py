@@ -97,9 +97,14 @@ def test_an_empty_delimiter_is_not_echoed(node, admin_key, folders):
 
 def test_list_owners(s3, folders, admin_key):
     # API_ListObjects: each Contents has its Owner; API_ListObjectsV2: only
-    # with FetchOwner=true.
+    # with FetchOwner=true. API_Owner: "Beginning November 21, 2025,
+    # Amazon S3 will stop returning DisplayName": an Owner is its ID.
     v1 = s3.list_objects(Bucket=folders)["Contents"]
-    assert all(o["Owner"]["ID"] == admin_key.id for o in v1), v1
+    assert all(o["Owner"] == {"ID": admin_key.id} for o in v1), v1
+    assert s3.list_buckets()["Owner"] == {"ID": admin_key.id}
+    assert s3.get_bucket_acl(Bucket=folders)["Owner"] == {"ID": admin_key.id}
+    versions = s3.list_object_versions(Bucket=folders)["Versions"]
+    assert all(v["Owner"] == {"ID": admin_key.id} for v in versions), versions
     v2 = s3.list_objects_v2(Bucket=folders)["Contents"]
     assert all("Owner" not in o for o in v2)
     v2 = s3.list_objects_v2(Bucket=folders, FetchOwner=True)["Contents"]

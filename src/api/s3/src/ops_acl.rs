@@ -242,12 +242,13 @@ impl crate::S3Api {
 
 /// The owner S3 shows for `bucket` and for its objects and uploads: the
 /// key that created the bucket (every object is the bucket owner's, as with
-/// AWS's default object ownership, BucketOwnerEnforced).
+/// AWS's default object ownership, BucketOwnerEnforced). Its ID only: S3
+/// stopped returning `DisplayName` in November 2025 (API reference,
+/// `Owner`).
 pub(crate) fn owner_of(bucket: &BucketRow) -> Owner {
-    let id = bucket.created_by.clone().unwrap_or_else(|| "hangar".into());
     Owner {
-        display_name: Some(id.clone()),
-        id: Some(id),
+        display_name: None,
+        id: Some(bucket.created_by.clone().unwrap_or_else(|| "hangar".into())),
     }
 }
 

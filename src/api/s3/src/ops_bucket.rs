@@ -110,9 +110,11 @@ impl S3Api {
             .collect();
         Ok(S3Response::new(ListBucketsOutput {
             buckets: Some(buckets),
+            // No DisplayName: S3 stopped returning it in November 2025
+            // (API reference, `Owner`).
             owner: Some(Owner {
                 id: Some(key.access_key_id.clone()),
-                display_name: Some(key.name.value.clone()),
+                display_name: None,
             }),
             prefix: req.input.prefix,
             continuation_token: next,

@@ -298,14 +298,10 @@ impl S3Api {
                         el(&mut x, "Size", &v.row.size.to_string());
                         el(&mut x, "StorageClass", "STANDARD");
                     }
-                    // Every version is the bucket owner's (`owner_of`).
+                    // Every version is the bucket owner's (`owner_of`): its
+                    // ID, without the DisplayName S3 no longer returns.
                     x.push_str("<Owner>");
                     el(&mut x, "ID", owner.id.as_deref().unwrap_or_default());
-                    el(
-                        &mut x,
-                        "DisplayName",
-                        owner.display_name.as_deref().unwrap_or_default(),
-                    );
                     x.push_str("</Owner>");
                     let _ = write!(x, "</{tag}>");
                 }

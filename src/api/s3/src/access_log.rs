@@ -57,9 +57,13 @@ pub(crate) struct Logged {
     /// The signing key's id; `None` for an anonymous request.
     pub requester: Option<String>,
     pub key: Option<String>,
+    /// The request's side of its line, taken by the access check only for
+    /// logged buckets: other requests pay nothing for logging.
+    pub asked: Asked,
 }
 
-/// The request side of a line, taken before the request is handed on.
+/// The request side of a line.
+#[derive(Debug, Clone)]
 pub(crate) struct Asked {
     pub method: String,
     pub uri: String,
@@ -73,10 +77,16 @@ pub(crate) struct Asked {
 }
 
 impl Asked {
-    pub(crate) fn of(req: &http::Request<impl Sized>, remote_ip: String) -> Asked {
-        let h = req.headers();
+    /// What a line says of a request with this head, arrived now from
+    /// `remote_ip`.
+    pub(crate) fn of(
+        method: &http::Method,
+        uri: &http::Uri,
+        h: &HeaderMap,
+        remote_ip: String,
+    ) -> Asked {
         let text = |name: &str| h.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
-        let query = req.uri().query().unwrap_or("");
+        let query = uri.query().unwrap_or("");
         let in_query = |p: &str| query.split('&').any(|kv| kv.starts_with(p));
         let auth = text("authorization");
         let (signature, auth_type) = match auth.as_deref() {
@@ -87,12 +97,8 @@ impl Asked {
             _ => (None, None),
         };
         Asked {
-            method: req.method().as_str().to_owned(),
-            uri: req
-                .uri()
-                .path_and_query()
-                .map_or("/", |p| p.as_str())
-                .to_owned(),
+            method: method.as_str().to_owned(),
+            uri: uri.path_and_query().map_or("/", |p| p.as_str()).to_owned(),
             referer: text("referer"),
             user_agent: text("user-agent"),
             host: text("host"),
@@ -119,7 +125,6 @@ pub(crate) struct Answered<'a> {
 /// One log line's fields, in AWS's order.
 pub(crate) struct Line<'a> {
     pub logged: &'a Logged,
-    pub asked: &'a Asked,
     pub answered: Answered<'a>,
 }
 
@@ -127,7 +132,7 @@ impl Line<'_> {
     /// The line, without its newline: AWS's fields, `-` for what there is
     /// none of (S3 user guide, "Amazon S3 server access log format").
     pub(crate) fn format(&self) -> String {
-        let (l, q, a) = (self.logged, self.asked, &self.answered);
+        let (l, q, a) = (self.logged, &self.logged.asked, &self.answered);
         let dash = |v: Option<&str>| v.filter(|s| !s.is_empty()).unwrap_or("-").to_owned();
         let quoted = |v: Option<&str>| format!("\"{}\"", v.unwrap_or("-").replace('"', "\\\""));
         let header = |n: &str| a.headers.get(n).and_then(|v| v.to_str().ok());
@@ -397,16 +402,6 @@ mod tests {
 
     #[test]
     fn a_line_has_the_fields_aws_documents_in_their_order() {
-        let logged = Logged {
-            bucket: "photos".into(),
-            owner: "GK1".into(),
-            target: BucketLogging {
-                target_bucket: "logs".into(),
-                target_prefix: "p/".into(),
-            },
-            requester: Some("GK2".into()),
-            key: Some("a b.jpg".into()),
-        };
         let asked = Asked {
             method: "GET".into(),
             uri: "/photos/a%20b.jpg".into(),
@@ -418,12 +413,22 @@ mod tests {
             remote_ip: "127.0.0.1".into(),
             start: SystemTime::UNIX_EPOCH + Duration::from_secs(1_549_411_238),
         };
+        let logged = Logged {
+            bucket: "photos".into(),
+            owner: "GK1".into(),
+            target: BucketLogging {
+                target_bucket: "logs".into(),
+                target_prefix: "p/".into(),
+            },
+            requester: Some("GK2".into()),
+            key: Some("a b.jpg".into()),
+            asked,
+        };
         let mut headers = HeaderMap::new();
         headers.insert("x-amz-request-id", "ABC".parse().unwrap());
         headers.insert("content-length", "42".parse().unwrap());
         let line = Line {
             logged: &logged,
-            asked: &asked,
             answered: Answered {
                 op: "GetObject",
                 status: 200,

@@ -16,7 +16,7 @@ use s3s::auth::{S3Auth, SecretKey};
 use s3s::{S3Result, s3_error};
 
 use crate::access::{Caller, Need, PeerAddr, iam_action, need_of};
-use crate::access_log::{LogSlot, Logged};
+use crate::access_log::{Asked, LogSlot, Logged};
 use crate::error::OrS3;
 use crate::metrics::RequestOp;
 
@@ -216,6 +216,12 @@ impl S3Access for KeyAccess {
                     target: target.clone(),
                     requester: caller.key.as_ref().map(|k| k.access_key_id.clone()),
                     key: object.clone(),
+                    asked: Asked::of(
+                        cx.method(),
+                        cx.uri(),
+                        cx.headers(),
+                        peer.map_or_else(|| "-".to_owned(), |p| p.to_canonical().to_string()),
+                    ),
                 });
             }
         };

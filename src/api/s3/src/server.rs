@@ -132,7 +132,6 @@ async fn handle(
     let expect = expects_continue(&req);
     let empty = req.body().is_end_stream();
     let received = Arc::new(AtomicU64::new(0));
-    let asked = crate::access_log::Asked::of(&req, peer.ip().to_canonical().to_string());
     let log_slot = LogSlot::default();
     req.extensions_mut().insert(log_slot.clone());
     let req = req.map(|b| s3s::Body::http_body(Counted::new(b, Tally::Request(received.clone()))));
@@ -144,7 +143,6 @@ async fn handle(
         let in_memory = resp.body().bytes();
         let line = Line {
             logged,
-            asked: &asked,
             answered: crate::access_log::Answered {
                 op: op.name(),
                 status: resp.status().as_u16(),

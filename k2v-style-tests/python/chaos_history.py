@@ -79,23 +79,10 @@ class HParams:
 
 class HistoryNode(ChaosNode):
     """A chaos node whose config leaves `metadata_fsync` at its default
-    unless told (chaos_lib's nodes set it to false)."""
+    unless told (chaos_lib's nodes set it to false), in a consistency mode."""
 
     def __init__(self, *args, fsync: bool | None = None, consistency_mode: str = "consistent", **kw):
-        self.fsync = fsync
-        self.consistency_mode = consistency_mode
-        super().__init__(*args, **kw)
-
-    def write_config(self) -> None:
-        super().write_config()
-        text = self.config.read_text()
-        if self.fsync is None:
-            text = text.replace("metadata_fsync = false\n", "")
-        else:
-            text = text.replace("metadata_fsync = false", f"metadata_fsync = {str(self.fsync).lower()}")
-        text = text.replace("replication_factor = 3\n",
-                            f'replication_factor = 3\nconsistency_mode = "{self.consistency_mode}"\n')
-        self.config.write_text(text)
+        super().__init__(*args, fsync=fsync, extra=f'consistency_mode = "{consistency_mode}"', **kw)
 
 
 class HistoryCluster(Cluster):

@@ -5,15 +5,12 @@ scenario; every acknowledged write is recorded, and at the end every key is
 read back through every node and compared byte for byte (doc/chaos.md).
 
 Used by script/chaos (all scenarios, configurable length) and by
-test_chaos_short.py (each scenario once, briefly, in CI).
+test_chaos_short.py (each scenario once, briefly, in CI); its nodes and
+cluster (`ChaosNode`, `Cluster`) also by script/netlab and test_netlab.py.
 
-Network: a "switch" namespace `hgc-sw` holds a bridge; each node slot i
-(1..3) is namespace `hgc-n<i>` with address 10.231.0.<i>/24 on a veth into
-the bridge, and the root namespace (where the clients and this script run)
-is 10.231.0.254 on `hgc-host`. The bridge lives in its own namespace so that
-the root namespace's firewall (Docker's FORWARD DROP) never sees the
-traffic. Faults on the network are iptables rules inside a node's
-namespace. Every name starts with `hgc-`; a lock file keeps two runs apart.
+Network: netlab.py's (node slot i is namespace `hgc-n<i>`, 10.231.0.<i>;
+the clients and this script are in the root namespace, 10.231.0.254).
+Faults on the network are iptables rules inside a node's namespace.
 """
 
 from __future__ import annotations
@@ -21,7 +18,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 import datetime as dt
-import fcntl
 import hashlib
 import json
 import os
@@ -42,25 +38,14 @@ import botocore.exceptions
 from botocore.config import Config
 
 from hangar_testlib import HANGAR_BIN, REGION, die_with_parent, tail
+from netlab import Net, Profile, namespaces_usable, sh  # noqa: F401 - script/chaos reads namespaces_usable here
 
 KiB = 1024
 MiB = 1024 * 1024
-SUBNET = "10.231.0"
-HOST_IP = f"{SUBNET}.254"
-SW_NS = "hgc-sw"
-HOST_IF = "hgc-host"
-LOCK_FILE = "/run/hgc-chaos.lock"
 S3_PORT, RPC_PORT, ADMIN_PORT = 3900, 3901, 3903
 FAKETIME_LIB = next(iter(sorted(Path("/usr/lib").glob("*/faketime/libfaketimeMT.so.1"))),
                     Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"))
 BUCKET = "chaos"
-
-
-def sh(*args: str, check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess:
-    res = subprocess.run(list(args), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-    if check and res.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)} exited {res.returncode}: {res.stderr.strip()}")
-    return res
 
 
 def log(msg: str) -> None:
@@ -80,97 +65,6 @@ def wait_for(cond, timeout: float, what: str, interval: float = 0.2) -> float:
     raise TimeoutError(f"timed out after {timeout}s waiting for {what} (last error: {last!r})")
 
 
-# ---------------------------------------------------------------- privileges and network
-
-
-def namespaces_usable() -> tuple[bool, str]:
-    """Whether this process can create network namespaces (root, iproute2, iptables)."""
-    if os.geteuid() != 0:
-        return False, "the chaos suite needs root to create network namespaces (ip netns)"
-    for tool in ("ip", "iptables"):
-        if shutil.which(tool) is None:
-            return False, f"`{tool}` is not installed (script/install-test-deps installs it)"
-    probe = "hgc-probe"
-    sh("ip", "netns", "del", probe, check=False)
-    res = sh("ip", "netns", "add", probe, check=False)
-    if res.returncode != 0:
-        return False, f"`ip netns add` failed: {res.stderr.strip()}"
-    try:
-        res = sh("ip", "netns", "exec", probe, "iptables", "-L", "-n", check=False)
-        if res.returncode != 0:
-            return False, f"iptables does not work inside a namespace: {res.stderr.strip()}"
-    finally:
-        sh("ip", "netns", "del", probe, check=False)
-    return True, ""
-
-
-class Net:
-    """The switch namespace, the root namespace's port on it, one namespace per node slot."""
-
-    def __init__(self, slots: int = 3):
-        self.slots = slots
-        self.lock_fd = None
-
-    @staticmethod
-    def ns(slot: int) -> str:
-        return f"hgc-n{slot}"
-
-    @staticmethod
-    def ip(slot: int) -> str:
-        return f"{SUBNET}.{slot}"
-
-    def setup(self) -> None:
-        self.lock_fd = open(LOCK_FILE, "w")
-        try:
-            fcntl.flock(self.lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise RuntimeError(f"another chaos run holds {LOCK_FILE}") from None
-        self.teardown(keep_lock=True)  # what a killed run left behind
-        sh("ip", "netns", "add", SW_NS)
-        sh("ip", "-n", SW_NS, "link", "add", "br0", "type", "bridge")
-        sh("ip", "-n", SW_NS, "link", "set", "br0", "up")
-        sh("ip", "-n", SW_NS, "link", "set", "lo", "up")
-        sh("ip", "link", "add", HOST_IF, "type", "veth", "peer", "name", "host", "netns", SW_NS)
-        sh("ip", "-n", SW_NS, "link", "set", "host", "master", "br0", "up")
-        sh("ip", "addr", "add", f"{HOST_IP}/24", "dev", HOST_IF)
-        sh("ip", "link", "set", HOST_IF, "up")
-        for s in range(1, self.slots + 1):
-            ns = self.ns(s)
-            sh("ip", "netns", "add", ns)
-            sh("ip", "-n", SW_NS, "link", "add", f"p{s}", "type", "veth", "peer", "name", "eth0", "netns", ns)
-            sh("ip", "-n", SW_NS, "link", "set", f"p{s}", "master", "br0", "up")
-            sh("ip", "-n", ns, "addr", "add", f"{self.ip(s)}/24", "dev", "eth0")
-            sh("ip", "-n", ns, "link", "set", "eth0", "up")
-            sh("ip", "-n", ns, "link", "set", "lo", "up")
-
-    def teardown(self, keep_lock: bool = False) -> None:
-        listed = sh("ip", "netns", "list", check=False).stdout.split("\n")
-        for line in listed:
-            name = line.split(" ")[0]
-            if re.fullmatch(r"hgc-n\d+|hgc-sw", name):
-                sh("ip", "netns", "del", name, check=False)
-        sh("ip", "link", "del", HOST_IF, check=False)
-        if not keep_lock and self.lock_fd is not None:
-            self.lock_fd.close()
-            self.lock_fd = None
-
-    def peers_of(self, slot: int) -> list[str]:
-        return [self.ip(s) for s in range(1, self.slots + 1) if s != slot]
-
-    def partition(self, slot: int, direction: str) -> None:
-        """Cut `slot` off from the other nodes: `both`, `in` (it hears nothing)
-        or `out` (nothing it sends arrives). Clients (10.231.0.254) still reach it."""
-        ns = self.ns(slot)
-        for peer in self.peers_of(slot):
-            if direction in ("both", "in"):
-                sh("ip", "netns", "exec", ns, "iptables", "-A", "INPUT", "-s", peer, "-j", "DROP")
-            if direction in ("both", "out"):
-                sh("ip", "netns", "exec", ns, "iptables", "-A", "OUTPUT", "-d", peer, "-j", "DROP")
-
-    def heal(self, slot: int) -> None:
-        sh("ip", "netns", "exec", self.ns(slot), "iptables", "-F", check=False)
-
-
 # ---------------------------------------------------------------- nodes
 
 
@@ -179,7 +73,7 @@ class ChaosNode:
     identities that slot had (a replaced node is a new generation)."""
 
     def __init__(self, root: Path, slot: int, secret: str, ping_timeout_msec: int, gen: int = 1,
-                 data_tmpfs_mib: int | None = None):
+                 data_tmpfs_mib: int | None = None, fsync: bool | None = False, extra: str = ""):
         self.slot, self.gen = slot, gen
         self.ip = Net.ip(slot)
         self.ns = Net.ns(slot)
@@ -200,6 +94,9 @@ class ChaosNode:
         self.secret = secret
         self.ping_timeout_msec = ping_timeout_msec
         self.bootstrap: list[str] = []
+        # `metadata_fsync` as given (None: the default); `extra`: more
+        # top-level settings.
+        self.fsync, self.extra = fsync, extra
         self.write_config()
 
     def write_config(self) -> None:
@@ -214,9 +111,10 @@ rpc_bind_addr = "{self.ip}:{RPC_PORT}"
 rpc_public_addr = "{self.ip}:{RPC_PORT}"
 bootstrap_peers = [{peers}]
 rpc_ping_timeout_msec = {self.ping_timeout_msec}
-metadata_fsync = false
+{"" if self.fsync is None else f"metadata_fsync = {str(self.fsync).lower()}"}
 block_size = "1MiB"
 compression_level = 1
+{self.extra}
 
 [s3_api]
 api_bind_addr = "{self.ip}:{S3_PORT}"
@@ -230,6 +128,10 @@ api_bind_addr = "{self.ip}:{ADMIN_PORT}"
     @property
     def endpoint(self) -> str:
         return f"http://{self.ip}:{S3_PORT}"
+
+    @property
+    def admin_url(self) -> str:
+        return f"http://{self.ip}:{ADMIN_PORT}"
 
     @property
     def name(self) -> str:
@@ -342,10 +244,19 @@ api_bind_addr = "{self.ip}:{ADMIN_PORT}"
 
 
 class Cluster:
+    """Three `ChaosNode`s, one layout zone each (the profile's zones when the
+    network is shaped), and a key allowed to create buckets. `profile`
+    shapes the links (netlab.py); `load` adds the load namespace; `fsync`
+    and `extra` go to every node's configuration; `bucket` is created when
+    given."""
+
     def __init__(self, workdir: Path, ping_timeout_msec: int = 2000, tmpfs_slot: int | None = None,
-                 tmpfs_mib: int = 64):
+                 tmpfs_mib: int = 64, profile: Profile | None = None, load: bool = False,
+                 fsync: bool | None = False, extra: str = "", bucket: str | None = BUCKET):
         self.workdir = workdir
-        self.net = Net(3)
+        self.net = Net(3, load=load)
+        self.profile = profile
+        self.fsync, self.extra, self.bucket = fsync, extra, bucket
         self.secret = secrets.token_hex(32)
         self.ping_timeout_msec = ping_timeout_msec
         self.tmpfs_slot, self.tmpfs_mib = tmpfs_slot, tmpfs_mib
@@ -354,7 +265,13 @@ class Cluster:
         self.key_id = self.key_secret = ""
 
     def __enter__(self):
-        self.net.setup()
+        try:
+            self.net.setup()
+            if self.profile is not None:
+                self.net.shape(self.profile)
+        except BaseException:
+            self.net.teardown()
+            raise
         return self
 
     def __exit__(self, *exc):
@@ -370,7 +287,8 @@ class Cluster:
 
     def new_node(self, slot: int, gen: int = 1) -> ChaosNode:
         tm = self.tmpfs_mib if slot == self.tmpfs_slot else 2048 if slot == 2 and self.tmpfs_slot else None
-        return ChaosNode(self.workdir, slot, self.secret, self.ping_timeout_msec, gen, data_tmpfs_mib=tm)
+        return ChaosNode(self.workdir, slot, self.secret, self.ping_timeout_msec, gen, data_tmpfs_mib=tm,
+                         fsync=self.fsync, extra=self.extra)
 
     def start(self) -> None:
         first = self.new_node(1)
@@ -385,14 +303,16 @@ class Cluster:
             n.start()
         self.wait_mesh(30)
         for s, n in self.nodes.items():
-            n.cli("layout", "assign", n.node_id()[:16], "-z", f"dc{s}", "-c", "1G", check=True)
+            zone = self.profile.zone(s) if self.profile else s
+            n.cli("layout", "assign", n.node_id()[:16], "-z", f"dc{zone}", "-c", "1G", check=True)
         wait_for(lambda: len(first.cli_json("layout", "show")["staged"]["roles"]) == 3, 15, "3 staged roles")
         first.cli("layout", "apply", "--version", "1", check=True)
         self.wait_layout(1, 20)
         info = first.cli_json("key", "create", "chaos")
         self.key_id, self.key_secret = info["access_key_id"], info["secret_access_key"]
         first.cli("key", "allow", self.key_id, "--create-bucket", check=True)
-        self.client(first).create_bucket(Bucket=BUCKET)
+        if self.bucket:
+            self.client(first).create_bucket(Bucket=self.bucket)
 
     def up_nodes(self) -> list[ChaosNode]:
         return [n for n in self.nodes.values() if n.running()]

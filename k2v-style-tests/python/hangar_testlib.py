@@ -36,6 +36,8 @@ from botocore.exceptions import ClientError
 
 REPO = Path(__file__).resolve().parents[2]
 HANGAR_BIN = Path(os.environ.get("HANGAR_BIN", REPO / "target" / "debug" / "hangar"))
+# The delay line of the network test bed (netlab.py), built beside hangar.
+NETDELAY_BIN = Path(os.environ.get("HANGAR_NETDELAY", HANGAR_BIN.parent / "hangar-netdelay"))
 REGION = "garage"
 ROOT_DOMAIN = ".s3.localhost"
 KiB = 1024
@@ -220,6 +222,10 @@ api_bind_addr = "127.0.0.1:{self.admin_port}"
     @property
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.s3_port}"
+
+    @property
+    def admin_url(self) -> str:
+        return f"http://127.0.0.1:{self.admin_port}"
 
     def start(self, timeout: float = 60) -> None:
         assert self.proc is None or self.proc.poll() is not None

@@ -19,7 +19,11 @@ Shaping, per ordered pair of hosts (a -> b), for a profile:
   round trip (this machine's kernel has no `sch_netem`; ingress, because
   packets held on the sender's side would count against its socket and
   stall TCP Small Queues);
-- rate at a's egress: an `htb` class per destination on a's `eth0`.
+- rate: each host has a NIC of `nic_mbit` (the link rate unless given),
+  both ways: an `htb` parent class at that rate on its `eth0` (what it
+  sends), with a class per destination at the pair's link rate under it;
+  and an `htb` on its port of the bridge (what it receives). Traffic to and
+  from the root namespace bypasses both.
 """
 
 from __future__ import annotations
@@ -77,7 +81,9 @@ class Profile:
     `zone_rtt_ms[(a, b)]` (a < b) is the round trip between zones a and b;
     two hosts of one zone are `local_rtt_ms` apart. Every link has rate
     `rate_mbit` in each direction, loses `loss_pct` % of its packets (at
-    each end's ingress) and adds up to ±`jitter_ms` (never reordering)."""
+    each end's ingress) and adds up to ±`jitter_ms` (never reordering);
+    every host's NIC carries `nic_mbit` (default: `rate_mbit`) each way,
+    whatever its links could."""
 
     name: str
     zones: int
@@ -87,6 +93,11 @@ class Profile:
     loss_pct: float = 0.0
     jitter_ms: float = 0.0
     load_zone: int = 1
+    nic_mbit: float | None = None
+
+    @property
+    def nic(self) -> float:
+        return self.nic_mbit if self.nic_mbit is not None else self.rate_mbit
 
     def zone(self, slot: int) -> int:
         return self.load_zone if slot == LOAD_SLOT else (slot - 1) % self.zones + 1
@@ -98,7 +109,8 @@ class Profile:
     def describe(self) -> str:
         zones = ", ".join(f"z{a}-z{b} {v:g} ms" for (a, b), v in sorted(self.zone_rtt_ms.items()))
         return (f"{self.name}: {self.zones} zone(s), RTT {self.local_rtt_ms:g} ms within a zone"
-                f"{'; ' + zones if zones else ''}; {self.rate_mbit:g} Mbit/s per link"
+                f"{'; ' + zones if zones else ''}; {self.rate_mbit:g} Mbit/s per link, "
+                f"{self.nic:g} Mbit/s per host"
                 f"{f', {self.loss_pct:g} % loss' if self.loss_pct else ''}"
                 f"{f', ±{self.jitter_ms:g} ms jitter' if self.jitter_ms else ''}")
 
@@ -192,19 +204,42 @@ class Net:
                 if a != b:
                     sh("ip", "netns", "exec", ns, "iptables", "-t", "mangle", "-A", "PREROUTING",
                        "-s", self.ip(a), "-j", "NFQUEUE", "--queue-num", str(a))
-            # Unclassified packets (to the root namespace) bypass the htb.
-            sh("ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", "eth0", "root", "handle", "1:",
-               "htb", "default", "9999")
-            rate = f"{profile.rate_mbit:g}mbit"
-            # A burst of at least a GSO packet (64 KiB), else about 1 ms at the rate.
-            burst = str(max(128 * 1024, int(profile.rate_mbit * 1e6 / 8 / 1000)))
-            for a in members:
-                if a == b:
-                    continue
-                sh("ip", "netns", "exec", ns, "tc", "class", "add", "dev", "eth0", "parent", "1:",
-                   "classid", f"1:{a}", "htb", "rate", rate, "ceil", rate, "burst", burst, "cburst", burst)
-                sh("ip", "netns", "exec", ns, "tc", "filter", "add", "dev", "eth0", "parent", "1:", "protocol",
-                   "ip", "prio", "1", "u32", "match", "ip", "dst", f"{self.ip(a)}/32", "flowid", f"1:{a}")
+            self.shape_host(b, profile)
+
+    def shape_host(self, b: int, profile: Profile) -> None:
+        """The rates of host `b`: its NIC both ways, and its links out."""
+        ns, peers = self.ns(b), [a for a in self.members() if a != b]
+        nic, link = profile.nic, min(profile.rate_mbit, profile.nic)
+
+        def burst(mbit: float) -> str:
+            # At least a GSO packet (64 KiB), else about 1 ms at the rate.
+            return str(max(128 * 1024, int(mbit * 1e6 / 8 / 1000)))
+
+        def tc(*args: str, where: str = ns) -> None:
+            sh("ip", "netns", "exec", where, "tc", *args)
+
+        # What b sends: unclassified packets (to the root namespace) bypass
+        # the htb; the links share the NIC class (each is guaranteed its
+        # share and may borrow up to its own rate, so that together they
+        # never pass the NIC's).
+        tc("qdisc", "add", "dev", "eth0", "root", "handle", "1:", "htb", "default", "9999")
+        tc("class", "add", "dev", "eth0", "parent", "1:", "classid", "1:1", "htb",
+           "rate", f"{nic:g}mbit", "ceil", f"{nic:g}mbit", "burst", burst(nic), "cburst", burst(nic))
+        for a in peers:
+            tc("class", "add", "dev", "eth0", "parent", "1:1", "classid", f"1:{a + 10}", "htb",
+               "rate", f"{nic / len(peers):g}mbit", "ceil", f"{link:g}mbit", "burst", burst(link),
+               "cburst", burst(link))
+            tc("filter", "add", "dev", "eth0", "parent", "1:", "protocol", "ip", "prio", "1", "u32",
+               "match", "ip", "dst", f"{self.ip(a)}/32", "flowid", f"1:{a + 10}")
+        # What b receives: its port of the bridge, at the NIC's rate, for
+        # everything from the other hosts.
+        port = f"p{b}"
+        tc("qdisc", "add", "dev", port, "root", "handle", "1:", "htb", "default", "9999", where=SW_NS)
+        tc("class", "add", "dev", port, "parent", "1:", "classid", "1:1", "htb", "rate", f"{nic:g}mbit",
+           "ceil", f"{nic:g}mbit", "burst", burst(nic), "cburst", burst(nic), where=SW_NS)
+        for a in peers:
+            tc("filter", "add", "dev", port, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
+               "match", "ip", "src", f"{self.ip(a)}/32", "flowid", "1:1", where=SW_NS)
 
     def check_delays(self) -> None:
         """Raises if a delay process died (its links would drop everything)."""

@@ -21,7 +21,8 @@
 //! - anything else → nothing to do (an unreferenced file is the GC's).
 //!
 //! Transfers run in a window of `resync_chunks_in_flight` (a chunk is one
-//! block, at most `block_size`): the next block's transfer starts as soon
+//! block, at most `block_size`; `auto`, the default, sizes it from what the
+//! transfers take, [`crate::resync_window`]): the next block's transfer starts as soon
 //! as a slot frees, while the others are still arriving, so the pipeline
 //! never drains at a block boundary. Checks that need no transfer do not
 //! take a slot. Outcomes are committed in batches (one transaction for many
@@ -64,6 +65,7 @@ use crate::{BlockError, Result};
 /// "Resync": the benchmark behind it).
 pub const DEFAULT_CHUNKS_IN_FLIGHT: usize = 4;
 pub use crate::resync_settings::{MAX_CHUNKS_IN_FLIGHT, MAX_YIELD_MSEC, ResyncSettings};
+use crate::resync_window::AutoWindow;
 /// Default bound on resync transfers a node serves as a source and accepts
 /// as a target, each.
 pub const DEFAULT_SERVE_MAX: usize = 8;
@@ -139,6 +141,8 @@ pub struct Resync {
     per_source: std::sync::Mutex<std::collections::HashMap<NodeId, usize>>,
     /// Sources that answered `deferred`, until when they are asked last.
     deferring: std::sync::Mutex<std::collections::HashMap<NodeId, Instant>>,
+    /// The window when `resync_chunks_in_flight` is `auto`.
+    auto: std::sync::Mutex<AutoWindow>,
 }
 
 impl Resync {
@@ -160,7 +164,16 @@ impl Resync {
             next_slot: std::sync::Mutex::new(Instant::now()),
             per_source: Default::default(),
             deferring: Default::default(),
+            auto: std::sync::Mutex::new(AutoWindow::new(Instant::now(), MAX_CHUNKS_IN_FLIGHT)),
         })
+    }
+
+    /// Transfers to keep in flight now: the operator's number, or the
+    /// `auto` window's.
+    pub fn window(&self) -> usize {
+        self.settings
+            .fixed_window()
+            .unwrap_or_else(|| self.auto.lock().expect("auto window").current())
     }
 
     pub fn settings(&self) -> &Arc<ResyncSettings> {
@@ -238,7 +251,7 @@ impl Resync {
     fn spent(&self, bytes: u64, took: Duration) {
         let rate = self.settings.max_bytes_per_sec();
         let tranq = self.settings.tranquility();
-        let window = self.settings.chunks_in_flight().max(1) as u32;
+        let window = self.window().max(1) as u32;
         let mut slot = self.next_slot.lock().expect("slot lock");
         let base = (*slot).max(Instant::now());
         let mut d = Duration::ZERO;
@@ -318,7 +331,7 @@ impl Resync {
                 if action == Action::Nothing {
                     outcomes.push((q, Outcome::Done));
                 } else {
-                    while inflight.len() >= self.settings.chunks_in_flight() {
+                    while inflight.len() >= self.window() {
                         if let Some(o) = inflight.next().await {
                             outcomes.push(o);
                         }
@@ -398,13 +411,14 @@ impl Resync {
         };
         w.set_progress(
             format!(
-                "{len} queued; {} fetched, {} handed over, {} MiB moved ({:.1} MiB/s since start); {} errors; window {}{eta}",
+                "{len} queued; {} fetched, {} handed over, {} MiB moved ({:.1} MiB/s since start); {} errors; window {}{}{eta}",
                 s.blocks_fetched.load(Ordering::Relaxed),
                 s.blocks_handed_over.load(Ordering::Relaxed),
                 bytes >> 20,
                 bytes as f64 / secs / 1048576.0,
                 s.errors.load(Ordering::Relaxed),
-                self.settings.chunks_in_flight(),
+                self.window(),
+                if self.settings.fixed_window().is_none() { " (auto)" } else { "" },
             ),
             Some(len),
         );
@@ -421,7 +435,17 @@ impl Resync {
             Action::Nothing => (Outcome::Done, 0),
         };
         self.stats.in_flight.fetch_sub(1, Ordering::Relaxed);
-        self.spent(bytes, start.elapsed());
+        let took = start.elapsed();
+        self.spent(bytes, took);
+        if self.settings.fixed_window().is_none() {
+            let mut auto = self.auto.lock().expect("auto window");
+            match &outcome {
+                // Only transfers that moved a block say what the path costs.
+                Outcome::Done if bytes > 0 => auto.completed(Instant::now(), took),
+                Outcome::Done => {}
+                Outcome::Failed(_) | Outcome::Later(_) => auto.back_off(),
+            }
+        }
         outcome
     }
 

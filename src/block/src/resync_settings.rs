@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use hangar_util::foreground::Foreground;
 
-/// Largest window accepted.
+/// Largest window accepted, and where the `auto` window stops.
 pub const MAX_CHUNKS_IN_FLIGHT: usize = 64;
 /// The longest a source may hold a resync block back for its clients: a
 /// peer's call must not wait anywhere near the RPC timeout.
@@ -17,6 +17,7 @@ pub const MAX_YIELD_MSEC: u64 = 1000;
 /// every field may change while it runs.
 #[derive(Debug)]
 pub struct ResyncSettings {
+    /// A fixed window, or 0 for `auto` (`resync_window.rs`).
     chunks_in_flight: AtomicUsize,
     max_bytes_per_sec: AtomicU64,
     tranquility: AtomicU32,
@@ -26,9 +27,10 @@ pub struct ResyncSettings {
 }
 
 impl ResyncSettings {
+    /// `chunks_in_flight` 0 is `auto`.
     pub fn new(chunks_in_flight: usize, max_bytes_per_sec: u64, tranquility: u32) -> Self {
         ResyncSettings {
-            chunks_in_flight: AtomicUsize::new(chunks_in_flight.clamp(1, MAX_CHUNKS_IN_FLIGHT)),
+            chunks_in_flight: AtomicUsize::new(chunks_in_flight.min(MAX_CHUNKS_IN_FLIGHT)),
             max_bytes_per_sec: AtomicU64::new(max_bytes_per_sec),
             tranquility: AtomicU32::new(tranquility),
             yield_msec: AtomicU64::new(0),
@@ -54,8 +56,12 @@ impl ResyncSettings {
         self.foreground.busy()
     }
 
-    pub fn chunks_in_flight(&self) -> usize {
-        self.chunks_in_flight.load(Ordering::Relaxed)
+    /// The window set by the operator; `None` when it is `auto`.
+    pub fn fixed_window(&self) -> Option<usize> {
+        match self.chunks_in_flight.load(Ordering::Relaxed) {
+            0 => None,
+            n => Some(n),
+        }
     }
 
     pub fn max_bytes_per_sec(&self) -> u64 {
@@ -70,6 +76,10 @@ impl ResyncSettings {
     /// `resync-max-bytes-per-sec`, `resync-tranquility`); returns the value
     /// now in force, or why it was refused.
     pub fn set(&self, name: &str, value: &str) -> std::result::Result<String, String> {
+        if name == "resync-chunks-in-flight" && value.trim() == "auto" {
+            self.chunks_in_flight.store(0, Ordering::Relaxed);
+            return Ok("auto".into());
+        }
         let n: u64 = value
             .trim()
             .parse()
@@ -78,7 +88,7 @@ impl ResyncSettings {
             "resync-chunks-in-flight" => {
                 if n == 0 || n > MAX_CHUNKS_IN_FLIGHT as u64 {
                     return Err(format!(
-                        "{name} must be between 1 and {MAX_CHUNKS_IN_FLIGHT}"
+                        "{name} must be `auto` or between 1 and {MAX_CHUNKS_IN_FLIGHT}"
                     ));
                 }
                 self.chunks_in_flight.store(n as usize, Ordering::Relaxed);
@@ -108,7 +118,8 @@ impl ResyncSettings {
         vec![
             (
                 "resync-chunks-in-flight",
-                self.chunks_in_flight().to_string(),
+                self.fixed_window()
+                    .map_or_else(|| "auto".to_string(), |n| n.to_string()),
             ),
             (
                 "resync-max-bytes-per-sec",
@@ -120,5 +131,30 @@ impl ResyncSettings {
                 self.yield_msec.load(Ordering::Relaxed).to_string(),
             ),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_window_is_auto_or_a_number_from_1_to_64() {
+        let s = ResyncSettings::new(0, 0, 0);
+        assert_eq!(s.fixed_window(), None);
+        assert_eq!(s.set("resync-chunks-in-flight", "8"), Ok("8".into()));
+        assert_eq!(s.fixed_window(), Some(8));
+        assert_eq!(s.list()[0], ("resync-chunks-in-flight", "8".to_string()));
+        assert_eq!(s.set("resync-chunks-in-flight", "auto"), Ok("auto".into()));
+        assert_eq!(s.fixed_window(), None);
+        assert_eq!(s.list()[0], ("resync-chunks-in-flight", "auto".to_string()));
+        for bad in ["0", "65", "fast"] {
+            assert!(s.set("resync-chunks-in-flight", bad).is_err(), "{bad}");
+        }
+        assert_eq!(s.fixed_window(), None);
+        assert_eq!(
+            ResyncSettings::new(100, 0, 0).fixed_window(),
+            Some(MAX_CHUNKS_IN_FLIGHT)
+        );
     }
 }

@@ -360,6 +360,17 @@ impl MeshInner {
         if learnt_addr {
             self.persist_peers();
         }
+        if installed {
+            let flow = &self.cfg.flow;
+            tokio::spawn(crate::window::follow(
+                conn.clone(),
+                u64::from(flow.connection_window),
+                flow.send_window,
+                flow.max_window,
+                self.window_budget.clone(),
+                self.metrics().clone(),
+            ));
+        }
         self.spawn_serve(id, conn);
         if installed {
             crate::exchange::spawn_exchange(self.self_ref.clone(), id);

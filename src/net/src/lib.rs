@@ -41,6 +41,7 @@ mod registry;
 mod rpc;
 mod state;
 mod tls;
+mod window;
 pub mod wire;
 
 pub use body::{Body, MAX_CHUNK_LEN};

@@ -45,7 +45,9 @@ fn transport_config(cfg: &MeshConfig) -> Result<quinn::TransportConfig, NetError
     // a lost handshake packet (e.g. a peer still starting) retried sooner.
     t.initial_rtt(Duration::from_millis(100));
     match cfg.flow.congestion {
-        Congestion::Cubic => {}
+        Congestion::Cubic => {
+            t.congestion_controller_factory(Arc::new(quinn::congestion::CubicConfig::default()));
+        }
         Congestion::NewReno => {
             t.congestion_controller_factory(Arc::new(quinn::congestion::NewRenoConfig::default()));
         }
@@ -104,6 +106,7 @@ impl Mesh {
         let id = key.id();
         let tls = ClusterTls::new(&cfg.secret, &key)?;
         let transport = Arc::new(transport_config(&cfg)?);
+        let cfg_budget = cfg.flow.window_budget;
         let crypto = QuicServerConfig::try_from(tls.server_config())
             .map_err(|e| NetError::Tls(e.to_string()))?;
         let mut server = quinn::ServerConfig::with_crypto(Arc::new(crypto));
@@ -160,6 +163,7 @@ impl Mesh {
             tasks: Mutex::new(Vec::new()),
             self_ref: weak.clone(),
             health: Arc::new(RwLock::new(None)),
+            window_budget: crate::window::WindowBudget::new(cfg_budget),
         });
         if changed {
             inner.persist_peers();

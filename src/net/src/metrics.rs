@@ -66,6 +66,7 @@ pub struct NetMetrics {
     peer_up: Family<PeerLabels, Gauge>,
     peer_rtt: Family<PeerLabels, Gauge<f64, AtomicU64>>,
     handshakes_pending: Gauge,
+    window_growth: Gauge,
     handshakes_refused: Counter,
     handshakes_timed_out: Counter,
     handshakes_failed: Counter,
@@ -84,6 +85,7 @@ impl Default for NetMetrics {
             peer_up: Family::default(),
             peer_rtt: Family::default(),
             handshakes_pending: Gauge::default(),
+            window_growth: Gauge::default(),
             handshakes_refused: Counter::default(),
             handshakes_timed_out: Counter::default(),
             handshakes_failed: Counter::default(),
@@ -156,6 +158,11 @@ impl NetMetrics {
             "handshakes_pending",
             "incoming handshakes in progress",
             self.handshakes_pending.clone(),
+        );
+        r.register(
+            "flow_window_growth_bytes",
+            "bytes by which the connections' flow-control windows have grown beyond the configured ones, together (at most the window budget)",
+            self.window_growth.clone(),
         );
         r.register(
             "handshakes_refused",
@@ -243,6 +250,10 @@ impl NetMetrics {
         self.peer_rtt
             .get_or_create(&peer_labels(peer))
             .set(rtt.as_secs_f64());
+    }
+
+    pub(crate) fn set_window_growth(&self, bytes: u64) {
+        self.window_growth.set(bytes as i64);
     }
 
     pub(crate) fn set_handshakes_pending(&self, pending: usize) {

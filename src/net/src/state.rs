@@ -48,6 +48,9 @@ pub(crate) struct MeshInner {
     pub(crate) self_ref: Weak<MeshInner>,
     /// What this node's ping handler asks before it answers.
     pub(crate) health: Arc<RwLock<Option<HealthCheck>>>,
+    /// The growth of every connection's flow-control windows together
+    /// (`window.rs`).
+    pub(crate) window_budget: Arc<crate::window::WindowBudget>,
 }
 
 impl Drop for MeshInner {

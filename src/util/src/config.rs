@@ -104,6 +104,71 @@ pub enum ConsistencyMode {
     Dangerous,
 }
 
+/// `rpc_congestion_control`: how QUIC connections between nodes pace their
+/// sending (doc/netlab.md, "The mesh across the test bed's links").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum RpcCongestion {
+    /// Model-based (bandwidth and round trip): keeps a lossy or long link
+    /// full; quinn marks its implementation experimental.
+    #[default]
+    Bbr,
+    /// Loss-based: backs off at every loss, which a link losing 0.1 % of
+    /// its packets turns into a few MiB/s.
+    Cubic,
+    NewReno,
+}
+
+/// `resync_chunks_in_flight`: `"auto"` or a number of transfers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(try_from = "ChunksInFlightRaw", into = "ChunksInFlightRaw")]
+pub enum ChunksInFlight {
+    /// Sized by the resync worker from what its transfers take
+    /// (doc/block-files.md, "The window").
+    #[default]
+    Auto,
+    Fixed(usize),
+}
+
+impl ChunksInFlight {
+    /// The number the resync settings keep: 0 for `auto`.
+    pub fn as_count(self) -> usize {
+        match self {
+            ChunksInFlight::Auto => 0,
+            ChunksInFlight::Fixed(n) => n,
+        }
+    }
+}
+
+/// How `resync_chunks_in_flight` is written: a number or `"auto"`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum ChunksInFlightRaw {
+    Count(u64),
+    Word(String),
+}
+
+impl TryFrom<ChunksInFlightRaw> for ChunksInFlight {
+    type Error = String;
+
+    fn try_from(raw: ChunksInFlightRaw) -> Result<Self, String> {
+        match raw {
+            ChunksInFlightRaw::Word(w) if w == "auto" => Ok(ChunksInFlight::Auto),
+            ChunksInFlightRaw::Count(n @ 1..=64) => Ok(ChunksInFlight::Fixed(n as usize)),
+            _ => Err("resync_chunks_in_flight must be \"auto\" or a number from 1 to 64".into()),
+        }
+    }
+}
+
+impl From<ChunksInFlight> for ChunksInFlightRaw {
+    fn from(c: ChunksInFlight) -> Self {
+        match c {
+            ChunksInFlight::Auto => ChunksInFlightRaw::Word("auto".into()),
+            ChunksInFlight::Fixed(n) => ChunksInFlightRaw::Count(n as u64),
+        }
+    }
+}
+
 /// One entry of `data_dir` when it is given as a list.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -245,9 +310,6 @@ fn default_commit_batch() -> usize {
 fn default_block_gc_delay() -> u64 {
     600
 }
-fn default_resync_chunks_in_flight() -> usize {
-    4
-}
 fn default_resync_serve_max() -> usize {
     8
 }
@@ -371,6 +433,8 @@ pub struct Config {
     #[serde(default = "default_ping_timeout")]
     pub rpc_ping_timeout_msec: u64,
     #[serde(default)]
+    pub rpc_congestion_control: RpcCongestion,
+    #[serde(default)]
     pub bootstrap_peers: Vec<String>,
     #[serde(default)]
     pub allow_world_readable_secrets: bool,
@@ -403,9 +467,10 @@ pub struct Config {
     /// Seconds between two passes of the lifecycle worker.
     #[serde(default = "default_lifecycle_interval_secs")]
     pub lifecycle_interval_secs: u64,
-    /// Block transfers the resync worker keeps in flight (1 to 64).
-    #[serde(default = "default_resync_chunks_in_flight")]
-    pub resync_chunks_in_flight: usize,
+    /// Block transfers the resync worker keeps in flight: `"auto"` (sized
+    /// from what the transfers take) or a fixed number (1 to 64).
+    #[serde(default)]
+    pub resync_chunks_in_flight: ChunksInFlight,
     /// Total bytes per second of resync transfers (0: no limit).
     #[serde(default)]
     pub resync_max_bytes_per_sec: u64,
@@ -869,6 +934,30 @@ api_bind_addr = "127.0.0.1:3900"
         // Durable by default: doc/configuration.md, "Durability".
         assert!(c.metadata_fsync && c.data_fsync);
         assert_eq!(c.metadata_stall_timeout_msec, 10_000);
+    }
+
+    #[test]
+    fn resync_window_and_congestion_control_parse_and_bad_ones_are_named() {
+        let c = Config::parse(BASE).unwrap();
+        assert_eq!(c.resync_chunks_in_flight, ChunksInFlight::Auto);
+        assert_eq!(c.rpc_congestion_control, RpcCongestion::Bbr);
+        for (line, want) in [
+            ("resync_chunks_in_flight = \"auto\"", ChunksInFlight::Auto),
+            ("resync_chunks_in_flight = 8", ChunksInFlight::Fixed(8)),
+            ("resync_chunks_in_flight = 64", ChunksInFlight::Fixed(64)),
+        ] {
+            let c = Config::parse(&format!("{line}\n{BASE}")).unwrap();
+            assert_eq!(c.resync_chunks_in_flight, want, "{line}");
+        }
+        for bad in ["0", "65", "\"fast\"", "-1"] {
+            let err = Config::parse(&format!("resync_chunks_in_flight = {bad}\n{BASE}"))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("resync_chunks_in_flight"), "{bad}: {err}");
+        }
+        let c = Config::parse(&format!("rpc_congestion_control = \"cubic\"\n{BASE}")).unwrap();
+        assert_eq!(c.rpc_congestion_control, RpcCongestion::Cubic);
+        assert!(Config::parse(&format!("rpc_congestion_control = \"vegas\"\n{BASE}")).is_err());
     }
 
     #[test]

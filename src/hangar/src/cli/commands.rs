@@ -299,7 +299,7 @@ pub enum WorkerCmd {
         name: String,
     },
     /// Change a worker setting on the running node (until it restarts):
-    /// `resync-chunks-in-flight` (1-64), `resync-max-bytes-per-sec`
+    /// `resync-chunks-in-flight` (`auto` or 1-64), `resync-max-bytes-per-sec`
     /// (0: no limit), `resync-tranquility`, `resync-yield-msec` (0-1000),
     /// `scrub-tranquility`.
     Set { setting: String, value: String },

@@ -224,7 +224,7 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
     let foreground = Foreground::default();
     let resync_settings = Arc::new(
         ResyncSettings::new(
-            cfg.resync_chunks_in_flight,
+            cfg.resync_chunks_in_flight.as_count(),
             cfg.resync_max_bytes_per_sec,
             cfg.resync_tranquility,
         )

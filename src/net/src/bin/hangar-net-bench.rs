@@ -10,10 +10,14 @@
 //!     processes), then small-call latency p50/p99 idle and while a bulk
 //!     transfer runs at background and at foreground priority
 //! ```
-//! The cluster secret is fixed (a bench runs on loopback only); set
+//! The cluster secret is fixed (a bench runs on loopback or in the test
+//! bed's namespaces only, doc/netlab.md); set
 //! `HANGAR_NET_BENCH_SECRET` (64 hex) to change it. `HANGAR_NET_BENCH_UDP_BUFFER`,
 //! `HANGAR_NET_BENCH_STREAM_WINDOW` and `HANGAR_NET_BENCH_CONN_WINDOW` (bytes)
-//! override the flow-control defaults, for tuning.
+//! override the flow-control defaults, for tuning (`HANGAR_NET_BENCH_MAX_WINDOW`
+//! how far windows may grow: the connection window keeps them fixed);
+//! `HANGAR_NET_BENCH_CC`
+//! (`bbr`, the default, `cubic` or `newreno`) the congestion controller.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -110,7 +114,11 @@ async fn start(dir: &str, bind: &str) -> Res<Mesh> {
         cfg.flow.connection_window = v as u32;
         cfg.flow.send_window = v;
     }
+    if let Some(v) = knob("HANGAR_NET_BENCH_MAX_WINDOW") {
+        cfg.flow.max_window = v;
+    }
     match std::env::var("HANGAR_NET_BENCH_CC").as_deref() {
+        Ok("cubic") => cfg.flow.congestion = hangar_net::Congestion::Cubic,
         Ok("bbr") => cfg.flow.congestion = hangar_net::Congestion::Bbr,
         Ok("newreno") => cfg.flow.congestion = hangar_net::Congestion::NewReno,
         _ => {}
@@ -149,7 +157,9 @@ async fn serve(dir: &str, bind: &str) -> Res<()> {
 
 async fn client(dir: &str, peer: &str, secs: Duration) -> Res<()> {
     let peer: PeerAddr = peer.parse()?;
-    let mesh = start(dir, "127.0.0.1:0").await?;
+    // Any local address: the server may be in another network namespace
+    // (script/netlab), reached through a routed one.
+    let mesh = start(dir, "0.0.0.0:0").await?;
     mesh.connect(&peer).await?;
     let to = peer.id;
     let sink = mesh.endpoint::<u32, u64>(SINK)?;

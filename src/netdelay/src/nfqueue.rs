@@ -273,28 +273,19 @@ impl NfQueue {
     /// Queues the verdict "accept every packet of `queue` up to `id`"
     /// (the kernel's ids grow by one per packet and queue).
     pub fn accept_upto(&mut self, queue: u16, id: u32) {
-        self.seq += 1;
-        let at = start_msg(
-            &mut self.out,
-            NFQNL_MSG_VERDICT_BATCH,
-            libc::NLM_F_REQUEST as u16,
-            self.seq,
-            queue,
-        );
-        put_attr(
-            &mut self.out,
-            NFQA_VERDICT_HDR,
-            &verdict_payload(NF_ACCEPT, id),
-        );
-        finish_msg(&mut self.out, at);
+        self.verdict(NFQNL_MSG_VERDICT_BATCH, queue, NF_ACCEPT, id);
     }
 
     /// Queues the verdict "drop packet `id` of `queue`".
     pub fn drop_one(&mut self, queue: u16, id: u32) {
+        self.verdict(NFQNL_MSG_VERDICT, queue, NF_DROP, id);
+    }
+
+    fn verdict(&mut self, kind: u16, queue: u16, verdict: u32, id: u32) {
         self.seq += 1;
         let at = start_msg(
             &mut self.out,
-            NFQNL_MSG_VERDICT,
+            kind,
             libc::NLM_F_REQUEST as u16,
             self.seq,
             queue,
@@ -302,7 +293,7 @@ impl NfQueue {
         put_attr(
             &mut self.out,
             NFQA_VERDICT_HDR,
-            &verdict_payload(NF_DROP, id),
+            &verdict_payload(verdict, id),
         );
         finish_msg(&mut self.out, at);
     }

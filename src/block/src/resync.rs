@@ -168,6 +168,14 @@ impl Resync {
         })
     }
 
+    /// A source refused a transfer (its bound is full): the `auto` window
+    /// halves (once per round).
+    fn source_busy(&self) {
+        if self.settings.fixed_window().is_none() {
+            self.auto.lock().expect("auto window").back_off();
+        }
+    }
+
     /// Transfers to keep in flight now: the operator's number, or the
     /// `auto` window's.
     pub fn window(&self) -> usize {
@@ -544,6 +552,10 @@ impl Resync {
                 }
                 Ok(Fetched::NotFound) => errors.push(format!("{}: not found", node.short())),
                 Err(NetError::Overloaded(_)) => {
+                    // The source serves as many transfers as it takes: more
+                    // in flight would only be refused or sent elsewhere
+                    // (to a source that deferred for its clients).
+                    self.source_busy();
                     busy += 1;
                     errors.push(format!("{}: busy", node.short()));
                 }

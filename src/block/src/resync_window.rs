@@ -17,8 +17,9 @@
 //! through a lost packet's resend or a source's pause, and bounds what
 //! queues behind the link, a source's disk or CPU, or this node's. It
 //! starts at the least, so that the least time it measures is that of
-//! transfers that did not queue. A source that is busy with its own
-//! clients, or a transfer that fails, halves the window at once.
+//! transfers that did not queue. A source that refuses a transfer (its
+//! bound of transfers served is full), or a transfer that fails, halves
+//! the window at once, once per round.
 
 use std::time::Duration;
 

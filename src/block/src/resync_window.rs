@@ -9,8 +9,9 @@
 //! Neither the rate nor the product is known in advance, so the window
 //! measures it, as TCP Vegas does with packets: each round (as many
 //! completions as the window) compares the transfers' mean time with the
-//! least round mean seen lately. `window × least / mean` is the part of the window the
-//! path carries without queueing (the product, in transfers); the window
+//! least round mean seen lately. `window × least / mean` is the part of
+//! the window the path carries without queueing (the product, in
+//! transfers); the window
 //! becomes twice that, moving at most ×2 or ÷2 a round. So it doubles while
 //! transfers take no longer than the least, and settles where they take
 //! twice the least: half the window waits, which keeps the path full

@@ -62,9 +62,9 @@ impl Default for FlowControl {
             max_concurrent_streams: 16 * 1024,
             udp_buffer: None,
             // Measured on the test bed's links (doc/netlab.md): as fast as
-            // Cubic on a 0.2 ms link, twice as fast at 20 ms, and still
-            // 90 % of the link's rate where 0.1 % loss holds Cubic to a few
-            // MiB/s.
+            // Cubic on a 0.2 ms link, twice as fast at 20 ms, and 92 % of
+            // the link's rate at 20 ms with 0.1 % loss, which holds Cubic
+            // to a few MiB/s.
             congestion: Congestion::Bbr,
             // Twice the bandwidth-delay product of 1 Gbit/s at 80 ms (the
             // test bed's `wan`) is 20 MB.

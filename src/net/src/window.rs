@@ -110,11 +110,8 @@ pub(crate) async fn follow(
 ) {
     let mut recv = Window::new(recv_floor);
     let mut send = Window::new(send_floor);
-    let mut last = (
-        Instant::now(),
-        conn.stats().udp_rx.bytes,
-        conn.stats().udp_tx.bytes,
-    );
+    let first = conn.stats();
+    let mut last = (Instant::now(), first.udp_rx.bytes, first.udp_tx.bytes);
     loop {
         let rtt = conn.rtt();
         tokio::select! {

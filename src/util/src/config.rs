@@ -143,7 +143,7 @@ impl ChunksInFlight {
 /// How `resync_chunks_in_flight` is written: a number or `"auto"`.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(untagged)]
-pub enum ChunksInFlightRaw {
+enum ChunksInFlightRaw {
     Count(u64),
     Word(String),
 }

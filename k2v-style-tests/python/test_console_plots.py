@@ -115,6 +115,7 @@ def test_history_api_answers_every_node_and_the_bucket(setup):
 
 
 @needs_chromium
+@pytest.mark.timeout(600)
 def test_plots_render_move_and_show_a_node_down(setup, browser, tmp_path):
     from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.common.by import By
@@ -202,14 +203,18 @@ def test_plots_render_move_and_show_a_node_down(setup, browser, tmp_path):
     try:
         go("#workers", "Workers")
         row = "#tasks tbody tr"
-        WebDriverWait(d, 120, poll_frequency=0.2, ignored_exceptions=redrawn).until(lambda _: any("scrub" in r.text and r.find_elements(By.TAG_NAME, "progress")
-                                 for r in d.find_elements(By.CSS_SELECTOR, row)))
-        # Seen at two points, the pass has a rate and a time left.
-        def scrub_row() -> str:
-            return next(r.text for r in d.find_elements(By.CSS_SELECTOR, row) if "scrub" in r.text)
-        WebDriverWait(d, 120, poll_frequency=0.2, ignored_exceptions=redrawn + [StopIteration]).until(
-            lambda _: not scrub_row().endswith("—"))
-        text = scrub_row()
+        # The pass's state moves a page of blocks at a time, each page here
+        # 64 blocks × 200 × a block's check: seconds on an idle machine, a
+        # minute or more on a loaded one. Once two pages are seen, the pass
+        # has a progress bar, a rate and a time left.
+        def scrub_row():
+            return next((r for r in d.find_elements(By.CSS_SELECTOR, row) if "scrub" in r.text), None)
+        t = time.monotonic()
+        WebDriverWait(d, 400, poll_frequency=0.2, ignored_exceptions=redrawn).until(
+            lambda _: (r := scrub_row()) is not None and r.find_elements(By.TAG_NAME, "progress")
+            and not r.text.endswith("—"))
+        print(f"the scrub had a rate {time.monotonic() - t:.1f} s after it started")
+        text = wait.until(lambda _: (r := scrub_row()) is not None and r.text)
         assert "% of the pass" in text and "/min" in text and " 0.0 %/min" not in text, text
         print(f"scrub task row: {text}")
         d.save_screenshot(str(shots / "workers-progress.png"))

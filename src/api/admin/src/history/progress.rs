@@ -4,7 +4,9 @@
 //!
 //! A backlog's progress is measured against the largest backlog of the
 //! window: a resync that started with 10 000 blocks queued and has 2 500
-//! left is 75 % done. Rates are the mean over the last [`RATE_WINDOW_SECS`].
+//! left is 75 % done. Rates are the mean over the last [`RATE_WINDOW_SECS`],
+//! but a scrub's, which moves a page of blocks at a time, is measured
+//! between the pages seen in the window.
 
 use crate::history_answers::{NodePoint, TaskProgress};
 
@@ -77,15 +79,20 @@ pub fn tasks(points: &[NodePoint]) -> Vec<TaskProgress> {
         backlog(&name, "items", &queue, rate);
     }
     if let Some(done) = last.scrub_progress.filter(|d| *d > 0.0) {
-        // The rate since the pass was first seen under way in the last
-        // minute: the idle points before it would make it look slow.
-        let since = recent
+        // A pass's progress moves a page of blocks at a time, and a slow
+        // pass takes longer than the rate window between pages: the rate
+        // is measured between the first value of the pass seen in the
+        // window and the point its latest value was first seen, so that it
+        // is known from the second page on and does not fall between pages.
+        // The time left counts from that latest page.
+        let in_pass = |p: &&NodePoint| p.scrub_progress.is_some_and(|d| d > 0.0 && d <= done);
+        let since = points.iter().find(in_pass).unwrap_or(last);
+        let reached = points
             .iter()
-            .find(|p| p.scrub_progress.is_some_and(|d| d > 0.0 && d <= done))
-            .copied()
+            .find(|p| p.scrub_progress == Some(done))
             .unwrap_or(last);
         let gain = since.scrub_progress.map_or(0.0, |d0| done - d0);
-        let rate = gain / (last.t - since.t).max(1) as f64;
+        let rate = gain / (reached.t - since.t).max(1) as f64;
         out.push(TaskProgress {
             name: "scrub".into(),
             unit: "pass".into(),
@@ -141,6 +148,24 @@ mod tests {
         points.pop();
         let t = tasks(&points);
         assert_eq!((t[0].rate, t[0].eta_secs), (0.0, None), "{t:?}");
+    }
+
+    #[test]
+    fn a_slow_scrub_has_a_rate_between_its_pages() {
+        // Pages 90 s apart, longer than the rate window.
+        let mut points: Vec<_> = (0..60).map(|i| at(i * 5, 0, 0.0)).collect();
+        for p in &mut points[10..] {
+            p.scrub_progress = Some(0.2);
+        }
+        for p in &mut points[28..] {
+            p.scrub_progress = Some(0.4);
+        }
+        let t = tasks(&points[..40]);
+        assert!((t[0].rate - 0.2 / 90.0).abs() < 1e-9, "{t:?}");
+        // Long after the second page, the rate is still the pages' rate.
+        let t = tasks(&points);
+        assert!((t[0].rate - 0.2 / 90.0).abs() < 1e-9, "{t:?}");
+        assert!((t[0].eta_secs.unwrap() - 270.0).abs() < 1e-6, "{t:?}");
     }
 
     #[test]

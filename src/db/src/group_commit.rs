@@ -165,10 +165,15 @@ impl Db {
         self.engine.get(tree, key)
     }
 
-    /// Reads one key on the blocking pool.
+    /// Reads one key, in the caller's task. A point read is a few
+    /// microseconds when its pages are in the engine's or the kernel's
+    /// cache, as a request's key, bucket and object rows are; handing it to
+    /// the blocking pool cost more than the read (a 4 KiB PUT made seven,
+    /// about 10 µs each and a pool thread's wake-up; measured in
+    /// doc/replication.md §8). A read that misses both caches holds the
+    /// worker for one disk read, as a read of Garage's engines does.
     pub async fn get_async(&self, tree: &'static str, key: Vec<u8>) -> Result<Option<Vec<u8>>> {
-        let e = self.engine.clone();
-        blocking(move || e.get(tree, &key)).await
+        self.engine.get(tree, &key)
     }
 
     /// Reads a range (blocking; see [`Db::range_async`]).

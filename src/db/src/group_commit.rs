@@ -151,6 +151,38 @@ impl Db {
         r.await.map_err(|_| DbError::Closed)?
     }
 
+    /// Queues `f` for the next group commit and returns once it is queued,
+    /// without waiting for the commit: for a write that need not be durable
+    /// before the caller answers, because recovery after a crash tolerates
+    /// its loss (the end of an upload's record, whose row already names the
+    /// upload). Writes are applied in the order they are queued, so a later
+    /// write of this node never lands before it. The queue is bounded: this
+    /// waits while it is full. A failure is logged, not returned.
+    pub async fn write_queued<E, F>(&self, what: &'static str, f: F) -> Result<()>
+    where
+        F: FnOnce(&mut Tx<'_>) -> std::result::Result<(), E> + Send + 'static,
+        E: std::fmt::Display + Send + 'static,
+    {
+        let job: Job = Box::new(move |tx| match f(tx) {
+            Ok(()) => (
+                true,
+                Box::new(move |committed: Result<()>| {
+                    if let Err(e) = committed {
+                        tracing::warn!("{what}: queued write not committed: {e}");
+                    }
+                }),
+            ),
+            Err(e) => (
+                false,
+                Box::new(move |_| tracing::warn!("{what}: queued write failed: {e}")),
+            ),
+        });
+        self.jobs
+            .send(Msg::Job(job))
+            .await
+            .map_err(|_| DbError::Closed)
+    }
+
     /// Makes every write acknowledged so far durable, on the blocking pool.
     /// With `metadata_fsync` on they already are; with it off, a node calls
     /// this on a clean shutdown instead of relying on the engine's 500 ms
@@ -284,6 +316,43 @@ mod tests {
         assert!(bad.is_err());
         assert_eq!(db.get("t", b"a").unwrap(), Some(b"1".to_vec()));
         assert_eq!(db.get("t", b"b").unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn queued_writes_land_in_order_before_later_writes() {
+        let (_d, db) = open(true, 256);
+        for i in 0..50u8 {
+            db.write_queued("test", move |tx| {
+                tx.put("q", vec![i], vec![i]);
+                Ok::<_, DbError>(())
+            })
+            .await
+            .unwrap();
+        }
+        db.write_queued("test", |tx| {
+            tx.put("q", vec![99], vec![1]);
+            Err::<(), _>(DbError::Closed)
+        })
+        .await
+        .unwrap();
+        // A write queued after them sees every one, and once it is
+        // acknowledged they are all committed; the failed one wrote nothing.
+        let seen = db
+            .write(|tx| {
+                let mut n = 0;
+                for i in 0..50u8 {
+                    n += usize::from(tx.get("q", &[i])?.is_some());
+                }
+                Ok::<_, DbError>(n)
+            })
+            .await
+            .unwrap();
+        assert_eq!(seen, 50);
+        let all = db
+            .range("q", Bound::Unbounded, Bound::Unbounded, false, 1000)
+            .unwrap();
+        assert_eq!(all.len(), 50);
+        assert_eq!(db.get("q", &[99]).unwrap(), None);
     }
 
     #[tokio::test]

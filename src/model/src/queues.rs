@@ -68,11 +68,16 @@ pub(crate) async fn record_upload(db: &Db, version: VersionId, of: &UploadOf) ->
     .await
 }
 
-/// Ends the record of a published upload (its row now holds it).
+/// Ends the record of a published upload (its row now holds it). Queued,
+/// not awaited: a record a crash leaves behind is found published by the
+/// start-up scan ([`crate::garbage::abandon_uploads`]), so its end need
+/// not be durable before the client is answered, which saves a PUT one
+/// group commit's wait.
 pub(crate) async fn end_upload_record(db: &Db, version: VersionId) -> Result<()> {
-    db.write(move |tx| {
+    db.write_queued("end of an upload record", move |tx| {
         tx.delete(UPLOAD_TREE, version.to_vec());
         Ok::<_, ModelError>(())
     })
-    .await
+    .await?;
+    Ok(())
 }

@@ -11,6 +11,7 @@ References: AWS S3 API reference, PutBucketLogging (`LoggingEnabled`,
 
 from __future__ import annotations
 
+import http.client
 import json
 import re
 import shlex
@@ -21,7 +22,8 @@ import pytest
 import requests
 from botocore.exceptions import ClientError
 
-from hangar_testlib import Node, error_code, http_status, s3_client
+from admin_api_lib import ADMIN_TOKEN, ok, with_tokens
+from hangar_testlib import Node, error_code, http_status, metric, s3_client
 
 KEY_NAME = re.compile(r"^access/\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}-[0-9A-F]{16}$")
 
@@ -163,5 +165,41 @@ def test_the_last_lines_are_written_when_the_node_stops(tmp_path):
     try:
         lines = log_lines(s3_client(node, key), 1, timeout=5)
         assert len(lines) == 1 and "REST.PUT.OBJECT k " in lines[0], lines
+    finally:
+        node.stop()
+
+
+def test_the_consoles_requests_are_logged_and_the_lines_counted(tmp_path):
+    """The console's object browser reaches S3 through the admin port's
+    proxy (`/console/s3/...`): its requests are logged like any other, by
+    the same flusher, and `/metrics` counts the lines."""
+    node = with_tokens(Node(tmp_path / "n"), metrics=False)
+    node.config.write_text("s3_access_log_flush_secs = 1\n" + node.config.read_text())
+    node.start()
+    try:
+        key = node.create_key("console-logs", create_bucket=True)
+        s3 = s3_client(node, key)
+        s3.create_bucket(Bucket="site")
+        s3.create_bucket(Bucket="site-logs")
+        s3.put_bucket_logging(Bucket="site", BucketLoggingStatus={
+            "LoggingEnabled": {"TargetBucket": "site-logs", "TargetPrefix": "access/"}})
+        s3.put_object(Bucket="site", Key="page.txt", Body=b"hello")
+        pre = ok(node, "POST", "/v2/PresignObject",
+                 {"bucket": "site", "key": key.id, "action": "get", "object": "page.txt"})
+        conn = http.client.HTTPConnection("127.0.0.1", node.admin_port, timeout=10)
+        conn.request("GET", "/console/s3" + pre["path_and_query"],
+                     headers={"Authorization": f"Bearer {ADMIN_TOKEN}", "X-Hangar-S3-Host": pre["host"]})
+        r = conn.getresponse()
+        assert r.status == 200 and r.read() == b"hello"
+        conn.close()
+
+        lines = log_lines(s3, 2)
+        assert len(lines) == 2, lines
+        fields = [shlex.split(ln.replace("[", '"[').replace("]", ']"')) for ln in lines]
+        got = sorted((f[6], f[9], f[21]) for f in fields)
+        assert got == [("REST.GET.OBJECT", "200", "QueryString"), ("REST.PUT.OBJECT", "200", "AuthHeader")], got
+        assert metric(node, "hangar_s3_access_log_lines_written_total") == 2
+        assert metric(node, "hangar_s3_access_log_lines_dropped_total") == 0
+        assert metric(node, "hangar_s3_access_log_waiting_bytes") == 0
     finally:
         node.stop()

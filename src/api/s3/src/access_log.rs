@@ -272,6 +272,11 @@ impl AccessLogs {
         self.written.load(Ordering::Relaxed)
     }
 
+    /// Bytes of lines waiting for the next flush.
+    pub fn waiting_bytes(&self) -> u64 {
+        self.pending.lock().expect("access log lock").bytes as u64
+    }
+
     /// Queues `line` for `target`, or drops it when the memory bound is
     /// reached.
     pub(crate) fn record(&self, target: &BucketLogging, line: String) {

@@ -18,6 +18,7 @@ use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::access_log::AccessLogs;
 use crate::admission::RamBudget;
 use crate::upload_gate::UploadGate;
 
@@ -196,6 +197,47 @@ fn error_code(status: http::StatusCode, body: Option<&[u8]>) -> String {
         Some(_) => "Other".to_owned(),
         None if status.is_server_error() => "Unknown5xx".to_owned(),
         None => "Unknown4xx".to_owned(),
+    }
+}
+
+/// Registers the counters of the server access logs `logs` in `registry`,
+/// read at each scrape.
+pub fn register_access_logs(registry: &mut Registry, logs: Arc<AccessLogs>) {
+    registry.register_collector(Box::new(AccessLogCollector(logs)));
+}
+
+struct AccessLogCollector(Arc<AccessLogs>);
+
+impl std::fmt::Debug for AccessLogCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AccessLogCollector")
+    }
+}
+
+impl Collector for AccessLogCollector {
+    fn encode(&self, mut e: DescriptorEncoder) -> std::fmt::Result {
+        for (name, help, v) in [
+            (
+                "hangar_s3_access_log_lines_written",
+                "Server access log lines written into their target buckets",
+                self.0.written(),
+            ),
+            (
+                "hangar_s3_access_log_lines_dropped",
+                "Server access log lines dropped: past the memory bound of the lines waiting for a flush, or their target could not be written",
+                self.0.dropped(),
+            ),
+        ] {
+            let c = ConstCounter::new(v);
+            c.encode(e.encode_descriptor(name, help, None, c.metric_type())?)?;
+        }
+        let g = ConstGauge::new(self.0.waiting_bytes() as i64);
+        g.encode(e.encode_descriptor(
+            "hangar_s3_access_log_waiting_bytes",
+            "Bytes of server access log lines waiting for the next flush (lost if the process dies)",
+            None,
+            g.metric_type(),
+        )?)
     }
 }
 

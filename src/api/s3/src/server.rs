@@ -63,9 +63,15 @@ pub struct Endpoint {
 
 impl Endpoint {
     /// Starts writing the server access logs every `s3_access_log_flush_secs`,
-    /// reporting to `worker`.
+    /// reporting to `worker`. Once per node: the S3 port and the console's
+    /// proxy share one endpoint, so one flusher writes the lines of both.
     pub fn start_access_logs(&self, worker: hangar_util::worker::WorkerHandle) {
         tokio::spawn(self.logs.clone().run(self.access_log_flush, worker));
+    }
+
+    /// Registers the access logs' metrics in `registry`.
+    pub fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
+        crate::metrics::register_access_logs(registry, self.logs.clone());
     }
 }
 
@@ -139,23 +145,7 @@ async fn handle(
     if let Some(c) = &cors {
         endpoint.cors.decorate(c, &mut resp).await;
     }
-    if let Some(logged) = log_slot.get() {
-        let in_memory = resp.body().bytes();
-        let line = Line {
-            logged,
-            answered: crate::access_log::Answered {
-                op: op.name(),
-                status: resp.status().as_u16(),
-                headers: resp.headers(),
-                body: in_memory.as_deref(),
-                received: received.load(Ordering::Relaxed),
-                head,
-                elapsed: start.elapsed(),
-            },
-        }
-        .format();
-        endpoint.logs.record(&logged.target, line);
-    }
+    log(&endpoint, &log_slot, &op, &resp, &received, head, start);
     if expect && needs_close(empty, continued, resp.status()) {
         close_after(&mut resp);
     }
@@ -188,10 +178,44 @@ where
     let start = std::time::Instant::now();
     let head = req.method() == http::Method::HEAD;
     let received = Arc::new(AtomicU64::new(0));
-    let req =
+    let log_slot = LogSlot::default();
+    let mut req =
         req.map(|b| s3s::Body::http_body_unsync(Counted::new(b, Tally::Request(received.clone()))));
+    req.extensions_mut().insert(log_slot.clone());
     let (op, resp) = call_op(endpoint, req).await?;
+    log(endpoint, &log_slot, &op, &resp, &received, head, start);
     Ok(counted(metrics, &op, resp, start, head, &received))
+}
+
+/// Queues the server access log line of `resp` when its bucket logs
+/// requests (the access check filled `slot`).
+fn log(
+    endpoint: &Endpoint,
+    slot: &LogSlot,
+    op: &RequestOp,
+    resp: &http::Response<s3s::Body>,
+    received: &AtomicU64,
+    head: bool,
+    start: std::time::Instant,
+) {
+    let Some(logged) = slot.get() else {
+        return;
+    };
+    let in_memory = resp.body().bytes();
+    let line = Line {
+        logged,
+        answered: crate::access_log::Answered {
+            op: op.name(),
+            status: resp.status().as_u16(),
+            headers: resp.headers(),
+            body: in_memory.as_deref(),
+            received: received.load(Ordering::Relaxed),
+            head,
+            elapsed: start.elapsed(),
+        },
+    }
+    .format();
+    endpoint.logs.record(&logged.target, line);
 }
 
 /// `resp` recorded in `metrics` (operation, status, latency, bytes in),

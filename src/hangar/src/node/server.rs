@@ -428,9 +428,12 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
     node.foreground
         .set(move || budget.active_within(hangar_util::foreground::RECENT));
     let s3_metrics = Arc::new(S3Metrics::default());
-    let registry = Arc::new(metrics_registry(&cfg, &node, &api, &s3_metrics));
+    // One endpoint for the S3 port and the console's proxy: one set of
+    // access logs, written by one flusher.
+    let endpoint = hangar_api_s3::server::service(api.clone());
+    let registry = Arc::new(metrics_registry(&cfg, &node, &api, &endpoint, &s3_metrics));
     node.history.start(registry.clone(), node.db.clone());
-    start_admin(&cfg, &api, &s3_metrics, registry, state).await?;
+    start_admin(&cfg, &endpoint, &s3_metrics, registry, state).await?;
     let limits = ConnLimits {
         max_connections: cfg.s3_max_connections,
         max_per_address: cfg.s3_max_connections_per_address,
@@ -439,7 +442,6 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
     };
     start_web(&cfg, &api, limits).await?;
     on_ready();
-    let endpoint = hangar_api_s3::server::service(api);
     endpoint.start_access_logs(node.workers.register("access-logs"));
     hangar_api_s3::server::serve(listener, endpoint, s3_metrics, limits, shutdown_signal())
         .await
@@ -489,10 +491,12 @@ fn metrics_registry(
     cfg: &Config,
     node: &Node,
     api: &S3Api,
+    endpoint: &hangar_api_s3::server::Endpoint,
     s3_metrics: &Arc<S3Metrics>,
 ) -> Registry {
     let mut registry = Registry::default();
     s3_metrics.register(&mut registry, api.budget().clone(), api.uploads().clone());
+    endpoint.register_metrics(&mut registry);
     node.mesh.metrics().register(&mut registry);
     let samples = sampler::spawn_sampler(sampler::Sources {
         db: node.db.clone(),
@@ -526,7 +530,7 @@ fn metrics_registry(
 /// api_bind_addr`, if set.
 async fn start_admin(
     cfg: &Config,
-    api: &S3Api,
+    endpoint: &hangar_api_s3::server::Endpoint,
     s3_metrics: &Arc<S3Metrics>,
     registry: Arc<Registry>,
     ops: Arc<AdminState>,
@@ -545,7 +549,7 @@ async fn start_admin(
         tokens,
         ops,
         s3: Some(hangar_api_admin::console::NodeS3 {
-            endpoint: hangar_api_s3::server::service(api.clone()),
+            endpoint: endpoint.clone(),
             metrics: s3_metrics.clone(),
         }),
     });

@@ -146,17 +146,24 @@ def test_logging_turned_off_writes_no_more_and_refuses_bad_targets(logged):
     assert error_code(e.value) == "InvalidTargetBucketForLogging"
 
 
+def logging_site(node: Node, key_name: str):
+    """A new key, and its buckets `site` logging into `site-logs` under
+    `access/`: (key, its S3 client)."""
+    key = node.create_key(key_name, create_bucket=True)
+    s3 = s3_client(node, key)
+    s3.create_bucket(Bucket="site")
+    s3.create_bucket(Bucket="site-logs")
+    s3.put_bucket_logging(Bucket="site", BucketLoggingStatus={
+        "LoggingEnabled": {"TargetBucket": "site-logs", "TargetPrefix": "access/"}})
+    return key, s3
+
+
 def test_the_last_lines_are_written_when_the_node_stops(tmp_path):
     node = Node(tmp_path / "n")
     node.config.write_text("s3_access_log_flush_secs = 3600\n" + node.config.read_text())
     node.start()
     try:
-        key = node.create_key("k", create_bucket=True)
-        s3 = s3_client(node, key)
-        s3.create_bucket(Bucket="site")
-        s3.create_bucket(Bucket="site-logs")
-        s3.put_bucket_logging(Bucket="site", BucketLoggingStatus={
-            "LoggingEnabled": {"TargetBucket": "site-logs", "TargetPrefix": "access/"}})
+        key, s3 = logging_site(node, "k")
         s3.put_object(Bucket="site", Key="k", Body=b"x")
         assert log_lines(s3, 0, timeout=0) == []
     finally:
@@ -177,12 +184,7 @@ def test_the_consoles_requests_are_logged_and_the_lines_counted(tmp_path):
     node.config.write_text("s3_access_log_flush_secs = 1\n" + node.config.read_text())
     node.start()
     try:
-        key = node.create_key("console-logs", create_bucket=True)
-        s3 = s3_client(node, key)
-        s3.create_bucket(Bucket="site")
-        s3.create_bucket(Bucket="site-logs")
-        s3.put_bucket_logging(Bucket="site", BucketLoggingStatus={
-            "LoggingEnabled": {"TargetBucket": "site-logs", "TargetPrefix": "access/"}})
+        key, s3 = logging_site(node, "console-logs")
         s3.put_object(Bucket="site", Key="page.txt", Body=b"hello")
         pre = ok(node, "POST", "/v2/PresignObject",
                  {"bucket": "site", "key": key.id, "action": "get", "object": "page.txt"})

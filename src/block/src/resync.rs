@@ -61,9 +61,6 @@ use crate::resync_queue::{self, Queued};
 use crate::rpc::{BlockEndpoints, BlockLimits, GetBlock, HandOver, ResyncGet};
 use crate::{BlockError, Result};
 
-/// Default number of block transfers in flight (doc/block-files.md,
-/// "Resync": the benchmark behind it).
-pub const DEFAULT_CHUNKS_IN_FLIGHT: usize = 4;
 pub use crate::resync_settings::{MAX_CHUNKS_IN_FLIGHT, MAX_YIELD_MSEC, ResyncSettings};
 use crate::resync_window::AutoWindow;
 /// Default bound on resync transfers a node serves as a source and accepts

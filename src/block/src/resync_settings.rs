@@ -9,7 +9,7 @@ use std::time::Duration;
 use hangar_util::foreground::Foreground;
 
 /// Largest window accepted, and where the `auto` window stops.
-pub const MAX_CHUNKS_IN_FLIGHT: usize = 64;
+pub const MAX_CHUNKS_IN_FLIGHT: usize = hangar_util::config::MAX_RESYNC_CHUNKS_IN_FLIGHT;
 /// The longest a source may hold a resync block back for its clients: a
 /// peer's call must not wait anywhere near the RPC timeout.
 pub const MAX_YIELD_MSEC: u64 = 1000;

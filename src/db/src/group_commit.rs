@@ -202,7 +202,7 @@ impl Db {
     /// cache, as a request's key, bucket and object rows are; handing it to
     /// the blocking pool cost more than the read (a 4 KiB PUT made seven,
     /// about 10 µs each and a pool thread's wake-up; measured in
-    /// doc/replication.md §8). A read that misses both caches holds the
+    /// doc/put-cost.md). A read that misses both caches holds the
     /// worker for one disk read, as a read of Garage's engines does.
     pub async fn get_async(&self, tree: &'static str, key: Vec<u8>) -> Result<Option<Vec<u8>>> {
         self.engine.get(tree, &key)

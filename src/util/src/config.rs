@@ -119,6 +119,9 @@ pub enum RpcCongestion {
     NewReno,
 }
 
+/// The largest `resync_chunks_in_flight`, and where the `auto` window stops.
+pub const MAX_RESYNC_CHUNKS_IN_FLIGHT: usize = 64;
+
 /// `resync_chunks_in_flight`: `"auto"` or a number of transfers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
 #[serde(try_from = "ChunksInFlightRaw", into = "ChunksInFlightRaw")]
@@ -154,8 +157,14 @@ impl TryFrom<ChunksInFlightRaw> for ChunksInFlight {
     fn try_from(raw: ChunksInFlightRaw) -> Result<Self, String> {
         match raw {
             ChunksInFlightRaw::Word(w) if w == "auto" => Ok(ChunksInFlight::Auto),
-            ChunksInFlightRaw::Count(n @ 1..=64) => Ok(ChunksInFlight::Fixed(n as usize)),
-            _ => Err("resync_chunks_in_flight must be \"auto\" or a number from 1 to 64".into()),
+            ChunksInFlightRaw::Count(n)
+                if (1..=MAX_RESYNC_CHUNKS_IN_FLIGHT as u64).contains(&n) =>
+            {
+                Ok(ChunksInFlight::Fixed(n as usize))
+            }
+            _ => Err(format!(
+                "resync_chunks_in_flight must be \"auto\" or a number from 1 to {MAX_RESYNC_CHUNKS_IN_FLIGHT}"
+            )),
         }
     }
 }

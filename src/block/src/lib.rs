@@ -26,6 +26,7 @@ pub mod replicated_blocks;
 pub mod resync;
 pub mod resync_queue;
 mod resync_settings;
+mod resync_sources;
 mod resync_window;
 pub mod rpc;
 mod scan;

@@ -58,6 +58,7 @@ use crate::files::EncodedBlock;
 use crate::manager::BlockManager;
 use crate::refcount::RC_TREE;
 use crate::resync_queue::{self, Queued};
+use crate::resync_sources::SourceOrder;
 use crate::rpc::{BlockEndpoints, BlockLimits, GetBlock, HandOver, ResyncGet};
 use crate::{BlockError, Result};
 
@@ -457,12 +458,14 @@ impl Resync {
     /// Fetches `hash` from the other nodes of its partition; returns the
     /// outcome and the bytes received.
     ///
-    /// Each source is first asked with `defer_if_busy`: one serving its own
-    /// clients answers `deferred` and is asked again only after every other
-    /// source, without the option (so a refill is served by the replicas
-    /// that are not serving clients, and still goes on when all are). A
-    /// source that deferred is asked without the option directly, after the
-    /// others, for the next `DEFER_HOLD`.
+    /// Sources are asked in the order [`SourceOrder`] gives: with
+    /// `defer_if_busy` first, a source serving its own clients answering
+    /// `deferred` and being asked again without the option only after every
+    /// other source, and not at all when another source refused the
+    /// transfer as busy (it serves the refill; the block waits for it). So a
+    /// refill is served by the replicas that are not serving clients, and
+    /// still goes on when all are. A source that deferred is asked without
+    /// the option directly, after the others, for the next `DEFER_HOLD`.
     async fn fetch(&self, hash: Hash) -> (Outcome, u64) {
         let (cluster, eps) = (&self.cluster, &self.eps);
         let me = cluster.id();
@@ -495,16 +498,17 @@ impl Resync {
         // its peers up for a moment): not a failure of the block, which
         // comes back after `LATER` rather than after a growing backoff.
         let mut busy = 0;
-        let mut attempts: std::collections::VecDeque<(NodeId, bool)> = Default::default();
-        for (down, deferred, _, _, node) in candidates {
+        let mut up = Vec::new();
+        for (down, _, _, _, node) in candidates {
             if down {
                 busy += 1;
                 errors.push(format!("{}: down", node.short()));
             } else {
-                attempts.push_back((node, !deferred));
+                up.push(node);
             }
         }
-        while let Some((node, defer_if_busy)) = attempts.pop_front() {
+        let mut order = SourceOrder::new(up, &deferring);
+        while let Some((node, defer_if_busy)) = order.next() {
             *self
                 .per_source
                 .lock()
@@ -525,6 +529,14 @@ impl Resync {
                     let len = enc.data.len() as u64;
                     match self.mgr.store_fetched(hash, enc).await {
                         Ok(_) => {
+                            if !defer_if_busy || !errors.is_empty() {
+                                debug!(
+                                    "resync: block {hash} fetched from {} (deferral allowed: \
+                                     {defer_if_busy}) after: {}",
+                                    node.short(),
+                                    errors.join("; ")
+                                );
+                            }
                             self.stats.blocks_fetched.fetch_add(1, Ordering::Relaxed);
                             self.stats.bytes_fetched.fetch_add(len, Ordering::Relaxed);
                             return (Outcome::Done, len);
@@ -545,21 +557,22 @@ impl Resync {
                         .lock()
                         .expect("deferring sources")
                         .insert(node, Instant::now() + DEFER_HOLD);
-                    attempts.push_back((node, false));
+                    order.deferred(node);
                 }
                 Ok(Fetched::NotFound) => errors.push(format!("{}: not found", node.short())),
                 Err(NetError::Overloaded(_)) => {
                     // The source serves as many transfers as it takes: more
-                    // in flight would only be refused or sent elsewhere
-                    // (to a source that deferred for its clients).
+                    // in flight would only be refused (a source that
+                    // deferred for its clients is spared them).
                     self.source_busy();
+                    order.busy(node);
                     busy += 1;
                     errors.push(format!("{}: busy", node.short()));
                 }
                 // A node older than `defer_if_busy` cannot decode the
                 // option: ask it again without.
                 Err(NetError::Remote { .. }) if defer_if_busy => {
-                    attempts.push_back((node, false));
+                    order.retry_plain(node);
                 }
                 // A source that answered with an error is a failure of this
                 // block there; one that could not be reached (a connection
@@ -570,6 +583,10 @@ impl Resync {
                     errors.push(format!("{}: {e}", node.short()));
                 }
             }
+        }
+        for node in order.spared() {
+            busy += 1;
+            errors.push(format!("{}: serving its clients", node.short()));
         }
         let why = if errors.is_empty() {
             "no other node stores its partition".to_owned()

@@ -70,6 +70,10 @@ pub enum Command {
     /// acknowledged PUT back. Meant for far more --concurrent clients than the
     /// server can serve.
     Overload(OverloadArgs),
+    /// One step of script/bench-scale over objects named by their index
+    /// (`scale/<16 hex digits>`): fill, walk or probe (src/scale.rs). Prints
+    /// JSON.
+    Scale(ScaleArgs),
     /// Print one table, with ratios between runs, from reports written with --json.
     Summary {
         /// JSON report files.
@@ -195,6 +199,43 @@ pub struct OverloadArgs {
     /// as the AWS SDKs' standard retry strategy does.
     #[arg(long)]
     pub no_backoff: bool,
+}
+
+/// Options of `scale`.
+#[derive(Debug, Clone, Args)]
+pub struct ScaleArgs {
+    #[command(flatten)]
+    pub bench: BenchArgs,
+    /// The step to run.
+    #[arg(value_enum)]
+    pub step: ScaleStep,
+    /// `fill`: the first object's index.
+    #[arg(long, default_value_t = 0)]
+    pub from: u64,
+    /// `fill`: the index after the last object's.
+    #[arg(long, default_value_t = 0)]
+    pub to: u64,
+    /// `probe`: listings and HEADs to time, each.
+    #[arg(long, default_value_t = 2000)]
+    pub samples: usize,
+    /// `delete` keeps, and `walk` and `probe` expect, only the objects whose index is
+    /// a multiple of this.
+    #[arg(long, default_value_t = 1)]
+    pub keep_every: u64,
+}
+
+/// The steps of `scale`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ScaleStep {
+    /// PUT objects --from..--to.
+    Fill,
+    /// Delete the objects --from..--to but every --keep-every-th.
+    Delete,
+    /// List the whole prefix and check it holds exactly objects 0..--objects
+    /// (every --keep-every-th).
+    Walk,
+    /// Time listings from random points and HEADs of random objects.
+    Probe,
 }
 
 /// A benchmark, for its defaults and its name in reports.
@@ -332,7 +373,7 @@ mod tests {
             Command::List(a) => (a, Mode::List),
             Command::Stat(a) => (a, Mode::Stat),
             Command::Overload(a) => (&a.bench, Mode::Overload),
-            Command::Summary { .. } => panic!("not a benchmark"),
+            Command::Scale(_) | Command::Summary { .. } => panic!("not a benchmark"),
         }
     }
 

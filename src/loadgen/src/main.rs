@@ -31,6 +31,7 @@ mod payload;
 mod pool;
 mod report;
 mod run;
+mod scale;
 mod stats;
 mod timeline;
 mod warp_report;
@@ -41,7 +42,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
 
-use crate::cli::{BenchArgs, Cli, Command, Mode, OverloadArgs};
+use crate::cli::{BenchArgs, Cli, Command, Mode, OverloadArgs, ScaleArgs, ScaleStep};
 use crate::error::LoadgenError;
 use crate::mix::Mix;
 use crate::modes::Benchmark;
@@ -268,6 +269,57 @@ async fn overload(args: OverloadArgs) -> Result<overload::OverloadReport, Loadge
     Ok(report)
 }
 
+/// Runs one step of `scale` and gives its report as JSON.
+async fn scale(args: ScaleArgs) -> Result<serde_json::Value, LoadgenError> {
+    let b = &args.bench;
+    let client = client::build(&client::Target {
+        endpoint: b.endpoint()?,
+        access_key: b.access_key.clone(),
+        secret_key: b.secret_key.clone(),
+        region: b.region.clone(),
+    });
+    let size = b.obj_size.unwrap_or(0);
+    let concurrent = b.concurrent.unwrap_or(32);
+    let objects = b.objects.unwrap_or(0) as u64;
+    Ok(match args.step {
+        ScaleStep::Fill => {
+            if args.to < args.from {
+                return Err(invalid("to", "must not be below --from"));
+            }
+            client::ensure_bucket(&client, &b.bucket).await?;
+            serde_json::to_value(
+                scale::fill(&client, &b.bucket, args.from, args.to, size, concurrent).await?,
+            )?
+        }
+        ScaleStep::Delete => serde_json::to_value(
+            scale::delete(
+                &client,
+                &b.bucket,
+                args.from,
+                args.to,
+                args.keep_every,
+                concurrent,
+            )
+            .await?,
+        )?,
+        ScaleStep::Walk => {
+            serde_json::to_value(scale::walk(&client, &b.bucket, objects, args.keep_every).await?)?
+        }
+        ScaleStep::Probe => serde_json::to_value(
+            scale::probe(
+                &client,
+                &b.bucket,
+                objects,
+                args.keep_every,
+                size,
+                args.samples,
+                concurrent,
+            )
+            .await?,
+        )?,
+    })
+}
+
 fn summary(files: &[PathBuf]) -> Result<String, LoadgenError> {
     let reports = files
         .iter()
@@ -373,6 +425,11 @@ async fn main() -> ExitCode {
             let json = args.bench.json;
             return finish(overload(args).await, json, |r| {
                 (r.to_table(), r.intact(), String::new())
+            });
+        }
+        Command::Scale(args) => {
+            return finish(scale(args).await, true, |_| {
+                (String::new(), true, String::new())
             });
         }
         Command::Summary { files } => {

@@ -116,6 +116,12 @@ impl ClusterCollector {
         )?;
         gauge(
             e,
+            "hangar_table_sync_last_pass_seconds",
+            "How long the last anti-entropy pass of the sharded tables took (0 before the first)",
+            self.sync.last_pass_msec() as f64 / 1000.0,
+        )?;
+        gauge(
+            e,
             "hangar_table_sync_partitions_pending",
             "Partitions of the current layout version this node holds whose sharded tables the last anti-entropy pass did not find holding every acknowledged write (0 once in sync)",
             self.sync.pending_partitions() as f64,

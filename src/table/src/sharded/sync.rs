@@ -741,6 +741,8 @@ pub struct ShardedSyncStatus {
     totals: Arc<std::sync::Mutex<BTreeMap<&'static str, TableSyncCounts>>>,
     /// The last pass's [`PassReport::pending`].
     pending: Arc<AtomicU64>,
+    /// How long the last pass took, in ms.
+    last_pass_msec: Arc<AtomicU64>,
 }
 
 impl Default for ShardedSyncStatus {
@@ -752,6 +754,7 @@ impl Default for ShardedSyncStatus {
             last_complete_msec: Arc::new(AtomicU64::new(0)),
             totals: Arc::default(),
             pending: Arc::default(),
+            last_pass_msec: Arc::default(),
         }
     }
 }
@@ -790,6 +793,11 @@ impl ShardedSyncStatus {
         self.pending.load(Ordering::Relaxed)
     }
 
+    /// How long the last pass took, in ms (0 before the first).
+    pub fn last_pass_msec(&self) -> u64 {
+        self.last_pass_msec.load(Ordering::Relaxed)
+    }
+
     /// Per table, what the passes since start moved.
     pub fn totals(&self) -> BTreeMap<&'static str, TableSyncCounts> {
         self.totals.lock().expect("sync totals lock").clone()
@@ -812,6 +820,8 @@ impl ShardedSyncStatus {
             }
         }
         self.pending.store(r.pending as u64, Ordering::Relaxed);
+        self.last_pass_msec
+            .store(now_msec().saturating_sub(r.started_msec), Ordering::Relaxed);
         if let Some(v) = r.synced() {
             self.synced.send_if_modified(|s| {
                 let newer = v > *s;

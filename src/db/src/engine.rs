@@ -47,6 +47,13 @@ pub trait Engine: Send + Sync + 'static {
     /// or may not be made durable by this call.
     fn sync(&self) -> Result<()>;
 
+    /// The process is about to end: makes every batch durable (as
+    /// [`Engine::sync`]) and leaves the store so that the next open needs
+    /// no recovery. Calls after it may fail.
+    fn close(&self) -> Result<()> {
+        self.sync()
+    }
+
     /// Approximate on-disk size of the store, in bytes.
     fn size_on_disk(&self) -> Result<u64>;
 

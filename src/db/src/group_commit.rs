@@ -192,6 +192,13 @@ impl Db {
         blocking(move || e.sync()).await
     }
 
+    /// Makes every write durable and closes the engine ([`Engine::close`]):
+    /// for a node stopping, after its servers and workers stopped writing.
+    pub async fn close_async(&self) -> Result<()> {
+        let e = self.engine.clone();
+        blocking(move || e.close()).await
+    }
+
     /// Reads one key (blocking; see [`Db::get_async`]).
     pub fn get(&self, tree: &'static str, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.engine.get(tree, key)

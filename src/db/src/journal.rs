@@ -428,6 +428,11 @@ impl Engine for Journaled {
         self.checkpoint(false)
     }
 
+    fn close(&self) -> Result<()> {
+        self.checkpoint(false)?;
+        self.inner.close()
+    }
+
     fn size_on_disk(&self) -> Result<u64> {
         self.inner.size_on_disk()
     }

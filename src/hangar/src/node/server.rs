@@ -480,8 +480,8 @@ async fn start_web(cfg: &Config, api: &S3Api, limits: ConnLimits) -> Result<(), 
 /// process exits: with `metadata_fsync = false` it is only journalled
 /// without fsync, which survives a process crash but not a power cut.
 async fn flush(node: &Node) -> Result<(), NodeError> {
-    node.db.sync_async().await?;
-    tracing::info!("metadata flushed; stopped");
+    node.db.close_async().await?;
+    tracing::info!("metadata flushed and closed; stopped");
     Ok(())
 }
 

@@ -229,9 +229,11 @@ impl Engine for RedbEngine {
 
     /// Closes the file as redb does when its `Database` is dropped: a last
     /// commit that records the allocator's state, without which the next
-    /// open rebuilds it by reading the whole file (31 s for the 7 GB store
-    /// of 10 M objects in doc/scale.md). A process ends without running
-    /// the destructors of what its threads hold, so this is done here.
+    /// open rebuilds it by reading the whole file (31–62 s for the 7 GB
+    /// store of 10 M objects in doc/scale.md). A process ends without
+    /// running the destructors of what its threads hold, so this is done
+    /// here. Reads still running after 2 s leave the file open (durable,
+    /// and recovered at the next start).
     fn close(&self) -> Result<()> {
         self.stop_flusher();
         let Some(db) = self.db.write().unwrap_or_else(|p| p.into_inner()).take() else {
@@ -250,9 +252,12 @@ impl Engine for RedbEngine {
                 }
             }
         }
-        Err(err(
-            "still in use after 2 s: not closed (the next open recovers the file)",
-        ))
+        // Durable already (the commit above): only the next open's time is
+        // at stake, which is no reason to fail a stop.
+        tracing::warn!(
+            "redb store still in use 2 s after the last commit: left open, the next start recovers it"
+        );
+        Ok(())
     }
 
     fn size_on_disk(&self) -> Result<u64> {

@@ -565,7 +565,7 @@ impl Resync {
                     // in flight would only be refused (a source that
                     // deferred for its clients is spared them).
                     self.source_busy();
-                    order.busy(node);
+                    order.busy();
                     busy += 1;
                     errors.push(format!("{}: busy", node.short()));
                 }

@@ -81,8 +81,8 @@ impl SourceOrder {
         self.attempts.push_back((node, false));
     }
 
-    /// `node` refused the transfer as busy: it serves this refill already.
-    pub(crate) fn busy(&mut self, _node: NodeId) {
+    /// A source refused the transfer as busy: it serves this refill already.
+    pub(crate) fn busy(&mut self) {
         self.served_elsewhere = true;
     }
 
@@ -149,7 +149,7 @@ mod tests {
         // serving clients.
         let mut o = SourceOrder::new([n(2), n(1)], &held(&[1]));
         assert_eq!(o.next(), Some((n(2), true)));
-        o.busy(n(2));
+        o.busy();
         assert_eq!(o.next(), None);
         assert_eq!(o.spared(), &[n(1)]);
         // The same when node 1 defers in this fetch.
@@ -157,7 +157,7 @@ mod tests {
         assert_eq!(o.next(), Some((n(1), true)));
         o.deferred(n(1));
         assert_eq!(o.next(), Some((n(2), true)));
-        o.busy(n(2));
+        o.busy();
         assert_eq!(o.next(), None);
         assert_eq!(o.spared(), &[n(1)]);
     }
@@ -166,7 +166,7 @@ mod tests {
     fn a_busy_source_does_not_spare_a_source_that_never_deferred() {
         let mut o = SourceOrder::new([n(1), n(2)], &held(&[]));
         assert_eq!(o.next(), Some((n(1), true)));
-        o.busy(n(1));
+        o.busy();
         assert_eq!(o.next(), Some((n(2), true)));
         assert_eq!(o.next(), None);
         assert!(o.spared().is_empty());

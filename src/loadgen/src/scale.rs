@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_s3::Client;
 use aws_sdk_s3::config::http::HttpResponse;
-use aws_sdk_s3::error::{DisplayErrorContext, SdkError};
+use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::primitives::ByteStream;
 use bytes::Bytes;
 use rand_core::{RngCore, SeedableRng};
@@ -40,6 +40,8 @@ use serde::Serialize;
 use tokio::task::JoinSet;
 
 use crate::error::LoadgenError;
+use crate::outcome::{FailureKind, OpFailure};
+use crate::stats::percentile;
 
 /// The prefix every object of the scale benchmark is under.
 pub const PREFIX: &str = "scale/";
@@ -73,18 +75,11 @@ pub struct Latency {
 impl Latency {
     fn of(mut us: Vec<u64>) -> Latency {
         us.sort_unstable();
-        let at = |pct: f64| {
-            if us.is_empty() {
-                return 0.0;
-            }
-            let rank = ((pct / 100.0) * us.len() as f64).ceil() as usize;
-            us[rank.clamp(1, us.len()) - 1] as f64 / 1000.0
-        };
         Latency {
             count: us.len(),
-            p50_ms: at(50.0),
-            p99_ms: at(99.0),
-            max_ms: at(100.0),
+            p50_ms: percentile(&us, 50.0),
+            p99_ms: percentile(&us, 99.0),
+            max_ms: percentile(&us, 100.0),
         }
     }
 }
@@ -128,11 +123,16 @@ fn failed(phase: &'static str, message: impl Into<String>) -> LoadgenError {
     }
 }
 
-/// Whether the server refused the request for now (`503`, S3's `SlowDown`
-/// among others): retried after a back-off.
-fn refused<E>(err: &SdkError<E, HttpResponse>) -> bool {
-    err.raw_response()
-        .is_some_and(|r| r.status().as_u16() == 503)
+/// Whether the server refused the request for now (`503`, S3's `SlowDown`),
+/// as the other benchmarks classify it: retried after a back-off.
+fn refused<E>(err: &SdkError<E, HttpResponse>) -> bool
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+{
+    matches!(
+        OpFailure::from_sdk(String::new(), err).kind,
+        FailureKind::SlowDown { .. }
+    )
 }
 
 /// PUTs objects `from..to` with `concurrent` workers, bodies of `size` bytes.

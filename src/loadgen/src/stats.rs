@@ -204,7 +204,7 @@ impl Recorder {
 }
 
 /// The nearest-rank percentile of sorted microsecond latencies, in milliseconds.
-fn percentile(sorted_us: &[u64], pct: f64) -> f64 {
+pub(crate) fn percentile(sorted_us: &[u64], pct: f64) -> f64 {
     if sorted_us.is_empty() {
         return 0.0;
     }

@@ -61,6 +61,7 @@ impl Schema for VersionTable {
     type Row = BlockEntry;
     type Replication = hangar_table::Sharded;
     const MERKLE_TREE: Option<&'static str> = Some("merkle:version");
+    const BURIED_TREE: Option<&'static str> = Some("buried:version");
 
     fn is_tombstone(row: &BlockEntry) -> bool {
         row.deleted

@@ -296,7 +296,9 @@ pub fn spawn_tombstone_gc_worker(
             match pass {
                 Ok((removed, deferred)) => {
                     w.add_processed(removed);
-                    let waiting = tombstones::queued(model.db()).await.ok();
+                    let waiting = tombstones::queued(model.db(), tombstones::Queue::Collect)
+                        .await
+                        .ok();
                     w.set_progress(
                         format!(
                             "last pass: {removed} tombstones removed, {deferred} kept until every replica holds them"
@@ -306,6 +308,73 @@ pub fn spawn_tombstone_gc_worker(
                 }
                 Err(e) => {
                     tracing::error!("tombstone gc: {e}");
+                    w.record_error(&e);
+                }
+            }
+            w.set_state(WorkerState::Idle);
+            tokio::time::sleep(interval).await;
+        }
+    })
+}
+
+/// How long a tombstone waits before its burial is tried
+/// (`hangar_table::tombstones`, "Burial"): long enough for the replicas
+/// outside a delete's write quorum to have it too, so that most are buried
+/// at the first try; short enough that listings soon stop reading past it.
+pub const TOMBSTONE_BURIAL_DELAY: Duration = Duration::from_secs(10);
+
+/// Queue entries one burial transaction takes.
+const BURIAL_BATCH: usize = 1000;
+
+/// Starts the tombstone burial worker: every `interval`, the tombstones
+/// queued at least `delay` ago that every replica of their partition holds
+/// are moved out of the way of listings, a batch at a time until none is
+/// due. Those a replica lacks are tried again a minute later.
+pub fn spawn_tombstone_burial_worker(
+    model: Arc<Model>,
+    workers: &WorkerRegistry,
+    delay: Duration,
+    interval: Duration,
+) -> tokio::task::JoinHandle<()> {
+    let w = workers.register("tombstone-burial");
+    tokio::spawn(async move {
+        let delay_msec = delay.as_millis() as u64;
+        loop {
+            w.set_state(WorkerState::Busy);
+            let (mut buried, mut deferred) = (0u64, 0u64);
+            let pass = loop {
+                match model
+                    .tables()
+                    .bury_tombstones(delay_msec, BURIAL_BATCH)
+                    .await
+                {
+                    // Every entry of a batch leaves the due range (buried,
+                    // queued again later, or ended as stale), so the pass
+                    // ends; a batch of stale entries alone ends it early,
+                    // and the next pass goes on.
+                    Ok((0, 0)) => break Ok(()),
+                    Ok((b, d)) => {
+                        buried += b;
+                        deferred += d;
+                        w.add_processed(b);
+                    }
+                    Err(e) => break Err(e),
+                }
+            };
+            match pass {
+                Ok(()) => {
+                    if buried > 0 {
+                        tracing::debug!("tombstone burial: {buried} buried, {deferred} deferred");
+                    }
+                    w.set_progress(
+                        format!(
+                            "last pass: {buried} tombstones buried, {deferred} kept until every replica holds them"
+                        ),
+                        None,
+                    );
+                }
+                Err(e) => {
+                    tracing::error!("tombstone burial: {e}");
                     w.record_error(&e);
                 }
             }

@@ -69,6 +69,7 @@ impl Schema for MpuTable {
     type Row = MpuRow;
     type Replication = hangar_table::Sharded;
     const MERKLE_TREE: Option<&'static str> = Some("merkle:mpu");
+    const BURIED_TREE: Option<&'static str> = Some("buried:mpu");
     /// A bucket's deletion closes its id to new uploads as it does to new
     /// objects ([`Model::delete_bucket`]), then ends the uploads in
     /// progress.
@@ -129,6 +130,7 @@ impl Schema for PartTable {
     type Row = PartRow;
     type Replication = hangar_table::Sharded;
     const MERKLE_TREE: Option<&'static str> = Some("merkle:mpu_part");
+    const BURIED_TREE: Option<&'static str> = Some("buried:mpu_part");
 
     fn is_tombstone(row: &PartRow) -> bool {
         row.deleted

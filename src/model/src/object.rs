@@ -238,6 +238,7 @@ impl Schema for ObjectTable {
     type Row = ObjectRow;
     type Replication = hangar_table::Sharded;
     const MERKLE_TREE: Option<&'static str> = Some("merkle:object");
+    const BURIED_TREE: Option<&'static str> = Some("buried:object");
     // A bucket's deletion closes its id to new objects (Model::delete_bucket).
     const FENCE_TREE: Option<&'static str> = Some("fence:object");
 

@@ -3,8 +3,8 @@
 //! references) and the
 //! full tables (keys, buckets, aliases, KMS keys), handed to the anti-entropy
 //! workers; their status for `hangar table status`; the one-time repair of
-//! the Merkle indexes; and the collection of tombstones with every
-//! replica. Holds handles to the tables the services own (a clone of a
+//! the Merkle indexes; and the burial and collection of tombstones with
+//! every replica. Holds handles to the tables the services own (a clone of a
 //! table is the same table).
 
 use std::sync::Arc;
@@ -13,6 +13,7 @@ use hangar_block::refcount::BlockRefTable;
 use hangar_db::Db;
 use hangar_table::Schema;
 use hangar_table::sharded::sync::ShardedSyncable;
+use hangar_table::tombstones::Queue;
 use hangar_table::{Sharded, Table};
 use hangar_util::time::now_msec;
 
@@ -26,6 +27,9 @@ use crate::object::ObjectTable;
 use crate::state::MODEL_STATE_TREE;
 use crate::version_parts::VersionPartTable;
 use crate::{ModelError, Result};
+
+/// Queue entries one pass of tombstone collection reads.
+const TOMBSTONE_PAGE: usize = 4096;
 
 /// Marker: the Merkle indexes of the sharded tables were repaired once.
 const MERKLE_INDEXED: &[u8] = b"merkle_indexed";
@@ -115,30 +119,57 @@ impl Tables {
     /// of their partition (`hangar_table::sharded`, `collect_tombstones`); returns how many
     /// were removed and how many wait for a replica.
     pub async fn collect_replicated_tombstones(&self, delay_msec: u64) -> Result<(u64, u64)> {
+        self.tombstone_pass(Queue::Collect, delay_msec, TOMBSTONE_PAGE)
+            .await
+    }
+
+    /// Buries the tombstones of the sharded tables queued at least
+    /// `delay_msec` ago that every replica of their partition holds
+    /// (`hangar_table::sharded`, `bury_tombstones`), up to `limit` queue
+    /// entries; returns how many were buried and how many wait for a
+    /// replica.
+    pub async fn bury_tombstones(&self, delay_msec: u64, limit: usize) -> Result<(u64, u64)> {
+        self.tombstone_pass(Queue::Burial, delay_msec, limit).await
+    }
+
+    async fn tombstone_pass(
+        &self,
+        queue: Queue,
+        delay_msec: u64,
+        limit: usize,
+    ) -> Result<(u64, u64)> {
         use crate::garbage::TOMBSTONE_TREES;
-        let due =
-            hangar_table::tombstones::due(&self.db, TOMBSTONE_TREES, now_msec(), delay_msec, 4096)
-                .await?;
-        let (mut removed, mut deferred) = (0u64, 0u64);
+        let due = hangar_table::tombstones::due(
+            &self.db,
+            queue,
+            TOMBSTONE_TREES,
+            now_msec(),
+            delay_msec,
+            limit,
+        )
+        .await?;
+        let (mut done, mut deferred) = (0u64, 0u64);
         let mut by_tree: std::collections::BTreeMap<&str, Vec<_>> = Default::default();
         for d in due {
             by_tree.entry(d.tree).or_default().push(d);
         }
         for (tree, entries) in by_tree {
-            let r = match tree {
-                t if t == ObjectTable::TREE => self.objects.collect_tombstones(entries).await?,
-                t if t == VersionTable::TREE => self.versions.collect_tombstones(entries).await?,
-                t if t == VersionPartTable::TREE => {
-                    self.version_parts.collect_tombstones(entries).await?
+            let (d, w) = match tree {
+                t if t == ObjectTable::TREE => self.objects.tombstone_pass(queue, entries).await?,
+                t if t == VersionTable::TREE => {
+                    self.versions.tombstone_pass(queue, entries).await?
                 }
-                t if t == MpuTable::TREE => self.mpus.collect_tombstones(entries).await?,
-                t if t == PartTable::TREE => self.parts.collect_tombstones(entries).await?,
+                t if t == VersionPartTable::TREE => {
+                    self.version_parts.tombstone_pass(queue, entries).await?
+                }
+                t if t == MpuTable::TREE => self.mpus.tombstone_pass(queue, entries).await?,
+                t if t == PartTable::TREE => self.parts.tombstone_pass(queue, entries).await?,
                 _ => continue,
             };
-            removed += r.removed as u64;
-            deferred += r.deferred as u64;
+            done += d as u64;
+            deferred += w as u64;
         }
-        Ok((removed, deferred))
+        Ok((done, deferred))
     }
 
     /// Whether this node may remove tombstones of the object, version and

@@ -51,6 +51,7 @@ impl Schema for VersionPartTable {
     type Row = VersionPart;
     type Replication = hangar_table::Sharded;
     const MERKLE_TREE: Option<&'static str> = Some("merkle:version_part");
+    const BURIED_TREE: Option<&'static str> = Some("buried:version_part");
 
     fn is_tombstone(row: &VersionPart) -> bool {
         row.deleted

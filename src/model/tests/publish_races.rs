@@ -284,6 +284,111 @@ async fn listings_skip_runs_of_tombstones_and_still_fill_the_page() {
 }
 
 #[tokio::test]
+async fn buried_tombstones_are_out_of_listings_and_a_collected_version_s_entries_are_gone() {
+    let n = node().await;
+    let mut rows = Vec::new();
+    for i in 0..20 {
+        let key = format!("k{i:03}");
+        let row = upload(&n, 1, i as u8, 0).await;
+        n.model
+            .objects()
+            .publish(&n.bucket, &key, row.clone())
+            .await
+            .unwrap();
+        rows.push(row);
+        if i % 5 != 0 {
+            n.model.objects().delete(&n.bucket, &key).await.unwrap();
+        }
+    }
+    collect_versions(&n.model).await.unwrap();
+    let objects = Replica::<ObjectTable>::new(n.model.db().clone());
+    let part = n.bucket.id_bytes();
+    let stored = |objects: &Replica<ObjectTable>| {
+        let objects = objects.clone();
+        async move {
+            objects
+                .range(&part, Bound::Unbounded, Bound::Unbounded, false, 100)
+                .await
+                .unwrap()
+                .len()
+        }
+    };
+    assert_eq!(
+        stored(&objects).await,
+        20,
+        "tombstones are read before burial"
+    );
+    // Due means queued before this millisecond.
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    let (buried, deferred) = n.model.tables().bury_tombstones(0, 1000).await.unwrap();
+    assert_eq!(deferred, 0);
+    // 16 object tombstones and 16 block entry tombstones of their versions.
+    assert_eq!(buried, 32);
+    assert_eq!(
+        stored(&objects).await,
+        4,
+        "only the live rows are left in ranges"
+    );
+    let keys: Vec<_> = n
+        .model
+        .objects()
+        .list(&n.bucket, Bound::Unbounded, 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(k, _)| String::from_utf8(k).unwrap())
+        .collect();
+    assert_eq!(keys, ["k000", "k005", "k010", "k015"]);
+    assert!(
+        objects
+            .get(&part, b"k001")
+            .await
+            .unwrap()
+            .unwrap()
+            .is_deleted()
+    );
+    assert!(
+        n.model
+            .objects()
+            .get(&n.bucket, "k001")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        n.model
+            .blocks()
+            .list(&rows[1].version, 0, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // A key written again after its burial is listed again.
+    let again = upload(&n, 0, 0, 0).await;
+    n.model
+        .objects()
+        .publish(&n.bucket, "k001", again)
+        .await
+        .unwrap();
+    assert_eq!(stored(&objects).await, 5);
+    // The collector still finds the buried tombstones after the delay.
+    let (_, removed) = hangar_table::tombstones::collect_due(
+        n.model.db(),
+        hangar_model::garbage::TOMBSTONE_TREES,
+        now_msec() + 1,
+        0,
+        100,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        removed, 31,
+        "every tombstone but the one of k001, written again"
+    );
+    assert!(objects.get(&part, b"k002").await.unwrap().is_none());
+}
+
+#[tokio::test]
 async fn tombstones_are_removed_after_the_delay_and_not_before() {
     use hangar_model::garbage::TOMBSTONE_TREES;
     use hangar_table::tombstones::collect_due;

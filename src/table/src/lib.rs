@@ -13,7 +13,8 @@
 //!   Merkle index [`merkle`], anti-entropy [`sharded::sync`], tombstone
 //!   collection and fences).
 //! - [`Replica`]`<S>`: this node's rows of a table, and the transactional
-//!   operations every change of a row goes through ([`replica`]).
+//!   operations every change of a row goes through ([`replica`]); the trees
+//!   a row may be stored in ([`stored`]: a buried tombstone has its own).
 //! - [`wire`]: every message a table sends to a peer, and its bounds.
 //! - [`schema`]: the byte format of a stored row (doc/table-rows.md).
 //!
@@ -27,6 +28,7 @@ pub mod replica;
 pub mod schema;
 mod serve;
 pub mod sharded;
+pub mod stored;
 pub mod table;
 pub mod tombstones;
 pub mod wire;
@@ -39,4 +41,5 @@ pub use schema::{
     LEGACY_ROW_FORMAT, ROW_FORMAT, Schema, decode, encode, layout_partition_of, storage_key,
 };
 pub use sharded::{Sharded, merkle};
+pub use stored::RowTrees;
 pub use table::{Replication, Table};

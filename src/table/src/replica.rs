@@ -5,6 +5,7 @@ use std::ops::Bound;
 
 use hangar_db::{Db, Tx};
 
+use crate::stored::RowTrees;
 use crate::{
     Crdt, Result, Schema, TableError, decode, encode, fence, merkle, storage_key, tombstones,
 };
@@ -49,11 +50,11 @@ impl<S: Schema> Replica<S> {
         &self.db
     }
 
-    /// Reads one row.
+    /// Reads one row (a buried tombstone too).
     pub async fn get(&self, partition: &[u8], sort: &[u8]) -> Result<Option<S::Row>> {
         let k = storage_key::<S>(partition, sort);
-        self.db
-            .get_async(S::TREE, k)
+        RowTrees::of::<S>()
+            .get_async(&self.db, k)
             .await?
             .map(|v| decode::<S>(&v))
             .transpose()
@@ -61,7 +62,9 @@ impl<S: Schema> Replica<S> {
 
     /// Reads up to `limit` rows of `partition` whose sort key is within
     /// (`start`, `end`), in sort-key order (reversed when `reverse`).
-    /// Returns (sort key, row) pairs.
+    /// Returns (sort key, row) pairs. Buried tombstones are not read (every
+    /// replica holds them; [`crate::tombstones`], "Burial"); other
+    /// tombstones are.
     pub async fn range(
         &self,
         partition: &[u8],
@@ -147,24 +150,30 @@ impl<S: Schema> Replica<S> {
         Ok(numbered(rows))
     }
 
-    /// Reads a row inside a write transaction.
+    /// Reads a row (a buried tombstone too) inside a write transaction.
     pub fn tx_get(tx: &Tx<'_>, partition: &[u8], sort: &[u8]) -> Result<Option<S::Row>> {
-        tx.get(S::TREE, &storage_key::<S>(partition, sort))?
-            .map(|v| decode::<S>(&v))
+        RowTrees::of::<S>()
+            .tx_get(tx, &storage_key::<S>(partition, sort))?
+            .map(|s| decode::<S>(&s.value))
             .transpose()
     }
 
     /// Merges `row` into the stored row (or stores it) inside a write
     /// transaction, runs the table's update hook ([`Schema::updated`]), and
-    /// returns the merged row.
+    /// returns the merged row. A buried tombstone is merged like any
+    /// stored row (so a write older than it changes nothing); a merge that
+    /// changes it stores the result in the table's tree, unburied.
     pub fn tx_insert(
         tx: &mut Tx<'_>,
         partition: &[u8],
         sort: &[u8],
         row: &S::Row,
     ) -> Result<S::Row> {
+        let trees = RowTrees::of::<S>();
         let key = storage_key::<S>(partition, sort);
-        let old_value = tx.get(S::TREE, &key)?;
+        let stored = trees.tx_get(tx, &key)?;
+        let was_buried = stored.as_ref().is_some_and(|s| s.buried);
+        let old_value = stored.map(|s| s.value);
         let old = old_value.as_deref().map(decode::<S>).transpose()?;
         let merged = match &old {
             Some(o) => {
@@ -182,7 +191,7 @@ impl<S: Schema> Replica<S> {
             return Ok(merged);
         }
         if S::is_tombstone(&merged) {
-            tombstones::queue(tx, S::TREE, &key, &value, hangar_util::time::now_msec());
+            tombstones::queue(tx, trees, &key, &value, hangar_util::time::now_msec());
         }
         if let Some(index) = S::MERKLE_TREE {
             merkle::tx_update(
@@ -194,7 +203,7 @@ impl<S: Schema> Replica<S> {
                 Some(&value),
             )?;
         }
-        tx.put(S::TREE, key, value);
+        trees.tx_put(tx, key, value, was_buried);
         Ok(merged)
     }
 
@@ -226,9 +235,10 @@ impl<S: Schema> Replica<S> {
     /// Deletes a row inside a write transaction and, for a sharded table,
     /// removes it from the Merkle index in the same transaction.
     pub fn tx_remove(tx: &mut Tx<'_>, partition: &[u8], sort: &[u8]) -> Result<()> {
+        let trees = RowTrees::of::<S>();
         let key = storage_key::<S>(partition, sort);
         if let Some(index) = S::MERKLE_TREE {
-            let old = tx.get(S::TREE, &key)?;
+            let old = trees.tx_get(tx, &key)?.map(|s| s.value);
             merkle::tx_update(
                 tx,
                 index,
@@ -238,7 +248,7 @@ impl<S: Schema> Replica<S> {
                 None,
             )?;
         }
-        tx.delete(S::TREE, key);
+        trees.tx_delete(tx, &key);
         Ok(())
     }
 }

@@ -96,6 +96,15 @@ pub trait Schema: Send + Sync + 'static {
     /// by the others, or bring a deleted row back to them.
     const MERKLE_TREE: Option<&'static str> = None;
 
+    /// `Some(tree)` for a sharded table whose tombstones are buried once
+    /// every replica holds them ([`crate::tombstones`], "Burial"): the
+    /// local tree they move to, out of [`Schema::TREE`], so that ranges
+    /// (listings) no longer read past them. A buried tombstone is still the
+    /// row of its key for every read by key, every merge and the Merkle
+    /// index; only ranges skip it. By convention `"buried:<TREE>"`. `None`
+    /// (the default): tombstones stay in the table's tree until collected.
+    const BURIED_TREE: Option<&'static str> = None;
+
     /// Whether a sharded table's rows leave this node with their partition:
     /// once no active layout version assigns this node a partition it held
     /// (the old version retired, so every new holder reported holding every

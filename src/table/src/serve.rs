@@ -96,9 +96,8 @@ pub(crate) async fn serve_read<S: Schema>(
     if key.len() > MAX_KEY_LEN || key.len() < S::PARTITION_LEN {
         return Err(HandlerError::new(format!("bad key length {}", key.len())));
     }
-    let v = replica
-        .db()
-        .get_async(S::TREE, key)
+    let v = crate::RowTrees::of::<S>()
+        .get_async(replica.db(), key)
         .await
         .map_err(HandlerError::new)?;
     Ok(Response::new(v.map(ByteBuf::from)))

@@ -19,7 +19,8 @@ use hangar_block::{
 use hangar_db::{Db, DbOptions, open_engine};
 use hangar_model::Model;
 use hangar_model::garbage::{
-    abandon_uploads, spawn_tombstone_gc_worker, spawn_version_gc_worker, stale_uploads,
+    TOMBSTONE_BURIAL_DELAY, abandon_uploads, spawn_tombstone_burial_worker,
+    spawn_tombstone_gc_worker, spawn_version_gc_worker, stale_uploads,
 };
 use hangar_net::{Mesh, MeshConfig};
 use hangar_table::full::sync::spawn_full_sync_worker;
@@ -288,6 +289,12 @@ pub async fn open(cfg: &Config) -> Result<Node, NodeError> {
         Duration::from_secs(cfg.tombstone_gc_delay_secs),
         Duration::from_secs(cfg.tombstone_gc_delay_secs.clamp(1, 600)),
     );
+    spawn_tombstone_burial_worker(
+        model.clone(),
+        &workers,
+        TOMBSTONE_BURIAL_DELAY,
+        Duration::from_secs(5),
+    );
     hangar_model::lifecycle_worker::spawn_lifecycle_worker(
         model.clone(),
         &workers,
@@ -508,6 +515,10 @@ fn metrics_registry(
             ("version", hangar_model::garbage::VERSION_GC_TREE),
             ("block", hangar_block::BLOCK_GC_TREE),
             ("tombstone", hangar_table::tombstones::TOMBSTONE_GC_TREE),
+            (
+                "tombstone_burial",
+                hangar_table::tombstones::TOMBSTONE_BURIAL_TREE,
+            ),
         ],
     });
     registry.register_collector(Box::new(NodeCollector {

@@ -5,7 +5,8 @@
 //! per row:
 //!
 //! - `commit = false`: whether the receiver stores exactly that row value
-//!   (its blake3 is the one sent);
+//!   (its blake3 is the one sent), buried or not (also the check of a
+//!   burial, [`super::burial`]);
 //! - `commit = true`: the receiver removes each row it stores with exactly
 //!   that value (with its Merkle leaf, in one transaction), and says which.
 //!
@@ -26,9 +27,45 @@ use hangar_util::NodeId;
 use serde_bytes::ByteBuf;
 
 use super::Sharded;
-use crate::tombstones::DueTombstone;
+use crate::tombstones::{DueTombstone, Queue};
 use crate::wire::{GcRow, GcRows, MAX_ROWS_PER_MESSAGE};
 use crate::{Result, Schema, Table};
+
+/// Due queue entries of table `S` grouped by layout partition, in batches
+/// of at most [`MAX_ROWS_PER_MESSAGE`] (one message to each replica).
+pub(super) fn batches_by_partition<S: Schema>(
+    due: Vec<DueTombstone>,
+) -> Vec<(Partition, Vec<DueTombstone>)> {
+    let mut by_partition: BTreeMap<Partition, Vec<DueTombstone>> = BTreeMap::new();
+    for d in due {
+        if d.key.len() < S::PARTITION_LEN {
+            continue;
+        }
+        by_partition
+            .entry(S::layout_partition(&d.key[..S::PARTITION_LEN]))
+            .or_default()
+            .push(d);
+    }
+    by_partition
+        .into_iter()
+        .flat_map(|(p, entries)| {
+            entries
+                .chunks(MAX_ROWS_PER_MESSAGE)
+                .map(|c| (p, c.to_vec()))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The rows of a check or removal message for `due` (key and value hash).
+pub(super) fn gc_rows(due: &[DueTombstone]) -> Vec<GcRow> {
+    due.iter()
+        .map(|d| GcRow {
+            key: ByteBuf::from(d.key.clone()),
+            hash: ByteBuf::from(d.hash.to_vec()),
+        })
+        .collect()
+}
 
 /// What one pass of [`Table::collect_tombstones`] did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -51,58 +88,46 @@ impl<S: Schema> Table<S, Sharded> {
             return Ok(GcReport::default());
         }
         let mut report = GcReport::default();
-        let mut by_partition: BTreeMap<Partition, Vec<DueTombstone>> = BTreeMap::new();
-        for d in due {
-            if d.key.len() < S::PARTITION_LEN {
-                continue;
-            }
-            by_partition
-                .entry(S::layout_partition(&d.key[..S::PARTITION_LEN]))
-                .or_default()
-                .push(d);
-        }
-        for (p, entries) in by_partition {
-            for chunk in entries.chunks(MAX_ROWS_PER_MESSAGE) {
-                let r = self.collect_partition(p, chunk).await?;
-                report.removed += r.removed;
-                report.deferred += r.deferred;
-                report.stale += r.stale;
-            }
+        for (p, batch) in batches_by_partition::<S>(due) {
+            let r = self.collect_partition(p, &batch).await?;
+            report.removed += r.removed;
+            report.deferred += r.deferred;
+            report.stale += r.stale;
         }
         Ok(report)
+    }
+
+    /// One pass of `queue` over its due entries `due`: collection
+    /// ([`Table::collect_tombstones`]) or burial
+    /// ([`Table::bury_tombstones`]). Returns (tombstones removed or buried,
+    /// tombstones some replica lacked).
+    pub async fn tombstone_pass(
+        &self,
+        queue: Queue,
+        due: Vec<DueTombstone>,
+    ) -> Result<(usize, usize)> {
+        Ok(match queue {
+            Queue::Collect => {
+                let r = self.collect_tombstones(due).await?;
+                (r.removed, r.deferred)
+            }
+            Queue::Burial => {
+                let r = self.bury_tombstones(due).await?;
+                (r.buried, r.deferred)
+            }
+        })
     }
 
     async fn collect_partition(&self, p: Partition, due: &[DueTombstone]) -> Result<GcReport> {
         let mut report = GcReport::default();
         let nodes = self.cluster().storage_nodes_of_partition(p).nodes();
         let me = self.cluster().id();
-        let rows: Vec<GcRow> = due
-            .iter()
-            .map(|d| GcRow {
-                key: ByteBuf::from(d.key.clone()),
-                hash: ByteBuf::from(d.hash.to_vec()),
-            })
-            .collect();
+        let rows = gc_rows(due);
         // This node first: an entry whose row changed here is stale.
         let mine = self.gc_call(me, &rows, false).await?;
-        let all_up = !nodes.is_empty() && nodes.iter().all(|n| self.cluster().is_up(*n));
-        let mut held = mine.clone();
-        if all_up {
-            for n in nodes.iter().filter(|n| **n != me) {
-                match self.gc_call(*n, &rows, false).await {
-                    Ok(answers) => {
-                        for (h, a) in held.iter_mut().zip(answers) {
-                            *h &= a;
-                        }
-                    }
-                    Err(e) => {
-                        tracing::debug!("{}: tombstone check on {}: {e}", S::TREE, n.short());
-                        held.iter_mut().for_each(|h| *h = false);
-                    }
-                }
-            }
-        } else {
-            held.iter_mut().for_each(|h| *h = false);
+        let mut held = self.held_by_others(&nodes, &rows).await;
+        for (h, m) in held.iter_mut().zip(&mine) {
+            *h &= *m;
         }
         let confirmed: Vec<GcRow> = rows
             .iter()
@@ -134,8 +159,34 @@ impl<S: Schema> Table<S, Sharded> {
                 again.push(d.clone());
             }
         }
-        crate::tombstones::settle(self.local().db(), ended, again).await?;
+        crate::tombstones::settle(self.local().db(), Queue::Collect, ended, again, 0).await?;
         Ok(report)
+    }
+
+    /// For each of `rows`, whether every node of `nodes` but this one
+    /// stores exactly that value (in its table's tree or buried): all
+    /// `false` when one of them is down or fails to answer.
+    pub(super) async fn held_by_others(&self, nodes: &[NodeId], rows: &[GcRow]) -> Vec<bool> {
+        let me = self.cluster().id();
+        let mut held = vec![!nodes.is_empty(); rows.len()];
+        if !nodes.iter().all(|n| self.cluster().is_up(*n)) {
+            held.iter_mut().for_each(|h| *h = false);
+            return held;
+        }
+        for n in nodes.iter().filter(|n| **n != me) {
+            match self.gc_call(*n, rows, false).await {
+                Ok(answers) => {
+                    for (h, a) in held.iter_mut().zip(answers) {
+                        *h &= a;
+                    }
+                }
+                Err(e) => {
+                    tracing::debug!("{}: tombstone check on {}: {e}", S::TREE, n.short());
+                    held.iter_mut().for_each(|h| *h = false);
+                }
+            }
+        }
+        held
     }
 
     async fn gc_call(&self, node: NodeId, rows: &[GcRow], commit: bool) -> Result<Vec<bool>> {

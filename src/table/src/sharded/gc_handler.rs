@@ -8,7 +8,7 @@ use hangar_net::{Handler, HandlerError, Request, Response};
 use hangar_util::Hash;
 
 use crate::wire::{GcRows, MAX_KEY_LEN, MAX_ROWS_PER_MESSAGE};
-use crate::{Replica, Schema};
+use crate::{Replica, RowTrees, Schema};
 
 /// The handler of `hangar/table/<tree>/gc`.
 pub(super) struct GcHandler<S: Schema> {
@@ -37,10 +37,8 @@ impl<S: Schema> Handler<GcRows, Vec<bool>> for GcHandler<S> {
             // A check only reads: no write transaction (and no fsync).
             let mut answers = Vec::with_capacity(rows.len());
             for r in rows {
-                let v = self
-                    .replica
-                    .db()
-                    .get_async(S::TREE, r.key.into_vec())
+                let v = RowTrees::of::<S>()
+                    .get_async(self.replica.db(), r.key.into_vec())
                     .await
                     .map_err(HandlerError::new)?;
                 answers.push(
@@ -55,9 +53,9 @@ impl<S: Schema> Handler<GcRows, Vec<bool>> for GcHandler<S> {
             .write(move |tx| {
                 let mut answers = Vec::with_capacity(rows.len());
                 for r in &rows {
-                    let same = tx
-                        .get(S::TREE, &r.key)?
-                        .is_some_and(|v| Hash::of(&v).as_bytes().as_slice() == r.hash.as_slice());
+                    let same = RowTrees::of::<S>().tx_get(tx, &r.key)?.is_some_and(|s| {
+                        Hash::of(&s.value).as_bytes().as_slice() == r.hash.as_slice()
+                    });
                     if same {
                         let (p, s) = r.key.split_at(S::PARTITION_LEN);
                         Replica::<S>::tx_remove(tx, p, s).map_err(DbError::from)?;

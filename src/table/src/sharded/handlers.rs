@@ -282,7 +282,7 @@ pub(crate) async fn read_rows<S: Schema>(
             if bytes >= MAX_ANSWER_BYTES {
                 break;
             }
-            if let Some(v) = db.get(S::TREE, &k)? {
+            if let Some(v) = crate::RowTrees::of::<S>().get(&db, &k)? {
                 bytes += v.len();
                 out.push(WireRow {
                     key: ByteBuf::from(k),

@@ -47,6 +47,8 @@ use std::ops::Bound;
 use hangar_db::{Db, DbError, Tx};
 use hangar_layout::Partition;
 
+use crate::stored::RowTrees;
+
 /// Depth of the deepest interior nodes: 2 bytes of `h`, so 65536 buckets of
 /// leaves per partition (a bucket holds one row per 65536 of the partition).
 pub const DEPTH: usize = 2;
@@ -232,7 +234,7 @@ fn tx_leaf_hash(
         .and_then(|v| v.get(..32).and_then(|b| <[u8; 32]>::try_from(b).ok())))
 }
 
-/// Makes the index `index` of table tree `tree` (partition keys of
+/// Makes the index `index` of the table stored in `trees` (partition keys of
 /// `partition_len` bytes, placed by `partition_of`) match the rows: indexes the rows it lacks or holds
 /// with another value, and removes the leaves of rows that are gone. For
 /// rows stored before their table had an index (a table that becomes
@@ -241,46 +243,51 @@ fn tx_leaf_hash(
 /// the whole index, a page at a time.
 pub async fn repair_index(
     db: &Db,
-    tree: &'static str,
+    trees: RowTrees,
     index: &'static str,
     partition_len: usize,
     partition_of: fn(&[u8]) -> Partition,
 ) -> Result<IndexRepair, DbError> {
     const PAGE: usize = 1000;
     let mut report = IndexRepair::default();
-    let mut after: Option<Vec<u8>> = None;
-    loop {
-        let start = after.map_or(Bound::Unbounded, Bound::Excluded);
-        let keys: Vec<Vec<u8>> = db
-            .range_async(tree, start, Bound::Unbounded, false, PAGE)
-            .await?
-            .into_iter()
-            .map(|(k, _)| k)
-            .filter(|k| k.len() >= partition_len)
-            .collect();
-        let n = keys.len();
-        after = keys.last().cloned();
-        report.rows += n as u64;
-        report.fixed += db
-            .write(move |tx| {
-                let mut fixed = 0;
-                for k in &keys {
-                    // Read again inside the transaction: the row may have
-                    // changed since the page was read.
-                    let Some(v) = tx.get(tree, k)? else { continue };
-                    let p = partition_of(&k[..partition_len]);
-                    let old = tx_leaf_hash(tx, index, p, k)?;
-                    let new = value_hash(&v);
-                    if old != Some(new) {
-                        tx_update_hashed(tx, index, p, k, old, Some(new))?;
-                        fixed += 1;
+    for tree in std::iter::once(trees.tree).chain(trees.buried) {
+        let mut after: Option<Vec<u8>> = None;
+        loop {
+            let start = after.map_or(Bound::Unbounded, Bound::Excluded);
+            let keys: Vec<Vec<u8>> = db
+                .range_async(tree, start, Bound::Unbounded, false, PAGE)
+                .await?
+                .into_iter()
+                .map(|(k, _)| k)
+                .filter(|k| k.len() >= partition_len)
+                .collect();
+            let n = keys.len();
+            after = keys.last().cloned();
+            report.rows += n as u64;
+            report.fixed += db
+                .write(move |tx| {
+                    let mut fixed = 0;
+                    for k in &keys {
+                        // Read again inside the transaction: the row may
+                        // have changed (or been buried) since the page was
+                        // read.
+                        let Some(s) = trees.tx_get(tx, k)? else {
+                            continue;
+                        };
+                        let p = partition_of(&k[..partition_len]);
+                        let old = tx_leaf_hash(tx, index, p, k)?;
+                        let new = value_hash(&s.value);
+                        if old != Some(new) {
+                            tx_update_hashed(tx, index, p, k, old, Some(new))?;
+                            fixed += 1;
+                        }
                     }
-                }
-                Ok::<_, DbError>(fixed)
-            })
-            .await?;
-        if n < PAGE {
-            break;
+                    Ok::<_, DbError>(fixed)
+                })
+                .await?;
+            if n < PAGE {
+                break;
+            }
         }
     }
     let mut after: Option<Vec<u8>> = None;
@@ -300,7 +307,7 @@ pub async fn repair_index(
             .write(move |tx| {
                 let mut stale = 0;
                 for (p, key) in &leaves {
-                    if tx.get(tree, key)?.is_none()
+                    if trees.tx_get(tx, key)?.is_none()
                         && let Some(old) = tx_leaf_hash(tx, index, *p, key)?
                     {
                         tx_update_hashed(tx, index, *p, key, Some(old), None)?;
@@ -410,7 +417,7 @@ pub async fn mark_held(
 /// key and stored value.
 pub type Forget = fn(&mut Tx<'_>, &[u8], &[u8]) -> Result<(), DbError>;
 
-/// Deletes up to `limit` rows of partition `p` from table tree `tree`,
+/// Deletes up to `limit` rows of partition `p` from the table's `trees`,
 /// with their index entries, in one transaction, and returns how many (0:
 /// none is left). No update hook runs: the rows leave this node's custody,
 /// their values do not change; `forget` is called in the transaction with
@@ -418,7 +425,7 @@ pub type Forget = fn(&mut Tx<'_>, &[u8], &[u8]) -> Result<(), DbError>;
 /// in local state. The `held` mark stays.
 pub async fn drop_rows(
     db: &Db,
-    tree: &'static str,
+    trees: RowTrees,
     index: &'static str,
     p: Partition,
     limit: usize,
@@ -434,10 +441,10 @@ pub async fn drop_rows(
             // Read again inside the transaction: a straggling write may
             // have changed the row since the page was read.
             if let Some(old) = tx_leaf_hash(tx, index, p, &leaf.key)? {
-                if let Some(v) = tx.get(tree, &leaf.key)? {
-                    forget(tx, &leaf.key, &v)?;
+                if let Some(s) = trees.tx_get(tx, &leaf.key)? {
+                    forget(tx, &leaf.key, &s.value)?;
                 }
-                tx.delete(tree, leaf.key.clone());
+                trees.tx_delete(tx, &leaf.key);
                 tx_update_hashed(tx, index, p, &leaf.key, Some(old), None)?;
                 dropped += 1;
             }
@@ -494,6 +501,11 @@ mod tests {
     use super::*;
 
     const INDEX: &str = "merkle:t";
+    /// Test table `t`, which buries nothing.
+    const T_ROWS: RowTrees = RowTrees {
+        tree: "t",
+        buried: None,
+    };
 
     fn open() -> (tempfile::TempDir, Db) {
         let d = tempfile::tempdir().unwrap();
@@ -566,9 +578,19 @@ mod tests {
 
         let mut dropped = 0;
         loop {
-            let n = drop_rows(&db, TREE, INDEX, 7, 500, |_, _, _| Ok(()))
-                .await
-                .unwrap();
+            let n = drop_rows(
+                &db,
+                RowTrees {
+                    tree: TREE,
+                    buried: None,
+                },
+                INDEX,
+                7,
+                500,
+                |_, _, _| Ok(()),
+            )
+            .await
+            .unwrap();
             assert!(n <= 500);
             if n == 0 {
                 break;
@@ -676,7 +698,7 @@ mod tests {
             })
             .await
             .unwrap();
-        let report = repair_index(&db, "t", INDEX, 2, crate::layout_partition_of)
+        let report = repair_index(&db, T_ROWS, INDEX, 2, crate::layout_partition_of)
             .await
             .unwrap();
         // Rows 0, 6, 9, … were indexed right; 3 had a wrong value; 5 is gone
@@ -693,7 +715,7 @@ mod tests {
         })
         .await
         .unwrap();
-        let report = repair_index(&db, "t", INDEX, 2, crate::layout_partition_of)
+        let report = repair_index(&db, T_ROWS, INDEX, 2, crate::layout_partition_of)
             .await
             .unwrap();
         assert_eq!((report.fixed, report.stale), (0, 1));

@@ -42,6 +42,7 @@
 //!   value lengths and limits are bounded by the constants of
 //!   [`crate::wire`], and every row is decoded before it is merged.
 
+mod burial;
 mod fence;
 mod gc;
 mod gc_handler;
@@ -61,6 +62,7 @@ use hangar_net::{CallOpts, Endpoint, NetError};
 use hangar_util::NodeId;
 use serde_bytes::ByteBuf;
 
+pub use burial::{BURIAL_RETRY_MSEC, BurialReport};
 pub use gc::GcReport;
 
 use crate::wire::{
@@ -166,7 +168,7 @@ impl<S: Schema> Table<S, Sharded> {
     pub async fn repair_index(&self) -> Result<merkle::IndexRepair> {
         Ok(merkle::repair_index(
             self.replica.db(),
-            S::TREE,
+            crate::RowTrees::of::<S>(),
             self.index_tree(),
             S::PARTITION_LEN,
             S::layout_partition,

@@ -296,7 +296,8 @@ impl<S: Schema> Table<S, Sharded> {
     /// are merged by key, and the first `limit` keys are returned. A key
     /// among the true first `limit` is among the first `limit` of every
     /// replica holding it, so none is missed; fewer than `limit` rows means
-    /// the range holds no more. Tombstones are returned like other rows.
+    /// the range holds no more. Tombstones are returned like other rows, but
+    /// not those buried (every replica holds them: [`crate::tombstones`]).
     /// Replicas found lacking a returned row, or holding an older one, are
     /// repaired as [`Self::get`]'s are.
     pub async fn range(

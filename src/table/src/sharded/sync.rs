@@ -65,7 +65,7 @@ use crate::wire::{
     MAX_KEY_LEN, MAX_ROWS_PER_MESSAGE, MerkleRequest, MerkleResponse, UpdateRows, WireRow,
     WireSummary, batches,
 };
-use crate::{Schema, Table, TableError};
+use crate::{RowTrees, Schema, Table, TableError};
 
 /// Each partition is compared with each of its other replicas at least this
 /// often.
@@ -169,7 +169,8 @@ impl<S: Schema> ShardedSyncable for Table<S, Sharded> {
                 continue;
             }
             loop {
-                let n = merkle::drop_rows(db, S::TREE, index, *p, PAGE, forget::<S>).await?;
+                let n = merkle::drop_rows(db, RowTrees::of::<S>(), index, *p, PAGE, forget::<S>)
+                    .await?;
                 dropped += n;
                 if n == 0 {
                     break;

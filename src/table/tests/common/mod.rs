@@ -51,6 +51,7 @@ impl Schema for T {
     const PARTITION_LEN: usize = 4;
     const MERKLE_TREE: Option<&'static str> = Some("merkle:t");
     const FENCE_TREE: Option<&'static str> = Some("fence:t");
+    const BURIED_TREE: Option<&'static str> = Some("buried:t");
     type Row = R;
     type Replication = hangar_table::Sharded;
     fn is_tombstone(row: &R) -> bool {

@@ -1,0 +1,105 @@
+//! Burial of the tombstones of sharded tables ([`crate::tombstones`],
+//! "Burial"): a node buries its own copy of a tombstone, queued in its
+//! burial queue when the tombstone was merged here, once every node of the
+//! row's partition in every active layout version stores exactly that row
+//! (the check of `hangar/table/<tree>/gc`, `commit = false`, which counts
+//! buried rows too). Each replica buries its own copy from its own queue:
+//! nothing is asked of another node but the check.
+//!
+//! One transaction per batch moves each confirmed tombstone to the buried
+//! tree and ends its queue entry, so a crash leaves each entry either done
+//! or still queued. An entry whose row changed here since (written again)
+//! is ended; one that some replica lacks, or that could not be checked (a
+//! node down), is queued again [`BURIAL_RETRY_MSEC`] later, behind the
+//! others: anti-entropy gives the replica the tombstone meanwhile.
+
+use hangar_db::DbError;
+use hangar_layout::Partition;
+
+use super::Sharded;
+use crate::stored::RowTrees;
+use crate::tombstones::{DueTombstone, TOMBSTONE_BURIAL_TREE, queue_key};
+use crate::{Result, Schema, Table};
+
+/// How much later than the burial delay an entry that could not be
+/// buried comes back: a replica lacking the tombstone gets it from
+/// anti-entropy, whose passes are minutes apart, and a node down is
+/// usually down for longer than the delay.
+pub const BURIAL_RETRY_MSEC: u64 = 60_000;
+
+/// What one pass of [`Table::bury_tombstones`] did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct BurialReport {
+    /// Tombstones moved to the buried tree.
+    pub buried: usize,
+    /// Tombstones some replica lacked (or was down for): tried again later.
+    pub deferred: usize,
+    /// Queue entries whose row had changed since: dropped.
+    pub stale: usize,
+}
+
+impl<S: Schema> Table<S, Sharded> {
+    /// Buries the due tombstones `due` of this table (entries of the local
+    /// burial queue), as the module documentation says. Before the first
+    /// layout of a replicated cluster nothing is buried: the replicas are
+    /// unknown.
+    pub async fn bury_tombstones(&self, due: Vec<DueTombstone>) -> Result<BurialReport> {
+        let mut report = BurialReport::default();
+        if self.cluster().awaits_layout() || S::BURIED_TREE.is_none() {
+            return Ok(report);
+        }
+        for (p, batch) in super::gc::batches_by_partition::<S>(due) {
+            let r = self.bury_partition(p, batch).await?;
+            report.buried += r.buried;
+            report.deferred += r.deferred;
+            report.stale += r.stale;
+        }
+        Ok(report)
+    }
+
+    async fn bury_partition(&self, p: Partition, due: Vec<DueTombstone>) -> Result<BurialReport> {
+        let nodes = self.cluster().storage_nodes_of_partition(p).nodes();
+        let rows = super::gc::gc_rows(&due);
+        let held = self.held_by_others(&nodes, &rows).await;
+        let report = self
+            .local()
+            .db()
+            .write(move |tx| {
+                let trees = RowTrees::of::<S>();
+                let retry_at = hangar_util::time::now_msec().saturating_add(BURIAL_RETRY_MSEC);
+                let mut report = BurialReport::default();
+                for (d, held) in due.iter().zip(held) {
+                    tx.delete(TOMBSTONE_BURIAL_TREE, d.queue_key.clone());
+                    if held && trees.tx_bury(tx, &d.key, &d.hash)? {
+                        report.buried += 1;
+                        continue;
+                    }
+                    // Not buried: still the queued tombstone here (a
+                    // replica lacks it), or changed since (stale).
+                    let unchanged = tx
+                        .get(S::TREE, &d.key)?
+                        .is_some_and(|v| hangar_util::Hash::of(&v).as_bytes() == &d.hash);
+                    if unchanged {
+                        report.deferred += 1;
+                        tx.put(
+                            TOMBSTONE_BURIAL_TREE,
+                            queue_key(retry_at, d.tree, &d.key),
+                            d.hash.to_vec(),
+                        );
+                    } else {
+                        report.stale += 1;
+                    }
+                }
+                Ok::<_, DbError>(report)
+            })
+            .await?;
+        if report.deferred > 0 {
+            tracing::debug!(
+                "{}: partition {p}: {} tombstones not buried yet (a replica lacks them or is down)",
+                S::TREE,
+                report.deferred
+            );
+        }
+        Ok(report)
+    }
+}

@@ -1,0 +1,175 @@
+//! Burial of tombstones over a real 3-node mesh (replication factor 3):
+//! a tombstone is buried only once every replica holds it, is then read by
+//! no range (local or quorum) but by every get, and still wins against an
+//! older row that arrives later.
+
+#[macro_use]
+mod common;
+
+use common::*;
+use hangar_table::tombstones::{self, DueTombstone, Queue, TombstoneTree};
+
+static TREES: &[TombstoneTree] = &[TombstoneTree::of::<T>()];
+
+/// This node's burial queue entries due `ahead_msec` from now (those
+/// queued this very millisecond included).
+async fn due(n: &Node, ahead_msec: u64) -> Vec<DueTombstone> {
+    let now = hangar_util::time::now_msec() + ahead_msec + 1;
+    tombstones::due(&n.db, Queue::Burial, TREES, now, 0, 1000)
+        .await
+        .unwrap()
+}
+
+async fn quorum_range(n: &Node, p: u32) -> Vec<(Vec<u8>, R)> {
+    n.table
+        .range(&pk(p), Bound::Unbounded, Bound::Unbounded, false, 1000)
+        .await
+        .unwrap()
+}
+
+/// Merges rows into node `n`'s own replica only (a write that reached it
+/// alone).
+async fn put_local(n: &Node, rows: Vec<(Vec<u8>, Vec<u8>, R)>) {
+    n.db.write(move |tx| {
+        for (p, s, r) in &rows {
+            Replica::<T>::tx_insert(tx, p, s, r)?;
+        }
+        Ok::<_, TableError>(())
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tombstones_every_replica_holds_are_buried_and_left_out_of_ranges_only() {
+    let nodes = cluster_of(3).await;
+    nodes[0].table.insert(rows_of(7, 10, 1)).await.unwrap();
+    // Delete k001..k008 and wait until every replica holds the tombstones.
+    let deletes: Vec<_> = (1..9)
+        .map(|i| (pk(7), format!("k{i:03}").into_bytes(), row(2, "")))
+        .collect();
+    nodes[0].table.insert(deletes).await.unwrap();
+    for n in &nodes {
+        assert!(eventually!(
+            Duration::from_secs(5),
+            n.table.local().get(&pk(7), b"k008").await.unwrap() == Some(row(2, ""))
+        ));
+        assert_eq!(
+            local_count(n, 7).await,
+            10,
+            "tombstones are read before burial"
+        );
+    }
+    let root_before = nodes[0]
+        .table
+        .merkle_root(layout_partition_of(&pk(7)))
+        .await
+        .unwrap();
+    for n in &nodes {
+        let report = n.table.bury_tombstones(due(n, 0).await).await.unwrap();
+        assert_eq!(report.buried, 8, "{report:?}");
+        assert!(due(n, 120_000).await.is_empty(), "queue entries ended");
+    }
+    for n in &nodes {
+        assert_eq!(local_count(n, 7).await, 2);
+        let keys: Vec<Vec<u8>> = quorum_range(n, 7)
+            .await
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(keys, vec![b"k000".to_vec(), b"k009".to_vec()]);
+        assert_eq!(
+            n.table.get(&pk(7), b"k003").await.unwrap(),
+            Some(row(2, "")),
+            "a quorum get still reads the buried tombstone"
+        );
+    }
+    // The Merkle index did not change: anti-entropy sees the same rows.
+    let refs: Vec<&Node> = nodes.iter().collect();
+    let p = layout_partition_of(&pk(7));
+    assert!(roots_equal(&refs, p).await);
+    assert_eq!(nodes[0].table.merkle_root(p).await.unwrap(), root_before);
+
+    // An older write arriving late (a delayed message) is merged into the
+    // buried tombstone and changes nothing; a newer one brings the key back.
+    nodes[1]
+        .table
+        .insert(vec![(pk(7), b"k003".to_vec(), row(1, "late"))])
+        .await
+        .unwrap();
+    nodes[1]
+        .table
+        .insert(vec![(pk(7), b"k004".to_vec(), row(3, "again"))])
+        .await
+        .unwrap();
+    for n in &nodes {
+        let got = quorum_range(n, 7).await;
+        let keys: Vec<&[u8]> = got.iter().map(|(k, _)| k.as_slice()).collect();
+        assert_eq!(keys, vec![&b"k000"[..], b"k004", b"k009"]);
+        assert_eq!(got[1].1, row(3, "again"));
+    }
+    shutdown(&nodes).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tombstone_one_replica_lacks_is_not_buried_until_it_has_it() {
+    let nodes = cluster_of(3).await;
+    nodes[0].table.insert(rows_of(9, 2, 1)).await.unwrap();
+    for n in &nodes {
+        assert!(eventually!(
+            Duration::from_secs(5),
+            local_count(n, 9).await == 2
+        ));
+    }
+    // The delete reached nodes 0 and 1 only.
+    let tomb = vec![(pk(9), b"k000".to_vec(), row(2, ""))];
+    put_local(&nodes[0], tomb.clone()).await;
+    put_local(&nodes[1], tomb.clone()).await;
+    let report = nodes[0]
+        .table
+        .bury_tombstones(due(&nodes[0], 0).await)
+        .await
+        .unwrap();
+    assert_eq!((report.buried, report.deferred), (0, 1), "{report:?}");
+    assert_eq!(local_count(&nodes[0], 9).await, 2, "still read by ranges");
+    // Queued again, a minute later.
+    assert!(due(&nodes[0], 0).await.is_empty());
+    let again = due(&nodes[0], hangar_table::sharded::BURIAL_RETRY_MSEC + 1_000).await;
+    assert_eq!(again.len(), 1);
+    // Once node 2 has it (anti-entropy, here a direct merge), it is buried.
+    put_local(&nodes[2], tomb).await;
+    let report = nodes[0].table.bury_tombstones(again).await.unwrap();
+    assert_eq!(report.buried, 1, "{report:?}");
+    assert_eq!(local_count(&nodes[0], 9).await, 1);
+    // Node 1 buries its own copy from its own queue.
+    let report = nodes[1]
+        .table
+        .bury_tombstones(due(&nodes[1], 0).await)
+        .await
+        .unwrap();
+    assert_eq!(report.buried, 1, "{report:?}");
+    shutdown(&nodes).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tombstone_written_again_before_its_burial_is_not_buried() {
+    let nodes = cluster_of(3).await;
+    nodes[0]
+        .table
+        .insert(vec![(pk(5), b"k000".to_vec(), row(2, ""))])
+        .await
+        .unwrap();
+    nodes[0]
+        .table
+        .insert(vec![(pk(5), b"k000".to_vec(), row(3, "back"))])
+        .await
+        .unwrap();
+    let report = nodes[0]
+        .table
+        .bury_tombstones(due(&nodes[0], 0).await)
+        .await
+        .unwrap();
+    assert_eq!((report.buried, report.stale), (0, 1), "{report:?}");
+    assert_eq!(quorum_range(&nodes[0], 5).await.len(), 1);
+    shutdown(&nodes).await;
+}

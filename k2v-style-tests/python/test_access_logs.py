@@ -7,7 +7,7 @@ References: AWS S3 API reference, PutBucketLogging (`LoggingEnabled`,
 `TargetBucket`, `TargetPrefix`) and GetBucketLogging; S3 user guide,
 "Amazon S3 server access log format" (the fields and their order) and
 "Logging requests with server access logging" (log object keys
-`TargetPrefixYYYY-mm-DD-HH-MM-SS-UniqueString`)."""
+`TargetPrefixYYYY-mm-DD-HH-MM-SS-UniqueString`), and `PartitionedPrefix`."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import requests
 from botocore.exceptions import ClientError
 
 from admin_api_lib import ADMIN_TOKEN, ok, with_tokens
-from hangar_testlib import Node, error_code, http_status, metric, s3_client
+from hangar_testlib import REGION, Node, error_code, http_status, metric, s3_client
 
 KEY_NAME = re.compile(r"^access/\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}-[0-9A-F]{16}$")
 
@@ -144,6 +144,56 @@ def test_logging_turned_off_writes_no_more_and_refuses_bad_targets(logged):
         o.put_bucket_logging(Bucket="other-site", BucketLoggingStatus={
             "LoggingEnabled": {"TargetBucket": "site-logs", "TargetPrefix": "x/"}})
     assert error_code(e.value) == "InvalidTargetBucketForLogging"
+
+
+def test_partitioned_prefixes_name_objects_by_owner_region_bucket_and_day(logged):
+    """`TargetObjectKeyFormat.PartitionedPrefix`: log objects named
+    `<prefix><owner>/<region>/<bucket>/<YYYY>/<MM>/<DD>/<time>-<unique>`,
+    one object per source bucket; `EventTime` names the requests' day at
+    00:00:00 (S3 API reference, `PartitionedPrefix`), `DeliveryTime` the
+    time of writing."""
+    node, key, s3 = logged
+    s3.create_bucket(Bucket="shop")
+    for bucket, source in (("site", "EventTime"), ("shop", "DeliveryTime")):
+        s3.put_bucket_logging(Bucket=bucket, BucketLoggingStatus={"LoggingEnabled": {
+            "TargetBucket": "site-logs", "TargetPrefix": "parts/",
+            "TargetObjectKeyFormat": {"PartitionedPrefix": {"PartitionDateSource": source}}}})
+        got = s3.get_bucket_logging(Bucket=bucket)["LoggingEnabled"]
+        assert got["TargetObjectKeyFormat"] == {"PartitionedPrefix": {"PartitionDateSource": source}}, got
+    s3.put_object(Bucket="site", Key="p.txt", Body=b"x")
+    s3.put_object(Bucket="shop", Key="q.txt", Body=b"y")
+    day = time.strftime("%Y/%m/%d", time.gmtime())
+    named = {
+        "site": re.compile(rf"^parts/{key.id}/{REGION}/site/{day}/{day.replace('/', '-')}-00-00-00-[0-9A-F]{{16}}$"),
+        "shop": re.compile(rf"^parts/{key.id}/{REGION}/shop/{day}/{day.replace('/', '-')}-\d{{2}}-\d{{2}}-\d{{2}}-[0-9A-F]{{16}}$"),
+    }
+    deadline = time.monotonic() + 20
+    while True:
+        keys = [o["Key"] for o in s3.list_objects_v2(Bucket="site-logs", Prefix="parts/").get("Contents", [])]
+        lines = {b: [ln for k in keys if f"/{b}/" in k
+                     for ln in s3.get_object(Bucket="site-logs", Key=k)["Body"].read().decode().splitlines()]
+                 for b in named}
+        if all(any(" REST.PUT.OBJECT " in ln for ln in lines[b]) for b in named) or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
+    for k in keys:
+        assert any(r.match(k) for r in named.values()), k
+    # Each bucket's lines are in its own objects.
+    for b in named:
+        assert lines[b] and all(ln.split(" ")[1] == b for ln in lines[b]), lines
+        assert any(" REST.PUT.OBJECT " in ln for ln in lines[b]), lines[b]
+    # Back to the simple prefix: GetBucketLogging shows no key format.
+    s3.put_bucket_logging(Bucket="shop", BucketLoggingStatus={
+        "LoggingEnabled": {"TargetBucket": "site-logs", "TargetPrefix": "parts/"}})
+    assert "TargetObjectKeyFormat" not in s3.get_bucket_logging(Bucket="shop")["LoggingEnabled"]
+    for bad in ({"PartitionedPrefix": {"PartitionDateSource": "Tomorrow"}},
+                {"PartitionedPrefix": {}, "SimplePrefix": {}}):
+        with pytest.raises(ClientError) as e:
+            s3.put_bucket_logging(Bucket="shop", BucketLoggingStatus={"LoggingEnabled": {
+                "TargetBucket": "site-logs", "TargetPrefix": "parts/", "TargetObjectKeyFormat": bad}})
+        assert (http_status(e.value), error_code(e.value)) == (400, "InvalidArgument"), bad
+    for b in ("site", "shop"):
+        s3.put_bucket_logging(Bucket=b, BucketLoggingStatus={})
 
 
 def logging_site(node: Node, key_name: str):

@@ -5,8 +5,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::row_format::{
     ACCESS_LOG_ROW_FORMAT, ACCESS_ROW_FORMAT, CREATOR_ROW_FORMAT, LIFECYCLE_ROW_FORMAT,
-    MANAGED_SSE_ROW_FORMAT, OBJECT_LOCK_ROW_FORMAT, OWNERSHIP_ROW_FORMAT, QUOTA_ROW_FORMAT,
-    TAGS_CORS_ROW_FORMAT, VERSIONING_ROW_FORMAT, WEBSITE_ROW_FORMAT,
+    MANAGED_SSE_ROW_FORMAT, OBJECT_LOCK_ROW_FORMAT, OWNERSHIP_ROW_FORMAT,
+    PARTITIONED_LOG_ROW_FORMAT, QUOTA_ROW_FORMAT, TAGS_CORS_ROW_FORMAT, VERSIONING_ROW_FORMAT,
+    WEBSITE_ROW_FORMAT,
 };
 use hangar_db::{DbError, Tx};
 use hangar_table::{Crdt, Lww, ROW_FORMAT, Schema};
@@ -101,17 +102,35 @@ pub struct BucketRow {
     #[serde(default, skip_serializing_if = "Lww::is_unset")]
     pub encryption: Lww<Option<BucketEncryption>>,
     /// PutBucketLogging: where the bucket's server access logs go; `None`
-    /// when logging is off (row format 16; absent while never set).
+    /// when logging is off (row format 16, 17 with a partitioned prefix;
+    /// absent while never set).
     #[serde(default, skip_serializing_if = "Lww::is_unset")]
     pub logging: Lww<Option<BucketLogging>>,
 }
 
 /// Where a bucket's server access logs are written: objects named
-/// `<target_prefix><time>-<unique>` in `target_bucket`.
+/// `<target_prefix><time>-<unique>` in `target_bucket`, or, with
+/// `partitioned`, `<target_prefix><owner>/<region>/<bucket>/<YYYY>/<MM>/<DD>/<time>-<unique>`
+/// (S3's `PartitionedPrefix`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct BucketLogging {
     pub target_bucket: String,
     pub target_prefix: String,
+    /// S3's `PartitionedPrefix`: which date the object names are
+    /// partitioned by (row format 17; absent for `SimplePrefix`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partitioned: Option<PartitionDate>,
+}
+
+/// The date a partitioned log object's name carries (S3's
+/// `PartitionDateSource`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum PartitionDate {
+    /// The day of the requests: an object holds one day's lines, and its
+    /// name's time is that day at 00:00:00.
+    EventTime,
+    /// When the object was written.
+    DeliveryTime,
 }
 
 /// A bucket's default encryption (S3's
@@ -330,7 +349,9 @@ impl Schema for BucketTable {
     type Replication = hangar_table::Full;
 
     fn format_of(row: &BucketRow) -> u8 {
-        if !row.logging.is_unset() {
+        if row.logging().is_some_and(|l| l.partitioned.is_some()) {
+            PARTITIONED_LOG_ROW_FORMAT
+        } else if !row.logging.is_unset() {
             ACCESS_LOG_ROW_FORMAT
         } else if !row.encryption.is_unset() {
             MANAGED_SSE_ROW_FORMAT

@@ -18,6 +18,7 @@ fn a_bucket_with_logging_is_format_16_and_older_readers_refuse_it() {
         Some(BucketLogging {
             target_bucket: "logs".into(),
             target_prefix: "p/".into(),
+            partitioned: None,
         }),
     );
     let v = encode::<BucketTable>(&b);

@@ -53,6 +53,8 @@ mod format15_tests;
 #[cfg(test)]
 mod format16_tests;
 #[cfg(test)]
+mod format17_tests;
+#[cfg(test)]
 mod format3_tests;
 #[cfg(test)]
 mod format5_tests;

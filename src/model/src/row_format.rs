@@ -101,6 +101,13 @@ pub const MANAGED_SSE_ROW_FORMAT: u8 = 15;
 /// to 15.
 pub const ACCESS_LOG_ROW_FORMAT: u8 = 16;
 
+/// Format 16 plus a partitioned prefix of a bucket's access logs
+/// (`BucketLogging::partitioned`, S3's `PartitionedPrefix`): a reader of
+/// format 16 would drop it on its next merge and name the logs with the
+/// simple prefix, so such rows say so. Written only for the bucket rows
+/// whose logging target has one; 17 includes 3 to 16.
+pub const PARTITIONED_LOG_ROW_FORMAT: u8 = 17;
+
 /// The newest format of the model's rows: every table of the model reads
 /// formats 2 to this one.
-pub const NEWEST: u8 = ACCESS_LOG_ROW_FORMAT;
+pub const NEWEST: u8 = PARTITIONED_LOG_ROW_FORMAT;

@@ -9,8 +9,8 @@ use hangar_model::access::{CannedAcl, ObjectOwnership, PublicAccessBlock};
 use hangar_model::alias::AliasRow;
 use hangar_model::block_list::BlockEntry;
 use hangar_model::bucket::{
-    BucketEncryption, BucketLogging, BucketQuotas, BucketRow, CorsRule, Versioning, bucket_id,
-    displaced,
+    BucketEncryption, BucketLogging, BucketQuotas, BucketRow, CorsRule, PartitionDate, Versioning,
+    bucket_id, displaced,
 };
 use hangar_model::key::{KeyRow, Permission};
 use hangar_model::lifecycle::{LifecycleFilter, LifecycleRule};
@@ -172,12 +172,23 @@ fn bucket_encryption() -> impl Strategy<Value = Option<BucketEncryption>> {
     })
 }
 
-/// Logging off, or to one of two targets (row format 16).
+/// Logging off, or to one of two targets, partitioned or not (row formats
+/// 16 and 17).
 fn bucket_logging() -> impl Strategy<Value = Option<BucketLogging>> {
-    proptest::option::of(prop_oneof![Just(("logs", "a/")), Just(("logs", "b/"))]).prop_map(|l| {
-        l.map(|(b, p)| BucketLogging {
+    let partitioned = prop_oneof![
+        Just(None),
+        Just(Some(PartitionDate::EventTime)),
+        Just(Some(PartitionDate::DeliveryTime)),
+    ];
+    proptest::option::of((
+        prop_oneof![Just(("logs", "a/")), Just(("logs", "b/"))],
+        partitioned,
+    ))
+    .prop_map(|l| {
+        l.map(|((b, p), partitioned)| BucketLogging {
             target_bucket: b.to_owned(),
             target_prefix: p.to_owned(),
+            partitioned,
         })
     })
 }

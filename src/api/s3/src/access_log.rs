@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
-use hangar_model::bucket::BucketLogging;
+use hangar_model::bucket::{BucketLogging, PartitionDate};
 use hangar_model::object::ObjectRow;
 use hangar_table::Lww;
 use http::HeaderMap;
@@ -235,11 +235,79 @@ fn operation(method: &str, op: &str, object: bool) -> String {
     format!("REST.{method}.{resource}")
 }
 
-/// The lines waiting for their flush, by target.
+/// The lines of one log object: its target, and for a partitioned prefix
+/// the source bucket and owner its name carries and, for `EventTime`, the
+/// day of its requests (an object holds one day's lines).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Batch {
+    target: BucketLogging,
+    source: Option<Source>,
+    day: Option<time::Date>,
+}
+
+/// The logged bucket a partitioned log object's name carries.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Source {
+    bucket: String,
+    owner: String,
+}
+
+impl Batch {
+    /// The object `logged`'s line goes into.
+    fn of(logged: &Logged) -> Batch {
+        let target = logged.target.clone();
+        let (source, day) = match target.partitioned {
+            None => (None, None),
+            Some(p) => (
+                Some(Source {
+                    bucket: logged.bucket.clone(),
+                    owner: logged.owner.clone(),
+                }),
+                (p == PartitionDate::EventTime)
+                    .then(|| time::OffsetDateTime::from(logged.asked.start).date()),
+            ),
+        };
+        Batch {
+            target,
+            source,
+            day,
+        }
+    }
+
+    /// The name of the batch's object, written at `now` in region
+    /// `region`, made unique by `unique`: `<prefix><time>-<unique>`, or
+    /// with a partitioned prefix
+    /// `<prefix><owner>/<region>/<bucket>/<YYYY>/<MM>/<DD>/<time>-<unique>`,
+    /// where the date is the requests' day at 00:00:00 (`EventTime`) or
+    /// `now` (`DeliveryTime`).
+    fn object_name(&self, region: &str, now: SystemTime, unique: [u8; 8]) -> String {
+        let unique = hex::encode_upper(unique);
+        let prefix = &self.target.target_prefix;
+        let now = time::OffsetDateTime::from(now);
+        let Some(source) = &self.source else {
+            return format!("{prefix}{}-{unique}", object_time(now));
+        };
+        let at = match self.day {
+            Some(day) => day.midnight().assume_utc(),
+            None => now,
+        };
+        format!(
+            "{prefix}{}/{region}/{}/{:04}/{:02}/{:02}/{}-{unique}",
+            source.owner,
+            source.bucket,
+            at.year(),
+            u8::from(at.month()),
+            at.day(),
+            object_time(at)
+        )
+    }
+}
+
+/// The lines waiting for their flush, by the object they go into.
 #[derive(Default)]
 struct Pending {
     bytes: usize,
-    lines: BTreeMap<BucketLogging, Vec<String>>,
+    lines: BTreeMap<Batch, Vec<String>>,
 }
 
 /// The access logs of one node: lines waiting in memory, and the objects
@@ -277,9 +345,9 @@ impl AccessLogs {
         self.pending.lock().expect("access log lock").bytes as u64
     }
 
-    /// Queues `line` for `target`, or drops it when the memory bound is
-    /// reached.
-    pub(crate) fn record(&self, target: &BucketLogging, line: String) {
+    /// Queues `line`, the line of `logged`, for its target, or drops it
+    /// when the memory bound is reached.
+    pub(crate) fn record(&self, logged: &Logged, line: String) {
         let mut p = self.pending.lock().expect("access log lock");
         if p.bytes + line.len() > MAX_PENDING_BYTES {
             drop(p);
@@ -291,23 +359,24 @@ impl AccessLogs {
             return;
         }
         p.bytes += line.len() + 1;
-        p.lines.entry(target.clone()).or_default().push(line);
+        p.lines.entry(Batch::of(logged)).or_default().push(line);
     }
 
-    /// Writes every target's waiting lines as one object of it; returns
-    /// how many lines were written.
+    /// Writes the waiting lines, one object per target (and per source
+    /// bucket and day, for a partitioned prefix); returns how many lines
+    /// were written.
     pub async fn flush(&self) -> u64 {
         let batch = std::mem::take(&mut *self.pending.lock().expect("access log lock"));
         let mut written = 0;
-        for (target, lines) in batch.lines {
+        for (batch, lines) in batch.lines {
             let n = lines.len() as u64;
-            match self.write(&target, lines).await {
+            match self.write(&batch, lines).await {
                 Ok(()) => written += n,
                 Err(e) => {
                     self.dropped.fetch_add(n, Ordering::Relaxed);
                     tracing::warn!(
                         "{n} access log lines for bucket {} lost: {e}",
-                        target.target_bucket
+                        batch.target.target_bucket
                     );
                 }
             }
@@ -337,17 +406,16 @@ impl AccessLogs {
         }
     }
 
-    /// One object of `target` holding `lines`.
-    async fn write(&self, target: &BucketLogging, lines: Vec<String>) -> s3s::S3Result<()> {
+    /// One object of `batch`'s target holding `lines`.
+    async fn write(&self, batch: &Batch, lines: Vec<String>) -> s3s::S3Result<()> {
         let api = &self.api;
-        let bucket = api.bucket(None, &target.target_bucket).await?;
+        let bucket = api.bucket(None, &batch.target.target_bucket).await?;
         let mut text = lines.join("\n");
         text.push('\n');
-        let name = format!(
-            "{}{}-{}",
-            target.target_prefix,
-            object_time(SystemTime::now()),
-            hex::encode_upper(rand::random::<[u8; 8]>())
+        let name = batch.object_name(
+            &api.settings.region,
+            SystemTime::now(),
+            rand::random::<[u8; 8]>(),
         );
         let version = hangar_model::new_version_id();
         let mut headers = HeaderMap::new();
@@ -394,10 +462,9 @@ impl AccessLogs {
 }
 
 /// `2026-12-06-18-30-05`, the time part of a log object's name.
-fn object_time(t: SystemTime) -> String {
+fn object_time(t: time::OffsetDateTime) -> String {
     let f = time::macros::format_description!("[year]-[month]-[day]-[hour]-[minute]-[second]");
-    time::OffsetDateTime::from(t)
-        .format(f)
+    t.format(f)
         .unwrap_or_else(|_| "0000-00-00-00-00-00".to_owned())
 }
 
@@ -424,6 +491,7 @@ mod tests {
             target: BucketLogging {
                 target_bucket: "logs".into(),
                 target_prefix: "p/".into(),
+                partitioned: None,
             },
             requester: Some("GK2".into()),
             key: Some("a b.jpg".into()),
@@ -467,5 +535,56 @@ mod tests {
             "REST.POST.UPLOADS"
         );
         assert_eq!(operation("PUT", "CopyObject", true), "REST.COPY.OBJECT");
+    }
+
+    #[test]
+    fn log_objects_are_named_by_simple_or_partitioned_prefix() {
+        let at = |secs| SystemTime::UNIX_EPOCH + Duration::from_secs(secs);
+        // 2026-12-06 18:30:05 UTC, and the request's time 2026-12-05 23:59:59.
+        let (now, asked) = (at(1_796_581_805), at(1_796_515_199));
+        let logged = |partitioned| Logged {
+            bucket: "photos".into(),
+            owner: "GK1".into(),
+            target: BucketLogging {
+                target_bucket: "logs".into(),
+                target_prefix: "p/".into(),
+                partitioned,
+            },
+            requester: None,
+            key: None,
+            asked: Asked {
+                method: "GET".into(),
+                uri: "/".into(),
+                referer: None,
+                user_agent: None,
+                host: None,
+                signature: None,
+                auth_type: None,
+                remote_ip: "127.0.0.1".into(),
+                start: asked,
+            },
+        };
+        let unique = [0xab; 8];
+        let name = |p| Batch::of(&logged(p)).object_name("garage", now, unique);
+        assert_eq!(name(None), "p/2026-12-06-18-30-05-ABABABABABABABAB");
+        assert_eq!(
+            name(Some(PartitionDate::DeliveryTime)),
+            "p/GK1/garage/photos/2026/12/06/2026-12-06-18-30-05-ABABABABABABABAB"
+        );
+        assert_eq!(
+            name(Some(PartitionDate::EventTime)),
+            "p/GK1/garage/photos/2026/12/05/2026-12-05-00-00-00-ABABABABABABABAB"
+        );
+        // Lines of two days, or of two source buckets, go into two objects;
+        // with the simple prefix every source shares the target's object.
+        let mut other_day = logged(Some(PartitionDate::EventTime));
+        other_day.asked.start = now;
+        assert_ne!(
+            Batch::of(&other_day),
+            Batch::of(&logged(Some(PartitionDate::EventTime)))
+        );
+        let mut other_bucket = logged(None);
+        other_bucket.bucket = "videos".into();
+        assert_eq!(Batch::of(&other_bucket), Batch::of(&logged(None)));
     }
 }

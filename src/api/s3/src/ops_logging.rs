@@ -2,10 +2,10 @@
 //! register of the bucket row (`hangar_model::bucket::BucketLogging`); the
 //! logs themselves are [`crate::access_log`]'s.
 
-use hangar_model::bucket::BucketLogging;
+use hangar_model::bucket::{BucketLogging, PartitionDate};
 use s3s::dto::{
-    GetBucketLoggingInput, GetBucketLoggingOutput, LoggingEnabled, PutBucketLoggingInput,
-    PutBucketLoggingOutput,
+    GetBucketLoggingInput, GetBucketLoggingOutput, LoggingEnabled, PartitionDateSource,
+    PartitionedPrefix, PutBucketLoggingInput, PutBucketLoggingOutput, TargetObjectKeyFormat,
 };
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 
@@ -47,7 +47,7 @@ impl S3Api {
                 target_bucket: l.target_bucket.clone(),
                 target_prefix: l.target_prefix.clone(),
                 target_grants: None,
-                target_object_key_format: None,
+                target_object_key_format: key_format(l),
             }),
         }))
     }
@@ -62,15 +62,7 @@ impl S3Api {
                 "TargetGrants are not supported: grant access to the target bucket instead"
             ));
         }
-        if e.target_object_key_format
-            .as_ref()
-            .is_some_and(|f| f.partitioned_prefix.is_some())
-        {
-            return Err(s3_error!(
-                NotImplemented,
-                "PartitionedPrefix log object keys are not supported: use SimplePrefix"
-            ));
-        }
+        let partitioned = partition_date(e.target_object_key_format.as_ref())?;
         let signer = caller.key.as_ref().map(|k| k.access_key_id.as_str());
         let target = self
             .model
@@ -98,6 +90,48 @@ impl S3Api {
         Ok(BucketLogging {
             target_bucket: target.name,
             target_prefix: e.target_prefix,
+            partitioned,
         })
     }
+}
+
+/// The partition date a `TargetObjectKeyFormat` asks for: `None` for the
+/// simple prefix (or none given); a `PartitionedPrefix` without its
+/// `PartitionDateSource` is `EventTime`, as S3 defaults it. Both prefixes
+/// at once, or an unknown date source, are `400 InvalidArgument`.
+fn partition_date(f: Option<&TargetObjectKeyFormat>) -> S3Result<Option<PartitionDate>> {
+    let Some(f) = f else { return Ok(None) };
+    let Some(p) = &f.partitioned_prefix else {
+        return Ok(None);
+    };
+    if f.simple_prefix.is_some() {
+        return Err(s3_error!(
+            InvalidArgument,
+            "TargetObjectKeyFormat takes SimplePrefix or PartitionedPrefix, not both"
+        ));
+    }
+    match p.partition_date_source.as_ref().map(|d| d.as_str()) {
+        None | Some(PartitionDateSource::EVENT_TIME) => Ok(Some(PartitionDate::EventTime)),
+        Some(PartitionDateSource::DELIVERY_TIME) => Ok(Some(PartitionDate::DeliveryTime)),
+        Some(other) => Err(s3_error!(
+            InvalidArgument,
+            "Invalid PartitionDateSource: {other}"
+        )),
+    }
+}
+
+/// The `TargetObjectKeyFormat` GetBucketLogging answers for `l`: the
+/// partitioned prefix when it has one; none for the simple prefix (its
+/// default).
+fn key_format(l: &BucketLogging) -> Option<TargetObjectKeyFormat> {
+    let source = match l.partitioned? {
+        PartitionDate::EventTime => PartitionDateSource::EVENT_TIME,
+        PartitionDate::DeliveryTime => PartitionDateSource::DELIVERY_TIME,
+    };
+    Some(TargetObjectKeyFormat {
+        partitioned_prefix: Some(PartitionedPrefix {
+            partition_date_source: Some(PartitionDateSource::from_static(source)),
+        }),
+        simple_prefix: None,
+    })
 }

@@ -215,7 +215,7 @@ fn log(
         },
     }
     .format();
-    endpoint.logs.record(&logged.target, line);
+    endpoint.logs.record(logged, line);
 }
 
 /// `resp` recorded in `metrics` (operation, status, latency, bytes in),

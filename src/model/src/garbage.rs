@@ -329,7 +329,8 @@ const BURIAL_BATCH: usize = 1000;
 /// Starts the tombstone burial worker: every `interval`, the tombstones
 /// queued at least `delay` ago that every replica of their partition holds
 /// are moved out of the way of listings, a batch at a time until none is
-/// due. Those a replica lacks are tried again a minute later.
+/// due. Those a replica lacks are tried again 70 s after they were tried,
+/// those of a partition with a node down 10 minutes after.
 pub fn spawn_tombstone_burial_worker(
     model: Arc<Model>,
     workers: &WorkerRegistry,

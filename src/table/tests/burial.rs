@@ -173,3 +173,30 @@ async fn a_tombstone_written_again_before_its_burial_is_not_buried() {
     assert_eq!(quorum_range(&nodes[0], 5).await.len(), 1);
     shutdown(&nodes).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_node_down_nothing_is_asked_and_the_entry_waits_longer() {
+    let mut nodes = cluster_of(3).await;
+    let down = nodes.pop().unwrap();
+    let id = down.cluster.id();
+    down.mesh.shutdown().await;
+    assert!(wait_for(Duration::from_secs(5), || !nodes[0].cluster.is_up(id)).await);
+    nodes[0]
+        .table
+        .insert(vec![(pk(3), b"k000".to_vec(), row(2, ""))])
+        .await
+        .unwrap();
+    let report = nodes[0]
+        .table
+        .bury_tombstones(due(&nodes[0], 0).await)
+        .await
+        .unwrap();
+    assert_eq!((report.buried, report.deferred), (0, 1), "{report:?}");
+    use hangar_table::sharded::{BURIAL_RETRY_DOWN_MSEC, BURIAL_RETRY_MSEC};
+    assert!(due(&nodes[0], BURIAL_RETRY_MSEC + 1_000).await.is_empty());
+    assert_eq!(
+        due(&nodes[0], BURIAL_RETRY_DOWN_MSEC + 1_000).await.len(),
+        1
+    );
+    shutdown(&nodes).await;
+}

@@ -9,9 +9,10 @@
 //! One transaction per batch moves each confirmed tombstone to the buried
 //! tree and ends its queue entry, so a crash leaves each entry either done
 //! or still queued. An entry whose row changed here since (written again)
-//! is ended; one that some replica lacks, or that could not be checked (a
-//! node down), is queued again [`BURIAL_RETRY_MSEC`] later, behind the
-//! others: anti-entropy gives the replica the tombstone meanwhile.
+//! is ended; one that some replica lacks, or that could not be checked, is
+//! queued again [`BURIAL_RETRY_MSEC`] later (anti-entropy gives the
+//! replica the tombstone meanwhile), or [`BURIAL_RETRY_DOWN_MSEC`] later
+//! when a node of the partition is down; behind the others either way.
 
 use hangar_db::DbError;
 use hangar_layout::Partition;
@@ -21,11 +22,16 @@ use crate::stored::RowTrees;
 use crate::tombstones::{DueTombstone, TOMBSTONE_BURIAL_TREE, queue_key};
 use crate::{Result, Schema, Table};
 
-/// How much later than the burial delay an entry that could not be
-/// buried comes back: a replica lacking the tombstone gets it from
-/// anti-entropy, whose passes are minutes apart, and a node down is
-/// usually down for longer than the delay.
+/// How much later than the burial delay an entry that a replica lacked
+/// comes back: the replica gets the tombstone from anti-entropy, whose
+/// passes are a minute or more apart.
 pub const BURIAL_RETRY_MSEC: u64 = 60_000;
+
+/// How much later an entry comes back when a node of its partition was
+/// down: a node is usually down for minutes, and each try rewrites the
+/// entry, so a node down for hours costs a rewrite of every pending
+/// tombstone every 10 minutes, not every minute.
+pub const BURIAL_RETRY_DOWN_MSEC: u64 = 600_000;
 
 /// What one pass of [`Table::bury_tombstones`] did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -60,13 +66,16 @@ impl<S: Schema> Table<S, Sharded> {
     async fn bury_partition(&self, p: Partition, due: Vec<DueTombstone>) -> Result<BurialReport> {
         let nodes = self.cluster().storage_nodes_of_partition(p).nodes();
         let rows = super::gc::gc_rows(&due);
-        let held = self.held_by_others(&nodes, &rows).await;
+        let (held, later) = match self.held_by_others(&nodes, &rows).await {
+            Some(held) => (held, BURIAL_RETRY_MSEC),
+            None => (vec![false; rows.len()], BURIAL_RETRY_DOWN_MSEC),
+        };
         let report = self
             .local()
             .db()
             .write(move |tx| {
                 let trees = RowTrees::of::<S>();
-                let retry_at = hangar_util::time::now_msec().saturating_add(BURIAL_RETRY_MSEC);
+                let retry_at = hangar_util::time::now_msec().saturating_add(later);
                 let mut report = BurialReport::default();
                 for (d, held) in due.iter().zip(held) {
                     tx.delete(TOMBSTONE_BURIAL_TREE, d.queue_key.clone());

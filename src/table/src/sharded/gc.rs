@@ -125,7 +125,10 @@ impl<S: Schema> Table<S, Sharded> {
         let rows = gc_rows(due);
         // This node first: an entry whose row changed here is stale.
         let mine = self.gc_call(me, &rows, false).await?;
-        let mut held = self.held_by_others(&nodes, &rows).await;
+        let mut held = self
+            .held_by_others(&nodes, &rows)
+            .await
+            .unwrap_or_else(|| vec![false; rows.len()]);
         for (h, m) in held.iter_mut().zip(&mine) {
             *h &= *m;
         }
@@ -165,14 +168,18 @@ impl<S: Schema> Table<S, Sharded> {
 
     /// For each of `rows`, whether every node of `nodes` but this one
     /// stores exactly that value (in its table's tree or buried): all
-    /// `false` when one of them is down or fails to answer.
-    pub(super) async fn held_by_others(&self, nodes: &[NodeId], rows: &[GcRow]) -> Vec<bool> {
+    /// `false` when one of them fails to answer; `None`, asking nothing,
+    /// when one of them is down (or there are none).
+    pub(super) async fn held_by_others(
+        &self,
+        nodes: &[NodeId],
+        rows: &[GcRow],
+    ) -> Option<Vec<bool>> {
         let me = self.cluster().id();
-        let mut held = vec![!nodes.is_empty(); rows.len()];
-        if !nodes.iter().all(|n| self.cluster().is_up(*n)) {
-            held.iter_mut().for_each(|h| *h = false);
-            return held;
+        if nodes.is_empty() || !nodes.iter().all(|n| self.cluster().is_up(*n)) {
+            return None;
         }
+        let mut held = vec![true; rows.len()];
         for n in nodes.iter().filter(|n| **n != me) {
             match self.gc_call(*n, rows, false).await {
                 Ok(answers) => {
@@ -186,7 +193,7 @@ impl<S: Schema> Table<S, Sharded> {
                 }
             }
         }
-        held
+        Some(held)
     }
 
     async fn gc_call(&self, node: NodeId, rows: &[GcRow], commit: bool) -> Result<Vec<bool>> {

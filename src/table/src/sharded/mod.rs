@@ -62,7 +62,7 @@ use hangar_net::{CallOpts, Endpoint, NetError};
 use hangar_util::NodeId;
 use serde_bytes::ByteBuf;
 
-pub use burial::{BURIAL_RETRY_MSEC, BurialReport};
+pub use burial::{BURIAL_RETRY_DOWN_MSEC, BURIAL_RETRY_MSEC, BurialReport};
 pub use gc::GcReport;
 
 use crate::wire::{

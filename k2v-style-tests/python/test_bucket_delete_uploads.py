@@ -93,9 +93,11 @@ def test_delete_bucket_ends_its_uploads_and_frees_their_blocks(where, request):
         uploads.append((k, up))
     listed = s3.list_multipart_uploads(Bucket=name).get("Uploads", [])
     assert sorted((u["Key"], u["UploadId"]) for u in listed) == sorted(uploads)
+    # rf = number of nodes: every node holds every block (6 of them), once
+    # the copies a part sends after its write quorum answered have landed.
+    wait_until(lambda: all(len(block_files(n.data) - b) == 6 for n, b in zip(nodes, before)), 30,
+               "every node holding the parts' 6 blocks")
     parts_blocks = [block_files(n.data) - b for n, b in zip(nodes, before)]
-    # rf = number of nodes: every node holds every block (6 of them).
-    assert all(len(p) == 6 for p in parts_blocks), [len(p) for p in parts_blocks]
 
     # No object: the deletion succeeds (AWS aborts the uploads with it).
     deleter.delete_bucket(Bucket=name)

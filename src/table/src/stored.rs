@@ -108,16 +108,34 @@ impl RowTrees {
         key: &[u8],
         expected: &[u8; 32],
     ) -> Result<bool, DbError> {
-        let Some(buried) = self.buried else {
-            return Ok(false);
-        };
-        match tx.get(self.tree, key)? {
-            Some(v) if hangar_util::Hash::of(&v).as_bytes() == expected => {
-                tx.delete(self.tree, key.to_vec());
-                tx.put(buried, key.to_vec(), v);
+        match self.tx_queued(tx, key, expected)? {
+            Some(v) if self.buried.is_some() => {
+                self.tx_move_to_buried(tx, key, v);
                 Ok(true)
             }
             _ => Ok(false),
+        }
+    }
+
+    /// The value at `key` in the table's tree if it is exactly the one
+    /// whose blake3 is `expected` (a queued tombstone, unchanged since).
+    pub fn tx_queued(
+        &self,
+        tx: &Tx<'_>,
+        key: &[u8],
+        expected: &[u8; 32],
+    ) -> Result<Option<Vec<u8>>, DbError> {
+        Ok(tx
+            .get(self.tree, key)?
+            .filter(|v| hangar_util::Hash::of(v).as_bytes() == expected))
+    }
+
+    /// Moves `value`, read at `key` in the table's tree, to the buried
+    /// tree (no-op for a table that does not bury).
+    pub fn tx_move_to_buried(&self, tx: &mut Tx<'_>, key: &[u8], value: Vec<u8>) {
+        if let Some(buried) = self.buried {
+            tx.delete(self.tree, key.to_vec());
+            tx.put(buried, key.to_vec(), value);
         }
     }
 }

@@ -20,6 +20,19 @@ async fn due(n: &Node, ahead_msec: u64) -> Vec<DueTombstone> {
         .unwrap()
 }
 
+/// Buries what node `n` has due now.
+async fn bury_due(n: &Node) -> hangar_table::sharded::BurialReport {
+    n.table.bury_tombstones(due(n, 0).await).await.unwrap()
+}
+
+/// Writes the tombstone of `k000` of partition `p` through node `n`.
+async fn delete_k000(n: &Node, p: u32) {
+    n.table
+        .insert(vec![(pk(p), b"k000".to_vec(), row(2, ""))])
+        .await
+        .unwrap();
+}
+
 async fn quorum_range(n: &Node, p: u32) -> Vec<(Vec<u8>, R)> {
     n.table
         .range(&pk(p), Bound::Unbounded, Bound::Unbounded, false, 1000)
@@ -66,7 +79,7 @@ async fn tombstones_every_replica_holds_are_buried_and_left_out_of_ranges_only()
         .await
         .unwrap();
     for n in &nodes {
-        let report = n.table.bury_tombstones(due(n, 0).await).await.unwrap();
+        let report = bury_due(n).await;
         assert_eq!(report.buried, 8, "{report:?}");
         assert!(due(n, 120_000).await.is_empty(), "queue entries ended");
     }
@@ -125,11 +138,7 @@ async fn a_tombstone_one_replica_lacks_is_not_buried_until_it_has_it() {
     let tomb = vec![(pk(9), b"k000".to_vec(), row(2, ""))];
     put_local(&nodes[0], tomb.clone()).await;
     put_local(&nodes[1], tomb.clone()).await;
-    let report = nodes[0]
-        .table
-        .bury_tombstones(due(&nodes[0], 0).await)
-        .await
-        .unwrap();
+    let report = bury_due(&nodes[0]).await;
     assert_eq!((report.buried, report.deferred), (0, 1), "{report:?}");
     assert_eq!(local_count(&nodes[0], 9).await, 2, "still read by ranges");
     // Queued again, a minute later.
@@ -142,11 +151,7 @@ async fn a_tombstone_one_replica_lacks_is_not_buried_until_it_has_it() {
     assert_eq!(report.buried, 1, "{report:?}");
     assert_eq!(local_count(&nodes[0], 9).await, 1);
     // Node 1 buries its own copy from its own queue.
-    let report = nodes[1]
-        .table
-        .bury_tombstones(due(&nodes[1], 0).await)
-        .await
-        .unwrap();
+    let report = bury_due(&nodes[1]).await;
     assert_eq!(report.buried, 1, "{report:?}");
     shutdown(&nodes).await;
 }
@@ -154,21 +159,13 @@ async fn a_tombstone_one_replica_lacks_is_not_buried_until_it_has_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tombstone_written_again_before_its_burial_is_not_buried() {
     let nodes = cluster_of(3).await;
-    nodes[0]
-        .table
-        .insert(vec![(pk(5), b"k000".to_vec(), row(2, ""))])
-        .await
-        .unwrap();
+    delete_k000(&nodes[0], 5).await;
     nodes[0]
         .table
         .insert(vec![(pk(5), b"k000".to_vec(), row(3, "back"))])
         .await
         .unwrap();
-    let report = nodes[0]
-        .table
-        .bury_tombstones(due(&nodes[0], 0).await)
-        .await
-        .unwrap();
+    let report = bury_due(&nodes[0]).await;
     assert_eq!((report.buried, report.stale), (0, 1), "{report:?}");
     assert_eq!(quorum_range(&nodes[0], 5).await.len(), 1);
     shutdown(&nodes).await;
@@ -181,16 +178,8 @@ async fn with_a_node_down_nothing_is_asked_and_the_entry_waits_longer() {
     let id = down.cluster.id();
     down.mesh.shutdown().await;
     assert!(wait_for(Duration::from_secs(5), || !nodes[0].cluster.is_up(id)).await);
-    nodes[0]
-        .table
-        .insert(vec![(pk(3), b"k000".to_vec(), row(2, ""))])
-        .await
-        .unwrap();
-    let report = nodes[0]
-        .table
-        .bury_tombstones(due(&nodes[0], 0).await)
-        .await
-        .unwrap();
+    delete_k000(&nodes[0], 3).await;
+    let report = bury_due(&nodes[0]).await;
     assert_eq!((report.buried, report.deferred), (0, 1), "{report:?}");
     use hangar_table::sharded::{BURIAL_RETRY_DOWN_MSEC, BURIAL_RETRY_MSEC};
     assert!(due(&nodes[0], BURIAL_RETRY_MSEC + 1_000).await.is_empty());

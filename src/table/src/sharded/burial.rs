@@ -79,24 +79,22 @@ impl<S: Schema> Table<S, Sharded> {
                 let mut report = BurialReport::default();
                 for (d, held) in due.iter().zip(held) {
                     tx.delete(TOMBSTONE_BURIAL_TREE, d.queue_key.clone());
-                    if held && trees.tx_bury(tx, &d.key, &d.hash)? {
-                        report.buried += 1;
-                        continue;
-                    }
-                    // Not buried: still the queued tombstone here (a
-                    // replica lacks it), or changed since (stale).
-                    let unchanged = tx
-                        .get(S::TREE, &d.key)?
-                        .is_some_and(|v| hangar_util::Hash::of(&v).as_bytes() == &d.hash);
-                    if unchanged {
-                        report.deferred += 1;
-                        tx.put(
-                            TOMBSTONE_BURIAL_TREE,
-                            queue_key(retry_at, d.tree, &d.key),
-                            d.hash.to_vec(),
-                        );
-                    } else {
-                        report.stale += 1;
+                    // One read: still the queued tombstone here, or changed
+                    // since (stale).
+                    match trees.tx_queued(tx, &d.key, &d.hash)? {
+                        None => report.stale += 1,
+                        Some(v) if held => {
+                            trees.tx_move_to_buried(tx, &d.key, v);
+                            report.buried += 1;
+                        }
+                        Some(_) => {
+                            report.deferred += 1;
+                            tx.put(
+                                TOMBSTONE_BURIAL_TREE,
+                                queue_key(retry_at, d.tree, &d.key),
+                                d.hash.to_vec(),
+                            );
+                        }
                     }
                 }
                 Ok::<_, DbError>(report)

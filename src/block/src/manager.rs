@@ -218,11 +218,7 @@ impl BlockManager {
         W: FnOnce() -> Result<StoredBlock> + Send + 'static,
     {
         let _guard = self.lock_for(&hash).lock().await;
-        // A count row (and a GC visit) exists before the file does, so a file
-        // whose upload dies before the reference below is still reclaimed.
-        self.db
-            .write(move |tx| refcount::touch(tx, &hash, now_msec()))
-            .await?;
+        self.queue_touch(hash).await?;
         let stored = tokio::task::spawn_blocking(write)
             .await
             .map_err(|e| BlockError::Task(e.to_string()))??;
@@ -246,6 +242,23 @@ impl BlockManager {
                 .fetch_add(1, Ordering::Relaxed);
         }
         Ok(stored)
+    }
+
+    /// Queues a count row (and a GC visit) for a block about to be
+    /// written, so that a file whose upload dies before its reference is
+    /// reclaimed. Queued, not awaited: the committer applies writes in
+    /// order, so it is durable no later than the reference written after
+    /// the file, and the file's write and fsync overlap its commit instead
+    /// of waiting for it. A crash between the file and that commit leaves a
+    /// file without a row, which the start-up scan ([`crate::scan`]) gives
+    /// one.
+    async fn queue_touch(&self, hash: Hash) -> Result<()> {
+        self.db
+            .write_queued("block count row", move |tx| {
+                refcount::touch(tx, &hash, now_msec())
+            })
+            .await?;
+        Ok(())
     }
 
     /// Records that `version` uses block `hash` if the block's file is
@@ -304,9 +317,7 @@ impl BlockManager {
         self.in_background(move || checked.decode(&hash).map(drop))
             .await?;
         let _guard = self.lock_for(&hash).lock().await;
-        self.db
-            .write(move |tx| refcount::touch(tx, &hash, now_msec()))
-            .await?;
+        self.queue_touch(hash).await?;
         let files = self.files.clone();
         let stored = self
             .in_background(move || files.write_encoded(&hash, &enc))

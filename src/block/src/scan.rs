@@ -1,11 +1,13 @@
 //! The orphan scan: finds block files that no reference-count row knows.
 //!
-//! A block's count row is committed before its file is written, so on a
-//! running node every file has a row. After a crash with `metadata_fsync`
-//! off, the last metadata commits may be rolled back while the files they
-//! described stay on disk. At start, the scan walks the data directories
-//! and gives every unknown file a zero count and a GC visit, so it is
-//! deleted after the grace delay unless an upload references it first.
+//! A block's count row is queued before its file is written and committed
+//! no later than the file's reference, so a file can lack a row only
+//! across a crash: one between the file's write and that commit, or, with
+//! `metadata_fsync` off, one that rolls back the last metadata commits
+//! while the files they described stay on disk. At start, the scan walks
+//! the data directories and gives every unknown file a zero count and a GC
+//! visit, so it is deleted after the grace delay unless an upload
+//! references it first.
 
 use std::sync::Arc;
 

@@ -44,6 +44,10 @@ pub struct FlowControl {
 /// Which congestion controller QUIC connections use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Congestion {
+    /// Per connection, by its link's round trip: Cubic under
+    /// [`crate::congestion::NEAR_RTT`], BBR above
+    /// ([`crate::congestion::ByRoundTrip`]).
+    Auto,
     Cubic,
     NewReno,
     /// quinn's BBR (marked experimental by quinn).
@@ -61,11 +65,11 @@ impl Default for FlowControl {
             send_window: 4 * 1024 * 1024,
             max_concurrent_streams: 16 * 1024,
             udp_buffer: None,
-            // Measured on the test bed's links (doc/netlab.md): as fast as
-            // Cubic on a 0.2 ms link, twice as fast at 20 ms, and 92 % of
-            // the link's rate at 20 ms with 0.1 % loss, which holds Cubic
-            // to a few MiB/s.
-            congestion: Congestion::Bbr,
+            // BBR where the link is long (doc/netlab.md: 92 % of the
+            // link's rate at 20 ms with 0.1 % loss, which holds Cubic to a
+            // few MiB/s), Cubic where it is short and BBR's bursts overflow
+            // busy receivers (doc/put-cost.md).
+            congestion: Congestion::Auto,
             // Twice the bandwidth-delay product of 1 Gbit/s at 80 ms (the
             // test bed's `wan`) is 20 MB.
             max_window: 32 * 1024 * 1024,
@@ -157,6 +161,7 @@ impl MeshConfig {
         m.rpc_timeout = Duration::from_millis(cfg.rpc_timeout_msec);
         m.ping_timeout = Duration::from_millis(cfg.rpc_ping_timeout_msec);
         m.flow.congestion = match cfg.rpc_congestion_control {
+            RpcCongestion::Auto => Congestion::Auto,
             RpcCongestion::Bbr => Congestion::Bbr,
             RpcCongestion::Cubic => Congestion::Cubic,
             RpcCongestion::NewReno => Congestion::NewReno,

@@ -24,6 +24,7 @@
 pub mod answer_time;
 mod body;
 mod config;
+pub mod congestion;
 mod conn;
 mod endpoint;
 mod error;

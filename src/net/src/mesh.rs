@@ -9,7 +9,7 @@ use std::time::Duration;
 use quinn::crypto::rustls::QuicServerConfig;
 use tokio::sync::Notify;
 
-use crate::config::{Congestion, MeshConfig};
+use crate::config::MeshConfig;
 use crate::endpoint::{DEFAULT_QUEUE_CAPACITY, Endpoint, Message};
 use crate::error::NetError;
 use crate::exchange::{PEERS_PATH, PeerListMsg, PeersHandler};
@@ -44,17 +44,7 @@ fn transport_config(cfg: &MeshConfig) -> Result<quinn::TransportConfig, NetError
     // Nodes of a cluster are usually close: a smaller first RTT guess makes
     // a lost handshake packet (e.g. a peer still starting) retried sooner.
     t.initial_rtt(Duration::from_millis(100));
-    match cfg.flow.congestion {
-        Congestion::Cubic => {
-            t.congestion_controller_factory(Arc::new(quinn::congestion::CubicConfig::default()));
-        }
-        Congestion::NewReno => {
-            t.congestion_controller_factory(Arc::new(quinn::congestion::NewRenoConfig::default()));
-        }
-        Congestion::Bbr => {
-            t.congestion_controller_factory(Arc::new(quinn::congestion::BbrConfig::default()));
-        }
-    }
+    t.congestion_controller_factory(crate::congestion::factory(cfg.flow.congestion));
     // Pings detect dead peers; the idle timeout only reclaims connections
     // that nothing uses anymore, and keep-alives stop it from closing a
     // healthy but quiet one.

@@ -38,6 +38,10 @@ pub struct PeerStatus {
     pub rtt_msec: Option<f64>,
     /// This entry is the local node.
     pub is_self: bool,
+    /// The congestion controller pacing this node's connection to the peer
+    /// (`"cubic"` or `"bbr"`; with `rpc_congestion_control = "auto"`, the
+    /// one its round trip picked); `None` unconnected and for this node.
+    pub congestion_control: Option<String>,
 }
 
 /// The live connection to a peer.
@@ -116,6 +120,9 @@ impl Peer {
                 .map(|d| d.as_millis() as u64),
             rtt_msec: self.rtt.map(|d| d.as_secs_f64() * 1000.0),
             is_self: false,
+            congestion_control: self
+                .live_conn()
+                .map(|c| crate::congestion::name_of(c).to_owned()),
         }
     }
 }

@@ -105,6 +105,7 @@ impl MeshInner {
             last_seen_msec: Some(hangar_now_msec()),
             rtt_msec: Some(0.0),
             is_self: true,
+            congestion_control: None,
         }];
         let table = self.peers.lock().expect("peers lock");
         let mut others: Vec<PeerStatus> = table.peers.iter().map(|(id, p)| p.status(*id)).collect();

@@ -364,3 +364,36 @@ async fn a_node_that_says_it_cannot_work_is_down_until_it_can() {
         "up again at its first pong"
     );
 }
+
+/// `Congestion::Auto` paces a connection whose round trip is under 2 ms by
+/// Cubic (BBR's bursts overflow busy receivers on a short link,
+/// doc/put-cost.md); the far side of the rule is checked across a 20 ms
+/// link by `test_netlab.py`. A fixed controller is kept whatever the link.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loopback_connection_is_paced_by_cubic_unless_told_otherwise() {
+    init_tracing();
+    for (congestion, want) in [
+        (hangar_net::Congestion::Auto, "cubic"),
+        (hangar_net::Congestion::Bbr, "bbr"),
+    ] {
+        let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let bind = "127.0.0.1:0".parse().unwrap();
+        let mut ca = test_config(da.path(), SECRET, bind);
+        ca.flow.congestion = congestion;
+        let a = Mesh::start(ca).await.unwrap();
+        let b = start_node(db.path()).await;
+        a.connect(&b.peer_addr()).await.unwrap();
+        let b_id = b.id();
+        let picked = || status_of(&a, b_id).and_then(|p| p.congestion_control);
+        assert!(
+            wait_for(Duration::from_secs(5), || picked().as_deref() == Some(want))
+                .await
+                .is_some(),
+            "{congestion:?}: {:?}",
+            picked()
+        );
+        assert_eq!(status_of(&a, a.id()).unwrap().congestion_control, None);
+        a.shutdown().await;
+        b.shutdown().await;
+    }
+}

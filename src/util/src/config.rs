@@ -109,9 +109,13 @@ pub enum ConsistencyMode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum RpcCongestion {
-    /// Model-based (bandwidth and round trip): keeps a lossy or long link
-    /// full; quinn marks its implementation experimental.
+    /// Per connection: Cubic on a link whose round trip is under 2 ms, BBR
+    /// on a longer one.
     #[default]
+    Auto,
+    /// Model-based (bandwidth and round trip): keeps a lossy or long link
+    /// full; quinn marks its implementation experimental. On a short link
+    /// between busy nodes its bursts overflow the receivers' socket buffers.
     Bbr,
     /// Loss-based: backs off at every loss, which a link losing 0.1 % of
     /// its packets turns into a few MiB/s.
@@ -949,7 +953,7 @@ api_bind_addr = "127.0.0.1:3900"
     fn resync_window_and_congestion_control_parse_and_bad_ones_are_named() {
         let c = Config::parse(BASE).unwrap();
         assert_eq!(c.resync_chunks_in_flight, ChunksInFlight::Auto);
-        assert_eq!(c.rpc_congestion_control, RpcCongestion::Bbr);
+        assert_eq!(c.rpc_congestion_control, RpcCongestion::Auto);
         for (line, want) in [
             ("resync_chunks_in_flight = \"auto\"", ChunksInFlight::Auto),
             ("resync_chunks_in_flight = 8", ChunksInFlight::Fixed(8)),
@@ -964,8 +968,14 @@ api_bind_addr = "127.0.0.1:3900"
                 .to_string();
             assert!(err.contains("resync_chunks_in_flight"), "{bad}: {err}");
         }
-        let c = Config::parse(&format!("rpc_congestion_control = \"cubic\"\n{BASE}")).unwrap();
-        assert_eq!(c.rpc_congestion_control, RpcCongestion::Cubic);
+        for (name, want) in [
+            ("auto", RpcCongestion::Auto),
+            ("bbr", RpcCongestion::Bbr),
+            ("cubic", RpcCongestion::Cubic),
+        ] {
+            let c = Config::parse(&format!("rpc_congestion_control = \"{name}\"\n{BASE}")).unwrap();
+            assert_eq!(c.rpc_congestion_control, want);
+        }
         assert!(Config::parse(&format!("rpc_congestion_control = \"vegas\"\n{BASE}")).is_err());
     }
 

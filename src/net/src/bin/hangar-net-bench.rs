@@ -17,7 +17,7 @@
 //! override the flow-control defaults, for tuning (`HANGAR_NET_BENCH_MAX_WINDOW`
 //! how far windows may grow: the connection window keeps them fixed);
 //! `HANGAR_NET_BENCH_CC`
-//! (`bbr`, the default, `cubic` or `newreno`) the congestion controller.
+//! (`auto`, the default, `bbr`, `cubic` or `newreno`) the congestion controller.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -118,6 +118,7 @@ async fn start(dir: &str, bind: &str) -> Res<Mesh> {
         cfg.flow.max_window = v;
     }
     match std::env::var("HANGAR_NET_BENCH_CC").as_deref() {
+        Ok("auto") => cfg.flow.congestion = hangar_net::Congestion::Auto,
         Ok("cubic") => cfg.flow.congestion = hangar_net::Congestion::Cubic,
         Ok("bbr") => cfg.flow.congestion = hangar_net::Congestion::Bbr,
         Ok("newreno") => cfg.flow.congestion = hangar_net::Congestion::NewReno,

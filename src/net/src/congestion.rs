@@ -7,8 +7,8 @@
 //! MiB/s). On a short link between busy processes, BBR's bursts overflow
 //! the receiver's socket buffer: three nodes on one host with BBR lost a
 //! third of their datagrams in a 1 MiB PUT run (the kernel's
-//! `RcvbufErrors`), against a few hundred with Cubic, and moved a tenth
-//! less (doc/put-cost.md). So a connection whose smallest round trip is
+//! `RcvbufErrors`: 65 000 to 94 000), against 1 000 to 2 500 with Cubic,
+//! and moved a tenth less (doc/put-cost.md). So a connection whose smallest round trip is
 //! under [`NEAR_RTT`] is paced by Cubic, and any other by BBR.
 //!
 //! Both controllers see every event of the connection, so the one that

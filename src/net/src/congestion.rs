@@ -8,8 +8,9 @@
 //! the receiver's socket buffer: three nodes on one host with BBR lost a
 //! third of their datagrams in a 1 MiB PUT run (the kernel's
 //! `RcvbufErrors`: 65 000 to 94 000), against 1 000 to 2 500 with Cubic,
-//! and moved a tenth less (doc/put-cost.md). So a connection whose smallest round trip is
-//! under [`NEAR_RTT`] is paced by Cubic, and any other by BBR.
+//! and moved a tenth less (doc/put-cost.md). So a connection whose
+//! smallest round trip is under [`NEAR_RTT`] is paced by Cubic, and any
+//! other by BBR.
 //!
 //! Both controllers see every event of the connection, so the one that
 //! takes over has followed the connection all along. The smallest round
@@ -19,13 +20,11 @@
 
 use std::any::Any;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use quinn::congestion::{
     Bbr, BbrConfig, Controller, ControllerFactory, ControllerMetrics, Cubic, CubicConfig,
 };
-use std::time::Instant;
-
 use quinn_proto::RttEstimator;
 
 use crate::config::Congestion;

@@ -317,11 +317,22 @@ impl Mesh {
 
     /// The ids of the nodes that answer pings now (this one included).
     pub fn up_nodes(&self) -> Vec<NodeId> {
-        self.peer_status()
-            .into_iter()
-            .filter(|p| p.is_up)
-            .map(|p| p.id)
-            .collect()
+        // From the peer table, not from `peer_status`, whose entries also
+        // read each connection's congestion state: the anti-entropy loops
+        // call this every few seconds.
+        let mut others: Vec<NodeId> = {
+            let table = self.inner.peers.lock().expect("peers lock");
+            table
+                .peers
+                .iter()
+                .filter(|(_, p)| p.up)
+                .map(|(id, _)| *id)
+                .collect()
+        };
+        others.sort();
+        let mut v = vec![self.inner.id];
+        v.extend(others);
+        v
     }
 
     /// The typed endpoint at `path`, created on first use. Asking again for

@@ -1,7 +1,8 @@
-//! Burial of tombstones over a real 3-node mesh (replication factor 3):
-//! a tombstone is buried only once every replica holds it, is then read by
-//! no range (local or quorum) but by every get, and still wins against an
-//! older row that arrives later.
+//! Burial and collection of tombstones over a real 3-node mesh
+//! (replication factor 3): a tombstone is buried only once every replica
+//! holds it, is then read by no range (local or quorum) but by every get,
+//! and still wins against an older row that arrives later; a pass of
+//! either kind sends one message to each replica, whatever the partitions.
 
 #[macro_use]
 mod common;
@@ -187,5 +188,95 @@ async fn with_a_node_down_nothing_is_asked_and_the_entry_waits_longer() {
         due(&nodes[0], BURIAL_RETRY_DOWN_MSEC + 1_000).await.len(),
         1
     );
+    shutdown(&nodes).await;
+}
+
+/// The `hangar/table/t/gc` calls node `n` made so far, to every peer.
+fn gc_calls(n: &Node) -> u64 {
+    n.mesh
+        .metrics()
+        .encode_text()
+        .lines()
+        .filter(|l| {
+            l.starts_with("hangar_rpc_calls_total{") && l.contains("endpoint=\"hangar/table/t/gc\"")
+        })
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pass_asks_each_replica_once_and_commits_once_whatever_the_partitions() {
+    let nodes = cluster_of(3).await;
+    // Tombstones of 64 partition keys, spread over many layout partitions,
+    // all of which the same three nodes store.
+    let keys: Vec<u32> = (100..164).collect();
+    let partitions: std::collections::BTreeSet<_> =
+        keys.iter().map(|p| layout_partition_of(&pk(*p))).collect();
+    assert!(partitions.len() > 32, "{} partitions", partitions.len());
+    for p in &keys {
+        delete_k000(&nodes[0], *p).await;
+    }
+    for n in &nodes {
+        assert!(eventually!(
+            Duration::from_secs(5),
+            n.table.local().get(&pk(163), b"k000").await.unwrap() == Some(row(2, ""))
+        ));
+    }
+    let (calls, writes) = (
+        gc_calls(&nodes[0]),
+        nodes[0]
+            .db
+            .stats()
+            .writes
+            .load(std::sync::atomic::Ordering::Relaxed),
+    );
+    let report = bury_due(&nodes[0]).await;
+    assert_eq!(report.buried, keys.len(), "{report:?}");
+    assert_eq!(
+        gc_calls(&nodes[0]) - calls,
+        2,
+        "one check to each other replica"
+    );
+    assert_eq!(
+        nodes[0]
+            .db
+            .stats()
+            .writes
+            .load(std::sync::atomic::Ordering::Relaxed)
+            - writes,
+        1,
+        "one transaction"
+    );
+    shutdown(&nodes).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_collection_pass_removes_from_every_replica_in_one_round_of_messages() {
+    let nodes = cluster_of(3).await;
+    let keys: Vec<u32> = (200..264).collect();
+    for p in &keys {
+        delete_k000(&nodes[0], *p).await;
+    }
+    for n in &nodes {
+        assert!(eventually!(
+            Duration::from_secs(5),
+            n.table.local().get(&pk(263), b"k000").await.unwrap() == Some(row(2, ""))
+        ));
+    }
+    let now = hangar_util::time::now_msec() + 1;
+    let due = tombstones::due(&nodes[0].db, Queue::Collect, TREES, now, 0, 1000)
+        .await
+        .unwrap();
+    assert_eq!(due.len(), keys.len());
+    let calls = gc_calls(&nodes[0]);
+    let report = nodes[0].table.collect_tombstones(due).await.unwrap();
+    assert_eq!(report.removed, keys.len(), "{report:?}");
+    // A check here and on each other replica, then a removal on each.
+    assert_eq!(gc_calls(&nodes[0]) - calls, 6);
+    for n in &nodes {
+        for p in &keys {
+            assert_eq!(n.table.local().get(&pk(*p), b"k000").await.unwrap(), None);
+        }
+    }
     shutdown(&nodes).await;
 }

@@ -4,9 +4,11 @@
 //! row's partition in every active layout version stores exactly that row
 //! (the check of `hangar/table/<tree>/gc`, `commit = false`, which counts
 //! buried rows too). Each replica buries its own copy from its own queue:
-//! nothing is asked of another node but the check.
+//! nothing is asked of another node but the check, once per message of
+//! rows that the same nodes store (all of a pass's rows, in a cluster
+//! whose every partition has the same replicas).
 //!
-//! One transaction per batch moves each confirmed tombstone to the buried
+//! One transaction per pass moves each confirmed tombstone to the buried
 //! tree and ends its queue entry, so a crash leaves each entry either done
 //! or still queued. An entry whose row changed here since (written again)
 //! is ended; one that some replica lacks, or that could not be checked, is
@@ -15,7 +17,6 @@
 //! when a node of the partition is down; behind the others either way.
 
 use hangar_db::DbError;
-use hangar_layout::Partition;
 
 use super::Sharded;
 use crate::stored::RowTrees;
@@ -50,40 +51,37 @@ impl<S: Schema> Table<S, Sharded> {
     /// layout of a replicated cluster nothing is buried: the replicas are
     /// unknown.
     pub async fn bury_tombstones(&self, due: Vec<DueTombstone>) -> Result<BurialReport> {
-        let mut report = BurialReport::default();
         if self.cluster().awaits_layout() || S::BURIED_TREE.is_none() {
-            return Ok(report);
+            return Ok(BurialReport::default());
         }
-        for (p, batch) in super::gc::batches_by_partition::<S>(due) {
-            let r = self.bury_partition(p, batch).await?;
-            report.buried += r.buried;
-            report.deferred += r.deferred;
-            report.stale += r.stale;
+        // Each group of replicas is asked once per message of rows; then
+        // one transaction settles every entry, whatever its partition.
+        let mut checked = Vec::with_capacity(due.len());
+        for (nodes, batch) in self.batches_by_replicas(due) {
+            let rows = super::gc::gc_rows(&batch);
+            let (held, later) = match self.held_by_others(&nodes, &rows).await {
+                Some(held) => (held, BURIAL_RETRY_MSEC),
+                None => (vec![false; rows.len()], BURIAL_RETRY_DOWN_MSEC),
+            };
+            checked.extend(batch.into_iter().zip(held).map(|(d, h)| (d, h, later)));
         }
-        Ok(report)
-    }
-
-    async fn bury_partition(&self, p: Partition, due: Vec<DueTombstone>) -> Result<BurialReport> {
-        let nodes = self.cluster().storage_nodes_of_partition(p).nodes();
-        let rows = super::gc::gc_rows(&due);
-        let (held, later) = match self.held_by_others(&nodes, &rows).await {
-            Some(held) => (held, BURIAL_RETRY_MSEC),
-            None => (vec![false; rows.len()], BURIAL_RETRY_DOWN_MSEC),
-        };
+        if checked.is_empty() {
+            return Ok(BurialReport::default());
+        }
         let report = self
             .local()
             .db()
             .write(move |tx| {
                 let trees = RowTrees::of::<S>();
-                let retry_at = hangar_util::time::now_msec().saturating_add(later);
+                let now = hangar_util::time::now_msec();
                 let mut report = BurialReport::default();
-                for (d, held) in due.iter().zip(held) {
+                for (d, held, later) in &checked {
                     tx.delete(TOMBSTONE_BURIAL_TREE, d.queue_key.clone());
                     // One read: still the queued tombstone here, or changed
                     // since (stale).
                     match trees.tx_queued(tx, &d.key, &d.hash)? {
                         None => report.stale += 1,
-                        Some(v) if held => {
+                        Some(v) if *held => {
                             trees.tx_move_to_buried(tx, &d.key, v);
                             report.buried += 1;
                         }
@@ -91,7 +89,7 @@ impl<S: Schema> Table<S, Sharded> {
                             report.deferred += 1;
                             tx.put(
                                 TOMBSTONE_BURIAL_TREE,
-                                queue_key(retry_at, d.tree, &d.key),
+                                queue_key(now.saturating_add(*later), d.tree, &d.key),
                                 d.hash.to_vec(),
                             );
                         }
@@ -102,7 +100,7 @@ impl<S: Schema> Table<S, Sharded> {
             .await?;
         if report.deferred > 0 {
             tracing::debug!(
-                "{}: partition {p}: {} tombstones not buried yet (a replica lacks them or is down)",
+                "{}: {} tombstones not buried yet (a replica lacks them or is down)",
                 S::TREE,
                 report.deferred
             );

@@ -21,7 +21,6 @@
 
 use std::collections::BTreeMap;
 
-use hangar_layout::Partition;
 use hangar_net::CallOpts;
 use hangar_util::NodeId;
 use serde_bytes::ByteBuf;
@@ -30,32 +29,6 @@ use super::Sharded;
 use crate::tombstones::{DueTombstone, Queue};
 use crate::wire::{GcRow, GcRows, MAX_ROWS_PER_MESSAGE};
 use crate::{Result, Schema, Table};
-
-/// Due queue entries of table `S` grouped by layout partition, in batches
-/// of at most [`MAX_ROWS_PER_MESSAGE`] (one message to each replica).
-pub(super) fn batches_by_partition<S: Schema>(
-    due: Vec<DueTombstone>,
-) -> Vec<(Partition, Vec<DueTombstone>)> {
-    let mut by_partition: BTreeMap<Partition, Vec<DueTombstone>> = BTreeMap::new();
-    for d in due {
-        if d.key.len() < S::PARTITION_LEN {
-            continue;
-        }
-        by_partition
-            .entry(S::layout_partition(&d.key[..S::PARTITION_LEN]))
-            .or_default()
-            .push(d);
-    }
-    by_partition
-        .into_iter()
-        .flat_map(|(p, entries)| {
-            entries
-                .chunks(MAX_ROWS_PER_MESSAGE)
-                .map(|c| (p, c.to_vec()))
-                .collect::<Vec<_>>()
-        })
-        .collect()
-}
 
 /// The rows of a check or removal message for `due` (key and value hash).
 pub(super) fn gc_rows(due: &[DueTombstone]) -> Vec<GcRow> {
@@ -88,8 +61,8 @@ impl<S: Schema> Table<S, Sharded> {
             return Ok(GcReport::default());
         }
         let mut report = GcReport::default();
-        for (p, batch) in batches_by_partition::<S>(due) {
-            let r = self.collect_partition(p, &batch).await?;
+        for (nodes, batch) in self.batches_by_replicas(due) {
+            let r = self.collect_batch(&nodes, &batch).await?;
             report.removed += r.removed;
             report.deferred += r.deferred;
             report.stale += r.stale;
@@ -118,15 +91,45 @@ impl<S: Schema> Table<S, Sharded> {
         })
     }
 
-    async fn collect_partition(&self, p: Partition, due: &[DueTombstone]) -> Result<GcReport> {
+    /// Due queue entries grouped by the nodes that store their rows (every
+    /// node of the row's partition in every active layout version), in
+    /// batches of at most [`MAX_ROWS_PER_MESSAGE`]: one message to each
+    /// replica per batch. A cluster of three nodes and a replication factor
+    /// of three has one group, whatever the partitions; a check per layout
+    /// partition instead cost one round trip and one transaction per few
+    /// tombstones.
+    pub(super) fn batches_by_replicas(
+        &self,
+        due: Vec<DueTombstone>,
+    ) -> Vec<(Vec<NodeId>, Vec<DueTombstone>)> {
+        let mut by_nodes: BTreeMap<Vec<NodeId>, Vec<DueTombstone>> = BTreeMap::new();
+        for d in due {
+            if d.key.len() < S::PARTITION_LEN {
+                continue;
+            }
+            let p = S::layout_partition(&d.key[..S::PARTITION_LEN]);
+            let nodes = self.cluster().storage_nodes_of_partition(p).nodes();
+            by_nodes.entry(nodes).or_default().push(d);
+        }
+        by_nodes
+            .into_iter()
+            .flat_map(|(nodes, entries)| {
+                entries
+                    .chunks(MAX_ROWS_PER_MESSAGE)
+                    .map(|c| (nodes.clone(), c.to_vec()))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    async fn collect_batch(&self, nodes: &[NodeId], due: &[DueTombstone]) -> Result<GcReport> {
         let mut report = GcReport::default();
-        let nodes = self.cluster().storage_nodes_of_partition(p).nodes();
         let me = self.cluster().id();
         let rows = gc_rows(due);
         // This node first: an entry whose row changed here is stale.
         let mine = self.gc_call(me, &rows, false).await?;
         let mut held = self
-            .held_by_others(&nodes, &rows)
+            .held_by_others(nodes, &rows)
             .await
             .unwrap_or_else(|| vec![false; rows.len()]);
         for (h, m) in held.iter_mut().zip(&mine) {

@@ -34,6 +34,22 @@ async fn delete_k000(n: &Node, p: u32) {
         .unwrap();
 }
 
+/// Writes the tombstones of `k000` of each partition key of `keys` through
+/// node 0 and waits until every node holds all of them.
+async fn delete_k000_everywhere(nodes: &[Node], keys: &[u32]) {
+    for p in keys {
+        delete_k000(&nodes[0], *p).await;
+    }
+    for n in nodes {
+        for p in keys {
+            assert!(eventually!(
+                Duration::from_secs(5),
+                n.table.local().get(&pk(*p), b"k000").await.unwrap() == Some(row(2, ""))
+            ));
+        }
+    }
+}
+
 async fn quorum_range(n: &Node, p: u32) -> Vec<(Vec<u8>, R)> {
     n.table
         .range(&pk(p), Bound::Unbounded, Bound::Unbounded, false, 1000)
@@ -213,15 +229,7 @@ async fn a_pass_asks_each_replica_once_and_commits_once_whatever_the_partitions(
     let partitions: std::collections::BTreeSet<_> =
         keys.iter().map(|p| layout_partition_of(&pk(*p))).collect();
     assert!(partitions.len() > 32, "{} partitions", partitions.len());
-    for p in &keys {
-        delete_k000(&nodes[0], *p).await;
-    }
-    for n in &nodes {
-        assert!(eventually!(
-            Duration::from_secs(5),
-            n.table.local().get(&pk(163), b"k000").await.unwrap() == Some(row(2, ""))
-        ));
-    }
+    delete_k000_everywhere(&nodes, &keys).await;
     let (calls, writes) = (
         gc_calls(&nodes[0]),
         nodes[0]
@@ -254,15 +262,7 @@ async fn a_pass_asks_each_replica_once_and_commits_once_whatever_the_partitions(
 async fn a_collection_pass_removes_from_every_replica_in_one_round_of_messages() {
     let nodes = cluster_of(3).await;
     let keys: Vec<u32> = (200..264).collect();
-    for p in &keys {
-        delete_k000(&nodes[0], *p).await;
-    }
-    for n in &nodes {
-        assert!(eventually!(
-            Duration::from_secs(5),
-            n.table.local().get(&pk(263), b"k000").await.unwrap() == Some(row(2, ""))
-        ));
-    }
+    delete_k000_everywhere(&nodes, &keys).await;
     let now = hangar_util::time::now_msec() + 1;
     let due = tombstones::due(&nodes[0].db, Queue::Collect, TREES, now, 0, 1000)
         .await

@@ -21,6 +21,7 @@
 
 use std::collections::BTreeMap;
 
+use hangar_layout::Partition;
 use hangar_net::CallOpts;
 use hangar_util::NodeId;
 use serde_bytes::ByteBuf;
@@ -102,14 +103,18 @@ impl<S: Schema> Table<S, Sharded> {
         &self,
         due: Vec<DueTombstone>,
     ) -> Vec<(Vec<NodeId>, Vec<DueTombstone>)> {
-        let mut by_nodes: BTreeMap<Vec<NodeId>, Vec<DueTombstone>> = BTreeMap::new();
+        let mut by_partition: BTreeMap<Partition, Vec<DueTombstone>> = BTreeMap::new();
         for d in due {
-            if d.key.len() < S::PARTITION_LEN {
-                continue;
+            if d.key.len() >= S::PARTITION_LEN {
+                let p = S::layout_partition(&d.key[..S::PARTITION_LEN]);
+                by_partition.entry(p).or_default().push(d);
             }
-            let p = S::layout_partition(&d.key[..S::PARTITION_LEN]);
+        }
+        // The layout is asked once per partition, not once per entry.
+        let mut by_nodes: BTreeMap<Vec<NodeId>, Vec<DueTombstone>> = BTreeMap::new();
+        for (p, entries) in by_partition {
             let nodes = self.cluster().storage_nodes_of_partition(p).nodes();
-            by_nodes.entry(nodes).or_default().push(d);
+            by_nodes.entry(nodes).or_default().extend(entries);
         }
         by_nodes
             .into_iter()

@@ -77,8 +77,20 @@ impl Stream for Body {
     }
 }
 
+/// How sending a body ended, when the stream itself did not fail.
+pub(crate) enum BodyEnd {
+    /// Every byte went out, then END.
+    Sent,
+    /// The body's own stream failed: its error went out as an ERROR frame
+    /// behind the data already written. The caller must finish the stream,
+    /// not reset it: a reset drops every byte not yet sent, that frame
+    /// included, and the other side would see a bare reset instead of the
+    /// cause.
+    Failed(NetError),
+}
+
 /// Writes `body` as body frames, ending with END (or ERROR if the body
-/// failed, in which case the error is also returned).
+/// failed: [`BodyEnd::Failed`]). An `Err` is the stream's own failure.
 ///
 /// `gate` and `priority` apply the per-peer write priority
 /// (see `priority.rs`): a foreground body holds the gate while it is sent; a
@@ -89,7 +101,7 @@ pub(crate) async fn send_body(
     sent: &Counter,
     gate: &Arc<PriorityGate>,
     priority: Priority,
-) -> Result<(), NetError> {
+) -> Result<BodyEnd, NetError> {
     let background = priority == Priority::Background;
     let _urgent = (!background).then(|| gate.urgent());
     while let Some(item) = body.stream.next().await {
@@ -124,12 +136,12 @@ pub(crate) async fn send_body(
                 frame.extend_from_slice(&(msg.len() as u32).to_be_bytes());
                 frame.extend_from_slice(&msg);
                 send.write_all(&frame).await?;
-                return Err(e);
+                return Ok(BodyEnd::Failed(e));
             }
         }
     }
     send.write_all(&[TAG_END]).await?;
-    Ok(())
+    Ok(BodyEnd::Sent)
 }
 
 /// State of a body being received.

@@ -6,7 +6,7 @@ use std::time::Duration;
 use quinn::{RecvStream, SendStream};
 
 use crate::answer_time::CallTimer;
-use crate::body::{Body, recv_body, send_body};
+use crate::body::{Body, BodyEnd, recv_body, send_body};
 use crate::endpoint::Priority;
 use crate::error::NetError;
 use crate::frame::{self, CODE_CANCELLED, MAX_MESSAGE_LEN, RequestHeader, ResponseHeader};
@@ -70,12 +70,18 @@ impl MeshInner {
             let n = msg.len() as u64;
             frame::write_request(send, &header, msg).await?;
             sent.inc_by(n);
-            if let Some(body) = body {
-                send_body(send, body, &sent, &gate, priority).await?;
-            }
+            let end = match body {
+                Some(body) => send_body(send, body, &sent, &gate, priority).await?,
+                None => BodyEnd::Sent,
+            };
+            // Finished, not reset, even when the body failed: its ERROR
+            // frame must reach the callee.
             send.finish()?;
             guard.0 = None;
-            Ok::<(), NetError>(())
+            match end {
+                BodyEnd::Sent => Ok::<(), NetError>(()),
+                BodyEnd::Failed(e) => Err(e),
+            }
         });
         let recv_side = async {
             let head: ResponseHeader = frame::read_head(&mut recv).await?;
@@ -205,10 +211,16 @@ impl MeshInner {
                 let n = msg.len() as u64;
                 frame::write_response(send, &head_out, Some(msg)).await?;
                 sent.inc_by(n);
-                if let Some(body) = body {
-                    send_body(send, body, &sent, &gate, priority).await?;
-                }
+                let end = match body {
+                    Some(body) => send_body(send, body, &sent, &gate, priority).await?,
+                    None => BodyEnd::Sent,
+                };
+                // Finished, not reset, even when the body failed: the
+                // caller reads the cause from its ERROR frame.
                 send.finish()?;
+                if let BodyEnd::Failed(e) = end {
+                    tracing::debug!(peer = %from, error = %e, "answer's body failed midway");
+                }
             }
             Err(e) => {
                 if e.status == frame::STATUS_OVERLOADED {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use common::*;
 use futures::StreamExt;
-use hangar_net::{Body, CallOpts, Mesh, NetError};
+use hangar_net::{Body, CallOpts, Handler, HandlerError, Mesh, NetError, Request, Response};
 use tokio::sync::Notify;
 
 async fn pair() -> (Mesh, Mesh, tempfile::TempDir, tempfile::TempDir) {
@@ -138,6 +138,64 @@ async fn streamed_bodies_travel_both_ways_intact() {
         .await
         .unwrap_err();
     assert!(e.to_string().contains("disk read failed"), "got {e}");
+    a.shutdown().await;
+    b.shutdown().await;
+}
+
+/// Answers with a body that fails after `0` bytes (a block read from a disk
+/// that fails midway).
+struct FailingAnswer(usize);
+
+#[async_trait::async_trait]
+impl Handler<u32, u32> for FailingAnswer {
+    async fn handle(&self, req: Request<u32>) -> Result<Response<u32>, HandlerError> {
+        let body = Body::from_stream(futures::stream::iter(vec![
+            Ok(Bytes::from(vec![5u8; self.0])),
+            Err(NetError::Body("disk read failed".into())),
+        ]));
+        Ok(Response::with_body(req.msg, body))
+    }
+}
+
+/// A body that fails behind megabytes still on their way reaches the other
+/// side as its own error, whichever way it travels: the ERROR frame after
+/// the data must be delivered, not dropped with the stream's unsent bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_failing_behind_megabytes_reaches_the_other_side_as_its_error() {
+    let (a, b, _da, _db) = pair().await;
+    b.endpoint::<u32, u64>("test/sink")
+        .unwrap()
+        .set_handler(Sink, 8);
+    let sink = a.endpoint::<u32, u64>("test/sink").unwrap();
+    for _ in 0..3 {
+        let failing = Body::from_stream(futures::stream::iter(vec![
+            Ok(Bytes::from(vec![3u8; 8 << 20])),
+            Err(NetError::Body("disk read failed".into())),
+        ]));
+        let e = sink
+            .call_with_body(b.id(), 0, Some(failing), CallOpts::default())
+            .await
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("disk read failed"),
+            "request body: got {e}"
+        );
+    }
+    b.endpoint::<u32, u32>("test/failing-answer")
+        .unwrap()
+        .set_handler(FailingAnswer(8 << 20), 8);
+    let ep = a.endpoint::<u32, u32>("test/failing-answer").unwrap();
+    for _ in 0..3 {
+        let resp = ep
+            .call_with_body(b.id(), 1, None, CallOpts::default())
+            .await
+            .unwrap();
+        let e = resp.body.unwrap().collect(usize::MAX).await.unwrap_err();
+        assert!(
+            e.to_string().contains("disk read failed"),
+            "response body: got {e}"
+        );
+    }
     a.shutdown().await;
     b.shutdown().await;
 }

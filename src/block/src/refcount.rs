@@ -16,10 +16,13 @@
 //!   became zero at `since`; the GC worker looks at it again once the grace
 //!   delay has passed, and deletes it if its count is still zero.
 //!
-//! Every change of a block's count also queues the block for the resync
+//! A block that gains a live reference is also queued for the resync
 //! worker ([`crate::resync_queue`]), which makes the file agree with the
 //! count: fetched when referenced and missing, handed over when this node
-//! no longer stores the block's partition.
+//! no longer stores the block's partition. Losing a reference queues
+//! nothing: the worker's decision needs a live count, so a check after a
+//! decrement could only find what the check after the increment (or its
+//! retry) already handles, and an unreferenced file is the GC's.
 //!
 //! Nodes that stored references before this table existed kept them in the
 //! tree `block_ref` (`hash ++ version` → empty); [`migrate_legacy_refs`]
@@ -84,9 +87,9 @@ impl Schema for BlockRefTable {
         partition.first().copied().unwrap_or(0)
     }
 
-    /// Keeps the block's count: +1 when a reference becomes live, -1 when a
-    /// live one is deleted; either way the block is queued for the resync
-    /// worker.
+    /// Keeps the block's count: +1 when a reference becomes live (and the
+    /// block is queued for the resync worker), -1 when a live one is
+    /// deleted (and the block queued for the GC once unreferenced).
     fn updated(
         tx: &mut Tx<'_>,
         partition: &[u8],
@@ -116,7 +119,10 @@ impl Schema for BlockRefTable {
             }
         }
         tx.put(RC_TREE, hash.as_bytes().to_vec(), rc.encode());
-        resync_queue::tx_enqueue(tx, &hash, now + CHECK_DELAY_MSEC)
+        if is {
+            resync_queue::tx_enqueue(tx, &hash, now + CHECK_DELAY_MSEC)?;
+        }
+        Ok(())
     }
 }
 
@@ -233,5 +239,55 @@ pub async fn migrate_legacy_refs(db: &Db) -> Result<u64, DbError> {
             Ok::<_, DbError>(())
         })
         .await?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hangar_db::{DbOptions, SledEngine};
+    use std::sync::Arc;
+
+    #[tokio::test]
+    async fn a_reference_that_comes_queues_a_check_and_one_that_goes_does_not() {
+        let d = tempfile::tempdir().unwrap();
+        let db = Db::new(
+            Arc::new(SledEngine::open(d.path(), 8 << 20).unwrap()),
+            DbOptions::default(),
+        );
+        let h = Hash::of(b"block");
+        let (v1, v2) = ([1u8; 16], [2u8; 16]);
+        db.write(move |tx| add_ref(tx, &h, &v1)).await.unwrap();
+        assert_eq!(resync_queue::len(&db).await.unwrap(), 1);
+        let far = now_msec() + 10 * CHECK_DELAY_MSEC;
+        for q in resync_queue::due(&db, far, None, 10).await.unwrap() {
+            db.write(move |tx| resync_queue::tx_done(tx, &q))
+                .await
+                .unwrap();
+        }
+        assert_eq!(resync_queue::len(&db).await.unwrap(), 0);
+
+        db.write(move |tx| add_ref(tx, &h, &v2)).await.unwrap();
+        assert_eq!(
+            resync_queue::len(&db).await.unwrap(),
+            1,
+            "a second reference"
+        );
+        for q in resync_queue::due(&db, far, None, 10).await.unwrap() {
+            db.write(move |tx| resync_queue::tx_done(tx, &q))
+                .await
+                .unwrap();
+        }
+        for v in [v1, v2] {
+            db.write(move |tx| remove_ref(tx, &h, &v)).await.unwrap();
+        }
+        let rc = db.write(move |tx| read_rc(tx, &h)).await.unwrap().unwrap();
+        assert_eq!(rc.count, 0);
+        assert!(rc.zero_since_msec.is_some(), "the GC is told");
+        assert_eq!(
+            resync_queue::len(&db).await.unwrap(),
+            0,
+            "losing references queues no check"
+        );
     }
 }

@@ -192,8 +192,21 @@ pub async fn abandon_uploads(model: &Model, stale: &[StaleUpload]) -> Result<u64
     Ok(n)
 }
 
+/// Queued versions read at a time by the collector.
+const GC_PAGE: usize = 64;
+
 /// Collects every queued version; returns how many block rows were removed.
 pub async fn collect_versions(model: &Model) -> Result<u64> {
+    collect_versions_reporting(model, |_, _| {}).await
+}
+
+/// [`collect_versions`], calling `on_page(versions, rows)` after each page
+/// of queued versions with what that page collected: after a bulk delete
+/// a pass lasts minutes, and its progress must show before it ends.
+pub async fn collect_versions_reporting(
+    model: &Model,
+    mut on_page: impl FnMut(u64, u64),
+) -> Result<u64> {
     let mut removed = 0;
     loop {
         let queued = model
@@ -203,18 +216,22 @@ pub async fn collect_versions(model: &Model) -> Result<u64> {
                 Bound::Unbounded,
                 Bound::Unbounded,
                 false,
-                64,
+                GC_PAGE,
             )
             .await?;
         if queued.is_empty() {
             return Ok(removed);
         }
+        let (mut versions, mut rows) = (0u64, 0u64);
         for (k, _) in queued {
             let Ok(version) = VersionId::try_from(k.as_slice()) else {
                 continue;
             };
-            removed += collect_one(model, version).await?;
+            rows += collect_one(model, version).await?;
+            versions += 1;
         }
+        removed += rows;
+        on_page(versions, rows);
     }
 }
 
@@ -413,13 +430,29 @@ pub fn spawn_version_gc_worker(
     tokio::spawn(async move {
         loop {
             w.set_state(WorkerState::Busy);
-            match collect_versions(&model).await {
+            let mut versions = 0u64;
+            let pass = collect_versions_reporting(&model, |v, rows| {
+                versions += v;
+                w.add_processed(rows);
+                w.set_progress(
+                    format!("this pass so far: {versions} versions collected"),
+                    None,
+                );
+            })
+            .await;
+            match pass {
                 Ok(n) => {
-                    w.add_processed(n);
                     if n > 0 {
-                        tracing::debug!("version gc: released {n} block references");
+                        tracing::debug!(
+                            "version gc: {versions} versions collected, {n} block references released"
+                        );
                     }
-                    w.set_progress(format!("last pass: {n} block references released"), None);
+                    w.set_progress(
+                        format!(
+                            "last pass: {versions} versions collected, {n} block references released"
+                        ),
+                        None,
+                    );
                 }
                 Err(e) => {
                     tracing::error!("version gc: {e}");
@@ -472,5 +505,30 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(queued, None, "the pass ended with the parts");
+    }
+
+    #[tokio::test]
+    async fn a_pass_reports_each_page_as_it_goes() {
+        let (_d, model) = test_model().await;
+        let n = 2 * GC_PAGE + 5;
+        model
+            .db()
+            .write(move |tx| {
+                for i in 0..n {
+                    queue_version_gc(tx, &(i as u128).to_be_bytes());
+                }
+                Ok::<_, ModelError>(())
+            })
+            .await
+            .unwrap();
+        let mut pages = Vec::new();
+        collect_versions_reporting(&model, |v, rows| pages.push((v, rows)))
+            .await
+            .unwrap();
+        assert_eq!(
+            pages,
+            vec![(GC_PAGE as u64, 0), (GC_PAGE as u64, 0), (5, 0)],
+            "one report per page, before the pass ends"
+        );
     }
 }

@@ -16,7 +16,7 @@ use hangar_table::tombstones::{self, TombstoneTree};
 use hangar_util::time::now_msec;
 use hangar_util::worker::{WorkerRegistry, WorkerState};
 
-use crate::block_list::VersionTable;
+use crate::block_list::{BlockEntry, VersionTable};
 use crate::multipart::{MpuTable, PartTable};
 use crate::object::ObjectTable;
 use crate::version_parts::VersionPartTable;
@@ -222,17 +222,99 @@ pub async fn collect_versions_reporting(
         if queued.is_empty() {
             return Ok(removed);
         }
-        let (mut versions, mut rows) = (0u64, 0u64);
-        for (k, _) in queued {
-            let Ok(version) = VersionId::try_from(k.as_slice()) else {
-                continue;
-            };
-            rows += collect_one(model, version).await?;
-            versions += 1;
-        }
+        let page: Vec<VersionId> = queued
+            .iter()
+            .filter_map(|(k, _)| VersionId::try_from(k.as_slice()).ok())
+            .collect();
+        let versions = page.len() as u64;
+        let rows = collect_page(model, page).await?;
         removed += rows;
         on_page(versions, rows);
     }
+}
+
+/// A block entry of a version, with its sort key (the block's index).
+type EntryRow = (Vec<u8>, BlockEntry);
+
+/// Versions of a page whose rows are read, or whose references are
+/// dropped, at the same time.
+const GC_CONCURRENCY: usize = 8;
+
+/// Collects a page of queued versions together, each step for all of them
+/// at once and in the order [`collect_one`] keeps for one: references
+/// dropped, then block rows made tombstones (one write per batch of rows),
+/// then part boundaries, then queue entries (one transaction). A crash at
+/// any point leaves the page's versions queued, and the next pass repeats
+/// what was done (every step is idempotent). Compared with one version
+/// after the other, a page of small objects costs a few round trips and
+/// commits instead of five per version: after a bulk delete in a cluster
+/// the collector otherwise ran for minutes beside the clients' requests.
+/// A version with a batch of rows or more is collected alone, a batch at
+/// a time. Returns how many block rows were removed.
+async fn collect_page(model: &Model, page: Vec<VersionId>) -> Result<u64> {
+    use futures::{StreamExt, TryStreamExt};
+    let blocks = model.blocks();
+    let firsts: Vec<(VersionId, Vec<EntryRow>)> = futures::stream::iter(page)
+        .map(|v| async move {
+            let rows = blocks
+                .rows()
+                .range_from(&v, Bound::Unbounded, BATCH)
+                .await?;
+            Ok::<_, ModelError>((v, rows))
+        })
+        .buffered(GC_CONCURRENCY)
+        .try_collect()
+        .await?;
+    let mut removed = 0;
+    let mut small = Vec::with_capacity(firsts.len());
+    for (v, rows) in firsts {
+        if rows.len() >= BATCH {
+            removed += collect_one(model, v).await?;
+        } else {
+            small.push((v, rows));
+        }
+    }
+    let done: Vec<VersionId> = small.iter().map(|(v, _)| *v).collect();
+    let mut refs = Vec::with_capacity(small.len());
+    let mut tombs = Vec::new();
+    for (v, rows) in small {
+        let live: Vec<_> = rows.into_iter().filter(|(_, e)| !e.deleted).collect();
+        removed += live.len() as u64;
+        refs.push((v, live.iter().map(|(_, e)| e.hash).collect::<Vec<_>>()));
+        tombs.extend(live.into_iter().map(|(idx, mut e)| {
+            e.deleted = true;
+            (v.to_vec(), idx, e)
+        }));
+    }
+    futures::stream::iter(refs)
+        .filter(|(_, hashes)| std::future::ready(!hashes.is_empty()))
+        .map(|(v, hashes)| blocks.drop_refs(v, hashes))
+        .buffer_unordered(GC_CONCURRENCY)
+        .try_collect::<Vec<()>>()
+        .await?;
+    // In messages of at most a batch of rows, as one version's were.
+    while !tombs.is_empty() {
+        let rest = tombs.split_off(tombs.len().min(BATCH));
+        blocks
+            .rows()
+            .insert(std::mem::replace(&mut tombs, rest))
+            .await?;
+    }
+    futures::stream::iter(done.clone())
+        .map(|v| blocks.drop_parts(v))
+        .buffer_unordered(GC_CONCURRENCY)
+        .try_collect::<Vec<()>>()
+        .await?;
+    model
+        .db()
+        .write(move |tx| {
+            for v in &done {
+                tx.delete(VERSION_GC_TREE, v.to_vec());
+            }
+            Ok::<_, ModelError>(())
+        })
+        .await?;
+    Ok(removed)
 }
 
 async fn collect_one(model: &Model, version: VersionId) -> Result<u64> {
@@ -505,6 +587,58 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(queued, None, "the pass ended with the parts");
+    }
+
+    #[tokio::test]
+    async fn a_page_of_small_versions_costs_a_write_per_block_and_two_more() {
+        let (_d, model) = test_model().await;
+        let n = GC_PAGE;
+        let versions: Vec<VersionId> = (0..n).map(|i| (1000 + i as u128).to_be_bytes()).collect();
+        for (i, v) in versions.iter().enumerate() {
+            let data = bytes::Bytes::from(format!("block {i}"));
+            model.blocks().store(*v, 0, 0, data).await.unwrap();
+        }
+        let queued = versions.clone();
+        model
+            .db()
+            .write(move |tx| {
+                for v in &queued {
+                    queue_version_gc(tx, v);
+                }
+                Ok::<_, ModelError>(())
+            })
+            .await
+            .unwrap();
+        let writes = || {
+            model
+                .db()
+                .stats()
+                .writes
+                .load(std::sync::atomic::Ordering::Relaxed)
+        };
+        let before = writes();
+        assert_eq!(collect_versions(&model).await.unwrap(), n as u64);
+        // Each block's reference is dropped by a write of its own (as an
+        // upload adds it); the page's tombstones and queue entries are one
+        // write each. One version after the other was three per version.
+        let spent = writes() - before;
+        assert!(spent <= n as u64 + 2, "{spent} writes for {n} versions");
+        for v in &versions {
+            let live = model.blocks().list(v, 0, 10).await.unwrap();
+            assert!(live.iter().all(|(_, e)| e.deleted), "{live:?}");
+        }
+        let left = model
+            .db()
+            .range_async(
+                VERSION_GC_TREE,
+                Bound::Unbounded,
+                Bound::Unbounded,
+                false,
+                10,
+            )
+            .await
+            .unwrap();
+        assert!(left.is_empty(), "the queue is empty");
     }
 
     #[tokio::test]

@@ -627,18 +627,10 @@ mod tests {
             let live = model.blocks().list(v, 0, 10).await.unwrap();
             assert!(live.iter().all(|(_, e)| e.deleted), "{live:?}");
         }
-        let left = model
-            .db()
-            .range_async(
-                VERSION_GC_TREE,
-                Bound::Unbounded,
-                Bound::Unbounded,
-                false,
-                10,
-            )
-            .await
-            .unwrap();
-        assert!(left.is_empty(), "the queue is empty");
+        for v in &versions {
+            let queued = model.db().get_async(VERSION_GC_TREE, v.to_vec()).await;
+            assert_eq!(queued.unwrap(), None, "every queue entry is gone");
+        }
     }
 
     #[tokio::test]

@@ -61,7 +61,7 @@ def quick_tombstone_cluster(tmp_path_factory, prefix: str) -> list[Node]:
 
 def key_of(info: dict, name: str = "") -> Key:
     """The `Key` in the JSON answer of `hangar key create NAME --json`."""
-    return Key(info["access_key_id"], info["secret_access_key"], name)
+    return Key(info["access_key_id"], info["secret_access_key"], name, info["canonical_id"])
 
 
 def up_peers(n: Node) -> set[str]:

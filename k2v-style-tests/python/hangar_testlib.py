@@ -168,6 +168,8 @@ class Key:
     id: str
     secret: str
     name: str = ""
+    # The canonical user id S3 shows for the key (`key create --json`).
+    canonical_id: str = ""
 
 
 # The temporary directories of session-scoped fixtures, which conftest.py's
@@ -306,7 +308,7 @@ api_bind_addr = "127.0.0.1:{self.admin_port}"
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.3)
-        key = Key(info["access_key_id"], info["secret_access_key"], name)
+        key = Key(info["access_key_id"], info["secret_access_key"], name, info["canonical_id"])
         if create_bucket:
             self.cli("key", "allow", key.id, "--create-bucket")
         return key

@@ -77,7 +77,7 @@ def test_every_request_is_logged_in_aws_format_and_goaccess_reads_it(logged, tmp
     fields = [shlex.split(ln.replace("[", '"[').replace("]", ']"')) for ln in lines]
     for f in fields:
         assert len(f) == 26, f
-        assert (f[0], f[1]) == (key.id, "site")
+        assert (f[0], f[1]) == (key.canonical_id, "site")
 
     def one(op: str, status: str) -> list[str]:
         (f,) = [f for f in fields if f[6] == op and f[9] == status]
@@ -85,7 +85,7 @@ def test_every_request_is_logged_in_aws_format_and_goaccess_reads_it(logged, tmp
 
     assert one("REST.GET.LOGGING_STATUS", "200")[7] == "-"
     put = one("REST.PUT.OBJECT", "200")
-    assert (put[7], put[12], put[4], put[19], put[21]) == ("a%20b.txt", "10", key.id, "SigV4", "AuthHeader")
+    assert (put[7], put[12], put[4], put[19], put[21]) == ("a%20b.txt", "10", key.canonical_id, "SigV4", "AuthHeader")
     assert one("REST.GET.OBJECT", "200")[11] == "10"
     assert one("REST.GET.OBJECT", "404")[10] == "NoSuchKey"
     assert one("REST.GET.BUCKET", "200")[7] == "-"
@@ -164,8 +164,8 @@ def test_partitioned_prefixes_name_objects_by_owner_region_bucket_and_day(logged
     s3.put_object(Bucket="shop", Key="q.txt", Body=b"y")
     day = time.strftime("%Y/%m/%d", time.gmtime())
     named = {
-        "site": re.compile(rf"^parts/{key.id}/{REGION}/site/{day}/{day.replace('/', '-')}-00-00-00-[0-9A-F]{{16}}$"),
-        "shop": re.compile(rf"^parts/{key.id}/{REGION}/shop/{day}/{day.replace('/', '-')}-\d{{2}}-\d{{2}}-\d{{2}}-[0-9A-F]{{16}}$"),
+        "site": re.compile(rf"^parts/{key.canonical_id}/{REGION}/site/{day}/{day.replace('/', '-')}-00-00-00-[0-9A-F]{{16}}$"),
+        "shop": re.compile(rf"^parts/{key.canonical_id}/{REGION}/shop/{day}/{day.replace('/', '-')}-\d{{2}}-\d{{2}}-\d{{2}}-[0-9A-F]{{16}}$"),
     }
     deadline = time.monotonic() + 20
     while True:

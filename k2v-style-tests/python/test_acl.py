@@ -41,7 +41,7 @@ def test_public_read_object_is_anonymously_readable(cluster):
 
     last = s3_client(nodes[-1], key)
     acl = last.get_object_acl(Bucket=b, Key="pub")
-    assert acl["Owner"]["ID"] == key.id
+    assert acl["Owner"]["ID"] == key.canonical_id
     assert groups(acl) == {(ALL_USERS, "READ")}
     assert [g["Permission"] for g in acl["Grants"] if g["Grantee"]["Type"] == "CanonicalUser"] == ["FULL_CONTROL"]
     assert groups(last.get_object_acl(Bucket=b, Key="priv")) == set()
@@ -136,7 +136,7 @@ def test_acl_bodies_and_public_access_block(one):
     nobody = {"Grantee": {"Type": "CanonicalUser", "ID": "GK" + "0" * 24}, "Permission": "READ"}
     acp = {"Grants": [full, nobody], "Owner": owner}
     assert status(lambda: s3.put_object_acl(Bucket=b, Key="o", AccessControlPolicy=acp)) == (400, "InvalidArgument")
-    someone = {"Grantee": {"Type": "CanonicalUser", "ID": other.id}, "Permission": "READ"}
+    someone = {"Grantee": {"Type": "CanonicalUser", "ID": other.canonical_id}, "Permission": "READ"}
     acp = {"Grants": [full, someone], "Owner": owner}
     assert status(lambda: s3.put_bucket_acl(Bucket=b, AccessControlPolicy=acp)) == (501, "NotImplemented")
     assert status(lambda: s3.put_bucket_acl(Bucket=b, GrantRead=f'uri="{ALL_USERS}"')) == (501, "NotImplemented")

@@ -87,10 +87,10 @@ def test_bucket_owner_enforced_disables_acls(cluster):
     assert status(lambda: last.put_object_acl(Bucket=b, Key="x", ACL="public-read")) == denied
     assert status(lambda: last.put_object_acl(Bucket=b, Key="x", ACL="bucket-owner-full-control")) == (200, "")
     assert status(lambda: last.put_bucket_acl(Bucket=b, ACL="public-read")) == denied
-    assert status(lambda: last.put_object(Bucket=b, Key="g", Body=b"g", GrantRead=f'id="{key.id}"')) == denied
+    assert status(lambda: last.put_object(Bucket=b, Key="g", Body=b"g", GrantRead=f'id="{key.canonical_id}"')) == denied
     # Reads of ACLs: the owner's full control, whatever is stored.
-    assert owner_only(last.get_object_acl(Bucket=b, Key="pub"), key.id)
-    assert owner_only(last.get_bucket_acl(Bucket=b), key.id)
+    assert owner_only(last.get_object_acl(Bucket=b, Key="pub"), key.canonical_id)
+    assert owner_only(last.get_bucket_acl(Bucket=b), key.canonical_id)
 
     # An owner-only ACL is accepted and changes nothing: the kept one stays.
     assert status(lambda: last.put_object_acl(Bucket=b, Key="pub", ACL="bucket-owner-full-control")) == (200, "")
@@ -118,7 +118,7 @@ def test_enforced_is_refused_while_the_bucket_acl_is_public(cluster):
     assert status(lambda: first.create_bucket(Bucket=c, ACL="public-read", ObjectOwnership="BucketOwnerEnforced")) \
         == (400, "InvalidBucketAclWithObjectOwnership")
     assert status(lambda: first.head_bucket(Bucket=c))[0] == 404
-    assert status(lambda: first.create_bucket(Bucket=c, GrantRead=f'id="{key.id}"',
+    assert status(lambda: first.create_bucket(Bucket=c, GrantRead=f'id="{key.canonical_id}"',
                                               ObjectOwnership="BucketOwnerEnforced")) == \
         (400, "InvalidBucketAclWithObjectOwnership")
     first.create_bucket(Bucket=c, ObjectOwnership="BucketOwnerEnforced")

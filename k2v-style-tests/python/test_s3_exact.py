@@ -100,15 +100,15 @@ def test_list_owners(s3, folders, admin_key):
     # with FetchOwner=true. API_Owner: "Beginning November 21, 2025,
     # Amazon S3 will stop returning DisplayName": an Owner is its ID.
     v1 = s3.list_objects(Bucket=folders)["Contents"]
-    assert all(o["Owner"] == {"ID": admin_key.id} for o in v1), v1
-    assert s3.list_buckets()["Owner"] == {"ID": admin_key.id}
-    assert s3.get_bucket_acl(Bucket=folders)["Owner"] == {"ID": admin_key.id}
+    assert all(o["Owner"] == {"ID": admin_key.canonical_id} for o in v1), v1
+    assert s3.list_buckets()["Owner"] == {"ID": admin_key.canonical_id}
+    assert s3.get_bucket_acl(Bucket=folders)["Owner"] == {"ID": admin_key.canonical_id}
     versions = s3.list_object_versions(Bucket=folders)["Versions"]
-    assert all(v["Owner"] == {"ID": admin_key.id} for v in versions), versions
+    assert all(v["Owner"] == {"ID": admin_key.canonical_id} for v in versions), versions
     v2 = s3.list_objects_v2(Bucket=folders)["Contents"]
     assert all("Owner" not in o for o in v2)
     v2 = s3.list_objects_v2(Bucket=folders, FetchOwner=True)["Contents"]
-    assert all(o["Owner"]["ID"] == admin_key.id for o in v2), v2
+    assert all(o["Owner"]["ID"] == admin_key.canonical_id for o in v2), v2
 
 
 def test_list_multipart_uploads_shows_initiator_and_owner(s3, bucket, admin_key):
@@ -116,7 +116,7 @@ def test_list_multipart_uploads_shows_initiator_and_owner(s3, bucket, admin_key)
     up = s3.create_multipart_upload(Bucket=bucket, Key="k")["UploadId"]
     [u] = s3.list_multipart_uploads(Bucket=bucket)["Uploads"]
     assert u["UploadId"] == up
-    assert u["Initiator"]["ID"] == admin_key.id and u["Owner"]["ID"] == admin_key.id
+    assert u["Initiator"]["ID"] == admin_key.canonical_id and u["Owner"]["ID"] == admin_key.canonical_id
     s3.abort_multipart_upload(Bucket=bucket, Key="k", UploadId=up)
 
 
@@ -126,7 +126,7 @@ def test_list_parts_and_versions_show_owners(s3, bucket, admin_key):
     up = s3.create_multipart_upload(Bucket=bucket, Key="p")["UploadId"]
     s3.upload_part(Bucket=bucket, Key="p", UploadId=up, PartNumber=1, Body=b"x")
     r = s3.list_parts(Bucket=bucket, Key="p", UploadId=up)
-    assert r["Initiator"]["ID"] == admin_key.id and r["Owner"]["ID"] == admin_key.id
+    assert r["Initiator"]["ID"] == admin_key.canonical_id and r["Owner"]["ID"] == admin_key.canonical_id
     assert r["StorageClass"] == "STANDARD"
     s3.abort_multipart_upload(Bucket=bucket, Key="p", UploadId=up)
     s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
@@ -135,7 +135,7 @@ def test_list_parts_and_versions_show_owners(s3, bucket, admin_key):
     r = s3.list_object_versions(Bucket=bucket)
     assert len(r["Versions"]) == 1 and len(r["DeleteMarkers"]) == 1
     for e in r["Versions"] + r["DeleteMarkers"]:
-        assert e["Owner"]["ID"] == admin_key.id, e
+        assert e["Owner"]["ID"] == admin_key.canonical_id, e
 
 
 # ---------------------------------------------------------------- multipart
@@ -319,11 +319,13 @@ def test_expected_bucket_owner(s3, bucket, admin_key):
     # Common request header x-amz-expected-bucket-owner: "If the account
     # ID that you provide does not match the actual owner of the bucket,
     # the request fails with the HTTP status code 403 Forbidden".
-    s3.put_object(Bucket=bucket, Key="k", Body=b"x", ExpectedBucketOwner=admin_key.id)
-    assert s3.get_object(Bucket=bucket, Key="k", ExpectedBucketOwner=admin_key.id)["Body"].read() == b"x"
-    s3.list_objects_v2(Bucket=bucket, ExpectedBucketOwner=admin_key.id)
+    s3.put_object(Bucket=bucket, Key="k", Body=b"x", ExpectedBucketOwner=admin_key.canonical_id)
+    assert s3.get_object(Bucket=bucket, Key="k", ExpectedBucketOwner=admin_key.canonical_id)["Body"].read() == b"x"
+    s3.list_objects_v2(Bucket=bucket, ExpectedBucketOwner=admin_key.canonical_id)
     _fails(lambda: s3.get_object(Bucket=bucket, Key="k", ExpectedBucketOwner="GK000000000000000000000000"),
            403, "AccessDenied")
+    # The access key id is not the owner's id: the canonical user id is.
+    _fails(lambda: s3.get_object(Bucket=bucket, Key="k", ExpectedBucketOwner=admin_key.id), 403, "AccessDenied")
     _fails(lambda: s3.put_object(Bucket=bucket, Key="k2", Body=b"y", ExpectedBucketOwner="someone-else"),
            403, "AccessDenied")
     _fails(lambda: s3.head_object(Bucket=bucket, Key="k2"), 404, "404")
@@ -334,14 +336,14 @@ def test_expected_source_bucket_owner(s3, bucket, admin_key):
     # 403 when the source bucket has another owner.
     s3.put_object(Bucket=bucket, Key="src", Body=b"x")
     src = {"Bucket": bucket, "Key": "src"}
-    s3.copy_object(Bucket=bucket, Key="dst", CopySource=src, ExpectedSourceBucketOwner=admin_key.id)
+    s3.copy_object(Bucket=bucket, Key="dst", CopySource=src, ExpectedSourceBucketOwner=admin_key.canonical_id)
     _fails(lambda: s3.copy_object(Bucket=bucket, Key="dst2", CopySource=src,
                                   ExpectedSourceBucketOwner="someone-else"), 403, "AccessDenied")
     up = s3.create_multipart_upload(Bucket=bucket, Key="mp")["UploadId"]
     _fails(lambda: s3.upload_part_copy(Bucket=bucket, Key="mp", UploadId=up, PartNumber=1, CopySource=src,
                                        ExpectedSourceBucketOwner="someone-else"), 403, "AccessDenied")
     s3.upload_part_copy(Bucket=bucket, Key="mp", UploadId=up, PartNumber=1, CopySource=src,
-                        ExpectedSourceBucketOwner=admin_key.id)
+                        ExpectedSourceBucketOwner=admin_key.canonical_id)
     s3.abort_multipart_upload(Bucket=bucket, Key="mp", UploadId=up)
     _fails(lambda: s3.head_object(Bucket=bucket, Key="dst2"), 404, "404")
 

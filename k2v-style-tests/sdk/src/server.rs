@@ -30,6 +30,8 @@ pub struct AccessKey {
     pub access_key_id: String,
     /// 64 hex digits.
     pub secret_access_key: String,
+    /// The canonical user id S3 shows as the owner of the key's buckets.
+    pub canonical_id: String,
 }
 
 /// A running single-node `hangar server` and the key the tests use on it.
@@ -189,6 +191,7 @@ impl TestServer {
             key: AccessKey {
                 access_key_id: String::new(),
                 secret_access_key: String::new(),
+                canonical_id: String::new(),
             },
         };
         server.key = server.create_key("sdk-tests", true);

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::row_format::KEY_EXPIRY_ROW_FORMAT;
+use crate::row_format::{KEY_EXPIRY_ROW_FORMAT, OWNER_IDENTITY_ROW_FORMAT};
 use hangar_table::{Crdt, Lww, LwwMap, ROW_FORMAT, Schema};
 use serde::{Deserialize, Serialize};
 
@@ -48,6 +48,57 @@ pub struct KeyRow {
     /// (row format 5; absent when never set).
     #[serde(default, skip_serializing_if = "Lww::is_unset")]
     pub expires_msec: Lww<Option<u64>>,
+    /// The canonical user id the operator gave this key (`None`: the one
+    /// derived from its access key id, [`KeyRow::canonical_id`]). A
+    /// register (row format 18; absent when never set).
+    #[serde(default, skip_serializing_if = "Lww::is_unset")]
+    pub canonical_id: Lww<Option<String>>,
+    /// The display name the operator gave this key (`None`: none). A
+    /// register (row format 18; absent when never set).
+    #[serde(default, skip_serializing_if = "Lww::is_unset")]
+    pub display_name: Lww<Option<String>>,
+}
+
+/// Who a key is to S3 clients: the `Owner` (`ID`, `DisplayName`) of the
+/// buckets it created, of their objects and uploads, of its ACL grants,
+/// and the requester of its access-log records. Several keys may share
+/// one identity (a user with several keys, as an AWS account's keys share
+/// its canonical ID); rights stay each key's own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub canonical_id: String,
+    pub display_name: Option<String>,
+}
+
+/// The longest canonical user id or display name an operator may give.
+pub const MAX_IDENTITY_LEN: usize = 128;
+
+/// The canonical user id of a key the operator gave none: 64 hex digits,
+/// as AWS's are, derived from the access key id by a one-way hash, so
+/// that listings and ACLs, which anyone may read on a public bucket, do
+/// not show the key id (half of a credential), and so that every node and
+/// every release derives the same one without storing it.
+pub fn derived_canonical_id(access_key_id: &str) -> String {
+    hex::encode(blake3::derive_key(
+        "hangar 2026-12-07 canonical user id of an access key",
+        access_key_id.as_bytes(),
+    ))
+}
+
+/// Whether `id` may be a canonical user id: 1 to [`MAX_IDENTITY_LEN`]
+/// ASCII letters, digits, `-`, `_` or `.`, so that it travels unescaped in
+/// XML, headers and the space-separated fields of an access log.
+pub fn valid_canonical_id(id: &str) -> bool {
+    (1..=MAX_IDENTITY_LEN).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// Whether `name` may be a display name: 1 to [`MAX_IDENTITY_LEN`] bytes
+/// with no control character.
+pub fn valid_display_name(name: &str) -> bool {
+    (1..=MAX_IDENTITY_LEN).contains(&name.len()) && !name.chars().any(char::is_control)
 }
 
 impl Crdt for KeyRow {
@@ -59,6 +110,8 @@ impl Crdt for KeyRow {
         self.created_msec = self.created_msec.min(other.created_msec);
         self.deleted.merge(&other.deleted);
         self.expires_msec.merge(&other.expires_msec);
+        self.canonical_id.merge(&other.canonical_id);
+        self.display_name.merge(&other.display_name);
     }
 }
 
@@ -74,6 +127,25 @@ impl KeyRow {
             created_msec: now,
             deleted: Lww::new(now, false),
             expires_msec: Lww::default(),
+            canonical_id: Lww::default(),
+            display_name: Lww::default(),
+        }
+    }
+
+    /// The canonical user id S3 shows for this key: the one the operator
+    /// set, else [`derived_canonical_id`].
+    pub fn canonical_id(&self) -> String {
+        self.canonical_id
+            .value
+            .clone()
+            .unwrap_or_else(|| derived_canonical_id(&self.access_key_id))
+    }
+
+    /// Who this key is to S3 clients.
+    pub fn identity(&self) -> Identity {
+        Identity {
+            canonical_id: self.canonical_id(),
+            display_name: self.display_name.value.clone(),
         }
     }
 
@@ -139,6 +211,8 @@ impl From<KeyRowV1> for KeyRow {
             created_msec: o.created_msec,
             deleted: Lww::new(ts, o.deleted),
             expires_msec: Lww::default(),
+            canonical_id: Lww::default(),
+            display_name: Lww::default(),
         }
     }
 }
@@ -154,10 +228,12 @@ impl Schema for KeyTable {
     type Replication = hangar_table::Full;
 
     fn format_of(row: &KeyRow) -> u8 {
-        if row.expires_msec.is_unset() {
-            ROW_FORMAT
-        } else {
+        if !row.canonical_id.is_unset() || !row.display_name.is_unset() {
+            OWNER_IDENTITY_ROW_FORMAT
+        } else if !row.expires_msec.is_unset() {
             KEY_EXPIRY_ROW_FORMAT
+        } else {
+            ROW_FORMAT
         }
     }
 

@@ -8,7 +8,10 @@ use hangar_db::Db;
 use hangar_table::Replica;
 use hangar_util::time::now_msec;
 
-use crate::key::{KeyRow, KeyTable, new_key_id, new_secret, valid_key_id};
+use crate::key::{
+    Identity, KeyRow, KeyTable, MAX_IDENTITY_LEN, derived_canonical_id, new_key_id, new_secret,
+    valid_canonical_id, valid_display_name, valid_key_id,
+};
 use crate::{ModelError, Result};
 use hangar_table::Table;
 
@@ -200,5 +203,67 @@ impl Keys {
             }),
             other => Ok(other),
         }
+    }
+
+    /// Sets who a key is to S3 clients: `canonical_id` and `display_name`
+    /// each `None` to leave it, `Some(None)` to clear it (back to the
+    /// derived canonical id, to no display name), `Some(Some(v))` to set
+    /// it. Another key may already have the same canonical id: they are
+    /// then one user to S3 (grants to that id apply to both), as an AWS
+    /// account's keys are.
+    pub async fn set_identity(
+        &self,
+        id: &str,
+        canonical_id: Option<Option<String>>,
+        display_name: Option<Option<String>>,
+    ) -> Result<KeyRow> {
+        if let Some(Some(c)) = &canonical_id
+            && !valid_canonical_id(c)
+        {
+            return Err(ModelError::Invalid(format!(
+                "canonical id {c:?} must be 1 to {MAX_IDENTITY_LEN} letters, digits, '-', '_' or '.'"
+            )));
+        }
+        if let Some(Some(n)) = &display_name
+            && !valid_display_name(n)
+        {
+            return Err(ModelError::Invalid(format!(
+                "display name {n:?} must be 1 to {MAX_IDENTITY_LEN} bytes without control characters"
+            )));
+        }
+        self.update(id, move |k, now| {
+            if let Some(c) = canonical_id {
+                k.canonical_id.update(now, c);
+            }
+            if let Some(n) = display_name {
+                k.display_name.update(now, n);
+            }
+        })
+        .await
+    }
+
+    /// Who the key `id` is to S3 clients, read on this node (the key table
+    /// is on every node). A deleted key keeps the identity it had, so the
+    /// buckets it created keep their owner; a key this node has never seen
+    /// has the derived one.
+    pub async fn identity(&self, id: &str) -> Result<Identity> {
+        Ok(match self.table.local().get(b"", id.as_bytes()).await? {
+            Some(k) => k.identity(),
+            None => Identity {
+                canonical_id: derived_canonical_id(id),
+                display_name: None,
+            },
+        })
+    }
+
+    /// The live keys whose canonical user id is `canonical_id`, read on
+    /// this node.
+    pub async fn with_canonical_id(&self, canonical_id: &str) -> Result<Vec<KeyRow>> {
+        Ok(self
+            .list()
+            .await?
+            .into_iter()
+            .filter(|k| k.canonical_id() == canonical_id)
+            .collect())
     }
 }

@@ -55,6 +55,8 @@ mod format16_tests;
 #[cfg(test)]
 mod format17_tests;
 #[cfg(test)]
+mod format18_tests;
+#[cfg(test)]
 mod format3_tests;
 #[cfg(test)]
 mod format5_tests;

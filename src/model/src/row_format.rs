@@ -108,6 +108,14 @@ pub const ACCESS_LOG_ROW_FORMAT: u8 = 16;
 /// whose logging target has one; 17 includes 3 to 16.
 pub const PARTITIONED_LOG_ROW_FORMAT: u8 = 17;
 
+/// Format 17 plus an access key's owner identity (`KeyRow::canonical_id`,
+/// `KeyRow::display_name`, set by the operator): a reader of an older
+/// format would drop them on its next merge, and the owner that listings,
+/// ACLs and `x-amz-expected-bucket-owner` see would change back, so such
+/// key rows say so. Written only for the key rows that carry one; 18
+/// includes 3 to 17.
+pub const OWNER_IDENTITY_ROW_FORMAT: u8 = 18;
+
 /// The newest format of the model's rows: every table of the model reads
 /// formats 2 to this one.
-pub const NEWEST: u8 = PARTITIONED_LOG_ROW_FORMAT;
+pub const NEWEST: u8 = OWNER_IDENTITY_ROW_FORMAT;

@@ -53,7 +53,8 @@ fn permission() -> impl Strategy<Value = Permission> {
 
 /// Key rows as replicas hold them after random operations: grants and
 /// revocations on a few buckets, renames, new secrets, deletes, expiries
-/// set, moved and cleared (`None`), at equal timestamps too.
+/// and owner identities set, moved and cleared (`None`), at equal
+/// timestamps too.
 fn key_row() -> impl Strategy<Value = KeyRow> {
     (
         lww(small_string()),
@@ -63,9 +64,11 @@ fn key_row() -> impl Strategy<Value = KeyRow> {
         0u64..3,
         lww(any::<bool>()),
         lww(proptest::option::of(0u64..3)),
+        lww(proptest::option::of(small_string())),
+        lww(proptest::option::of(small_string())),
     )
         .prop_map(
-            |(name, secret, create, grants, created, deleted, expires)| {
+            |(name, secret, create, grants, created, deleted, expires, canonical, display)| {
                 let mut buckets = LwwMap::default();
                 for (b, t, p) in grants {
                     let mut one = LwwMap::default();
@@ -81,6 +84,8 @@ fn key_row() -> impl Strategy<Value = KeyRow> {
                     created_msec: created,
                     deleted,
                     expires_msec: expires,
+                    canonical_id: canonical,
+                    display_name: display,
                 }
             },
         )

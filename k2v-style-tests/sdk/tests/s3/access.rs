@@ -279,7 +279,7 @@ async fn canned_acls_on_objects_and_buckets() {
         .unwrap();
     assert_eq!(
         acl.owner().and_then(|o| o.id()),
-        Some(server.key.access_key_id.as_str())
+        Some(server.key.canonical_id.as_str())
     );
     assert_eq!(
         groups(acl.grants()),

@@ -25,6 +25,11 @@ pub struct KeyInfo {
     /// `expires_msec` as RFC 3339.
     pub expires: Option<String>,
     pub expired: bool,
+    /// The canonical user id S3 shows for the key (the owner of the
+    /// buckets it creates, the grantee of its ACL grants).
+    pub canonical_id: String,
+    /// The display name S3 shows beside it; `None`: none.
+    pub display_name: Option<String>,
     pub buckets: Vec<KeyGrant>,
 }
 
@@ -407,6 +412,8 @@ mod tests {
             expires_msec: None,
             expires: None,
             expired: false,
+            canonical_id: "c".into(),
+            display_name: None,
             buckets: vec![KeyGrant {
                 bucket: "b".into(),
                 read: true,
@@ -417,7 +424,7 @@ mod tests {
         let before = serde_json::json!({
             "name": "n", "access_key_id": "GK1", "secret_access_key": "s",
             "allow_create_bucket": true, "expires_msec": null, "expires": null,
-            "expired": false,
+            "expired": false, "canonical_id": "c", "display_name": null,
             "buckets": [{"bucket": "b", "read": true, "write": false, "owner": true}],
         });
         let v = serde_json::to_value(&k).unwrap();

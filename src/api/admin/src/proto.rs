@@ -67,6 +67,16 @@ pub enum Request {
         #[serde(default)]
         expires_msec: Option<u64>,
     },
+    /// Sets who a key is to S3 clients (the `Owner` of the buckets it
+    /// creates): each field absent to leave it, empty to clear it (the
+    /// canonical id derived from the key id, no display name).
+    KeySetIdentity {
+        key: String,
+        #[serde(default)]
+        canonical_id: Option<String>,
+        #[serde(default)]
+        display_name: Option<String>,
+    },
     /// Creates an enabled SSE-KMS key with one version of material.
     KmsKeyCreate {
         #[serde(default)]

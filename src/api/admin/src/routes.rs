@@ -82,6 +82,7 @@ pub const ROUTES: &[Route] = &[
     post("/v2/ImportKey", "key_import"),
     post("/v2/SetKeyCreateBucket", "key_set_create_bucket"),
     post("/v2/SetKeyExpiry", "key_set_expiry"),
+    post("/v2/SetKeyIdentity", "key_set_identity"),
     post("/v2/DeleteKey", "key_delete"),
     get("/v2/ListKmsKeys", "kms_key_list"),
     get("/v2/GetKmsKeyInfo", "kms_key_info"),
@@ -138,6 +139,7 @@ pub fn route_for(req: &Request) -> &'static Route {
         Request::KeyImport { .. } => "/v2/ImportKey",
         Request::KeySetCreateBucket { .. } => "/v2/SetKeyCreateBucket",
         Request::KeySetExpiry { .. } => "/v2/SetKeyExpiry",
+        Request::KeySetIdentity { .. } => "/v2/SetKeyIdentity",
         Request::KeyDelete { .. } => "/v2/DeleteKey",
         Request::KmsKeyList => "/v2/ListKmsKeys",
         Request::KmsKeyInfo { .. } => "/v2/GetKmsKeyInfo",
@@ -285,6 +287,16 @@ mod tests {
             KeySetExpiry {
                 key: s("k"),
                 expires_msec: None,
+            },
+            KeySetIdentity {
+                key: s("k"),
+                canonical_id: Some(s("c")),
+                display_name: None,
+            },
+            KeySetIdentity {
+                key: s("k"),
+                canonical_id: None,
+                display_name: Some(s("")),
             },
             BucketCreate { name: s("b") },
             BucketList,

@@ -13,6 +13,7 @@ use hangar_model::Model;
 use hangar_model::key::KeyRow;
 use s3s::access::{S3Access, S3AccessContext};
 use s3s::auth::{S3Auth, SecretKey};
+use s3s::dto::Owner;
 use s3s::{S3Result, s3_error};
 
 use crate::access::{Caller, Need, PeerAddr, iam_action, need_of};
@@ -173,19 +174,16 @@ impl KeyAccess {
     }
 }
 
-/// Whether `bucket` is owned by the owner header `name` names (true
-/// without the header): `x-amz-expected-bucket-owner` for the bucket a
-/// request is about, `x-amz-source-expected-bucket-owner` for a copy's
-/// source. The owner is the id S3 answers for the bucket
-/// ([`crate::ops_acl::owner_of`]: its creating key's).
-pub(crate) fn owned_as_expected(
-    headers: &http::HeaderMap,
-    name: &str,
-    bucket: &hangar_model::bucket::BucketRow,
-) -> bool {
+/// Whether a bucket whose owner id is `owner` is owned by the owner that
+/// header `name` names (true without the header):
+/// `x-amz-expected-bucket-owner` for the bucket a request is about,
+/// `x-amz-source-expected-bucket-owner` for a copy's source. The owner id
+/// is the one S3 answers for the bucket ([`crate::ops_acl::bucket_owner`]:
+/// its creating key's canonical user id).
+pub(crate) fn owned_as_expected(headers: &http::HeaderMap, name: &str, owner: &Owner) -> bool {
     headers
         .get(name)
-        .is_none_or(|v| crate::ops_acl::owner_of(bucket).id.as_deref() == v.to_str().ok())
+        .is_none_or(|v| owner.id.as_deref() == v.to_str().ok())
 }
 
 #[async_trait::async_trait]
@@ -208,13 +206,14 @@ impl S3Access for KeyAccess {
         let by_version = query.split('&').any(|kv| kv.starts_with("versionId="));
         let caller = Caller::new(key, &op, cx.headers(), query, peer);
         // A request to a bucket with logging on is logged, refused or not.
-        let log = |row: &hangar_model::bucket::BucketRow| {
+        let log = |row: &hangar_model::bucket::BucketRow, owner: &Owner| {
             if let (Some(slot), Some(target)) = (&log_slot, row.logging()) {
                 slot.set(Logged {
                     bucket: row.name.clone(),
-                    owner: crate::ops_acl::owner_of(row).id.unwrap_or_default(),
+                    owner: owner.id.clone().unwrap_or_default(),
                     target: target.clone(),
-                    requester: caller.key.as_ref().map(|k| k.access_key_id.clone()),
+                    // S3 logs the requester's canonical user id.
+                    requester: caller.key.as_ref().map(KeyRow::canonical_id),
                     key: object.clone(),
                     asked: Asked::of(
                         cx.method(),
@@ -243,39 +242,38 @@ impl S3Access for KeyAccess {
                 )
                 .await
                 .or_s3()?
-                .inspect(|row| {
-                    bucket_exists = true;
-                    log(row);
-                }) {
+            {
                 // A missing bucket is reported as such by the operation, as S3 does.
                 None => crate::body_limits::check_missing_bucket(cx.headers(), &bucket)
                     .map(|()| true)?,
-                // A caller that names the owner it expects is refused
-                // when the bucket has another (AWS API reference, common
-                // request header `x-amz-expected-bucket-owner`: 403).
-                Some(row)
-                    if !owned_as_expected(cx.headers(), "x-amz-expected-bucket-owner", &row) =>
-                {
-                    false
-                }
-                // The keys are in the body: with a policy, each is decided
-                // by the operation (`ops_delete`).
-                Some(row) if op == "DeleteObjects" && row.policy().is_some() => {
-                    caller.may_delete_some(&row)
-                }
                 Some(row) => {
-                    let action = iam_action(&op, by_version);
-                    caller.may(&row, need, &action, object.as_deref())
-                        || self
-                            .object_acl_grants(
-                                &caller,
-                                &row,
-                                need,
-                                &action,
-                                object.as_deref(),
-                                query,
-                            )
-                            .await?
+                    bucket_exists = true;
+                    let owner = crate::ops_acl::bucket_owner(&self.model, &row).await?;
+                    log(&row, &owner);
+                    // A caller that names the owner it expects is refused
+                    // when the bucket has another (AWS API reference,
+                    // common request header `x-amz-expected-bucket-owner`:
+                    // 403).
+                    if !owned_as_expected(cx.headers(), "x-amz-expected-bucket-owner", &owner) {
+                        false
+                    } else if op == "DeleteObjects" && row.policy().is_some() {
+                        // The keys are in the body: with a policy, each is
+                        // decided by the operation (`ops_delete`).
+                        caller.may_delete_some(&row)
+                    } else {
+                        let action = iam_action(&op, by_version);
+                        caller.may(&row, need, &action, object.as_deref())
+                            || self
+                                .object_acl_grants(
+                                    &caller,
+                                    &row,
+                                    need,
+                                    &action,
+                                    object.as_deref(),
+                                    query,
+                                )
+                                .await?
+                    }
                 }
             },
         };

@@ -3,9 +3,11 @@
 //! bucket row and of each object version), applied by [`crate::access`].
 //! An ACL body is accepted when a canned ACL says the same; other grants
 //! (`x-amz-grant-*` headers, grants to other accounts or e-mail addresses)
-//! answer `501 NotImplemented`. The owner shown is the bucket's creating
-//! key (`created_by`), for the bucket and its objects alike.
+//! answer `501 NotImplemented`. The owner shown is who the bucket's
+//! creating key (`created_by`) is ([`bucket_owner`]), for the bucket and
+//! its objects alike.
 
+use hangar_model::Model;
 use hangar_model::access::CannedAcl;
 use hangar_model::bucket::BucketRow;
 use s3s::dto::{
@@ -204,15 +206,15 @@ impl crate::S3Api {
     /// Refuses an `AccessControlPolicy` whose grantees S3 could not
     /// resolve, as S3 does: a grantee by e-mail is `400
     /// UnresolvableGrantByEmailAddress` (Hangar's users have no e-mail
-    /// addresses), a canonical user no key has is `400 InvalidArgument`.
-    /// A grant to another existing key than the owner stays `501` (Hangar's
-    /// ACLs are canned ones), from [`from_policy`].
+    /// addresses), a canonical user id no key has is `400
+    /// InvalidArgument`. A grant to another key's identity than the
+    /// owner's stays `501` (Hangar's ACLs are canned ones), from
+    /// [`from_policy`].
     async fn check_grantees(
         &self,
-        bucket: &BucketRow,
+        owner: &Owner,
         body: Option<&AccessControlPolicy>,
     ) -> S3Result<()> {
-        let owner = owner_of(bucket).id;
         for g in body.iter().flat_map(|p| p.grants.iter().flatten()) {
             let Some(grantee) = &g.grantee else { continue };
             match grantee.type_.as_str() {
@@ -224,14 +226,20 @@ impl crate::S3Api {
                 }
                 Type::CANONICAL_USER => {
                     let id = grantee.id.as_deref().unwrap_or("");
-                    if Some(id) != owner.as_deref()
-                        && self.model.keys().get(id).await.or_s3()?.is_none()
+                    if Some(id) == owner.id.as_deref() {
+                        continue;
+                    }
+                    if self
+                        .model
+                        .keys()
+                        .with_canonical_id(id)
+                        .await
+                        .or_s3()?
+                        .is_empty()
                     {
                         return Err(s3_error!(InvalidArgument, "Invalid id"));
                     }
-                    if Some(id) != owner.as_deref() {
-                        return Err(not_expressible());
-                    }
+                    return Err(not_expressible());
                 }
                 _ => {}
             }
@@ -240,17 +248,30 @@ impl crate::S3Api {
     }
 }
 
-/// The owner S3 shows for `bucket` and for its objects and uploads: the
-/// key that created the bucket (every object is the bucket owner's, as with
-/// AWS's default object ownership, BucketOwnerEnforced). Its ID only: S3
-/// stopped returning `DisplayName` in November 2025 (API reference,
-/// `Owner`).
-pub(crate) fn owner_of(bucket: &BucketRow) -> Owner {
-    Owner {
-        display_name: None,
-        id: Some(bucket.created_by.clone().unwrap_or_else(|| "hangar".into())),
-    }
+/// The owner S3 shows for `bucket` and for its objects and uploads: who
+/// the key that created the bucket is (its canonical user id, and its
+/// display name when the operator gave one), as every object is the
+/// bucket owner's (AWS's default object ownership, BucketOwnerEnforced).
+/// The buckets the operator made show `hangar`. Read on this node: the
+/// key table is on every node.
+pub(crate) async fn bucket_owner(model: &Model, bucket: &BucketRow) -> S3Result<Owner> {
+    Ok(match &bucket.created_by {
+        Some(key) => {
+            let who = model.keys().identity(key).await.or_s3()?;
+            Owner {
+                display_name: who.display_name,
+                id: Some(who.canonical_id),
+            }
+        }
+        None => Owner {
+            display_name: None,
+            id: Some(OPERATOR_OWNER.to_owned()),
+        },
+    })
 }
+
+/// The owner id of the buckets the operator made (`hangar bucket create`).
+const OPERATOR_OWNER: &str = "hangar";
 
 fn group(uri: &str, permission: &'static str) -> Grant {
     Grant {
@@ -296,7 +317,8 @@ impl S3Api {
     ) -> S3Result<S3Response<PutBucketAclOutput>> {
         let input = req.input;
         let b = self.bucket(signer(&req.credentials), &input.bucket).await?;
-        self.check_grantees(&b, input.access_control_policy.as_ref())
+        let owner = bucket_owner(&self.model, &b).await?;
+        self.check_grantees(&owner, input.access_control_policy.as_ref())
             .await?;
         if !b.acls_enabled() {
             check_owner_only(&input, input.access_control_policy.as_ref())?;
@@ -319,7 +341,7 @@ impl S3Api {
         let b = self
             .bucket(signer(&req.credentials), &req.input.bucket)
             .await?;
-        let owner = owner_of(&b);
+        let owner = bucket_owner(&self.model, &b).await?;
         // ACLs disabled: reads show the owner's full control only.
         let acl = if b.acls_enabled() {
             b.acl()
@@ -338,7 +360,8 @@ impl S3Api {
     ) -> S3Result<S3Response<PutObjectAclOutput>> {
         let input = req.input;
         let b = self.bucket(signer(&req.credentials), &input.bucket).await?;
-        self.check_grantees(&b, input.access_control_policy.as_ref())
+        let owner = bucket_owner(&self.model, &b).await?;
+        self.check_grantees(&owner, input.access_control_policy.as_ref())
             .await?;
         let enabled = b.acls_enabled();
         if !enabled {
@@ -385,7 +408,7 @@ impl S3Api {
                 input.version_id.as_deref(),
             )
             .await?;
-        let owner = owner_of(&b);
+        let owner = bucket_owner(&self.model, &b).await?;
         let acl = if b.acls_enabled() {
             found.row.acl()
         } else {

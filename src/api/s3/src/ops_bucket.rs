@@ -110,11 +110,10 @@ impl S3Api {
             .collect();
         Ok(S3Response::new(ListBucketsOutput {
             buckets: Some(buckets),
-            // No DisplayName: S3 stopped returning it in November 2025
-            // (API reference, `Owner`).
+            // Who the signing key is: the owner of the buckets it creates.
             owner: Some(Owner {
-                id: Some(key.access_key_id.clone()),
-                display_name: None,
+                id: Some(key.canonical_id()),
+                display_name: key.display_name.value.clone(),
             }),
             prefix: req.input.prefix,
             continuation_token: next,

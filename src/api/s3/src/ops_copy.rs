@@ -72,11 +72,12 @@ impl S3Api {
             .or_s3()?
         {
             let action = crate::access::iam_action("GetObject", version_id.is_some());
+            let owner = crate::ops_acl::bucket_owner(&self.model, &src).await?;
             if !caller.may(&src, crate::access::Need::Read, &action, Some(&key))
                 || !crate::auth::owned_as_expected(
                     &req.headers,
                     "x-amz-source-expected-bucket-owner",
-                    &src,
+                    &owner,
                 )
             {
                 return Err(s3_error!(AccessDenied, "Access Denied to the copy source"));

@@ -16,7 +16,7 @@ use crate::S3Api;
 use crate::access::signer;
 use crate::conditions::etag;
 use crate::error::OrS3;
-use crate::ops_acl::owner_of;
+use crate::ops_acl::bucket_owner;
 use crate::time::timestamp;
 
 const PAGE: usize = 1000;
@@ -279,6 +279,11 @@ impl S3Api {
             )
             .await?;
         let key_count = (l.objects.len() + l.prefixes.len()) as i32;
+        let owner = if input.fetch_owner == Some(true) {
+            Some(bucket_owner(&self.model, &bucket).await?)
+        } else {
+            None
+        };
         let out = ListObjectsV2Output {
             name: Some(input.bucket),
             prefix: Some(enc(&prefix)),
@@ -290,13 +295,7 @@ impl S3Api {
             next_continuation_token: l.next_start.map(hex::encode),
             start_after: input.start_after.as_deref().map(&enc),
             encoding_type: input.encoding_type,
-            contents: Some(contents(
-                l.objects,
-                &enc,
-                (input.fetch_owner == Some(true))
-                    .then(|| owner_of(&bucket))
-                    .as_ref(),
-            )),
+            contents: Some(contents(l.objects, &enc, owner.as_ref())),
             common_prefixes: Some(common_prefixes(l.prefixes, &enc)),
             request_charged: None,
         };
@@ -331,6 +330,7 @@ impl S3Api {
                 max,
             )
             .await?;
+        let owner = bucket_owner(&self.model, &bucket).await?;
         let out = ListObjectsOutput {
             name: Some(input.bucket),
             // Echoed as sent: AWS does not encode ListObjects' prefix (nor
@@ -349,7 +349,7 @@ impl S3Api {
             // ListObjects shows each object's owner (ListObjectsV2 only
             // when asked): the bucket owner's, as with AWS's default
             // object ownership (BucketOwnerEnforced).
-            contents: Some(contents(l.objects, &enc, Some(&owner_of(&bucket)))),
+            contents: Some(contents(l.objects, &enc, Some(&owner))),
             common_prefixes: Some(common_prefixes(l.prefixes, &enc)),
             request_charged: None,
         };

@@ -533,6 +533,7 @@ impl S3Api {
                 part
             })
             .collect();
+        let owner = crate::ops_acl::bucket_owner(&self.model, &b).await?;
         Ok(S3Response::new(ListPartsOutput {
             bucket: Some(input.bucket),
             key: Some(input.key),
@@ -543,8 +544,8 @@ impl S3Api {
             next_part_number_marker: if truncated { next } else { None },
             parts: Some(parts),
             // The bucket owner's, as in ListMultipartUploads.
-            initiator: Some(initiator(&crate::ops_acl::owner_of(&b))),
-            owner: Some(crate::ops_acl::owner_of(&b)),
+            initiator: Some(initiator(&owner)),
+            owner: Some(owner),
             storage_class: Some(StorageClass::from_static(StorageClass::STANDARD)),
             checksum_algorithm: mpu
                 .checksum_algorithm
@@ -635,8 +636,8 @@ impl S3Api {
         let mut uploads = Vec::new();
         let mut prefixes = Vec::new();
         // The bucket owner's, like the objects the uploads become
-        // (`owner_of`); the upload row does not record its initiator.
-        let owner = crate::ops_acl::owner_of(&b);
+        // (`bucket_owner`); the upload row does not record its initiator.
+        let owner = crate::ops_acl::bucket_owner(&self.model, &b).await?;
         let initiator = initiator(&owner);
         for e in entries {
             match e {

@@ -244,7 +244,7 @@ impl S3Api {
                 .await?
         };
 
-        let owner = crate::ops_acl::owner_of(&bucket);
+        let owner = crate::ops_acl::bucket_owner(&self.model, &bucket).await?;
         let mut x = String::from(
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?><ListVersionsResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">",
         );
@@ -298,9 +298,11 @@ impl S3Api {
                         el(&mut x, "Size", &v.row.size.to_string());
                         el(&mut x, "StorageClass", "STANDARD");
                     }
-                    // Every version is the bucket owner's (`owner_of`): its
-                    // ID, without the DisplayName S3 no longer returns.
+                    // Every version is the bucket owner's (`bucket_owner`).
                     x.push_str("<Owner>");
+                    if let Some(name) = &owner.display_name {
+                        el(&mut x, "DisplayName", name);
+                    }
                     el(&mut x, "ID", owner.id.as_deref().unwrap_or_default());
                     x.push_str("</Owner>");
                     let _ = write!(x, "</{tag}>");

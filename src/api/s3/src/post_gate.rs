@@ -66,7 +66,7 @@ pub(crate) struct PostGate {
 /// What a form's fields say about who sends it.
 enum Signer {
     Anonymous,
-    Key(KeyRow),
+    Key(Box<KeyRow>),
     /// A signature that does not verify here (or a key that does not
     /// exist): s3s refuses it, before reading the file.
     LeftToS3s,
@@ -154,7 +154,7 @@ impl PostGate {
         let key = match self.signer(&fields).await? {
             Signer::LeftToS3s => return Ok(rebuilt(parts, body)),
             Signer::Anonymous => None,
-            Signer::Key(k) => Some(k),
+            Signer::Key(k) => Some(*k),
         };
         let row = self
             .model
@@ -237,7 +237,7 @@ impl PostGate {
             let k = signing_key(&key.secret.value, date, region, service);
             let expected = hex::encode(hmac(&k, policy));
             return Ok(if same(expected.as_bytes(), sig.as_bytes()) {
-                Signer::Key(key)
+                Signer::Key(Box::new(key))
             } else {
                 Signer::LeftToS3s
             });
@@ -263,7 +263,7 @@ impl PostGate {
             let expected =
                 base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes());
             return Ok(if same(expected.as_bytes(), sig.as_bytes()) {
-                Signer::Key(key)
+                Signer::Key(Box::new(key))
             } else {
                 Signer::LeftToS3s
             });

@@ -50,6 +50,8 @@ pub fn key_json(k: &KeyRow) -> Value {
         expires_msec: k.expires_msec.value,
         expires: k.expires_msec.value.map(hangar_util::time::rfc3339),
         expired: k.is_expired(hangar_util::time::now_msec()),
+        canonical_id: k.canonical_id(),
+        display_name: k.display_name.value.clone(),
         buckets: k
             .granted()
             .map(|(b, p)| KeyGrant {
@@ -206,6 +208,22 @@ async fn handle(st: &AdminState, req: Request) -> Result<Value, AdminError> {
                 &model
                     .keys()
                     .set_expiry(&k.access_key_id, expires_msec)
+                    .await
+                    .map_err(e)?,
+            )
+        }
+        Request::KeySetIdentity {
+            key,
+            canonical_id,
+            display_name,
+        } => {
+            let k = model.keys().find(&key).await.map_err(e)?;
+            // Empty: cleared.
+            let given = |v: Option<String>| v.map(|v| Some(v).filter(|v| !v.is_empty()));
+            key_json(
+                &model
+                    .keys()
+                    .set_identity(&k.access_key_id, given(canonical_id), given(display_name))
                     .await
                     .map_err(e)?,
             )

@@ -21,6 +21,7 @@ Examples:
   hangar key create my-app                   prints the key id and its secret
   hangar key create ci --expires-in 30d      a key that stops working in 30 days
   hangar key set ci --never-expires
+  hangar key set-identity my-app --display-name \"Photo app\"
   hangar key allow my-app --create-bucket
   hangar key info my-app --json
   hangar key delete my-app --yes";
@@ -55,6 +56,19 @@ pub enum KeyCmd {
         /// The key never expires.
         #[arg(long)]
         never_expires: bool,
+    },
+    /// Set who a key is to S3 clients: the canonical user id and display
+    /// name shown as the Owner of the buckets it creates, in listings and
+    /// ACLs.
+    SetIdentity {
+        key: String,
+        /// 1 to 128 letters, digits, '-', '_' or '.' (several keys may share
+        /// one); "" goes back to the id derived from the access key id.
+        #[arg(long)]
+        canonical_id: Option<String>,
+        /// Up to 128 bytes; "" for none.
+        #[arg(long)]
+        display_name: Option<String>,
     },
     /// Import an existing access key id and secret.
     Import {
@@ -390,6 +404,10 @@ fn print_key(k: &KeyInfo, show_secret: bool) {
         println!("Secret key: (redacted, use --show-secret)");
     }
     println!("Can create buckets: {}", k.allow_create_bucket);
+    println!("Canonical ID: {}", k.canonical_id);
+    if let Some(name) = &k.display_name {
+        println!("Display name: {name}");
+    }
     println!(
         "Expires: {}",
         crate::cli::expiry::describe(k.expires_msec, hangar_util::time::now_msec())
@@ -432,6 +450,23 @@ pub async fn key(client: &AdminClient, cmd: KeyCmd, json: bool) -> Result<(), Cl
                 hangar_util::time::now_msec(),
             )?;
             (Request::KeySetExpiry { key, expires_msec }, false)
+        }
+        KeyCmd::SetIdentity {
+            key,
+            canonical_id,
+            display_name,
+        } => {
+            if canonical_id.is_none() && display_name.is_none() {
+                return Err("nothing to change: give --canonical-id or --display-name".into());
+            }
+            (
+                Request::KeySetIdentity {
+                    key,
+                    canonical_id,
+                    display_name,
+                },
+                false,
+            )
         }
         KeyCmd::Import { id, secret, name } => (Request::KeyImport { id, secret, name }, true),
         KeyCmd::List => (Request::KeyList, false),

@@ -276,6 +276,8 @@ async function keyDetail(id) {
     h("dl", { class: "facts" },
       h("dt", {}, "Access key id"), h("dd", { class: "mono" }, k.access_key_id),
       h("dt", {}, "Secret key"), h("dd", {}, reveal, " ", secret),
+      h("dt", {}, "Canonical user id"), h("dd", { class: "mono" }, k.canonical_id),
+      h("dt", {}, "Display name"), h("dd", {}, k.display_name || "—"),
       h("dt", {}, "May create buckets"), h("dd", {}, k.allow_create_bucket ? "yes" : "no", " ",
         action(k.allow_create_bucket ? "Forbid" : "Allow", () => api("SetKeyCreateBucket", { key: k.access_key_id, allow: !k.allow_create_bucket }, { post: true }),
           { label: `${k.allow_create_bucket ? "Forbid" : "Allow"} creating buckets` }))),

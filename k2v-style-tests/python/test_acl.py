@@ -1,10 +1,11 @@
 """Canned ACLs on buckets and objects: CreateBucket / PutObject / CopyObject /
 CreateMultipartUpload / PostObject with x-amz-acl, Put/GetBucketAcl,
 Put/GetObjectAcl; anonymous reads of a public-read object, anonymous writes
-into a public-read-write bucket; BlockPublicAcls and IgnorePublicAcls; grants
-no canned ACL expresses answer 501, on Put*Acl and on uploads and creations
-alike (x-amz-grant-* headers). On one node and on three (an ACL set
-through the first node applies on the third)."""
+into a public-read-write bucket; BlockPublicAcls and IgnorePublicAcls; group
+grants no canned ACL expresses answer 501, on Put*Acl and on uploads and
+creations alike (x-amz-grant-* headers); grants to users are
+test_acl_grants.py's. On one node and on three (an ACL set through the
+first node applies on the third)."""
 
 from __future__ import annotations
 
@@ -128,31 +129,36 @@ def test_acl_bodies_and_public_access_block(one):
     assert anon.get_object(Bucket=b, Key="o")["Body"].read() == b"x"
     # Grantees S3 cannot resolve (API_PutBucketAcl, "Grantee Values": an
     # e-mail address without an account is UnresolvableGrantByEmailAddress,
-    # an unknown canonical ID InvalidArgument); grants to another user no
-    # canned ACL expresses: 501; nothing changed.
+    # an unknown canonical ID InvalidArgument); group grants no canned ACL
+    # expresses: 501; nothing changed.
     email = {"Grantee": {"Type": "AmazonCustomerByEmail", "EmailAddress": "a@b.c"}, "Permission": "READ"}
     acp = {"Grants": [full, email], "Owner": owner}
     assert status(lambda: s3.put_bucket_acl(Bucket=b, AccessControlPolicy=acp)) == (400, "UnresolvableGrantByEmailAddress")
     nobody = {"Grantee": {"Type": "CanonicalUser", "ID": "GK" + "0" * 24}, "Permission": "READ"}
     acp = {"Grants": [full, nobody], "Owner": owner}
     assert status(lambda: s3.put_object_acl(Bucket=b, Key="o", AccessControlPolicy=acp)) == (400, "InvalidArgument")
-    someone = {"Grantee": {"Type": "CanonicalUser", "ID": other.canonical_id}, "Permission": "READ"}
-    acp = {"Grants": [full, someone], "Owner": owner}
+    acp_only = {"Grantee": {"Type": "Group", "URI": ALL_USERS}, "Permission": "READ_ACP"}
+    acp = {"Grants": [full, acp_only], "Owner": owner}
     assert status(lambda: s3.put_bucket_acl(Bucket=b, AccessControlPolicy=acp)) == (501, "NotImplemented")
-    assert status(lambda: s3.put_bucket_acl(Bucket=b, GrantRead=f'uri="{ALL_USERS}"')) == (501, "NotImplemented")
+    assert status(lambda: s3.put_bucket_acl(Bucket=b, GrantWrite=f'uri="{ALL_USERS}"')) == (501, "NotImplemented")
     assert groups(s3.get_bucket_acl(Bucket=b)) == set()
     # The same grants on an upload or a creation: refused, not ignored (the
     # object would be stored without the access its writer asked for).
     grant = f'uri="{ALL_USERS}"'
-    assert status(lambda: s3.put_object(Bucket=b, Key="g", Body=b"x", GrantRead=grant)) == (501, "NotImplemented")
+    assert status(lambda: s3.put_object(Bucket=b, Key="g", Body=b"x", GrantReadACP=grant)) == (501, "NotImplemented")
     assert status(lambda: s3.copy_object(Bucket=b, Key="g", CopySource={"Bucket": b, "Key": "o"},
-                                         GrantRead=grant)) == (501, "NotImplemented")
-    assert status(lambda: s3.create_multipart_upload(Bucket=b, Key="g", GrantFullControl=f'id="{owner["ID"]}"')) \
+                                         GrantReadACP=grant)) == (501, "NotImplemented")
+    assert status(lambda: s3.create_multipart_upload(Bucket=b, Key="g", GrantWriteACP=grant)) \
         == (501, "NotImplemented")
     assert status(lambda: s3.head_object(Bucket=b, Key="g"))[0] == 404
     c = bucket_name("acl-grant")
     assert status(lambda: s3.create_bucket(Bucket=c, GrantWrite=grant)) == (501, "NotImplemented")
     assert status(lambda: s3.head_bucket(Bucket=c))[0] == 404
+    # A group grant a canned ACL says, as a header: that canned ACL.
+    s3.put_object(Bucket=b, Key="h", Body=b"h", GrantRead=grant)
+    assert groups(s3.get_object_acl(Bucket=b, Key="h")) == {(ALL_USERS, "READ")}
+    assert anon.get_object(Bucket=b, Key="h")["Body"].read() == b"h"
+    s3.delete_object(Bucket=b, Key="h")
 
     # IgnorePublicAcls: the public object is no longer readable anonymously.
     s3.put_public_access_block(Bucket=b, PublicAccessBlockConfiguration={"IgnorePublicAcls": True})

@@ -1,6 +1,7 @@
 //! Access-control configuration, as bucket and object rows store it (row
-//! format 10): a bucket's policy document and public access block, the
-//! canned ACLs of buckets and object versions. What they mean for a request is decided by the S3 layer, which
+//! formats 10 and 19): a bucket's policy document and public access block,
+//! the canned ACLs of buckets and object versions and their grants to
+//! users. What they mean for a request is decided by the S3 layer, which
 //! parses the policy when it is put and again when it applies it.
 
 use serde::{Deserialize, Serialize};
@@ -99,6 +100,71 @@ impl CannedAcl {
     }
 }
 
+/// What an ACL grant gives its grantee (S3's `Permission`). On a bucket:
+/// `Read` lists it, `Write` writes and deletes its objects; on an object,
+/// `Read` reads it (and `Write` gives nothing, as on S3); on both,
+/// `ReadAcp` / `WriteAcp` read and replace the ACL, `FullControl` is all
+/// four.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum AclPermission {
+    Read,
+    Write,
+    ReadAcp,
+    WriteAcp,
+    FullControl,
+}
+
+impl AclPermission {
+    /// The permission S3 names `name`.
+    pub fn parse(name: &str) -> Option<AclPermission> {
+        Some(match name {
+            "READ" => AclPermission::Read,
+            "WRITE" => AclPermission::Write,
+            "READ_ACP" => AclPermission::ReadAcp,
+            "WRITE_ACP" => AclPermission::WriteAcp,
+            "FULL_CONTROL" => AclPermission::FullControl,
+            _ => return None,
+        })
+    }
+
+    /// S3's name of the permission.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AclPermission::Read => "READ",
+            AclPermission::Write => "WRITE",
+            AclPermission::ReadAcp => "READ_ACP",
+            AclPermission::WriteAcp => "WRITE_ACP",
+            AclPermission::FullControl => "FULL_CONTROL",
+        }
+    }
+
+    /// Whether a grant of this permission gives `wanted`.
+    pub fn gives(self, wanted: AclPermission) -> bool {
+        self == wanted || self == AclPermission::FullControl
+    }
+}
+
+/// A grant of an ACL to a user, named by canonical user id, beside what
+/// its canned ACL gives the groups (`PutBucketAcl` / `PutObjectAcl`
+/// bodies, `x-amz-grant-*` headers): row format 19.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct UserGrant {
+    /// The grantee's canonical user id (a key's, `KeyRow::canonical_id`).
+    pub id: String,
+    pub permission: AclPermission,
+}
+
+/// The most grants an ACL may hold (S3's bound: 100).
+pub const MAX_GRANTS: usize = 100;
+
+/// Whether `grants` give the user of canonical id `id` the permission
+/// `wanted`.
+pub fn user_granted(grants: &[UserGrant], id: &str, wanted: AclPermission) -> bool {
+    grants
+        .iter()
+        .any(|g| g.id == id && g.permission.gives(wanted))
+}
+
 /// S3 Object Ownership of a bucket (PutBucketOwnershipControls, or
 /// CreateBucket's `x-amz-object-ownership`). Hangar's bucket owner owns
 /// every object whatever the setting, so `BucketOwnerPreferred` and
@@ -136,6 +202,45 @@ impl ObjectOwnership {
 /// Where an upload in progress keeps the ACL of the object it will
 /// complete: a header of its row only Hangar writes (like Object Lock's).
 const MPU_ACL: &str = "x-hangar-acl";
+/// Where it keeps the grants to users: `PERMISSION=id` items separated by
+/// spaces (canonical ids hold no space, `KeyRow::canonical_id`).
+const MPU_GRANTS: &str = "x-hangar-grants";
+
+/// Records `grants` (if any) in the headers of an upload in progress.
+pub fn put_grants_in_headers(
+    headers: &mut std::collections::BTreeMap<String, String>,
+    grants: &[UserGrant],
+) {
+    if !grants.is_empty() {
+        let text: Vec<String> = grants
+            .iter()
+            .map(|g| format!("{}={}", g.permission.as_str(), g.id))
+            .collect();
+        headers.insert(MPU_GRANTS.into(), text.join(" "));
+    }
+}
+
+/// Takes the grants recorded by [`put_grants_in_headers`] out of the
+/// headers of a completed upload: the object's register, stamped 0 like
+/// an upload's.
+pub fn take_grants_from_headers(
+    headers: &mut std::collections::BTreeMap<String, String>,
+) -> hangar_table::Lww<Vec<UserGrant>> {
+    let Some(text) = headers.remove(MPU_GRANTS) else {
+        return Default::default();
+    };
+    let grants: Vec<UserGrant> = text
+        .split(' ')
+        .filter_map(|item| {
+            let (p, id) = item.split_once('=')?;
+            Some(UserGrant {
+                id: id.to_owned(),
+                permission: AclPermission::parse(p)?,
+            })
+        })
+        .collect();
+    hangar_table::Lww::new(0, grants)
+}
 
 /// Records `acl` (if any) in the headers of an upload in progress.
 pub fn put_acl_in_headers(

@@ -113,14 +113,19 @@ impl Buckets {
         .await
     }
 
-    /// Replaces the canned ACL of bucket `name`.
+    /// Replaces the ACL of bucket `name`: its canned ACL and its grants to
+    /// users (a bucket that never had any keeps its row format).
     pub async fn set_bucket_acl(
         &self,
         name: &str,
         acl: crate::access::CannedAcl,
+        users: Vec<crate::access::UserGrant>,
     ) -> Result<BucketRow> {
         self.update_bucket(name, move |b, now| {
             b.acl.update(now, Some(acl));
+            if !users.is_empty() || !b.user_grants.is_unset() {
+                b.user_grants.update(now, users);
+            }
             Ok(())
         })
         .await
@@ -136,11 +141,15 @@ impl Buckets {
     ) -> Result<BucketRow> {
         self.update_bucket(name, move |b, now| {
             if ownership == Some(crate::access::ObjectOwnership::BucketOwnerEnforced)
-                && b.acl().is_public()
+                && (b.acl().is_public() || !b.user_grants.value.is_empty())
             {
+                let grants = if b.user_grants.value.is_empty() {
+                    b.acl().as_str().to_owned()
+                } else {
+                    format!("{} with grants to users", b.acl().as_str())
+                };
                 return Err(ModelError::AclWithOwnershipEnforced(format!(
-                    "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting (its ACL is {})",
-                    b.acl().as_str()
+                    "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting (its ACL is {grants})"
                 )));
             }
             b.ownership.update(now, ownership);

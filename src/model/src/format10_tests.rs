@@ -183,7 +183,7 @@ async fn a_bucket_acl_set_through_the_model_is_stored() {
     assert_eq!(b.acl(), CannedAcl::Private);
     model
         .buckets()
-        .set_bucket_acl("photos", CannedAcl::PublicReadWrite)
+        .set_bucket_acl("photos", CannedAcl::PublicReadWrite, Vec::new())
         .await
         .unwrap();
     let b = model.buckets().get_bucket("photos").await.unwrap().unwrap();

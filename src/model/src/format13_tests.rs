@@ -73,7 +73,7 @@ async fn enforced_ownership_is_refused_while_the_acl_is_public_and_kept_otherwis
     let buckets = model.buckets();
     buckets.create_bucket("shared", None).await.unwrap();
     buckets
-        .set_bucket_acl("shared", CannedAcl::PublicRead)
+        .set_bucket_acl("shared", CannedAcl::PublicRead, Vec::new())
         .await
         .unwrap();
     let e = buckets
@@ -86,7 +86,7 @@ async fn enforced_ownership_is_refused_while_the_acl_is_public_and_kept_otherwis
     assert!(b.acls_enabled());
 
     buckets
-        .set_bucket_acl("shared", CannedAcl::Private)
+        .set_bucket_acl("shared", CannedAcl::Private, Vec::new())
         .await
         .unwrap();
     let b = buckets

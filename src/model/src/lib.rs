@@ -57,6 +57,8 @@ mod format17_tests;
 #[cfg(test)]
 mod format18_tests;
 #[cfg(test)]
+mod format19_tests;
+#[cfg(test)]
 mod format3_tests;
 #[cfg(test)]
 mod format5_tests;

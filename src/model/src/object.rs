@@ -11,14 +11,14 @@ use std::collections::BTreeMap;
 
 use crate::row_format::{
     ACCESS_ROW_FORMAT, MANAGED_SSE_ROW_FORMAT, OBJECT_LOCK_ROW_FORMAT, SSE_C_ROW_FORMAT,
-    TAGS_CORS_ROW_FORMAT, VERSIONING_ROW_FORMAT,
+    TAGS_CORS_ROW_FORMAT, USER_GRANTS_ROW_FORMAT, VERSIONING_ROW_FORMAT,
 };
 use hangar_db::{DbError, Tx};
 use hangar_table::{Crdt, Lww, ROW_FORMAT, Schema};
 use serde::{Deserialize, Serialize};
 
 use crate::VersionId;
-use crate::access::CannedAcl;
+use crate::access::{CannedAcl, UserGrant};
 use crate::queues::queue_version_gc;
 use crate::retention::Retention;
 use crate::sse_c::SseC;
@@ -100,6 +100,11 @@ pub struct ObjectRow {
     /// stored. A register of the version like `tags`.
     #[serde(default, skip_serializing_if = "Lww::is_unset")]
     pub acl: Lww<Option<CannedAcl>>,
+    /// The version's ACL grants to users, beside its canned ACL's to groups
+    /// (`x-amz-grant-*` of its upload or copy, PutObjectAcl): row format
+    /// 19; absent when never set. Changed with `acl`, at the same time.
+    #[serde(default, skip_serializing_if = "Lww::is_unset")]
+    pub user_grants: Lww<Vec<UserGrant>>,
 }
 
 impl Crdt for ObjectRow {
@@ -114,6 +119,7 @@ impl Crdt for ObjectRow {
                 self.retention.merge(&other.retention);
                 self.legal_hold.merge(&other.legal_hold);
                 self.acl.merge(&other.acl);
+                self.user_grants.merge(&other.user_grants);
             }
         }
     }
@@ -137,6 +143,7 @@ impl ObjectRow {
             legal_hold: Lww::default(),
             sse_c: None,
             acl: Lww::default(),
+            user_grants: Lww::default(),
         }
     }
 
@@ -247,7 +254,9 @@ impl Schema for ObjectTable {
     }
 
     fn format_of(row: &ObjectRow) -> u8 {
-        if row.sse_c.as_ref().is_some_and(|r| r.managed.is_some()) {
+        if !row.user_grants.is_unset() {
+            USER_GRANTS_ROW_FORMAT
+        } else if row.sse_c.as_ref().is_some_and(|r| r.managed.is_some()) {
             MANAGED_SSE_ROW_FORMAT
         } else if row.sse_c.is_some() {
             SSE_C_ROW_FORMAT

@@ -11,17 +11,24 @@ use crate::bucket::BucketRow;
 use crate::object::{ObjectRow, TagSet};
 
 impl Objects {
-    /// Replaces the canned ACL of version `found` (read by
-    /// [`Objects::find_version`]); a version removed meanwhile stays removed
-    /// (the ACL is merged onto that version only).
+    /// Replaces the ACL of version `found` (read by
+    /// [`Objects::find_version`]): its canned ACL and its grants to users
+    /// (a version that never had any keeps its row format); a version
+    /// removed meanwhile stays removed (the ACL is merged onto that
+    /// version only).
     pub async fn set_version_acl(
         &self,
         bucket: &BucketRow,
         found: &crate::version_ops::FoundVersion,
         acl: crate::access::CannedAcl,
+        users: Vec<crate::access::UserGrant>,
     ) -> Result<()> {
         let mut row = found.row.clone();
-        row.acl.update(now_msec(), Some(acl));
+        let now = now_msec();
+        row.acl.update(now, Some(acl));
+        if !users.is_empty() || !row.user_grants.is_unset() {
+            row.user_grants.update(now, users);
+        }
         Ok(self
             .rows()
             .insert_one(&bucket.id_bytes(), &found.sort, row)

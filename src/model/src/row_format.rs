@@ -116,6 +116,13 @@ pub const PARTITIONED_LOG_ROW_FORMAT: u8 = 17;
 /// includes 3 to 17.
 pub const OWNER_IDENTITY_ROW_FORMAT: u8 = 18;
 
+/// Format 18 plus ACL grants to users (`BucketRow::user_grants`,
+/// `ObjectRow::user_grants`): a reader of an older format would drop them
+/// on its next merge (and a grant, or its revocation, would be lost), so
+/// such rows say so. Written only for the bucket and object rows that
+/// carry them; 19 includes 3 to 18.
+pub const USER_GRANTS_ROW_FORMAT: u8 = 19;
+
 /// The newest format of the model's rows: every table of the model reads
 /// formats 2 to this one.
-pub const NEWEST: u8 = OWNER_IDENTITY_ROW_FORMAT;
+pub const NEWEST: u8 = USER_GRANTS_ROW_FORMAT;

@@ -5,7 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use hangar_model::access::{CannedAcl, ObjectOwnership, PublicAccessBlock};
+use hangar_model::access::{
+    AclPermission, CannedAcl, ObjectOwnership, PublicAccessBlock, UserGrant,
+};
 use hangar_model::alias::AliasRow;
 use hangar_model::block_list::BlockEntry;
 use hangar_model::bucket::{
@@ -151,6 +153,27 @@ fn canned_acl() -> impl Strategy<Value = Option<CannedAcl>> {
     ])
 }
 
+/// A few grants to users (row format 19): none, one, or two, to two ids
+/// and three permissions, as concurrent PutBucketAcl / PutObjectAcl leave
+/// them.
+fn user_grants() -> impl Strategy<Value = Vec<UserGrant>> {
+    proptest::collection::vec(
+        (
+            prop_oneof![Just("a"), Just("b")],
+            prop_oneof![
+                Just(AclPermission::Read),
+                Just(AclPermission::WriteAcp),
+                Just(AclPermission::FullControl)
+            ],
+        )
+            .prop_map(|(id, permission)| UserGrant {
+                id: id.to_owned(),
+                permission,
+            }),
+        0..3,
+    )
+}
+
 /// No object ownership setting, or one of S3's three (row format 13).
 fn object_ownership() -> impl Strategy<Value = Option<ObjectOwnership>> {
     proptest::option::of(prop_oneof![
@@ -246,6 +269,7 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
             lww(object_ownership()),
             lww(bucket_encryption()),
             lww(bucket_logging()),
+            lww(user_grants()),
         ),
     )
         .prop_map(
@@ -261,7 +285,16 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
                 object_lock,
                 lifecycle,
                 website,
-                (policy, public_access_block, acl, quotas, ownership, encryption, logging),
+                (
+                    policy,
+                    public_access_block,
+                    acl,
+                    quotas,
+                    ownership,
+                    encryption,
+                    logging,
+                    user_grants,
+                ),
             )| {
                 let mut b = BucketRow::new("bucket", id, created, updated);
                 b.deleted = deleted;
@@ -275,6 +308,7 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
                 b.policy = policy;
                 b.public_access_block = public_access_block;
                 b.acl = acl;
+                b.user_grants = user_grants;
                 b.quotas = quotas;
                 b.ownership = ownership;
                 b.encryption = encryption;
@@ -386,6 +420,7 @@ fn object_row() -> impl Strategy<Value = ObjectRow> {
         lww(any::<bool>()),
         sse_c(),
         lww(canned_acl()),
+        lww(user_grants()),
     )
         .prop_map(
             |(
@@ -400,6 +435,7 @@ fn object_row() -> impl Strategy<Value = ObjectRow> {
                 legal_hold,
                 sse_c,
                 acl,
+                user_grants,
             )| {
                 let mut headers = BTreeMap::new();
                 headers.insert("content-type".to_owned(), etag.clone());
@@ -420,6 +456,7 @@ fn object_row() -> impl Strategy<Value = ObjectRow> {
                     legal_hold,
                     sse_c,
                     acl,
+                    user_grants,
                 }
             },
         )
@@ -430,8 +467,14 @@ fn object_row() -> impl Strategy<Value = ObjectRow> {
 /// PutObjectTagging / DeleteObjectTagging of the same versions and PUTs of
 /// new ones leave on replicas.
 fn tagged_object_row() -> impl Strategy<Value = ObjectRow> {
-    (0u8..3, any::<bool>(), lww(tag_set()), lww(canned_acl())).prop_map(
-        |(v, deleted, tags, acl)| {
+    (
+        0u8..3,
+        any::<bool>(),
+        lww(tag_set()),
+        lww(canned_acl()),
+        lww(user_grants()),
+    )
+        .prop_map(|(v, deleted, tags, acl, user_grants)| {
             let mut row = if deleted {
                 ObjectRow::tombstone([v + 10; 16], u64::from(v) + 1)
             } else {
@@ -449,15 +492,16 @@ fn tagged_object_row() -> impl Strategy<Value = ObjectRow> {
                     legal_hold: Lww::default(),
                     sse_c: None,
                     acl: Default::default(),
+                    user_grants: Lww::default(),
                 }
             };
             if !row.is_deleted() {
                 row.tags = tags;
                 row.acl = acl;
+                row.user_grants = user_grants;
             }
             row
-        },
-    )
+        })
 }
 
 fn block_entry() -> impl Strategy<Value = BlockEntry> {
@@ -689,6 +733,7 @@ fn an_object_tombstone_newer_than_the_object_wins_on_every_replica() {
         legal_hold: Default::default(),
         sse_c: None,
         acl: Default::default(),
+        user_grants: Lww::default(),
     };
     let tomb = ObjectRow::tombstone([2; 16], 11);
     let (mut a, mut b) = (live.clone(), tomb.clone());
@@ -759,6 +804,7 @@ fn tags_of_a_replaced_version_do_not_move_to_the_new_one() {
         legal_hold: Default::default(),
         sse_c: None,
         acl: Default::default(),
+        user_grants: Lww::default(),
     };
     let mut tagged = v1.clone();
     tagged.tags.update(100, tags(&[("a", "1")]));

@@ -7,8 +7,10 @@
 //!    right may always read, change and delete the policy, so that no
 //!    policy locks the bucket's owners out);
 //! 2. otherwise the key's own permission for the operation grants, and so
-//!    do the canned ACLs of the bucket and the object (unless the bucket's
-//!    `IgnorePublicAcls`);
+//!    do the ACLs of the bucket and the object: their canned ACLs' grants
+//!    to groups (unless the bucket's `IgnorePublicAcls`) and their grants
+//!    to the key's canonical user id (unless the bucket's ACLs are
+//!    disabled, as are the groups');
 //! 3. otherwise an Allow of the policy grants — to anonymous requests only
 //!    while `RestrictPublicBuckets` does not hold or the policy is not
 //!    public;
@@ -17,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 
-use hangar_model::access::CannedAcl;
+use hangar_model::access::{AclPermission, CannedAcl, UserGrant, user_granted};
 use hangar_model::bucket::BucketRow;
 use hangar_model::key::KeyRow;
 
@@ -272,9 +274,14 @@ impl Caller {
             return true;
         }
         let block = bucket.public_access_block().unwrap_or_default();
-        let acl_allows = !block.ignore_public_acls
-            && bucket.acls_enabled()
-            && acl_grants(bucket.acl(), None, "s3:DeleteObject", false);
+        let acl_allows = bucket.acls_enabled()
+            && acl_grants(
+                bucket,
+                None,
+                "s3:DeleteObject",
+                None,
+                block.ignore_public_acls,
+            );
         let Some(policy) = bucket
             .policy()
             .and_then(|t| Policy::parse(t, &bucket.name).ok())
@@ -287,20 +294,25 @@ impl Caller {
     }
 
     /// [`Caller::may`], the object's ACL known (`object_acl`: the ACL of
-    /// the object version a read is about).
+    /// the object version the request is about).
     pub(crate) fn may_with_acl(
         &self,
         bucket: &BucketRow,
         need: Need,
         action: &str,
         object: Option<&str>,
-        object_acl: Option<CannedAcl>,
+        object_acl: Option<ObjectAcl<'_>>,
     ) -> bool {
         let block = bucket.public_access_block().unwrap_or_default();
         // BucketOwnerEnforced: ACLs grant nothing.
-        let acl_allows = !block.ignore_public_acls
-            && bucket.acls_enabled()
-            && acl_grants(bucket.acl(), object_acl, action, self.key.is_some());
+        let acl_allows = bucket.acls_enabled()
+            && acl_grants(
+                bucket,
+                object_acl,
+                action,
+                self.key.as_ref(),
+                block.ignore_public_acls,
+            );
         let perm = self.key.as_ref().map(|k| k.permission(&bucket.name));
         let key_allows = perm.is_some_and(|p| match need {
             Need::Read => p.read,
@@ -335,23 +347,71 @@ impl Caller {
     }
 }
 
-/// Whether canned ACLs grant `action`: the bucket's (READ: its listings;
-/// WRITE: writing and deleting its objects), or the object's (READ: the
-/// object). `signed`: the request is signed (`authenticated-read`).
-pub(crate) fn acl_grants(
-    bucket: CannedAcl,
-    object: Option<CannedAcl>,
-    action: &str,
-    signed: bool,
-) -> bool {
-    match action {
+/// The ACL of an object version: its canned ACL (`None`: never set, so
+/// `private`) and its grants to users.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ObjectAcl<'a> {
+    pub canned: Option<CannedAcl>,
+    pub users: &'a [UserGrant],
+}
+
+/// What an ACL must grant for `action`, and whether the bucket's ACL
+/// (`true`) or the object's grants it: on a bucket, READ lists it, WRITE
+/// writes and deletes its objects; on an object, READ reads it; on both,
+/// READ_ACP and WRITE_ACP read and replace the ACL (AWS S3 user guide,
+/// "Access control list (ACL) overview", "Permissions that you can
+/// grant").
+fn acl_permission(action: &str) -> Option<(bool, AclPermission)> {
+    Some(match action {
         "s3:ListBucket" | "s3:ListBucketVersions" | "s3:ListBucketMultipartUploads" => {
-            bucket.grants_read(signed)
+            (true, AclPermission::Read)
         }
-        "s3:PutObject" | "s3:DeleteObject" | "s3:AbortMultipartUpload" => bucket.grants_write(),
-        "s3:GetObject" | "s3:GetObjectVersion" => object.is_some_and(|a| a.grants_read(signed)),
-        _ => false,
-    }
+        "s3:PutObject" | "s3:DeleteObject" | "s3:AbortMultipartUpload" => {
+            (true, AclPermission::Write)
+        }
+        "s3:GetBucketAcl" => (true, AclPermission::ReadAcp),
+        "s3:PutBucketAcl" => (true, AclPermission::WriteAcp),
+        "s3:GetObject" | "s3:GetObjectVersion" => (false, AclPermission::Read),
+        "s3:GetObjectAcl" | "s3:GetObjectVersionAcl" => (false, AclPermission::ReadAcp),
+        "s3:PutObjectAcl" | "s3:PutObjectVersionAcl" => (false, AclPermission::WriteAcp),
+        _ => return None,
+    })
+}
+
+/// Whether the ACLs of `bucket` and of the object (`object`) grant
+/// `action` to the caller whose key is `key` (`None`: anonymous): their
+/// canned ACLs' grants to the AllUsers / AuthenticatedUsers groups,
+/// unless `ignore_public` (`IgnorePublicAcls`), and their grants to the
+/// key's canonical user id.
+pub(crate) fn acl_grants(
+    bucket: &BucketRow,
+    object: Option<ObjectAcl<'_>>,
+    action: &str,
+    key: Option<&KeyRow>,
+    ignore_public: bool,
+) -> bool {
+    let Some((on_bucket, wanted)) = acl_permission(action) else {
+        return false;
+    };
+    let signed = key.is_some();
+    let group = !ignore_public
+        && match (on_bucket, wanted) {
+            (true, AclPermission::Read) => bucket.acl().grants_read(signed),
+            (true, AclPermission::Write) => bucket.acl().grants_write(),
+            (false, AclPermission::Read) => object
+                .and_then(|o| o.canned)
+                .is_some_and(|a| a.grants_read(signed)),
+            _ => false,
+        };
+    let users = if on_bucket {
+        &bucket.user_grants.value[..]
+    } else {
+        object.map_or(&[][..], |o| o.users)
+    };
+    // The canonical id is derived by a hash: only for ACLs with grants.
+    group
+        || (!users.is_empty()
+            && key.is_some_and(|k| user_granted(users, &k.canonical_id(), wanted)))
 }
 
 /// Combines a policy's decision with the key's own permission and the
@@ -508,10 +568,16 @@ mod tests {
         assert!(signed.may(&b, Need::Read, "s3:ListBucket", None));
         // An object's ACL.
         let b = bucket(None);
-        let public = Some(CannedAcl::PublicRead);
+        let canned = |c| {
+            Some(ObjectAcl {
+                canned: Some(c),
+                users: &[],
+            })
+        };
+        let public = canned(CannedAcl::PublicRead);
         assert!(anon.may_with_acl(&b, Need::Read, "s3:GetObject", Some("a"), public));
         assert!(!anon.may_with_acl(&b, Need::Write, "s3:PutObject", Some("a"), public));
-        let auth = Some(CannedAcl::AuthenticatedRead);
+        let auth = canned(CannedAcl::AuthenticatedRead);
         assert!(!anon.may_with_acl(&b, Need::Read, "s3:GetObject", Some("a"), auth));
         assert!(signed.may_with_acl(&b, Need::Read, "s3:GetObject", Some("a"), auth));
         // IgnorePublicAcls, and a Deny, win over the ACL.
@@ -528,6 +594,84 @@ mod tests {
             r#"{"Statement":[{"Effect":"Deny","Principal":"*","Action":"s3:GetObject","Resource":"*"}]}"#,
         ));
         assert!(!anon.may_with_acl(&denied, Need::Read, "s3:GetObject", Some("a"), public));
+    }
+
+    #[test]
+    fn grants_to_users_give_their_key_what_they_name_and_nothing_more() {
+        let mut b = bucket(None);
+        let grantee = key(KEY2, "nothing", Permission::default());
+        let id = grantee.canonical_id();
+        let them = caller(Some(grantee), "127.0.0.1");
+        let stranger = caller(
+            Some(key(KEY1, "nothing", Permission::default())),
+            "127.0.0.1",
+        );
+        let grant = |permission| UserGrant {
+            id: id.clone(),
+            permission,
+        };
+        b.user_grants.update(3, vec![grant(AclPermission::Read)]);
+        assert!(them.may(&b, Need::Read, "s3:ListBucket", None));
+        assert!(!stranger.may(&b, Need::Read, "s3:ListBucket", None));
+        assert!(!them.may(&b, Need::Write, "s3:PutObject", Some("a")));
+        assert!(!them.may(&b, Need::Owner, "s3:GetBucketAcl", None));
+        b.user_grants.update(4, vec![grant(AclPermission::Write)]);
+        assert!(them.may(&b, Need::Write, "s3:PutObject", Some("a")));
+        assert!(them.may(&b, Need::Write, "s3:DeleteObject", Some("a")));
+        assert!(!them.may(&b, Need::Read, "s3:ListBucket", None));
+        b.user_grants.update(5, vec![grant(AclPermission::ReadAcp)]);
+        assert!(them.may(&b, Need::Owner, "s3:GetBucketAcl", None));
+        assert!(!them.may(&b, Need::Owner, "s3:PutBucketAcl", None));
+        b.user_grants
+            .update(6, vec![grant(AclPermission::FullControl)]);
+        for (need, action) in [
+            (Need::Read, "s3:ListBucket"),
+            (Need::Write, "s3:PutObject"),
+            (Need::Owner, "s3:GetBucketAcl"),
+            (Need::Owner, "s3:PutBucketAcl"),
+        ] {
+            assert!(them.may(&b, need, action, Some("a")), "{action}");
+        }
+        // Full control of a bucket is not its ownership, nor its objects'.
+        assert!(!them.may(&b, Need::Owner, "s3:PutBucketPolicy", None));
+        assert!(!them.may(&b, Need::Read, "s3:GetObject", Some("a")));
+        // An object's grants.
+        let b = bucket(None);
+        let users = [grant(AclPermission::ReadAcp)];
+        let acl = Some(ObjectAcl {
+            canned: None,
+            users: &users,
+        });
+        assert!(them.may_with_acl(&b, Need::Read, "s3:GetObjectAcl", Some("a"), acl));
+        assert!(!them.may_with_acl(&b, Need::Read, "s3:GetObject", Some("a"), acl));
+        assert!(!them.may_with_acl(&b, Need::Write, "s3:PutObjectAcl", Some("a"), acl));
+        assert!(!stranger.may_with_acl(&b, Need::Read, "s3:GetObjectAcl", Some("a"), acl));
+        // IgnorePublicAcls leaves grants to users alone; BucketOwnerEnforced
+        // disables them too; a Deny wins.
+        let mut ignored = bucket(None);
+        ignored
+            .user_grants
+            .update(3, vec![grant(AclPermission::Read)]);
+        ignored.public_access_block.update(
+            3,
+            Some(PublicAccessBlock {
+                ignore_public_acls: true,
+                ..Default::default()
+            }),
+        );
+        assert!(them.may(&ignored, Need::Read, "s3:ListBucket", None));
+        ignored.ownership.update(
+            4,
+            Some(hangar_model::access::ObjectOwnership::BucketOwnerEnforced),
+        );
+        assert!(!them.may(&ignored, Need::Read, "s3:ListBucket", None));
+        let mut denied = bucket(Some(
+            r#"{"Statement":[{"Effect":"Deny","Principal":"*","Action":"s3:ListBucket","Resource":"*"}]}"#,
+        ));
+        denied
+            .user_grants
+            .update(3, vec![grant(AclPermission::Read)]);
+        assert!(!them.may(&denied, Need::Read, "s3:ListBucket", None));
     }
 
     #[test]

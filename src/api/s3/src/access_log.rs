@@ -452,6 +452,7 @@ impl AccessLogs {
             legal_hold: Lww::default(),
             sse_c: None,
             acl: Lww::default(),
+            user_grants: Lww::default(),
         };
         if let Err(e) = api.model.objects().publish(&bucket, &name, row).await {
             let _ = api.model.objects().abort_upload(version).await;

@@ -114,9 +114,10 @@ impl KeyAccess {
             .ok_or_else(|| s3_error!(InvalidAccessKeyId))
     }
 
-    /// Whether the ACL of the object version a read is about grants it
-    /// (read only when nothing else granted: one more row read, for
-    /// requests that would otherwise be refused). A read of an object that
+    /// Whether the ACL of the object version a request is about grants it
+    /// (a read, or a read or change of its ACL; read only when nothing else
+    /// granted: one more row read, for requests that would otherwise be
+    /// refused). A read of an object that
     /// does not exist (or is a delete marker) is answered here with the
     /// operation's `404` when the caller may list the bucket, which would
     /// tell it as much: S3 answers `404` then, not `403` (AWS API
@@ -135,7 +136,15 @@ impl KeyAccess {
         let Some(key) = object else {
             return Ok(false);
         };
-        if !matches!(action, "s3:GetObject" | "s3:GetObjectVersion") {
+        if !matches!(
+            action,
+            "s3:GetObject"
+                | "s3:GetObjectVersion"
+                | "s3:GetObjectAcl"
+                | "s3:GetObjectVersionAcl"
+                | "s3:PutObjectAcl"
+                | "s3:PutObjectVersionAcl"
+        ) {
             return Ok(false);
         }
         let version = query
@@ -167,9 +176,13 @@ impl KeyAccess {
             Some(f) if !f.row.is_delete_marker() => f,
             _ => return Ok(false),
         };
-        let Some(acl) = found.row.acl.value else {
-            return Ok(false);
+        let acl = crate::access::ObjectAcl {
+            canned: found.row.acl.value,
+            users: &found.row.user_grants.value,
         };
+        if acl.canned.is_none() && acl.users.is_empty() {
+            return Ok(false);
+        }
         Ok(caller.may_with_acl(bucket, need, action, object, Some(acl)))
     }
 }

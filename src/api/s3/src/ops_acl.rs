@@ -1,15 +1,20 @@
-//! Put/GetBucketAcl and Put/GetObjectAcl, and the `x-amz-acl` of uploads:
-//! canned ACLs only (`hangar_model::access::CannedAcl`, a register of the
-//! bucket row and of each object version), applied by [`crate::access`].
-//! An ACL body is accepted when a canned ACL says the same; other grants
-//! (`x-amz-grant-*` headers, grants to other accounts or e-mail addresses)
-//! answer `501 NotImplemented`. The owner shown is who the bucket's
-//! creating key (`created_by`) is ([`bucket_owner`]), for the bucket and
-//! its objects alike.
+//! Put/GetBucketAcl and Put/GetObjectAcl, and the ACLs of uploads and
+//! creations (`x-amz-acl`, `x-amz-grant-*`): what a request asks for is
+//! read into a canned ACL, for the groups (`hangar_model::access::
+//! CannedAcl`), and grants to users by canonical user id
+//! (`hangar_model::access::UserGrant`), both registers of the bucket row
+//! and of each object version, applied by [`crate::access`]. Group grants
+//! that no canned ACL expresses answer `501 NotImplemented`. The owner
+//! shown is who the bucket's creating key (`created_by`) is
+//! ([`bucket_owner`]), for the bucket and its objects alike; it always has
+//! full control.
+
+use std::collections::BTreeSet;
 
 use hangar_model::Model;
-use hangar_model::access::CannedAcl;
+use hangar_model::access::{AclPermission, CannedAcl, MAX_GRANTS, UserGrant};
 use hangar_model::bucket::BucketRow;
+use hangar_table::Lww;
 use s3s::dto::{
     AccessControlPolicy, CopyObjectInput, CreateBucketInput, CreateMultipartUploadInput,
     GetBucketAclInput, GetBucketAclOutput, GetObjectAclInput, GetObjectAclOutput, Grant, Grantee,
@@ -42,58 +47,207 @@ pub(crate) fn canned(name: &str) -> S3Result<CannedAcl> {
 pub(crate) trait AclHeaders {
     /// `x-amz-acl`.
     fn canned_acl(&self) -> Option<&str>;
+    /// The `x-amz-grant-*` headers present, with the permission each gives.
+    fn grant_headers(&self) -> Vec<(AclPermission, &str)>;
     /// Whether any `x-amz-grant-*` header is present.
-    fn has_grants(&self) -> bool;
+    fn has_grants(&self) -> bool {
+        !self.grant_headers().is_empty()
+    }
 }
 
 macro_rules! acl_headers {
-    ($t:ty: $($grant:ident),+) => {
+    ($t:ty: $($grant:ident => $perm:ident),+) => {
         impl AclHeaders for $t {
             fn canned_acl(&self) -> Option<&str> {
                 self.acl.as_ref().map(|a| a.as_str())
             }
-            fn has_grants(&self) -> bool {
-                false $(|| self.$grant.is_some())+
+            fn grant_headers(&self) -> Vec<(AclPermission, &str)> {
+                let mut out = Vec::new();
+                $(if let Some(v) = &self.$grant {
+                    out.push((AclPermission::$perm, v.as_str()));
+                })+
+                out
             }
         }
     };
 }
 
-acl_headers!(PutObjectInput: grant_full_control, grant_read, grant_read_acp, grant_write_acp);
-acl_headers!(CopyObjectInput: grant_full_control, grant_read, grant_read_acp, grant_write_acp);
-acl_headers!(CreateMultipartUploadInput: grant_full_control, grant_read, grant_read_acp, grant_write_acp);
-acl_headers!(CreateBucketInput: grant_full_control, grant_read, grant_read_acp, grant_write, grant_write_acp);
-acl_headers!(PutBucketAclInput: grant_full_control, grant_read, grant_read_acp, grant_write, grant_write_acp);
-acl_headers!(PutObjectAclInput: grant_full_control, grant_read, grant_read_acp, grant_write, grant_write_acp);
+acl_headers!(PutObjectInput: grant_full_control => FullControl, grant_read => Read,
+    grant_read_acp => ReadAcp, grant_write_acp => WriteAcp);
+acl_headers!(CopyObjectInput: grant_full_control => FullControl, grant_read => Read,
+    grant_read_acp => ReadAcp, grant_write_acp => WriteAcp);
+acl_headers!(CreateMultipartUploadInput: grant_full_control => FullControl, grant_read => Read,
+    grant_read_acp => ReadAcp, grant_write_acp => WriteAcp);
+acl_headers!(CreateBucketInput: grant_full_control => FullControl, grant_read => Read,
+    grant_read_acp => ReadAcp, grant_write => Write, grant_write_acp => WriteAcp);
+acl_headers!(PutBucketAclInput: grant_full_control => FullControl, grant_read => Read,
+    grant_read_acp => ReadAcp, grant_write => Write, grant_write_acp => WriteAcp);
+acl_headers!(PutObjectAclInput: grant_full_control => FullControl, grant_read => Read,
+    grant_read_acp => ReadAcp, grant_write => Write, grant_write_acp => WriteAcp);
 
-/// The ACL an upload stores: `None` for none, `private` or
-/// `bucket-owner-*` (the same grants in Hangar, whose bucket owners own
-/// every object: not stored, so such uploads, which rclone and s3cmd make,
-/// keep their row format); refused when public and the bucket blocks
-/// public ACLs.
-pub(crate) fn upload_acl(bucket: &BucketRow, h: &impl AclHeaders) -> S3Result<Option<CannedAcl>> {
-    // `x-amz-grant-*` headers: grants no canned ACL expresses, refused
-    // rather than ignored (an upload would be stored without the access
-    // its writer asked for).
-    if h.has_grants() {
-        return Err(if bucket.acls_enabled() {
-            not_expressible()
-        } else {
-            acls_disabled()
-        });
+/// Who a grant is to, as a request names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum GranteeRef {
+    /// A canonical user id.
+    User(String),
+    /// A group, by URI.
+    Group(String),
+    /// An e-mail address: Hangar's users have none.
+    Email,
+}
+
+/// The grants of `x-amz-grant-*` headers: each a comma-separated list of
+/// `id="…"`, `uri="…"` or `emailAddress="…"` (AWS API reference,
+/// PutBucketAcl, "x-amz-grant-read").
+fn header_grants(h: &impl AclHeaders) -> S3Result<Vec<(GranteeRef, AclPermission)>> {
+    let mut out = Vec::new();
+    for (permission, value) in h.grant_headers() {
+        for item in value.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            let (kind, v) = item
+                .split_once('=')
+                .ok_or_else(|| s3_error!(InvalidArgument, "Invalid grant: {item}"))?;
+            let v = v.trim().trim_matches('"').to_owned();
+            let grantee = match kind.trim() {
+                "id" => GranteeRef::User(v),
+                "uri" => GranteeRef::Group(v),
+                "emailAddress" => GranteeRef::Email,
+                other => return Err(s3_error!(InvalidArgument, "Invalid grantee type: {other}")),
+            };
+            out.push((grantee, permission));
+        }
     }
-    let Some(acl) = h.canned_acl().map(canned).transpose()? else {
-        return Ok(None);
+    Ok(out)
+}
+
+/// The grants of an `AccessControlPolicy` body.
+fn body_grants(p: &AccessControlPolicy) -> S3Result<Vec<(GranteeRef, AclPermission)>> {
+    let malformed = || {
+        s3_error!(
+            MalformedACLError,
+            "The XML you provided was not well-formed or did not validate against our published schema"
+        )
     };
-    if !bucket.acls_enabled() {
-        return if acl == CannedAcl::BucketOwnerFullControl {
-            Ok(None)
-        } else {
-            Err(acls_disabled())
+    let mut out = Vec::new();
+    for g in p.grants.iter().flatten() {
+        let grantee = g.grantee.as_ref().ok_or_else(malformed)?;
+        let permission = g
+            .permission
+            .as_ref()
+            .and_then(|p| AclPermission::parse(p.as_str()))
+            .ok_or_else(malformed)?;
+        let grantee = match grantee.type_.as_str() {
+            Type::CANONICAL_USER => GranteeRef::User(grantee.id.clone().ok_or_else(malformed)?),
+            Type::GROUP => GranteeRef::Group(grantee.uri.clone().ok_or_else(malformed)?),
+            Type::AMAZON_CUSTOMER_BY_EMAIL => GranteeRef::Email,
+            _ => return Err(malformed()),
         };
+        out.push((grantee, permission));
     }
-    check_not_blocked(bucket, acl)?;
-    Ok(acl.is_public().then_some(acl))
+    Ok(out)
+}
+
+/// An ACL as a request asks for it: the canned ACL its group grants
+/// express, and its grants to users other than the owner (who always has
+/// full control).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct AskedAcl {
+    pub canned: CannedAcl,
+    pub users: Vec<UserGrant>,
+}
+
+impl AskedAcl {
+    /// The registers of an object an upload with `acl` makes, stamped 0 as
+    /// an upload's are: the canned ACL when public (`private` and
+    /// `bucket-owner-*` are what no register says), the grants to users
+    /// when there are any.
+    pub(crate) fn upload_registers(
+        acl: Option<&AskedAcl>,
+    ) -> (Lww<Option<CannedAcl>>, Lww<Vec<UserGrant>>) {
+        let canned = acl
+            .map(|a| a.canned)
+            .filter(|c| c.is_public())
+            .map_or_else(Lww::default, |c| Lww::new(0, Some(c)));
+        let users = acl
+            .filter(|a| !a.users.is_empty())
+            .map_or_else(Lww::default, |a| Lww::new(0, a.users.clone()));
+        (canned, users)
+    }
+}
+
+/// The ACL `grants` express for a bucket owned by `owner`: group grants
+/// that a canned ACL says (READ / READ+WRITE to AllUsers, READ to
+/// AuthenticatedUsers), any grant to a user. Grantees are checked by
+/// [`S3Api::check_grantees`] first.
+fn asked_acl(owner: &Owner, grants: Vec<(GranteeRef, AclPermission)>) -> S3Result<AskedAcl> {
+    let (mut all_read, mut all_write, mut auth_read) = (false, false, false);
+    let mut users = BTreeSet::new();
+    for (grantee, permission) in grants {
+        match (grantee, permission) {
+            // The owner has full control whatever its grants say.
+            (GranteeRef::User(id), _) if Some(id.as_str()) == owner.id.as_deref() => {}
+            (GranteeRef::User(id), permission) => {
+                users.insert(UserGrant { id, permission });
+            }
+            (GranteeRef::Group(uri), AclPermission::Read) if uri == ALL_USERS => all_read = true,
+            (GranteeRef::Group(uri), AclPermission::Write) if uri == ALL_USERS => all_write = true,
+            (GranteeRef::Group(uri), AclPermission::Read) if uri == AUTHENTICATED_USERS => {
+                auth_read = true
+            }
+            _ => return Err(not_expressible()),
+        }
+    }
+    if users.len() > MAX_GRANTS {
+        return Err(s3_error!(
+            MalformedACLError,
+            "An ACL may hold at most {MAX_GRANTS} grants"
+        ));
+    }
+    let canned = match (all_read, all_write, auth_read) {
+        (false, false, false) => CannedAcl::Private,
+        (true, false, false) => CannedAcl::PublicRead,
+        (true, true, false) => CannedAcl::PublicReadWrite,
+        (false, false, true) => CannedAcl::AuthenticatedRead,
+        _ => return Err(not_expressible()),
+    };
+    Ok(AskedAcl {
+        canned,
+        users: users.into_iter().collect(),
+    })
+}
+
+/// What a request asks for to set an ACL.
+#[derive(Debug)]
+enum Requested {
+    /// `x-amz-acl`: a canned ACL, no grant to users.
+    Canned(CannedAcl),
+    /// `x-amz-grant-*` headers or an `AccessControlPolicy` body.
+    Grants(Vec<(GranteeRef, AclPermission)>),
+}
+
+/// The ACL a request asks for; `None` for none.
+fn requested_grants(
+    h: &impl AclHeaders,
+    body: Option<&AccessControlPolicy>,
+) -> S3Result<Option<Requested>> {
+    let headers = h.has_grants();
+    if h.canned_acl().is_some() && headers {
+        return Err(s3_error!(
+            InvalidRequest,
+            "Specifying both Canned ACLs and Header Grants is not allowed"
+        ));
+    }
+    if body.is_some() && (headers || h.canned_acl().is_some()) {
+        return Err(s3_error!(
+            UnexpectedContent,
+            "This request does not support content with both x-amz-acl and a body"
+        ));
+    }
+    Ok(match (h.canned_acl(), body) {
+        (Some(a), _) => Some(Requested::Canned(canned(a)?)),
+        (None, Some(p)) => Some(Requested::Grants(body_grants(p)?)),
+        (None, None) if headers => Some(Requested::Grants(header_grants(h)?)),
+        (None, None) => None,
+    })
 }
 
 /// `BucketOwnerEnforced`: a request setting an ACL other than the bucket
@@ -153,98 +307,89 @@ fn check_not_blocked(bucket: &BucketRow, acl: CannedAcl) -> S3Result<()> {
 fn not_expressible() -> S3Error {
     s3_error!(
         NotImplemented,
-        "Only ACLs that a canned ACL expresses (private, public-read, public-read-write, authenticated-read) are supported"
+        "Only group grants that a canned ACL expresses (READ or READ and WRITE to AllUsers, READ to AuthenticatedUsers) are supported"
     )
 }
 
-/// The canned ACL a request asks for: `x-amz-acl`, or an
-/// `AccessControlPolicy` body that one expresses; `x-amz-grant-*` → 501.
-fn requested(h: &impl AclHeaders, body: Option<&AccessControlPolicy>) -> S3Result<CannedAcl> {
-    if h.has_grants() {
-        return Err(not_expressible());
-    }
-    match (h.canned_acl(), body) {
-        (Some(a), None) => canned(a),
-        (None, Some(p)) => from_policy(p),
-        (Some(_), Some(_)) => Err(s3_error!(
-            UnexpectedContent,
-            "This request does not support content with both x-amz-acl and a body"
-        )),
-        (None, None) => Err(s3_error!(
-            MalformedACLError,
-            "The XML you provided was not well-formed or did not validate against our published schema"
-        )),
-    }
-}
-
-/// The canned ACL an `AccessControlPolicy` expresses: the owner's
-/// FULL_CONTROL (the grantee checked by `check_grantees`), and READ /
-/// WRITE of the AllUsers or AuthenticatedUsers group.
-fn from_policy(p: &AccessControlPolicy) -> S3Result<CannedAcl> {
-    let (mut all_read, mut all_write, mut auth_read) = (false, false, false);
-    for g in p.grants.iter().flatten() {
-        let grantee = g.grantee.as_ref().ok_or_else(not_expressible)?;
-        let perm = g.permission.as_ref().map(|p| p.as_str()).unwrap_or("");
-        match (grantee.type_.as_str(), grantee.uri.as_deref(), perm) {
-            (Type::CANONICAL_USER, _, Permission::FULL_CONTROL) => {}
-            (Type::GROUP, Some(ALL_USERS), Permission::READ) => all_read = true,
-            (Type::GROUP, Some(ALL_USERS), Permission::WRITE) => all_write = true,
-            (Type::GROUP, Some(AUTHENTICATED_USERS), Permission::READ) => auth_read = true,
-            _ => return Err(not_expressible()),
-        }
-    }
-    match (all_read, all_write, auth_read) {
-        (false, false, false) => Ok(CannedAcl::Private),
-        (true, false, false) => Ok(CannedAcl::PublicRead),
-        (true, true, false) => Ok(CannedAcl::PublicReadWrite),
-        (false, false, true) => Ok(CannedAcl::AuthenticatedRead),
-        _ => Err(not_expressible()),
-    }
-}
-
 impl crate::S3Api {
-    /// Refuses an `AccessControlPolicy` whose grantees S3 could not
-    /// resolve, as S3 does: a grantee by e-mail is `400
-    /// UnresolvableGrantByEmailAddress` (Hangar's users have no e-mail
-    /// addresses), a canonical user id no key has is `400
-    /// InvalidArgument`. A grant to another key's identity than the
-    /// owner's stays `501` (Hangar's ACLs are canned ones), from
-    /// [`from_policy`].
+    /// Refuses grantees S3 could not resolve, as S3 does: a grantee by
+    /// e-mail is `400 UnresolvableGrantByEmailAddress` (Hangar's users
+    /// have no e-mail addresses), a canonical user id no key has is `400
+    /// InvalidArgument`.
     async fn check_grantees(
         &self,
         owner: &Owner,
-        body: Option<&AccessControlPolicy>,
+        grants: &[(GranteeRef, AclPermission)],
     ) -> S3Result<()> {
-        for g in body.iter().flat_map(|p| p.grants.iter().flatten()) {
-            let Some(grantee) = &g.grantee else { continue };
-            match grantee.type_.as_str() {
-                Type::AMAZON_CUSTOMER_BY_EMAIL => {
-                    return Err(s3_error!(
-                        UnresolvableGrantByEmailAddress,
-                        "The e-mail address you provided does not match any account on record."
-                    ));
-                }
-                Type::CANONICAL_USER => {
-                    let id = grantee.id.as_deref().unwrap_or("");
-                    if Some(id) == owner.id.as_deref() {
-                        continue;
-                    }
-                    if self
-                        .model
-                        .keys()
-                        .with_canonical_id(id)
-                        .await
-                        .or_s3()?
-                        .is_empty()
-                    {
-                        return Err(s3_error!(InvalidArgument, "Invalid id"));
-                    }
-                    return Err(not_expressible());
-                }
-                _ => {}
+        if grants.iter().any(|(g, _)| *g == GranteeRef::Email) {
+            return Err(s3_error!(
+                UnresolvableGrantByEmailAddress,
+                "The e-mail address you provided does not match any account on record."
+            ));
+        }
+        let mut known: Option<BTreeSet<String>> = None;
+        for (g, _) in grants {
+            let GranteeRef::User(id) = g else { continue };
+            if Some(id.as_str()) == owner.id.as_deref() {
+                continue;
+            }
+            if known.is_none() {
+                let keys = self.model.keys().list().await.or_s3()?;
+                known = Some(keys.iter().map(|k| k.canonical_id()).collect());
+            }
+            if !known.as_ref().is_some_and(|k| k.contains(id)) {
+                return Err(s3_error!(InvalidArgument, "Invalid id"));
             }
         }
         Ok(())
+    }
+
+    /// The ACL a request asks for on a bucket owned by `owner` (`None`:
+    /// it asks for none), its grantees checked.
+    pub(crate) async fn asked_acl(
+        &self,
+        owner: &Owner,
+        h: &impl AclHeaders,
+        body: Option<&AccessControlPolicy>,
+    ) -> S3Result<Option<AskedAcl>> {
+        Ok(match requested_grants(h, body)? {
+            None => None,
+            Some(Requested::Canned(canned)) => Some(AskedAcl {
+                canned,
+                users: Vec::new(),
+            }),
+            Some(Requested::Grants(grants)) => {
+                self.check_grantees(owner, &grants).await?;
+                Some(asked_acl(owner, grants)?)
+            }
+        })
+    }
+
+    /// The ACL an upload stores: `None` for none, or `private` or
+    /// `bucket-owner-*` without grants to users (the same grants in
+    /// Hangar, whose bucket owners own every object: not stored, so such
+    /// uploads, which rclone and s3cmd make, keep their row format);
+    /// refused when public and the bucket blocks public ACLs, and any but
+    /// the owner's full control when the bucket's ACLs are disabled.
+    pub(crate) async fn upload_acl(
+        &self,
+        bucket: &BucketRow,
+        h: &impl AclHeaders,
+    ) -> S3Result<Option<AskedAcl>> {
+        if !bucket.acls_enabled() {
+            return match h.canned_acl() {
+                _ if h.has_grants() => Err(acls_disabled()),
+                None => Ok(None),
+                Some(a) if canned(a)? == CannedAcl::BucketOwnerFullControl => Ok(None),
+                Some(_) => Err(acls_disabled()),
+            };
+        }
+        let owner = bucket_owner(&self.model, bucket).await?;
+        let Some(acl) = self.asked_acl(&owner, h, None).await? else {
+            return Ok(None);
+        };
+        check_not_blocked(bucket, acl.canned)?;
+        Ok((acl.canned.is_public() || !acl.users.is_empty()).then_some(acl))
     }
 }
 
@@ -286,18 +431,27 @@ fn group(uri: &str, permission: &'static str) -> Grant {
     }
 }
 
-/// The grants of a canned ACL: the owner's FULL_CONTROL, then the groups'.
-fn grants(acl: CannedAcl, owner: &Owner) -> Vec<Grant> {
-    let mut out = vec![Grant {
+/// The grants an ACL shows: the owner's FULL_CONTROL, then the grants to
+/// users, then the groups' of the canned ACL.
+fn grants(acl: CannedAcl, users: &[UserGrant], owner: &Owner) -> Vec<Grant> {
+    let user = |id: Option<String>, display_name: Option<String>, permission: &str| Grant {
         grantee: Some(Grantee {
-            display_name: owner.display_name.clone(),
+            display_name,
             email_address: None,
-            id: owner.id.clone(),
+            id,
             type_: Type::from_static(Type::CANONICAL_USER),
             uri: None,
         }),
-        permission: Some(Permission::from_static(Permission::FULL_CONTROL)),
-    }];
+        permission: Some(Permission::from(permission.to_owned())),
+    };
+    let mut out = vec![user(
+        owner.id.clone(),
+        owner.display_name.clone(),
+        Permission::FULL_CONTROL,
+    )];
+    for g in users {
+        out.push(user(Some(g.id.clone()), None, g.permission.as_str()));
+    }
     match acl {
         CannedAcl::PublicRead => out.push(group(ALL_USERS, Permission::READ)),
         CannedAcl::PublicReadWrite => {
@@ -310,27 +464,54 @@ fn grants(acl: CannedAcl, owner: &Owner) -> Vec<Grant> {
     out
 }
 
+/// A Put*Acl request with neither `x-amz-acl`, `x-amz-grant-*` nor a body.
+fn no_acl_given() -> S3Error {
+    s3_error!(
+        MalformedACLError,
+        "The XML you provided was not well-formed or did not validate against our published schema"
+    )
+}
+
 impl S3Api {
+    /// The ACL a Put*Acl request sets on bucket `b` (`None`: the bucket's
+    /// ACLs are disabled, and the request asks for no more than the
+    /// owner's full control, so nothing changes).
+    async fn acl_to_set(
+        &self,
+        b: &BucketRow,
+        h: &impl AclHeaders,
+        body: Option<&AccessControlPolicy>,
+    ) -> S3Result<Option<AskedAcl>> {
+        let owner = bucket_owner(&self.model, b).await?;
+        if !b.acls_enabled() {
+            if let Some(Requested::Grants(g)) = requested_grants(h, body)? {
+                self.check_grantees(&owner, &g).await?;
+            }
+            check_owner_only(h, body)?;
+            return Ok(None);
+        }
+        let acl = self
+            .asked_acl(&owner, h, body)
+            .await?
+            .ok_or_else(no_acl_given)?;
+        check_not_blocked(b, acl.canned)?;
+        Ok(Some(acl))
+    }
+
     pub(crate) async fn do_put_bucket_acl(
         &self,
         req: S3Request<PutBucketAclInput>,
     ) -> S3Result<S3Response<PutBucketAclOutput>> {
         let input = req.input;
         let b = self.bucket(signer(&req.credentials), &input.bucket).await?;
-        let owner = bucket_owner(&self.model, &b).await?;
-        self.check_grantees(&owner, input.access_control_policy.as_ref())
-            .await?;
-        if !b.acls_enabled() {
-            check_owner_only(&input, input.access_control_policy.as_ref())?;
-            return Ok(S3Response::new(PutBucketAclOutput {}));
+        let body = input.access_control_policy.as_ref();
+        if let Some(acl) = self.acl_to_set(&b, &input, body).await? {
+            self.model
+                .buckets()
+                .set_bucket_acl(&b.name, acl.canned, acl.users)
+                .await
+                .or_s3()?;
         }
-        let acl = requested(&input, input.access_control_policy.as_ref())?;
-        check_not_blocked(&b, acl)?;
-        self.model
-            .buckets()
-            .set_bucket_acl(&b.name, acl)
-            .await
-            .or_s3()?;
         Ok(S3Response::new(PutBucketAclOutput {}))
     }
 
@@ -343,13 +524,13 @@ impl S3Api {
             .await?;
         let owner = bucket_owner(&self.model, &b).await?;
         // ACLs disabled: reads show the owner's full control only.
-        let acl = if b.acls_enabled() {
-            b.acl()
+        let grants = if b.acls_enabled() {
+            grants(b.acl(), &b.user_grants.value, &owner)
         } else {
-            CannedAcl::Private
+            grants(CannedAcl::Private, &[], &owner)
         };
         Ok(S3Response::new(GetBucketAclOutput {
-            grants: Some(grants(acl, &owner)),
+            grants: Some(grants),
             owner: Some(owner),
         }))
     }
@@ -360,15 +541,8 @@ impl S3Api {
     ) -> S3Result<S3Response<PutObjectAclOutput>> {
         let input = req.input;
         let b = self.bucket(signer(&req.credentials), &input.bucket).await?;
-        let owner = bucket_owner(&self.model, &b).await?;
-        self.check_grantees(&owner, input.access_control_policy.as_ref())
-            .await?;
-        let enabled = b.acls_enabled();
-        if !enabled {
-            check_owner_only(&input, input.access_control_policy.as_ref())?;
-        }
-        let acl = requested(&input, input.access_control_policy.as_ref())?;
-        check_not_blocked(&b, acl)?;
+        let body = input.access_control_policy.as_ref();
+        let acl = self.acl_to_set(&b, &input, body).await?;
         let found = self
             .object_for_read(
                 signer(&req.credentials),
@@ -379,16 +553,13 @@ impl S3Api {
             .await?;
         // ACLs disabled: the object's own ACL is kept as it was, for when
         // they are enabled again.
-        if !enabled {
-            return Ok(S3Response::new(PutObjectAclOutput {
-                request_charged: None,
-            }));
+        if let Some(acl) = acl {
+            self.model
+                .objects()
+                .set_version_acl(&b, &found, acl.canned, acl.users)
+                .await
+                .or_s3()?;
         }
-        self.model
-            .objects()
-            .set_version_acl(&b, &found, acl)
-            .await
-            .or_s3()?;
         Ok(S3Response::new(PutObjectAclOutput {
             request_charged: None,
         }))
@@ -409,13 +580,13 @@ impl S3Api {
             )
             .await?;
         let owner = bucket_owner(&self.model, &b).await?;
-        let acl = if b.acls_enabled() {
-            found.row.acl()
+        let grants = if b.acls_enabled() {
+            grants(found.row.acl(), &found.row.user_grants.value, &owner)
         } else {
-            CannedAcl::Private
+            grants(CannedAcl::Private, &[], &owner)
         };
         Ok(S3Response::new(GetObjectAclOutput {
-            grants: Some(grants(acl, &owner)),
+            grants: Some(grants),
             owner: Some(owner),
             request_charged: None,
         }))
@@ -427,14 +598,14 @@ mod tests {
     use super::*;
 
     /// A request's ACL headers, as the tests give them.
-    struct Headers(Option<&'static str>, bool);
+    struct Headers(Option<&'static str>, Vec<(AclPermission, &'static str)>);
 
     impl AclHeaders for Headers {
         fn canned_acl(&self) -> Option<&str> {
             self.0
         }
-        fn has_grants(&self) -> bool {
-            self.1
+        fn grant_headers(&self) -> Vec<(AclPermission, &str)> {
+            self.1.clone()
         }
     }
 
@@ -445,66 +616,156 @@ mod tests {
         }
     }
 
-    #[test]
-    fn acl_bodies_that_a_canned_acl_expresses() {
-        let owner = Owner {
+    fn owner() -> Owner {
+        Owner {
             display_name: None,
-            id: Some("GK1".into()),
-        };
+            id: Some("owner-id".into()),
+        }
+    }
+
+    fn code(e: S3Error) -> String {
+        e.code().as_str().to_owned()
+    }
+
+    #[test]
+    fn acl_bodies_read_back_as_they_were_answered() {
+        let users = vec![
+            UserGrant {
+                id: "u1".into(),
+                permission: AclPermission::ReadAcp,
+            },
+            UserGrant {
+                id: "u2".into(),
+                permission: AclPermission::FullControl,
+            },
+        ];
         for acl in [
             CannedAcl::Private,
             CannedAcl::PublicRead,
             CannedAcl::PublicReadWrite,
             CannedAcl::AuthenticatedRead,
         ] {
-            assert_eq!(from_policy(&policy(grants(acl, &owner))).unwrap(), acl);
+            for users in [Vec::new(), users.clone()] {
+                let body = policy(grants(acl, &users, &owner()));
+                let got = asked_acl(&owner(), body_grants(&body).unwrap()).unwrap();
+                assert_eq!(
+                    got,
+                    AskedAcl {
+                        canned: acl,
+                        users: users.clone()
+                    }
+                );
+            }
         }
-        let write_only = policy(vec![group(ALL_USERS, Permission::WRITE)]);
+        // Group grants no canned ACL says: 501.
+        for g in [
+            group(ALL_USERS, Permission::WRITE),
+            group(ALL_USERS, Permission::READ_ACP),
+            group(AUTHENTICATED_USERS, Permission::WRITE),
+        ] {
+            let body = policy(vec![g]);
+            let e = asked_acl(&owner(), body_grants(&body).unwrap()).unwrap_err();
+            assert_eq!(code(e), "NotImplemented");
+        }
+        // A permission S3 does not have: malformed.
+        let mut g = group(ALL_USERS, Permission::READ);
+        g.permission = Some(Permission::from("LIST".to_owned()));
         assert_eq!(
-            from_policy(&write_only).unwrap_err().code().as_str(),
-            "NotImplemented"
-        );
-        let read_acp = policy(vec![group(ALL_USERS, Permission::READ_ACP)]);
-        assert_eq!(
-            from_policy(&read_acp).unwrap_err().code().as_str(),
-            "NotImplemented"
-        );
-        assert_eq!(
-            requested(&Headers(Some("private"), true), None)
-                .unwrap_err()
-                .code()
-                .as_str(),
-            "NotImplemented"
-        );
-        assert_eq!(
-            requested(&Headers(None, false), None)
-                .unwrap_err()
-                .code()
-                .as_str(),
+            code(body_grants(&policy(vec![g])).unwrap_err()),
             "MalformedACLError"
-        );
-        assert_eq!(
-            canned("log-delivery-write").unwrap_err().code().as_str(),
-            "NotImplemented"
-        );
-        assert_eq!(
-            canned("bogus").unwrap_err().code().as_str(),
-            "InvalidArgument"
         );
     }
 
     #[test]
-    fn public_acls_are_refused_where_blocked_and_private_is_not_stored() {
+    fn grant_headers_name_users_groups_and_e_mail_addresses() {
+        let h = Headers(
+            None,
+            vec![
+                (
+                    AclPermission::Read,
+                    r#"id="u1", uri="http://acs.amazonaws.com/groups/global/AllUsers""#,
+                ),
+                (AclPermission::WriteAcp, r#"id="u2",id="u1""#),
+            ],
+        );
+        let grants = header_grants(&h).unwrap();
+        assert_eq!(grants.len(), 4);
+        let acl = asked_acl(&owner(), grants).unwrap();
+        assert_eq!(acl.canned, CannedAcl::PublicRead);
+        assert_eq!(
+            acl.users,
+            vec![
+                UserGrant {
+                    id: "u1".into(),
+                    permission: AclPermission::Read
+                },
+                UserGrant {
+                    id: "u1".into(),
+                    permission: AclPermission::WriteAcp
+                },
+                UserGrant {
+                    id: "u2".into(),
+                    permission: AclPermission::WriteAcp
+                },
+            ]
+        );
+        // The owner's own grants change nothing: it has full control.
+        let h = Headers(None, vec![(AclPermission::Read, r#"id="owner-id""#)]);
+        assert_eq!(
+            asked_acl(&owner(), header_grants(&h).unwrap()).unwrap(),
+            AskedAcl::default()
+        );
+        let h = Headers(None, vec![(AclPermission::Read, r#"emailAddress="a@b.c""#)]);
+        assert_eq!(
+            header_grants(&h).unwrap(),
+            vec![(GranteeRef::Email, AclPermission::Read)]
+        );
+        for bad in ["u1", r#"name="u1""#] {
+            let h = Headers(None, vec![(AclPermission::Read, bad)]);
+            assert_eq!(
+                code(header_grants(&h).unwrap_err()),
+                "InvalidArgument",
+                "{bad}"
+            );
+        }
+        let h = Headers(Some("private"), vec![(AclPermission::Read, r#"id="u1""#)]);
+        assert_eq!(
+            code(requested_grants(&h, None).unwrap_err()),
+            "InvalidRequest"
+        );
+        assert!(
+            requested_grants(&Headers(None, vec![]), None)
+                .unwrap()
+                .is_none()
+        );
+        assert_eq!(
+            code(canned("log-delivery-write").unwrap_err()),
+            "NotImplemented"
+        );
+        assert_eq!(code(canned("bogus").unwrap_err()), "InvalidArgument");
+    }
+
+    #[test]
+    fn an_acl_holds_at_most_a_hundred_grants() {
+        let grants = |n: usize| {
+            (0..n)
+                .map(|i| (GranteeRef::User(format!("u{i}")), AclPermission::Read))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            asked_acl(&owner(), grants(MAX_GRANTS)).unwrap().users.len(),
+            MAX_GRANTS
+        );
+        assert_eq!(
+            code(asked_acl(&owner(), grants(MAX_GRANTS + 1)).unwrap_err()),
+            "MalformedACLError"
+        );
+    }
+
+    #[test]
+    fn public_acls_are_refused_where_blocked() {
         let mut b = BucketRow::new("b", "ab".repeat(32), 1, 1);
-        assert_eq!(
-            upload_acl(&b, &Headers(Some("private"), false)).unwrap(),
-            None
-        );
-        assert_eq!(upload_acl(&b, &Headers(None, false)).unwrap(), None);
-        assert_eq!(
-            upload_acl(&b, &Headers(Some("public-read"), false)).unwrap(),
-            Some(CannedAcl::PublicRead)
-        );
+        assert!(check_not_blocked(&b, CannedAcl::PublicRead).is_ok());
         b.public_access_block.update(
             2,
             Some(hangar_model::access::PublicAccessBlock {
@@ -513,15 +774,9 @@ mod tests {
             }),
         );
         assert_eq!(
-            upload_acl(&b, &Headers(Some("public-read"), false))
-                .unwrap_err()
-                .code()
-                .as_str(),
+            code(check_not_blocked(&b, CannedAcl::PublicRead).unwrap_err()),
             "AccessDenied"
         );
-        assert_eq!(
-            upload_acl(&b, &Headers(Some("bucket-owner-full-control"), false)).unwrap(),
-            None
-        );
+        assert!(check_not_blocked(&b, CannedAcl::BucketOwnerFullControl).is_ok());
     }
 }

@@ -126,12 +126,6 @@ impl S3Api {
     ) -> S3Result<S3Response<CreateBucketOutput>> {
         let key_id = access_key(&req)?.to_owned();
         let name = &req.input.bucket;
-        let acl = req
-            .input
-            .acl
-            .as_ref()
-            .map(|a| crate::ops_acl::canned(a.as_str()))
-            .transpose()?;
         let ownership = req
             .input
             .object_ownership
@@ -140,25 +134,24 @@ impl S3Api {
             .transpose()
             // A header, not a document: S3 answers InvalidArgument.
             .map_err(|_| s3_error!(InvalidArgument, "Invalid x-amz-object-ownership header"))?;
-        // `x-amz-grant-*`: grants no canned ACL expresses (501), or any
-        // ACL at all on a bucket created with ACLs disabled.
-        let grants = crate::ops_acl::AclHeaders::has_grants(&req.input);
         let enforced =
             ownership == Some(hangar_model::access::ObjectOwnership::BucketOwnerEnforced);
-        if grants {
-            return Err(if enforced {
-                s3_error!(
-                    InvalidBucketAclWithObjectOwnership,
-                    "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting"
-                )
-            } else {
-                s3_error!(
-                    NotImplemented,
-                    "Only canned ACLs (x-amz-acl) are supported, not x-amz-grant-* headers"
-                )
-            });
+        // The ACL asked for (`x-amz-acl`, `x-amz-grant-*`), with the
+        // creating key as the owner; any grant at all is refused on a
+        // bucket created with ACLs disabled.
+        let who = self.model.keys().identity(&key_id).await.or_s3()?;
+        let creator = Owner {
+            id: Some(who.canonical_id),
+            display_name: who.display_name,
+        };
+        if enforced && crate::ops_acl::AclHeaders::has_grants(&req.input) {
+            return Err(s3_error!(
+                InvalidBucketAclWithObjectOwnership,
+                "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting"
+            ));
         }
-        if enforced && acl.is_some_and(|a| a.is_public()) {
+        let acl = self.asked_acl(&creator, &req.input, None).await?;
+        if enforced && acl.as_ref().is_some_and(|a| a.canned.is_public()) {
             return Err(s3_error!(
                 InvalidBucketAclWithObjectOwnership,
                 "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting"
@@ -195,9 +188,10 @@ impl S3Api {
             Err(hangar_model::ModelError::BucketAlreadyOwnedByYou(_))
                 if self.settings.region == US_EAST_1 =>
             {
+                let acl = acl.unwrap_or_default();
                 self.model
                     .buckets()
-                    .set_bucket_acl(name, acl.unwrap_or_default())
+                    .set_bucket_acl(name, acl.canned, acl.users)
                     .await
                     .or_s3()?;
                 return Ok(S3Response::new(CreateBucketOutput {
@@ -223,11 +217,12 @@ impl S3Api {
                 .await
                 .or_s3()?;
         }
-        // x-amz-acl: right after the creation too; `private` is the default.
-        if let Some(acl) = acl.filter(|a| *a != hangar_model::access::CannedAcl::Private) {
+        // x-amz-acl and x-amz-grant-*: right after the creation too;
+        // `private` without grants is the default.
+        if let Some(acl) = acl.filter(|a| *a != crate::ops_acl::AskedAcl::default()) {
             self.model
                 .buckets()
-                .set_bucket_acl(name, acl)
+                .set_bucket_acl(name, acl.canned, acl.users)
                 .await
                 .or_s3()?;
         }

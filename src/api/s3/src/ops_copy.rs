@@ -184,7 +184,7 @@ impl S3Api {
         };
 
         // The copy's own ACL (a copy does not take its source's).
-        let acl = crate::ops_acl::upload_acl(&dst_b, input)?;
+        let acl = self.upload_acl(&dst_b, input).await?;
         // x-amz-tagging-directive: the source's tags (COPY, the default)
         // or the request's x-amz-tagging (REPLACE).
         let tags = match input.tagging_directive.as_ref().map(|d| d.as_str()) {
@@ -254,9 +254,11 @@ impl S3Api {
             retention: Lww::default(),
             legal_hold: Lww::default(),
             sse_c,
-            acl: acl.map_or_else(Lww::default, |a| Lww::new(0, Some(a))),
+            acl: Lww::default(),
+            user_grants: Lww::default(),
         };
         let mut row = row;
+        (row.acl, row.user_grants) = crate::ops_acl::AskedAcl::upload_registers(acl.as_ref());
         lock.apply(&mut row);
         let row = match self.model.objects().publish(&dst_b, &input.key, row).await {
             Ok(row) => row,

@@ -120,10 +120,12 @@ impl S3Api {
             input.object_lock_retain_until_date.as_ref(),
             input.object_lock_legal_hold_status.as_ref(),
         )?;
-        let acl = crate::ops_acl::upload_acl(&b, &input)?;
+        let acl = self.upload_acl(&b, &input).await?;
         let mut headers = system_headers(&req.headers);
         hangar_model::object_lock::put_in_headers(&mut headers, lock.retention, lock.legal_hold);
-        hangar_model::access::put_acl_in_headers(&mut headers, acl);
+        let (canned, users) = crate::ops_acl::AskedAcl::upload_registers(acl.as_ref());
+        hangar_model::access::put_acl_in_headers(&mut headers, canned.value);
+        hangar_model::access::put_grants_in_headers(&mut headers, &users.value);
         let upload_id = hangar_model::new_version_id();
         let algorithm = input
             .checksum_algorithm

@@ -553,7 +553,7 @@ impl S3Api {
         // Checked before the body is read.
         crate::user_meta::check(input.metadata.as_ref())?;
         let tags = crate::tagging::from_optional_header(input.tagging.as_deref())?;
-        let acl = crate::ops_acl::upload_acl(&bucket, &input)?;
+        let acl = self.upload_acl(&bucket, &input).await?;
         let lock = crate::ops_object_lock::new_lock(
             &bucket,
             input.object_lock_mode.as_ref(),
@@ -621,8 +621,10 @@ impl S3Api {
             retention: Lww::default(),
             legal_hold: Lww::default(),
             sse_c: stored.sse_c,
-            acl: acl.map_or_else(Lww::default, |a| Lww::new(0, Some(a))),
+            acl: Lww::default(),
+            user_grants: Lww::default(),
         };
+        (row.acl, row.user_grants) = crate::ops_acl::AskedAcl::upload_registers(acl.as_ref());
         lock.apply(&mut row);
         let row = match self
             .model

@@ -80,6 +80,7 @@ impl Node {
                     sse_c_require_https: false,
                     sse_master_key: hangar_model::sse_managed::MasterKey::new([7; 32]),
                     access_log_flush: Duration::from_secs(60),
+                    access_log_spool: None,
                     // So that V2 dates and expiries reach their parsers
                     // (request_time) rather than the refusal.
                     allow_signature_v2: true,

@@ -226,6 +226,35 @@ def test_the_last_lines_are_written_when_the_node_stops(tmp_path):
         node.stop()
 
 
+def test_a_node_killed_loses_no_line_it_recorded(tmp_path):
+    """`kill -9` before a flush: the spooled lines are written after the
+    restart, each once (doc/s3-compatibility.md, "Server access logs")."""
+    node = Node(tmp_path / "n")
+    base = node.config.read_text()
+    node.config.write_text("s3_access_log_flush_secs = 3600\n" + base)
+    node.start()
+    key, s3 = logging_site(node, "k9")
+    for i in range(40):
+        s3.put_object(Bucket="site", Key=f"k{i}", Body=b"x")
+    assert log_lines(s3, 0, timeout=0) == []
+    # The last request's line is recorded once its answer's head is ready:
+    # a moment after the client has it.
+    time.sleep(0.5)
+    node.kill9()
+    node.config.write_text("s3_access_log_flush_secs = 1\n" + base)
+    node.start()
+    try:
+        lines = log_lines(s3_client(node, key), 40, timeout=20)
+        puts = sorted(ln.split(" ")[8] for ln in lines if "REST.PUT.OBJECT" in ln)
+        assert puts == sorted(f"k{i}" for i in range(40)), lines
+        assert len(lines) == 40, lines
+        # Written: the spool keeps no line of them.
+        spool = list(node.meta.glob("access-log-spool/spool-*.jsonl"))
+        assert spool and all(f.stat().st_size == 0 for f in spool), spool
+    finally:
+        node.stop()
+
+
 def test_the_consoles_requests_are_logged_and_the_lines_counted(tmp_path):
     """The console's object browser reaches S3 through the admin port's
     proxy (`/console/s3/...`): its requests are logged like any other, by

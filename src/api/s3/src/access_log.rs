@@ -7,10 +7,12 @@
 //! fills the request's [`LogSlot`]; once the answer's head is ready the
 //! endpoint turns the slot, the request and the answer into a line
 //! ([`Line::format`]) and hands it to [`AccessLogs`], which keeps lines in
-//! memory, bounded, and writes each target's lines as one object every
-//! flush interval and when the node stops. Delivery is best effort, as on
-//! S3: the lines of the last interval are lost if the process dies, and
-//! lines past the memory bound are dropped (and counted) rather than held.
+//! memory, bounded, spools them to a file ([`crate::access_log_spool`]),
+//! and writes each target's lines as one object every flush interval and
+//! when the node stops. A process that dies loses no line it recorded: the
+//! next start writes them (at least once). Lines past the memory bound are
+//! dropped (and counted) rather than held, and so are the lines of a
+//! target that cannot be written (a deleted bucket).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,6 +26,7 @@ use hangar_table::Lww;
 use http::HeaderMap;
 
 use crate::S3Api;
+use crate::access_log_spool::{Entry, Spool};
 use crate::ops_put::BodySource;
 use hangar_model::garbage::UploadOf;
 use hangar_util::worker::{WorkerHandle, WorkerState};
@@ -253,6 +256,31 @@ struct Source {
 }
 
 impl Batch {
+    /// The spool entry of `line`, which goes into this batch's object.
+    fn entry(&self, line: &str) -> Entry {
+        Entry {
+            target: self.target.clone(),
+            source: self
+                .source
+                .as_ref()
+                .map(|s| (s.bucket.clone(), s.owner.clone())),
+            day: self.day.map(|d| d.to_julian_day()),
+            line: line.to_owned(),
+        }
+    }
+
+    /// The batch of a spooled entry.
+    fn of_entry(e: &Entry) -> Batch {
+        Batch {
+            target: e.target.clone(),
+            source: e
+                .source
+                .clone()
+                .map(|(bucket, owner)| Source { bucket, owner }),
+            day: e.day.and_then(|d| time::Date::from_julian_day(d).ok()),
+        }
+    }
+
     /// The object `logged`'s line goes into.
     fn of(logged: &Logged) -> Batch {
         let target = logged.target.clone();
@@ -303,15 +331,30 @@ impl Batch {
     }
 }
 
-/// The lines waiting for their flush, by the object they go into.
+/// The lines waiting for their flush, by the object they go into, and
+/// their spool.
 #[derive(Default)]
 struct Pending {
     bytes: usize,
     lines: BTreeMap<Batch, Vec<String>>,
+    spool: Option<Spool>,
 }
 
-/// The access logs of one node: lines waiting in memory, and the objects
-/// they become.
+impl Pending {
+    /// Keeps `line` of `batch` unless the memory bound is reached; `false`
+    /// when it is dropped.
+    fn keep(&mut self, batch: Batch, line: String) -> bool {
+        if self.bytes + line.len() > MAX_PENDING_BYTES {
+            return false;
+        }
+        self.bytes += line.len() + 1;
+        self.lines.entry(batch).or_default().push(line);
+        true
+    }
+}
+
+/// The access logs of one node: lines waiting in memory (and in their
+/// spool), and the objects they become.
 pub struct AccessLogs {
     api: S3Api,
     pending: Mutex<Pending>,
@@ -320,13 +363,37 @@ pub struct AccessLogs {
 }
 
 impl AccessLogs {
+    /// The access logs of `api`'s node, with the lines its spool kept from
+    /// before a restart waiting for the first flush. A spool that cannot be
+    /// opened is logged, and the lines are kept in memory only.
     pub fn new(api: S3Api) -> AccessLogs {
-        AccessLogs {
+        let logs = AccessLogs {
             api,
             pending: Mutex::new(Pending::default()),
             dropped: AtomicU64::new(0),
             written: AtomicU64::new(0),
+        };
+        if let Some(dir) = logs.api.settings.access_log_spool.clone() {
+            match Spool::open(&dir) {
+                Ok((spool, entries)) => {
+                    let mut p = logs.pending.lock().expect("access log lock");
+                    let n = entries.len();
+                    for e in entries {
+                        if !p.keep(Batch::of_entry(&e), e.line) {
+                            logs.dropped.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    p.spool = Some(spool);
+                    if n > 0 {
+                        tracing::info!("{n} access log lines kept from before the restart");
+                    }
+                }
+                Err(e) => tracing::error!(
+                    "the access log spool {dir:?} cannot be opened ({e}): a process that dies will lose the lines of its last flush interval"
+                ),
+            }
         }
+        logs
     }
 
     /// Lines dropped because [`MAX_PENDING_BYTES`] were waiting, or their
@@ -345,11 +412,20 @@ impl AccessLogs {
         self.pending.lock().expect("access log lock").bytes as u64
     }
 
-    /// Queues `line`, the line of `logged`, for its target, or drops it
-    /// when the memory bound is reached.
+    /// Queues `line`, the line of `logged`, for its target and spools it,
+    /// or drops it when the memory bound is reached.
     pub(crate) fn record(&self, logged: &Logged, line: String) {
+        self.record_in(Batch::of(logged), line);
+    }
+
+    /// [`Self::record`], the line's batch known.
+    fn record_in(&self, batch: Batch, line: String) {
         let mut p = self.pending.lock().expect("access log lock");
-        if p.bytes + line.len() > MAX_PENDING_BYTES {
+        // One unbuffered append of a few hundred bytes, under the lock so
+        // that a flush's rotation splits the spool exactly where it splits
+        // the lines.
+        let entry = p.spool.is_some().then(|| batch.entry(&line));
+        if !p.keep(batch, line) {
             drop(p);
             if self.dropped.fetch_add(1, Ordering::Relaxed) == 0 {
                 tracing::warn!(
@@ -358,38 +434,92 @@ impl AccessLogs {
             }
             return;
         }
-        p.bytes += line.len() + 1;
-        p.lines.entry(Batch::of(logged)).or_default().push(line);
+        if let (Some(spool), Some(entry)) = (p.spool.as_mut(), entry)
+            && let Err(e) = spool.append(&entry)
+        {
+            tracing::warn!("an access log line is kept in memory only: the spool refused it ({e})");
+        }
     }
 
     /// Writes the waiting lines, one object per target (and per source
     /// bucket and day, for a partitioned prefix); returns how many lines
     /// were written.
     pub async fn flush(&self) -> u64 {
-        let batch = std::mem::take(&mut *self.pending.lock().expect("access log lock"));
+        let (lines, sealed) = {
+            let mut p = self.pending.lock().expect("access log lock");
+            let sealed = match p.spool.as_mut().map(Spool::rotate) {
+                Some(Ok(files)) => files,
+                Some(Err(e)) => {
+                    tracing::warn!("the access log spool cannot be rotated: {e}");
+                    Vec::new()
+                }
+                None => Vec::new(),
+            };
+            p.bytes = 0;
+            (std::mem::take(&mut p.lines), sealed)
+        };
         let mut written = 0;
-        for (batch, lines) in batch.lines {
+        for (batch, lines) in lines {
             let n = lines.len() as u64;
-            match self.write(&batch, lines).await {
+            match self.write(&batch, lines.clone()).await {
                 Ok(()) => written += n,
-                Err(e) => {
+                // The target is gone: its lines have nowhere to go.
+                Err(e) if e.code() == &s3s::S3ErrorCode::NoSuchBucket => {
                     self.dropped.fetch_add(n, Ordering::Relaxed);
                     tracing::warn!(
                         "{n} access log lines for bucket {} lost: {e}",
                         batch.target.target_bucket
                     );
                 }
+                // Anything else (too few nodes, overload) may pass: the
+                // lines wait for the next flush, spooled again.
+                Err(e) => {
+                    tracing::warn!(
+                        "{n} access log lines for bucket {} wait for the next flush: {e}",
+                        batch.target.target_bucket
+                    );
+                    for line in lines {
+                        self.record_in(batch.clone(), line);
+                    }
+                }
             }
         }
         self.written.fetch_add(written, Ordering::Relaxed);
+        // Every line of the sealed files is written, dropped (and counted),
+        // or spooled again.
+        crate::access_log_spool::remove(&sealed);
         written
+    }
+
+    /// Syncs the active spool file, so that a power cut loses at most the
+    /// lines since.
+    async fn sync_spool(&self) {
+        let file = self
+            .pending
+            .lock()
+            .expect("access log lock")
+            .spool
+            .as_ref()
+            .map(Spool::active);
+        if let Some(Ok(f)) = file
+            && let Ok(Err(e)) = tokio::task::spawn_blocking(move || f.sync_data()).await
+        {
+            tracing::warn!("the access log spool cannot be synced: {e}");
+        }
     }
 
     /// Flushes every `every` until the process ends, reporting to
     /// `worker` (`hangar worker list`: lines written, dropped, waiting).
     pub async fn run(self: Arc<Self>, every: Duration, worker: WorkerHandle) {
+        let mut next_flush = tokio::time::Instant::now() + every;
         loop {
-            tokio::time::sleep(every).await;
+            // The spool is synced every second between flushes.
+            tokio::time::sleep(Duration::from_secs(1).min(every)).await;
+            if tokio::time::Instant::now() < next_flush {
+                self.sync_spool().await;
+                continue;
+            }
+            next_flush = tokio::time::Instant::now() + every;
             worker.set_state(WorkerState::Busy);
             let n = self.flush().await;
             worker.add_processed(n);

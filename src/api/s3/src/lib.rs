@@ -12,6 +12,7 @@
 
 pub mod access;
 pub mod access_log;
+mod access_log_spool;
 mod admission;
 pub mod auth;
 pub mod body_limits;
@@ -105,6 +106,10 @@ pub struct S3Settings {
     /// How often server access log lines are written into their target
     /// buckets (`s3_access_log_flush_secs`).
     pub access_log_flush: std::time::Duration,
+    /// Where the lines waiting for a flush are spooled, so that a process
+    /// that dies loses none (`<metadata_dir>/access-log-spool`); `None`:
+    /// in memory only.
+    pub access_log_spool: Option<std::path::PathBuf>,
     /// Accept requests signed with Signature Version 2, held to V4's time
     /// bounds (`[s3_api] allow_signature_v2`); refused otherwise
     /// ([`request_time`]).

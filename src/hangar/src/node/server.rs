@@ -422,6 +422,7 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
             sse_c_require_https: cfg.s3_api.sse_c_require_https,
             sse_master_key: sse_master_key(&cfg)?,
             access_log_flush: Duration::from_secs(cfg.s3_access_log_flush_secs.max(1)),
+            access_log_spool: Some(cfg.metadata_dir.join("access-log-spool")),
             allow_signature_v2: cfg.s3_api.allow_signature_v2,
         },
     );

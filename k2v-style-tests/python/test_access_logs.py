@@ -226,6 +226,56 @@ def test_the_last_lines_are_written_when_the_node_stops(tmp_path):
         node.stop()
 
 
+def test_target_grants_give_the_log_objects_their_acl(tmp_path):
+    """`TargetGrants` (S3 API reference, PutBucketLogging and TargetGrant):
+    each log object gets the grants, to users by canonical id and to the
+    groups a canned ACL expresses; GetBucketLogging answers them; a target
+    whose ACLs are disabled takes none."""
+    node = Node(tmp_path / "n")
+    node.config.write_text("s3_access_log_flush_secs = 1\n" + node.config.read_text())
+    node.start()
+    try:
+        key, s3 = logging_site(node, "tg")
+        reader = node.create_key("reader")
+        grants = [
+            {"Grantee": {"Type": "CanonicalUser", "ID": reader.canonical_id}, "Permission": "READ"},
+            {"Grantee": {"Type": "Group", "URI": "http://acs.amazonaws.com/groups/global/AuthenticatedUsers"},
+             "Permission": "READ"},
+        ]
+        enabled = {"TargetBucket": "site-logs", "TargetPrefix": "access/", "TargetGrants": grants}
+        s3.put_bucket_logging(Bucket="site", BucketLoggingStatus={"LoggingEnabled": enabled})
+        got = s3.get_bucket_logging(Bucket="site")["LoggingEnabled"]["TargetGrants"]
+        assert sorted(json.dumps(g, sort_keys=True) for g in got) == sorted(json.dumps(g, sort_keys=True) for g in grants), got
+        s3.put_object(Bucket="site", Key="k", Body=b"x")
+        lines = log_lines(s3, 2)
+        assert any("REST.PUT.OBJECT k " in ln for ln in lines), lines
+        [name] = [o["Key"] for o in s3.list_objects_v2(Bucket="site-logs", Prefix="access/")["Contents"]][:1]
+        acl = s3.get_object_acl(Bucket="site-logs", Key=name)
+        assert {(g["Grantee"].get("ID") or g["Grantee"].get("URI"), g["Permission"]) for g in acl["Grants"]} == {
+            (key.canonical_id, "FULL_CONTROL"), (reader.canonical_id, "READ"),
+            ("http://acs.amazonaws.com/groups/global/AuthenticatedUsers", "READ")}
+        # The reader has no right on site-logs: the object's grant reads it.
+        assert s3_client(node, reader).get_object(Bucket="site-logs", Key=name)["Body"].read()
+        for bad, code in (
+            ([{"Grantee": {"Type": "CanonicalUser", "ID": "nobody"}, "Permission": "READ"}], "InvalidArgument"),
+            ([{"Grantee": {"Type": "AmazonCustomerByEmail", "EmailAddress": "a@b.c"}, "Permission": "READ"}],
+             "UnresolvableGrantByEmailAddress"),
+            ([{"Grantee": {"Type": "Group", "URI": "http://acs.amazonaws.com/groups/s3/LogDelivery"},
+               "Permission": "WRITE"}], "NotImplemented"),
+        ):
+            with pytest.raises(ClientError) as e:
+                s3.put_bucket_logging(Bucket="site", BucketLoggingStatus={"LoggingEnabled": {
+                    "TargetBucket": "site-logs", "TargetPrefix": "access/", "TargetGrants": bad}})
+            assert error_code(e.value) == code, bad
+        s3.put_bucket_ownership_controls(Bucket="site-logs", OwnershipControls={
+            "Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]})
+        with pytest.raises(ClientError) as e:
+            s3.put_bucket_logging(Bucket="site", BucketLoggingStatus={"LoggingEnabled": enabled})
+        assert (http_status(e.value), error_code(e.value)) == (400, "AccessControlListNotSupported")
+    finally:
+        node.stop()
+
+
 def test_a_node_killed_loses_no_line_it_recorded(tmp_path):
     """`kill -9` before a flush: the spooled lines are written after the
     restart, each once (doc/s3-compatibility.md, "Server access logs")."""

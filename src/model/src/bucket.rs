@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::row_format::{
     ACCESS_LOG_ROW_FORMAT, ACCESS_ROW_FORMAT, CREATOR_ROW_FORMAT, LIFECYCLE_ROW_FORMAT,
-    MANAGED_SSE_ROW_FORMAT, OBJECT_LOCK_ROW_FORMAT, OWNERSHIP_ROW_FORMAT,
+    LOG_GRANTS_ROW_FORMAT, MANAGED_SSE_ROW_FORMAT, OBJECT_LOCK_ROW_FORMAT, OWNERSHIP_ROW_FORMAT,
     PARTITIONED_LOG_ROW_FORMAT, QUOTA_ROW_FORMAT, TAGS_CORS_ROW_FORMAT, USER_GRANTS_ROW_FORMAT,
     VERSIONING_ROW_FORMAT, WEBSITE_ROW_FORMAT,
 };
@@ -125,6 +125,20 @@ pub struct BucketLogging {
     /// partitioned by (row format 17; absent for `SimplePrefix`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partitioned: Option<PartitionDate>,
+    /// S3's `TargetGrants`, given to every log object written: the canned
+    /// ACL of the groups' grants (row format 20; absent without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object_acl: Option<CannedAcl>,
+    /// `TargetGrants` to users (row format 20; absent without one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub object_grants: Vec<UserGrant>,
+}
+
+impl BucketLogging {
+    /// Whether the log objects get grants (`TargetGrants`).
+    pub fn has_grants(&self) -> bool {
+        self.object_acl.is_some() || !self.object_grants.is_empty()
+    }
 }
 
 /// The date a partitioned log object's name carries (S3's
@@ -356,7 +370,9 @@ impl Schema for BucketTable {
     type Replication = hangar_table::Full;
 
     fn format_of(row: &BucketRow) -> u8 {
-        if !row.user_grants.is_unset() {
+        if row.logging().is_some_and(BucketLogging::has_grants) {
+            LOG_GRANTS_ROW_FORMAT
+        } else if !row.user_grants.is_unset() {
             USER_GRANTS_ROW_FORMAT
         } else if row.logging().is_some_and(|l| l.partitioned.is_some()) {
             PARTITIONED_LOG_ROW_FORMAT

@@ -19,6 +19,8 @@ fn a_bucket_with_logging_is_format_16_and_older_readers_refuse_it() {
             target_bucket: "logs".into(),
             target_prefix: "p/".into(),
             partitioned: None,
+            object_acl: None,
+            object_grants: Vec::new(),
         }),
     );
     let v = encode::<BucketTable>(&b);

@@ -17,6 +17,8 @@ fn a_partitioned_log_target_is_format_17_and_format_16_readers_refuse_it() {
         target_bucket: "logs".into(),
         target_prefix: "p/".into(),
         partitioned,
+        object_acl: None,
+        object_grants: Vec::new(),
     };
     b.logging.update(7, Some(target(None)));
     let simple = encode::<BucketTable>(&b);

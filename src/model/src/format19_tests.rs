@@ -12,7 +12,7 @@ use crate::object::{ObjectData, ObjectRow, ObjectTable};
 use crate::row_format::{ACCESS_ROW_FORMAT, OWNER_IDENTITY_ROW_FORMAT, USER_GRANTS_ROW_FORMAT};
 use crate::test_support::fixstr as s;
 
-fn grants() -> Vec<UserGrant> {
+pub(crate) fn grants() -> Vec<UserGrant> {
     vec![UserGrant {
         id: "u1".into(),
         permission: AclPermission::ReadAcp,

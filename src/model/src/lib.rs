@@ -59,6 +59,8 @@ mod format18_tests;
 #[cfg(test)]
 mod format19_tests;
 #[cfg(test)]
+mod format20_tests;
+#[cfg(test)]
 mod format3_tests;
 #[cfg(test)]
 mod format5_tests;

@@ -123,6 +123,14 @@ pub const OWNER_IDENTITY_ROW_FORMAT: u8 = 18;
 /// carry them; 19 includes 3 to 18.
 pub const USER_GRANTS_ROW_FORMAT: u8 = 19;
 
+/// Format 19 plus the grants of a bucket's access log objects
+/// (`BucketLogging::object_acl`, `BucketLogging::object_grants`, S3's
+/// `TargetGrants`): a reader of an older format would drop them on its
+/// next merge (and the log objects would lose the access they were to
+/// give), so such rows say so. Written only for the bucket rows whose
+/// logging target has them; 20 includes 3 to 19.
+pub const LOG_GRANTS_ROW_FORMAT: u8 = 20;
+
 /// The newest format of the model's rows: every table of the model reads
 /// formats 2 to this one.
-pub const NEWEST: u8 = USER_GRANTS_ROW_FORMAT;
+pub const NEWEST: u8 = LOG_GRANTS_ROW_FORMAT;

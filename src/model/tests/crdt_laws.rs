@@ -200,8 +200,8 @@ fn bucket_encryption() -> impl Strategy<Value = Option<BucketEncryption>> {
     })
 }
 
-/// Logging off, or to one of two targets, partitioned or not (row formats
-/// 16 and 17).
+/// Logging off, or to one of two targets, partitioned or not, with grants
+/// on the log objects or not (row formats 16, 17 and 20).
 fn bucket_logging() -> impl Strategy<Value = Option<BucketLogging>> {
     let partitioned = prop_oneof![
         Just(None),
@@ -211,13 +211,19 @@ fn bucket_logging() -> impl Strategy<Value = Option<BucketLogging>> {
     proptest::option::of((
         prop_oneof![Just(("logs", "a/")), Just(("logs", "b/"))],
         partitioned,
+        canned_acl(),
+        user_grants(),
     ))
     .prop_map(|l| {
-        l.map(|((b, p), partitioned)| BucketLogging {
-            target_bucket: b.to_owned(),
-            target_prefix: p.to_owned(),
-            partitioned,
-        })
+        l.map(
+            |((b, p), partitioned, object_acl, object_grants)| BucketLogging {
+                target_bucket: b.to_owned(),
+                target_prefix: p.to_owned(),
+                partitioned,
+                object_acl,
+                object_grants,
+            },
+        )
     })
 }
 

@@ -568,7 +568,7 @@ impl AccessLogs {
                 },
             )
             .await?;
-        let row = ObjectRow {
+        let mut row = ObjectRow {
             version,
             timestamp_msec: hangar_util::time::now_msec(),
             size: stored.size,
@@ -584,6 +584,14 @@ impl AccessLogs {
             acl: Lww::default(),
             user_grants: Lww::default(),
         };
+        // TargetGrants: the log object's own ACL.
+        if batch.target.has_grants() {
+            let acl = crate::ops_acl::AskedAcl {
+                canned: batch.target.object_acl.unwrap_or_default(),
+                users: batch.target.object_grants.clone(),
+            };
+            (row.acl, row.user_grants) = crate::ops_acl::AskedAcl::upload_registers(Some(&acl));
+        }
         if let Err(e) = api.model.objects().publish(&bucket, &name, row).await {
             let _ = api.model.objects().abort_upload(version).await;
             return Err(crate::error::model_error(e));
@@ -623,6 +631,8 @@ mod tests {
                 target_bucket: "logs".into(),
                 target_prefix: "p/".into(),
                 partitioned: None,
+                object_acl: None,
+                object_grants: Vec::new(),
             },
             requester: Some("GK2".into()),
             key: Some("a b.jpg".into()),
@@ -680,6 +690,8 @@ mod tests {
                 target_bucket: "logs".into(),
                 target_prefix: "p/".into(),
                 partitioned,
+                object_acl: None,
+                object_grants: Vec::new(),
             },
             requester: None,
             key: None,

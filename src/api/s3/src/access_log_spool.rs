@@ -148,6 +148,8 @@ mod tests {
                 target_bucket: "logs".into(),
                 target_prefix: "p/".into(),
                 partitioned: None,
+                object_acl: None,
+                object_grants: Vec::new(),
             },
             source: Some(("site".into(), "owner".into())),
             day: Some(2_461_000),

@@ -87,7 +87,7 @@ acl_headers!(PutObjectAclInput: grant_full_control => FullControl, grant_read =>
 
 /// Who a grant is to, as a request names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum GranteeRef {
+pub(crate) enum GranteeRef {
     /// A canonical user id.
     User(String),
     /// A group, by URI.
@@ -129,21 +129,27 @@ fn body_grants(p: &AccessControlPolicy) -> S3Result<Vec<(GranteeRef, AclPermissi
     };
     let mut out = Vec::new();
     for g in p.grants.iter().flatten() {
-        let grantee = g.grantee.as_ref().ok_or_else(malformed)?;
+        let grantee = g.grantee.as_ref().and_then(grantee_ref);
         let permission = g
             .permission
             .as_ref()
-            .and_then(|p| AclPermission::parse(p.as_str()))
-            .ok_or_else(malformed)?;
-        let grantee = match grantee.type_.as_str() {
-            Type::CANONICAL_USER => GranteeRef::User(grantee.id.clone().ok_or_else(malformed)?),
-            Type::GROUP => GranteeRef::Group(grantee.uri.clone().ok_or_else(malformed)?),
-            Type::AMAZON_CUSTOMER_BY_EMAIL => GranteeRef::Email,
-            _ => return Err(malformed()),
-        };
-        out.push((grantee, permission));
+            .and_then(|p| AclPermission::parse(p.as_str()));
+        out.push((
+            grantee.ok_or_else(malformed)?,
+            permission.ok_or_else(malformed)?,
+        ));
     }
     Ok(out)
+}
+
+/// Who `g` names; `None` when it names no one it could.
+pub(crate) fn grantee_ref(g: &Grantee) -> Option<GranteeRef> {
+    Some(match g.type_.as_str() {
+        Type::CANONICAL_USER => GranteeRef::User(g.id.clone()?),
+        Type::GROUP => GranteeRef::Group(g.uri.clone()?),
+        Type::AMAZON_CUSTOMER_BY_EMAIL => GranteeRef::Email,
+        _ => return None,
+    })
 }
 
 /// An ACL as a request asks for it: the canned ACL its group grants
@@ -344,6 +350,17 @@ impl crate::S3Api {
         Ok(())
     }
 
+    /// The ACL `grants` express on something owned by `owner`, its
+    /// grantees checked.
+    pub(crate) async fn resolved_acl(
+        &self,
+        owner: &Owner,
+        grants: Vec<(GranteeRef, AclPermission)>,
+    ) -> S3Result<AskedAcl> {
+        self.check_grantees(owner, &grants).await?;
+        asked_acl(owner, grants)
+    }
+
     /// The ACL a request asks for on a bucket owned by `owner` (`None`:
     /// it asks for none), its grantees checked.
     pub(crate) async fn asked_acl(
@@ -358,10 +375,7 @@ impl crate::S3Api {
                 canned,
                 users: Vec::new(),
             }),
-            Some(Requested::Grants(grants)) => {
-                self.check_grantees(owner, &grants).await?;
-                Some(asked_acl(owner, grants)?)
-            }
+            Some(Requested::Grants(grants)) => Some(self.resolved_acl(owner, grants).await?),
         })
     }
 
@@ -433,7 +447,7 @@ fn group(uri: &str, permission: &'static str) -> Grant {
 
 /// The grants an ACL shows: the owner's FULL_CONTROL, then the grants to
 /// users, then the groups' of the canned ACL.
-fn grants(acl: CannedAcl, users: &[UserGrant], owner: &Owner) -> Vec<Grant> {
+pub(crate) fn grants(acl: CannedAcl, users: &[UserGrant], owner: &Owner) -> Vec<Grant> {
     let user = |id: Option<String>, display_name: Option<String>, permission: &str| Grant {
         grantee: Some(Grantee {
             display_name,

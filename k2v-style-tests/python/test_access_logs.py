@@ -235,7 +235,11 @@ def test_target_grants_give_the_log_objects_their_acl(tmp_path):
     node.config.write_text("s3_access_log_flush_secs = 1\n" + node.config.read_text())
     node.start()
     try:
-        key, s3 = logging_site(node, "tg")
+        # Grants from the start: every log object is written with them.
+        key = node.create_key("tg", create_bucket=True)
+        s3 = s3_client(node, key)
+        s3.create_bucket(Bucket="site")
+        s3.create_bucket(Bucket="site-logs")
         reader = node.create_key("reader")
         grants = [
             {"Grantee": {"Type": "CanonicalUser", "ID": reader.canonical_id}, "Permission": "READ"},
@@ -249,13 +253,15 @@ def test_target_grants_give_the_log_objects_their_acl(tmp_path):
         s3.put_object(Bucket="site", Key="k", Body=b"x")
         lines = log_lines(s3, 2)
         assert any("REST.PUT.OBJECT k " in ln for ln in lines), lines
-        [name] = [o["Key"] for o in s3.list_objects_v2(Bucket="site-logs", Prefix="access/")["Contents"]][:1]
-        acl = s3.get_object_acl(Bucket="site-logs", Key=name)
-        assert {(g["Grantee"].get("ID") or g["Grantee"].get("URI"), g["Permission"]) for g in acl["Grants"]} == {
-            (key.canonical_id, "FULL_CONTROL"), (reader.canonical_id, "READ"),
-            ("http://acs.amazonaws.com/groups/global/AuthenticatedUsers", "READ")}
-        # The reader has no right on site-logs: the object's grant reads it.
-        assert s3_client(node, reader).get_object(Bucket="site-logs", Key=name)["Body"].read()
+        names = [o["Key"] for o in s3.list_objects_v2(Bucket="site-logs", Prefix="access/")["Contents"]]
+        assert names
+        for name in names:
+            acl = s3.get_object_acl(Bucket="site-logs", Key=name)
+            assert {(g["Grantee"].get("ID") or g["Grantee"].get("URI"), g["Permission"]) for g in acl["Grants"]} == {
+                (key.canonical_id, "FULL_CONTROL"), (reader.canonical_id, "READ"),
+                ("http://acs.amazonaws.com/groups/global/AuthenticatedUsers", "READ")}, name
+            # The reader has no right on site-logs: the object's grant reads it.
+            assert s3_client(node, reader).get_object(Bucket="site-logs", Key=name)["Body"].read()
         for bad, code in (
             ([{"Grantee": {"Type": "CanonicalUser", "ID": "nobody"}, "Permission": "READ"}], "InvalidArgument"),
             ([{"Grantee": {"Type": "AmazonCustomerByEmail", "EmailAddress": "a@b.c"}, "Permission": "READ"}],

@@ -398,8 +398,21 @@ impl crate::S3Api {
                 Some(_) => Err(acls_disabled()),
             };
         }
-        let owner = bucket_owner(&self.model, bucket).await?;
-        let Some(acl) = self.asked_acl(&owner, h, None).await? else {
+        let acl = if h.has_grants() {
+            // Grants name users: the owner's are its own (a read of its
+            // creating key's row, only for such uploads).
+            let owner = bucket_owner(&self.model, bucket).await?;
+            self.asked_acl(&owner, h, None).await?
+        } else {
+            h.canned_acl()
+                .map(canned)
+                .transpose()?
+                .map(|canned| AskedAcl {
+                    canned,
+                    users: Vec::new(),
+                })
+        };
+        let Some(acl) = acl else {
             return Ok(None);
         };
         check_not_blocked(bucket, acl.canned)?;

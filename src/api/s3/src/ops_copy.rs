@@ -72,13 +72,16 @@ impl S3Api {
             .or_s3()?
         {
             let action = crate::access::iam_action("GetObject", version_id.is_some());
-            let owner = crate::ops_acl::bucket_owner(&self.model, &src).await?;
+            const EXPECTED: &str = "x-amz-source-expected-bucket-owner";
+            let owner = if req.headers.contains_key(EXPECTED) {
+                Some(crate::ops_acl::bucket_owner(&self.model, &src).await?)
+            } else {
+                None
+            };
             if !caller.may(&src, crate::access::Need::Read, &action, Some(&key))
-                || !crate::auth::owned_as_expected(
-                    &req.headers,
-                    "x-amz-source-expected-bucket-owner",
-                    &owner,
-                )
+                || owner
+                    .as_ref()
+                    .is_some_and(|o| !crate::auth::owned_as_expected(&req.headers, EXPECTED, o))
             {
                 return Err(s3_error!(AccessDenied, "Access Denied to the copy source"));
             }

@@ -12,6 +12,7 @@ set-identity` or the admin API's SetKeyIdentity. On one node and on three
 
 from __future__ import annotations
 
+import json
 import re
 
 import blake3
@@ -102,3 +103,22 @@ def test_set_identity_over_the_admin_http_api(tmp_path):
         assert s3.list_buckets()["Owner"] == {"ID": key.canonical_id, "DisplayName": "Ann"}
     finally:
         n.stop()
+
+
+def test_a_policy_names_a_user_by_canonical_id(cluster):
+    # Bucket policy elements, Principal: `{"CanonicalUser": "<id>"}` names
+    # every key of that canonical user id (AWS S3 user guide, "Principals").
+    nodes, key, other = cluster
+    s3, them = s3_client(nodes[0], key), s3_client(nodes[-1], other)
+    b = bucket_name("identity-policy")
+    s3.create_bucket(Bucket=b)
+    s3.put_object(Bucket=b, Key="o", Body=b"x")
+    assert status(lambda: them.get_object(Bucket=b, Key="o")) == (403, "AccessDenied")
+    s3.put_bucket_policy(Bucket=b, Policy=json.dumps({"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Principal": {"CanonicalUser": other.canonical_id},
+        "Action": "s3:GetObject", "Resource": f"arn:aws:s3:::{b}/*"}]}))
+    eventually(lambda: status(lambda: them.get_object(Bucket=b, Key="o"))[0] == 200, what="the policy's grant")
+    assert status(lambda: them.put_object(Bucket=b, Key="n", Body=b"n")) == (403, "AccessDenied")
+    bad = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"CanonicalUser": "a b"},
+                                                   "Action": "s3:GetObject", "Resource": f"arn:aws:s3:::{b}/*"}]}
+    assert status(lambda: s3.put_bucket_policy(Bucket=b, Policy=json.dumps(bad))) == (400, "MalformedPolicy")

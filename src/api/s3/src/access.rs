@@ -333,6 +333,7 @@ impl Caller {
         };
         let request = Request {
             principal: self.key.as_ref().map(|k| k.access_key_id.clone()),
+            canonical_id: self.key.as_ref().map(KeyRow::canonical_id),
             action: action.to_owned(),
             resource: resource(&bucket.name, object),
             keys: self.keys.clone(),

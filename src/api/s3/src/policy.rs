@@ -74,8 +74,10 @@ pub struct Principals {
     pub negated: bool,
     /// `"*"`: everyone, anonymous requests included.
     pub everyone: bool,
-    /// Access key ids.
+    /// Access key ids (`{"AWS": …}`).
     pub keys: Vec<String>,
+    /// Canonical user ids (`{"CanonicalUser": …}`): every key of each.
+    pub canonical_users: Vec<String>,
 }
 
 /// `Action` or `Resource` patterns (or, negated, `NotAction` or
@@ -346,16 +348,14 @@ fn parse_principal(v: &Value, negated: bool) -> Result<Principals, S3Error> {
         Value::String(s) if s == "*" => p.everyone = true,
         Value::Object(m) if !m.is_empty() => {
             for (kind, ids) in m {
-                if kind != "AWS" {
-                    return Err(invalid_principal());
-                }
                 for id in strings(ids, "Principal").map_err(|_| invalid_principal())? {
-                    if id == "*" {
-                        p.everyone = true;
-                    } else if hangar_model::key::valid_key_id(&id) {
-                        p.keys.push(id);
-                    } else {
-                        return Err(invalid_principal());
+                    match kind.as_str() {
+                        "AWS" if id == "*" => p.everyone = true,
+                        "AWS" if hangar_model::key::valid_key_id(&id) => p.keys.push(id),
+                        "CanonicalUser" if hangar_model::key::valid_canonical_id(&id) => {
+                            p.canonical_users.push(id)
+                        }
+                        _ => return Err(invalid_principal()),
                     }
                 }
             }

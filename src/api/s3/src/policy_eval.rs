@@ -18,6 +18,8 @@ use crate::wildcard;
 pub struct Request {
     /// The access key id; `None` for an anonymous request.
     pub principal: Option<String>,
+    /// The key's canonical user id; `None` for an anonymous request.
+    pub canonical_id: Option<String>,
     /// `s3:GetObject`, …
     pub action: String,
     /// `arn:aws:s3:::bucket` or `arn:aws:s3:::bucket/key`.
@@ -43,7 +45,7 @@ impl Policy {
     pub fn evaluate(&self, r: &Request) -> Decision {
         let mut allowed = false;
         for s in &self.statements {
-            let applies = principal_matches(&s.principal, r.principal.as_deref())
+            let applies = principal_matches(&s.principal, r)
                 && patterns_match(&s.action, &r.action, true)
                 && patterns_match(&s.resource, &r.resource, false)
                 && s.conditions.iter().all(|c| condition_holds(c, r));
@@ -94,8 +96,14 @@ fn pins_caller(c: &Condition) -> bool {
     }
 }
 
-fn principal_matches(p: &Principals, who: Option<&str>) -> bool {
-    let named = p.everyone || who.is_some_and(|k| p.keys.iter().any(|id| id == k));
+fn principal_matches(p: &Principals, r: &Request) -> bool {
+    let named = p.everyone
+        || r.principal
+            .as_ref()
+            .is_some_and(|k| p.keys.iter().any(|id| id == k))
+        || r.canonical_id
+            .as_ref()
+            .is_some_and(|c| p.canonical_users.iter().any(|id| id == c));
     named != p.negated
 }
 
@@ -185,6 +193,7 @@ mod tests {
     fn req(who: Option<&str>, action: &str, resource: &str) -> Request {
         Request {
             principal: who.map(str::to_owned),
+            canonical_id: who.map(hangar_model::key::derived_canonical_id),
             action: action.into(),
             resource: resource.into(),
             keys: BTreeMap::new(),
@@ -223,6 +232,29 @@ mod tests {
             p.evaluate(&req(None, "s3:GetObject", "arn:aws:s3:::B/x")),
             Decision::NoOpinion,
             "resources are case-sensitive"
+        );
+    }
+
+    #[test]
+    fn a_canonical_user_principal_names_every_key_of_that_id() {
+        let p = policy(&format!(
+            r#"{{"Effect":"Allow","Principal":{{"CanonicalUser":"{}"}},"Action":"s3:GetObject","Resource":"*"}}"#,
+            hangar_model::key::derived_canonical_id(KEY1)
+        ));
+        let get = |who| p.evaluate(&req(who, "s3:GetObject", "arn:aws:s3:::b/x"));
+        assert_eq!(get(Some(KEY1)), Decision::Allow);
+        assert_eq!(get(Some(KEY2)), Decision::NoOpinion);
+        assert_eq!(get(None), Decision::NoOpinion);
+        // A key given that id by the operator is named too.
+        let mut r = req(Some(KEY2), "s3:GetObject", "arn:aws:s3:::b/x");
+        r.canonical_id = Some(hangar_model::key::derived_canonical_id(KEY1));
+        assert_eq!(p.evaluate(&r), Decision::Allow);
+        assert!(
+            Policy::parse(
+                r#"{"Statement":[{"Effect":"Allow","Principal":{"CanonicalUser":"a b"},"Action":"*","Resource":"*"}]}"#,
+                "b"
+            )
+            .is_err()
         );
     }
 

@@ -266,8 +266,8 @@ def test_target_grants_give_the_log_objects_their_acl(tmp_path):
             ([{"Grantee": {"Type": "CanonicalUser", "ID": "nobody"}, "Permission": "READ"}], "InvalidArgument"),
             ([{"Grantee": {"Type": "AmazonCustomerByEmail", "EmailAddress": "a@b.c"}, "Permission": "READ"}],
              "UnresolvableGrantByEmailAddress"),
-            ([{"Grantee": {"Type": "Group", "URI": "http://acs.amazonaws.com/groups/s3/LogDelivery"},
-               "Permission": "WRITE"}], "NotImplemented"),
+            ([{"Grantee": {"Type": "Group", "URI": "http://example.com/groups/nobody"},
+               "Permission": "READ"}], "InvalidArgument"),
         ):
             with pytest.raises(ClientError) as e:
                 s3.put_bucket_logging(Bucket="site", BucketLoggingStatus={"LoggingEnabled": {

@@ -2,10 +2,10 @@
 CreateMultipartUpload / PostObject with x-amz-acl, Put/GetBucketAcl,
 Put/GetObjectAcl; anonymous reads of a public-read object, anonymous writes
 into a public-read-write bucket; BlockPublicAcls and IgnorePublicAcls; group
-grants no canned ACL expresses answer 501, on Put*Acl and on uploads and
-creations alike (x-amz-grant-* headers); grants to users are
-test_acl_grants.py's. On one node and on three (an ACL set through the
-first node applies on the third)."""
+grants no canned ACL expresses (kept beside it), on Put*Acl and on uploads
+and creations alike (x-amz-grant-* headers), and log-delivery-write; grants
+to users are test_acl_grants.py's. On one node and on three (an ACL set
+through the first node applies on the third)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from owner_fixtures import cluster, one, three  # noqa: F401 (fixtures)
 
 ALL_USERS = "http://acs.amazonaws.com/groups/global/AllUsers"
 AUTH_USERS = "http://acs.amazonaws.com/groups/global/AuthenticatedUsers"
+LOG_DELIVERY = "http://acs.amazonaws.com/groups/s3/LogDelivery"
 
 
 def groups(acl: dict) -> set[tuple[str, str]]:
@@ -129,36 +130,54 @@ def test_acl_bodies_and_public_access_block(one):
     assert anon.get_object(Bucket=b, Key="o")["Body"].read() == b"x"
     # Grantees S3 cannot resolve (API_PutBucketAcl, "Grantee Values": an
     # e-mail address without an account is UnresolvableGrantByEmailAddress,
-    # an unknown canonical ID InvalidArgument); group grants no canned ACL
-    # expresses: 501; nothing changed.
+    # an unknown canonical ID InvalidArgument); nothing changed.
     email = {"Grantee": {"Type": "AmazonCustomerByEmail", "EmailAddress": "a@b.c"}, "Permission": "READ"}
     acp = {"Grants": [full, email], "Owner": owner}
     assert status(lambda: s3.put_bucket_acl(Bucket=b, AccessControlPolicy=acp)) == (400, "UnresolvableGrantByEmailAddress")
     nobody = {"Grantee": {"Type": "CanonicalUser", "ID": "GK" + "0" * 24}, "Permission": "READ"}
     acp = {"Grants": [full, nobody], "Owner": owner}
     assert status(lambda: s3.put_object_acl(Bucket=b, Key="o", AccessControlPolicy=acp)) == (400, "InvalidArgument")
-    acp_only = {"Grantee": {"Type": "Group", "URI": ALL_USERS}, "Permission": "READ_ACP"}
-    acp = {"Grants": [full, acp_only], "Owner": owner}
-    assert status(lambda: s3.put_bucket_acl(Bucket=b, AccessControlPolicy=acp)) == (501, "NotImplemented")
-    assert status(lambda: s3.put_bucket_acl(Bucket=b, GrantWrite=f'uri="{ALL_USERS}"')) == (501, "NotImplemented")
+    unknown_group = {"Grantee": {"Type": "Group", "URI": "http://example.com/g"}, "Permission": "READ"}
+    acp = {"Grants": [full, unknown_group], "Owner": owner}
+    assert status(lambda: s3.put_bucket_acl(Bucket=b, AccessControlPolicy=acp)) == (400, "InvalidArgument")
     assert groups(s3.get_bucket_acl(Bucket=b)) == set()
-    # The same grants on an upload or a creation: refused, not ignored (the
-    # object would be stored without the access its writer asked for).
+    # Group grants no canned ACL says (API_Grant, "Permission"): kept and
+    # shown; READ_ACP to AllUsers lets anyone read the ACL, and nothing more.
+    acp_only = {"Grantee": {"Type": "Group", "URI": ALL_USERS}, "Permission": "READ_ACP"}
+    s3.put_bucket_acl(Bucket=b, AccessControlPolicy={"Grants": [full, acp_only], "Owner": owner})
+    assert groups(s3.get_bucket_acl(Bucket=b)) == {(ALL_USERS, "READ_ACP")}
+    assert groups(anon.get_bucket_acl(Bucket=b)) == {(ALL_USERS, "READ_ACP")}
+    assert status(lambda: anon.list_objects_v2(Bucket=b)) == (403, "AccessDenied")
+    s3.put_bucket_acl(Bucket=b, ACL="private")
+    assert status(lambda: anon.get_bucket_acl(Bucket=b)) == (403, "AccessDenied")
+    # The same as headers, on uploads and creations.
     grant = f'uri="{ALL_USERS}"'
-    assert status(lambda: s3.put_object(Bucket=b, Key="g", Body=b"x", GrantReadACP=grant)) == (501, "NotImplemented")
-    assert status(lambda: s3.copy_object(Bucket=b, Key="g", CopySource={"Bucket": b, "Key": "o"},
-                                         GrantReadACP=grant)) == (501, "NotImplemented")
-    assert status(lambda: s3.create_multipart_upload(Bucket=b, Key="g", GrantWriteACP=grant)) \
-        == (501, "NotImplemented")
-    assert status(lambda: s3.head_object(Bucket=b, Key="g"))[0] == 404
+    s3.put_object(Bucket=b, Key="g", Body=b"x", GrantReadACP=grant)
+    assert groups(anon.get_object_acl(Bucket=b, Key="g")) == {(ALL_USERS, "READ_ACP")}
+    assert status(lambda: anon.get_object(Bucket=b, Key="g")) == (403, "AccessDenied")
+    s3.copy_object(Bucket=b, Key="c", CopySource={"Bucket": b, "Key": "o"}, GrantReadACP=grant, GrantRead=grant)
+    assert groups(s3.get_object_acl(Bucket=b, Key="c")) == {(ALL_USERS, "READ"), (ALL_USERS, "READ_ACP")}
+    up = s3.create_multipart_upload(Bucket=b, Key="m", GrantWriteACP=grant)["UploadId"]
+    part = s3.upload_part(Bucket=b, Key="m", UploadId=up, PartNumber=1, Body=b"m")
+    s3.complete_multipart_upload(Bucket=b, Key="m", UploadId=up,
+                                 MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]})
+    assert groups(s3.get_object_acl(Bucket=b, Key="m")) == {(ALL_USERS, "WRITE_ACP")}
+    for k in ("g", "c", "m"):
+        s3.delete_object(Bucket=b, Key=k)
+    # A bucket anyone may write into and no one else list (WRITE alone).
     c = bucket_name("acl-grant")
-    assert status(lambda: s3.create_bucket(Bucket=c, GrantWrite=grant)) == (501, "NotImplemented")
-    assert status(lambda: s3.head_bucket(Bucket=c))[0] == 404
-    # A group grant a canned ACL says, as a header: that canned ACL.
-    s3.put_object(Bucket=b, Key="h", Body=b"h", GrantRead=grant)
-    assert groups(s3.get_object_acl(Bucket=b, Key="h")) == {(ALL_USERS, "READ")}
-    assert anon.get_object(Bucket=b, Key="h")["Body"].read() == b"h"
-    s3.delete_object(Bucket=b, Key="h")
+    s3.create_bucket(Bucket=c, GrantWrite=grant)
+    assert groups(s3.get_bucket_acl(Bucket=c)) == {(ALL_USERS, "WRITE")}
+    eventually(lambda: status(lambda: anon.put_object(Bucket=c, Key="drop", Body=b"d")) == (200, ""),
+               what="WRITE to AllUsers")
+    assert status(lambda: anon.list_objects_v2(Bucket=c)) == (403, "AccessDenied")
+    assert s3.get_object(Bucket=c, Key="drop")["Body"].read() == b"d"
+    # log-delivery-write (S3 user guide, "Canned ACL"): the LogDelivery
+    # group's WRITE and READ_ACP, which give no client anything.
+    s3.put_bucket_acl(Bucket=c, ACL="log-delivery-write")
+    assert groups(s3.get_bucket_acl(Bucket=c)) == {(LOG_DELIVERY, "WRITE"), (LOG_DELIVERY, "READ_ACP")}
+    assert status(lambda: anon.put_object(Bucket=c, Key="drop2", Body=b"d")) == (403, "AccessDenied")
+    assert status(lambda: s3.put_object(Bucket=b, Key="x", Body=b"x", ACL="aws-exec-read")) == (501, "NotImplemented")
 
     # IgnorePublicAcls: the public object is no longer readable anonymously.
     s3.put_public_access_block(Bucket=b, PublicAccessBlockConfiguration={"IgnorePublicAcls": True})

@@ -144,25 +144,61 @@ impl AclPermission {
     }
 }
 
-/// A grant of an ACL to a user, named by canonical user id, beside what
-/// its canned ACL gives the groups (`PutBucketAcl` / `PutObjectAcl`
-/// bodies, `x-amz-grant-*` headers): row format 19.
+/// S3's group of everyone, anonymous requests included.
+pub const ALL_USERS: &str = "http://acs.amazonaws.com/groups/global/AllUsers";
+/// S3's group of every signed request.
+pub const AUTHENTICATED_USERS: &str = "http://acs.amazonaws.com/groups/global/AuthenticatedUsers";
+/// S3's log delivery group: Hangar's nodes write access logs without a
+/// grant, so grants to it are kept and shown, and give no one anything.
+pub const LOG_DELIVERY: &str = "http://acs.amazonaws.com/groups/s3/LogDelivery";
+
+/// A grant of an ACL beyond what its canned ACL gives (`PutBucketAcl` /
+/// `PutObjectAcl` bodies, `x-amz-grant-*` headers): to a user, named by
+/// canonical user id, or to a group, named by its URI ([`ALL_USERS`],
+/// [`AUTHENTICATED_USERS`], [`LOG_DELIVERY`]; canonical user ids hold no
+/// `/`, `KeyRow::canonical_id`). Row format 19.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct UserGrant {
-    /// The grantee's canonical user id (a key's, `KeyRow::canonical_id`).
+pub struct AclGrant {
+    /// The grantee: a canonical user id, or a group's URI.
     pub id: String,
     pub permission: AclPermission,
+}
+
+impl AclGrant {
+    /// Whether the grant is to a group.
+    pub fn is_group(&self) -> bool {
+        self.id.contains('/')
+    }
+
+    /// Whether it grants to someone who is not a user named (S3's
+    /// "public" grant, what `BlockPublicAcls` refuses and
+    /// `IgnorePublicAcls` ignores).
+    pub fn is_public(&self) -> bool {
+        self.id == ALL_USERS || self.id == AUTHENTICATED_USERS
+    }
 }
 
 /// The most grants an ACL may hold (S3's bound: 100).
 pub const MAX_GRANTS: usize = 100;
 
-/// Whether `grants` give the user of canonical id `id` the permission
-/// `wanted`.
-pub fn user_granted(grants: &[UserGrant], id: &str, wanted: AclPermission) -> bool {
-    grants
-        .iter()
-        .any(|g| g.id == id && g.permission.gives(wanted))
+/// Whether `grants` give `wanted` to a caller whose canonical user id is
+/// `id` (`None`: an anonymous request): a grant to that id, or to a group
+/// it is in, unless the grant is public and `ignore_public`.
+pub fn acl_granted_to(
+    grants: &[AclGrant],
+    id: Option<&str>,
+    wanted: AclPermission,
+    ignore_public: bool,
+) -> bool {
+    grants.iter().any(|g| {
+        g.permission.gives(wanted)
+            && match g.id.as_str() {
+                ALL_USERS => !ignore_public,
+                AUTHENTICATED_USERS => !ignore_public && id.is_some(),
+                LOG_DELIVERY => false,
+                user => id == Some(user),
+            }
+    })
 }
 
 /// S3 Object Ownership of a bucket (PutBucketOwnershipControls, or
@@ -202,14 +238,14 @@ impl ObjectOwnership {
 /// Where an upload in progress keeps the ACL of the object it will
 /// complete: a header of its row only Hangar writes (like Object Lock's).
 const MPU_ACL: &str = "x-hangar-acl";
-/// Where it keeps the grants to users: `PERMISSION=id` items separated by
-/// spaces (canonical ids hold no space, `KeyRow::canonical_id`).
+/// Where it keeps the other grants: `PERMISSION=id` items separated by
+/// spaces (canonical ids and group URIs hold no space nor `=`).
 const MPU_GRANTS: &str = "x-hangar-grants";
 
 /// Records `grants` (if any) in the headers of an upload in progress.
 pub fn put_grants_in_headers(
     headers: &mut std::collections::BTreeMap<String, String>,
-    grants: &[UserGrant],
+    grants: &[AclGrant],
 ) {
     if !grants.is_empty() {
         let text: Vec<String> = grants
@@ -225,15 +261,15 @@ pub fn put_grants_in_headers(
 /// an upload's.
 pub fn take_grants_from_headers(
     headers: &mut std::collections::BTreeMap<String, String>,
-) -> hangar_table::Lww<Vec<UserGrant>> {
+) -> hangar_table::Lww<Vec<AclGrant>> {
     let Some(text) = headers.remove(MPU_GRANTS) else {
         return Default::default();
     };
-    let grants: Vec<UserGrant> = text
+    let grants: Vec<AclGrant> = text
         .split(' ')
         .filter_map(|item| {
             let (p, id) = item.split_once('=')?;
-            Some(UserGrant {
+            Some(AclGrant {
                 id: id.to_owned(),
                 permission: AclPermission::parse(p)?,
             })

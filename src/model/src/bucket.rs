@@ -4,9 +4,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::row_format::{
-    ACCESS_LOG_ROW_FORMAT, ACCESS_ROW_FORMAT, CREATOR_ROW_FORMAT, LIFECYCLE_ROW_FORMAT,
-    LOG_GRANTS_ROW_FORMAT, MANAGED_SSE_ROW_FORMAT, OBJECT_LOCK_ROW_FORMAT, OWNERSHIP_ROW_FORMAT,
-    PARTITIONED_LOG_ROW_FORMAT, QUOTA_ROW_FORMAT, TAGS_CORS_ROW_FORMAT, USER_GRANTS_ROW_FORMAT,
+    ACCESS_LOG_ROW_FORMAT, ACCESS_ROW_FORMAT, CREATOR_ROW_FORMAT, GRANTS_ROW_FORMAT,
+    LIFECYCLE_ROW_FORMAT, LOG_GRANTS_ROW_FORMAT, MANAGED_SSE_ROW_FORMAT, OBJECT_LOCK_ROW_FORMAT,
+    OWNERSHIP_ROW_FORMAT, PARTITIONED_LOG_ROW_FORMAT, QUOTA_ROW_FORMAT, TAGS_CORS_ROW_FORMAT,
     VERSIONING_ROW_FORMAT, WEBSITE_ROW_FORMAT,
 };
 use hangar_db::{DbError, Tx};
@@ -14,7 +14,7 @@ use hangar_table::{Crdt, Lww, ROW_FORMAT, Schema};
 use serde::{Deserialize, Serialize};
 
 use crate::ModelError;
-use crate::access::{CannedAcl, ObjectOwnership, PublicAccessBlock, UserGrant};
+use crate::access::{AclGrant, CannedAcl, ObjectOwnership, PublicAccessBlock};
 use crate::lifecycle::LifecycleRule;
 use crate::object::TagSet;
 use crate::object_lock::ObjectLockConfig;
@@ -86,11 +86,12 @@ pub struct BucketRow {
     /// absent while never set, which is `private` (row format 10).
     #[serde(default, skip_serializing_if = "Lww::is_unset")]
     pub acl: Lww<Option<CannedAcl>>,
-    /// The bucket's ACL grants to users, beside its canned ACL's to groups
+    /// The bucket's ACL grants beyond its canned ACL (to users, and to
+    /// groups where no canned ACL says them)
     /// (PutBucketAcl, CreateBucket's `x-amz-grant-*`): row format 19;
     /// absent while never set. Changed with `acl`, at the same time.
     #[serde(default, skip_serializing_if = "Lww::is_unset")]
-    pub user_grants: Lww<Vec<UserGrant>>,
+    pub grants: Lww<Vec<AclGrant>>,
     /// `hangar bucket set-quotas`: the most bytes and objects the bucket
     /// may hold (row format 12; absent while never set). A configuration
     /// register like `tags`.
@@ -129,9 +130,9 @@ pub struct BucketLogging {
     /// ACL of the groups' grants (row format 20; absent without one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub object_acl: Option<CannedAcl>,
-    /// `TargetGrants` to users (row format 20; absent without one).
+    /// The other `TargetGrants` (row format 20; absent without one).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub object_grants: Vec<UserGrant>,
+    pub object_grants: Vec<AclGrant>,
 }
 
 impl BucketLogging {
@@ -231,7 +232,7 @@ impl Crdt for BucketRow {
                 self.policy.merge(&other.policy);
                 self.public_access_block.merge(&other.public_access_block);
                 self.acl.merge(&other.acl);
-                self.user_grants.merge(&other.user_grants);
+                self.grants.merge(&other.grants);
                 self.quotas.merge(&other.quotas);
                 self.ownership.merge(&other.ownership);
                 self.encryption.merge(&other.encryption);
@@ -260,7 +261,7 @@ impl BucketRow {
             policy: Lww::default(),
             public_access_block: Lww::default(),
             acl: Lww::default(),
-            user_grants: Lww::default(),
+            grants: Lww::default(),
             quotas: Lww::default(),
             ownership: Lww::default(),
             encryption: Lww::default(),
@@ -372,8 +373,8 @@ impl Schema for BucketTable {
     fn format_of(row: &BucketRow) -> u8 {
         if row.logging().is_some_and(BucketLogging::has_grants) {
             LOG_GRANTS_ROW_FORMAT
-        } else if !row.user_grants.is_unset() {
-            USER_GRANTS_ROW_FORMAT
+        } else if !row.grants.is_unset() {
+            GRANTS_ROW_FORMAT
         } else if row.logging().is_some_and(|l| l.partitioned.is_some()) {
             PARTITIONED_LOG_ROW_FORMAT
         } else if !row.logging.is_unset() {

@@ -119,12 +119,12 @@ impl Buckets {
         &self,
         name: &str,
         acl: crate::access::CannedAcl,
-        users: Vec<crate::access::UserGrant>,
+        users: Vec<crate::access::AclGrant>,
     ) -> Result<BucketRow> {
         self.update_bucket(name, move |b, now| {
             b.acl.update(now, Some(acl));
-            if !users.is_empty() || !b.user_grants.is_unset() {
-                b.user_grants.update(now, users);
+            if !users.is_empty() || !b.grants.is_unset() {
+                b.grants.update(now, users);
             }
             Ok(())
         })
@@ -141,12 +141,12 @@ impl Buckets {
     ) -> Result<BucketRow> {
         self.update_bucket(name, move |b, now| {
             if ownership == Some(crate::access::ObjectOwnership::BucketOwnerEnforced)
-                && (b.acl().is_public() || !b.user_grants.value.is_empty())
+                && (b.acl().is_public() || !b.grants.value.is_empty())
             {
-                let grants = if b.user_grants.value.is_empty() {
+                let grants = if b.grants.value.is_empty() {
                     b.acl().as_str().to_owned()
                 } else {
-                    format!("{} with grants to users", b.acl().as_str())
+                    format!("{} with other grants", b.acl().as_str())
                 };
                 return Err(ModelError::AclWithOwnershipEnforced(format!(
                     "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting (its ACL is {grants})"

@@ -76,7 +76,7 @@ fn object(size: usize) -> ObjectRow {
         legal_hold: Default::default(),
         sse_c: None,
         acl: Default::default(),
-        user_grants: hangar_table::Lww::default(),
+        grants: hangar_table::Lww::default(),
     }
 }
 

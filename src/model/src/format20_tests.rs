@@ -10,13 +10,13 @@ use hangar_table::{Schema, encode};
 use crate::access::CannedAcl;
 use crate::bucket::{BucketLogging, BucketRow, BucketTable};
 use crate::format19_tests::grants;
-use crate::row_format::{LOG_GRANTS_ROW_FORMAT, USER_GRANTS_ROW_FORMAT};
+use crate::row_format::{GRANTS_ROW_FORMAT, LOG_GRANTS_ROW_FORMAT};
 use crate::test_support::fixstr as s;
 
 #[test]
 fn a_log_target_with_grants_is_format_20_and_format_19_readers_refuse_it() {
     let mut b = BucketRow::new("photos", "ab".repeat(32), 1, 1);
-    b.user_grants.update(5, grants());
+    b.grants.update(5, grants());
     let target = |object_acl, object_grants| BucketLogging {
         target_bucket: "logs".into(),
         target_prefix: "p/".into(),
@@ -25,7 +25,7 @@ fn a_log_target_with_grants_is_format_20_and_format_19_readers_refuse_it() {
         object_grants,
     };
     b.logging.update(6, Some(target(None, Vec::new())));
-    assert_eq!(encode::<BucketTable>(&b)[0], USER_GRANTS_ROW_FORMAT);
+    assert_eq!(encode::<BucketTable>(&b)[0], GRANTS_ROW_FORMAT);
     b.logging
         .update(7, Some(target(Some(CannedAcl::PublicRead), grants())));
     let v = encode::<BucketTable>(&b);
@@ -46,13 +46,13 @@ fn a_log_target_with_grants_is_format_20_and_format_19_readers_refuse_it() {
     assert_eq!(hangar_table::decode::<BucketTable>(&v).unwrap(), b);
     struct Format19;
     impl Schema for Format19 {
-        const NEWEST_FORMAT: u8 = USER_GRANTS_ROW_FORMAT;
+        const NEWEST_FORMAT: u8 = GRANTS_ROW_FORMAT;
         const TREE: &'static str = BucketTable::TREE;
         const PARTITION_LEN: usize = 0;
         type Row = BucketRow;
         type Replication = hangar_table::Full;
         fn format_of(_: &BucketRow) -> u8 {
-            USER_GRANTS_ROW_FORMAT
+            GRANTS_ROW_FORMAT
         }
     }
     let e = hangar_table::decode::<Format19>(&v).unwrap_err();

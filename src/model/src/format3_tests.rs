@@ -43,7 +43,7 @@ fn object(tags: Lww<TagSet>) -> ObjectRow {
         legal_hold: Lww::default(),
         sse_c: None,
         acl: Default::default(),
-        user_grants: Lww::default(),
+        grants: Lww::default(),
     }
 }
 

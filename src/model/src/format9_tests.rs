@@ -110,7 +110,7 @@ async fn a_pass_expires_an_object_under_the_prefix_only() {
             legal_hold: Default::default(),
             sse_c: None,
             acl: Default::default(),
-            user_grants: hangar_table::Lww::default(),
+            grants: hangar_table::Lww::default(),
         };
         model.objects().publish(&b, key, row).await.unwrap();
     }

@@ -10,15 +10,15 @@
 use std::collections::BTreeMap;
 
 use crate::row_format::{
-    ACCESS_ROW_FORMAT, MANAGED_SSE_ROW_FORMAT, OBJECT_LOCK_ROW_FORMAT, SSE_C_ROW_FORMAT,
-    TAGS_CORS_ROW_FORMAT, USER_GRANTS_ROW_FORMAT, VERSIONING_ROW_FORMAT,
+    ACCESS_ROW_FORMAT, GRANTS_ROW_FORMAT, MANAGED_SSE_ROW_FORMAT, OBJECT_LOCK_ROW_FORMAT,
+    SSE_C_ROW_FORMAT, TAGS_CORS_ROW_FORMAT, VERSIONING_ROW_FORMAT,
 };
 use hangar_db::{DbError, Tx};
 use hangar_table::{Crdt, Lww, ROW_FORMAT, Schema};
 use serde::{Deserialize, Serialize};
 
 use crate::VersionId;
-use crate::access::{CannedAcl, UserGrant};
+use crate::access::{AclGrant, CannedAcl};
 use crate::queues::queue_version_gc;
 use crate::retention::Retention;
 use crate::sse_c::SseC;
@@ -100,11 +100,12 @@ pub struct ObjectRow {
     /// stored. A register of the version like `tags`.
     #[serde(default, skip_serializing_if = "Lww::is_unset")]
     pub acl: Lww<Option<CannedAcl>>,
-    /// The version's ACL grants to users, beside its canned ACL's to groups
+    /// The version's ACL grants beyond its canned ACL (to users, and to
+    /// groups where no canned ACL says them)
     /// (`x-amz-grant-*` of its upload or copy, PutObjectAcl): row format
     /// 19; absent when never set. Changed with `acl`, at the same time.
     #[serde(default, skip_serializing_if = "Lww::is_unset")]
-    pub user_grants: Lww<Vec<UserGrant>>,
+    pub grants: Lww<Vec<AclGrant>>,
 }
 
 impl Crdt for ObjectRow {
@@ -119,7 +120,7 @@ impl Crdt for ObjectRow {
                 self.retention.merge(&other.retention);
                 self.legal_hold.merge(&other.legal_hold);
                 self.acl.merge(&other.acl);
-                self.user_grants.merge(&other.user_grants);
+                self.grants.merge(&other.grants);
             }
         }
     }
@@ -143,7 +144,7 @@ impl ObjectRow {
             legal_hold: Lww::default(),
             sse_c: None,
             acl: Lww::default(),
-            user_grants: Lww::default(),
+            grants: Lww::default(),
         }
     }
 
@@ -254,8 +255,8 @@ impl Schema for ObjectTable {
     }
 
     fn format_of(row: &ObjectRow) -> u8 {
-        if !row.user_grants.is_unset() {
-            USER_GRANTS_ROW_FORMAT
+        if !row.grants.is_unset() {
+            GRANTS_ROW_FORMAT
         } else if row.sse_c.as_ref().is_some_and(|r| r.managed.is_some()) {
             MANAGED_SSE_ROW_FORMAT
         } else if row.sse_c.is_some() {

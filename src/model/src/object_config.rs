@@ -12,7 +12,7 @@ use crate::object::{ObjectRow, TagSet};
 
 impl Objects {
     /// Replaces the ACL of version `found` (read by
-    /// [`Objects::find_version`]): its canned ACL and its grants to users
+    /// [`Objects::find_version`]): its canned ACL and its other grants
     /// (a version that never had any keeps its row format); a version
     /// removed meanwhile stays removed (the ACL is merged onto that
     /// version only).
@@ -21,13 +21,13 @@ impl Objects {
         bucket: &BucketRow,
         found: &crate::version_ops::FoundVersion,
         acl: crate::access::CannedAcl,
-        users: Vec<crate::access::UserGrant>,
+        users: Vec<crate::access::AclGrant>,
     ) -> Result<()> {
         let mut row = found.row.clone();
         let now = now_msec();
         row.acl.update(now, Some(acl));
-        if !users.is_empty() || !row.user_grants.is_unset() {
-            row.user_grants.update(now, users);
+        if !users.is_empty() || !row.grants.is_unset() {
+            row.grants.update(now, users);
         }
         Ok(self
             .rows()

@@ -116,12 +116,12 @@ pub const PARTITIONED_LOG_ROW_FORMAT: u8 = 17;
 /// includes 3 to 17.
 pub const OWNER_IDENTITY_ROW_FORMAT: u8 = 18;
 
-/// Format 18 plus ACL grants to users (`BucketRow::user_grants`,
-/// `ObjectRow::user_grants`): a reader of an older format would drop them
+/// Format 18 plus ACL grants beyond the canned ACL (`BucketRow::grants`,
+/// `ObjectRow::grants`): a reader of an older format would drop them
 /// on its next merge (and a grant, or its revocation, would be lost), so
 /// such rows say so. Written only for the bucket and object rows that
 /// carry them; 19 includes 3 to 18.
-pub const USER_GRANTS_ROW_FORMAT: u8 = 19;
+pub const GRANTS_ROW_FORMAT: u8 = 19;
 
 /// Format 19 plus the grants of a bucket's access log objects
 /// (`BucketLogging::object_acl`, `BucketLogging::object_grants`, S3's

@@ -338,7 +338,7 @@ impl Uploads {
         let mut headers = mpu.headers.clone();
         let (retention, legal_hold) = crate::object_lock::take_from_headers(&mut headers);
         let acl = crate::access::take_acl_from_headers(&mut headers);
-        let user_grants = crate::access::take_grants_from_headers(&mut headers);
+        let grants = crate::access::take_grants_from_headers(&mut headers);
         let row = ObjectRow {
             version,
             timestamp_msec: 0,
@@ -353,7 +353,7 @@ impl Uploads {
             legal_hold,
             sse_c: mpu.sse_c.clone(),
             acl,
-            user_grants,
+            grants,
         };
         // Still in progress? (Another completion or an abort may have won.)
         if self.get(bucket, &mpu.key, &mpu.upload_id).await?.is_none() {

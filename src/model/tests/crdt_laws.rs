@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use hangar_model::access::{
-    AclPermission, CannedAcl, ObjectOwnership, PublicAccessBlock, UserGrant,
+    AclGrant, AclPermission, CannedAcl, ObjectOwnership, PublicAccessBlock,
 };
 use hangar_model::alias::AliasRow;
 use hangar_model::block_list::BlockEntry;
@@ -153,20 +153,24 @@ fn canned_acl() -> impl Strategy<Value = Option<CannedAcl>> {
     ])
 }
 
-/// A few grants to users (row format 19): none, one, or two, to two ids
-/// and three permissions, as concurrent PutBucketAcl / PutObjectAcl leave
-/// them.
-fn user_grants() -> impl Strategy<Value = Vec<UserGrant>> {
+/// A few grants beyond the canned ACL (row format 19): none, one, or two,
+/// to two users and a group and three permissions, as concurrent
+/// PutBucketAcl / PutObjectAcl leave them.
+fn grants() -> impl Strategy<Value = Vec<AclGrant>> {
     proptest::collection::vec(
         (
-            prop_oneof![Just("a"), Just("b")],
+            prop_oneof![
+                Just("a"),
+                Just("b"),
+                Just(hangar_model::access::AUTHENTICATED_USERS)
+            ],
             prop_oneof![
                 Just(AclPermission::Read),
                 Just(AclPermission::WriteAcp),
                 Just(AclPermission::FullControl)
             ],
         )
-            .prop_map(|(id, permission)| UserGrant {
+            .prop_map(|(id, permission)| AclGrant {
                 id: id.to_owned(),
                 permission,
             }),
@@ -212,7 +216,7 @@ fn bucket_logging() -> impl Strategy<Value = Option<BucketLogging>> {
         prop_oneof![Just(("logs", "a/")), Just(("logs", "b/"))],
         partitioned,
         canned_acl(),
-        user_grants(),
+        grants(),
     ))
     .prop_map(|l| {
         l.map(
@@ -275,7 +279,7 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
             lww(object_ownership()),
             lww(bucket_encryption()),
             lww(bucket_logging()),
-            lww(user_grants()),
+            lww(grants()),
         ),
     )
         .prop_map(
@@ -291,16 +295,7 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
                 object_lock,
                 lifecycle,
                 website,
-                (
-                    policy,
-                    public_access_block,
-                    acl,
-                    quotas,
-                    ownership,
-                    encryption,
-                    logging,
-                    user_grants,
-                ),
+                (policy, public_access_block, acl, quotas, ownership, encryption, logging, grants),
             )| {
                 let mut b = BucketRow::new("bucket", id, created, updated);
                 b.deleted = deleted;
@@ -314,7 +309,7 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
                 b.policy = policy;
                 b.public_access_block = public_access_block;
                 b.acl = acl;
-                b.user_grants = user_grants;
+                b.grants = grants;
                 b.quotas = quotas;
                 b.ownership = ownership;
                 b.encryption = encryption;
@@ -426,7 +421,7 @@ fn object_row() -> impl Strategy<Value = ObjectRow> {
         lww(any::<bool>()),
         sse_c(),
         lww(canned_acl()),
-        lww(user_grants()),
+        lww(grants()),
     )
         .prop_map(
             |(
@@ -441,7 +436,7 @@ fn object_row() -> impl Strategy<Value = ObjectRow> {
                 legal_hold,
                 sse_c,
                 acl,
-                user_grants,
+                grants,
             )| {
                 let mut headers = BTreeMap::new();
                 headers.insert("content-type".to_owned(), etag.clone());
@@ -462,7 +457,7 @@ fn object_row() -> impl Strategy<Value = ObjectRow> {
                     legal_hold,
                     sse_c,
                     acl,
-                    user_grants,
+                    grants,
                 }
             },
         )
@@ -478,9 +473,9 @@ fn tagged_object_row() -> impl Strategy<Value = ObjectRow> {
         any::<bool>(),
         lww(tag_set()),
         lww(canned_acl()),
-        lww(user_grants()),
+        lww(grants()),
     )
-        .prop_map(|(v, deleted, tags, acl, user_grants)| {
+        .prop_map(|(v, deleted, tags, acl, grants)| {
             let mut row = if deleted {
                 ObjectRow::tombstone([v + 10; 16], u64::from(v) + 1)
             } else {
@@ -498,13 +493,13 @@ fn tagged_object_row() -> impl Strategy<Value = ObjectRow> {
                     legal_hold: Lww::default(),
                     sse_c: None,
                     acl: Default::default(),
-                    user_grants: Lww::default(),
+                    grants: Lww::default(),
                 }
             };
             if !row.is_deleted() {
                 row.tags = tags;
                 row.acl = acl;
-                row.user_grants = user_grants;
+                row.grants = grants;
             }
             row
         })
@@ -739,7 +734,7 @@ fn an_object_tombstone_newer_than_the_object_wins_on_every_replica() {
         legal_hold: Default::default(),
         sse_c: None,
         acl: Default::default(),
-        user_grants: Lww::default(),
+        grants: Lww::default(),
     };
     let tomb = ObjectRow::tombstone([2; 16], 11);
     let (mut a, mut b) = (live.clone(), tomb.clone());
@@ -810,7 +805,7 @@ fn tags_of_a_replaced_version_do_not_move_to_the_new_one() {
         legal_hold: Default::default(),
         sse_c: None,
         acl: Default::default(),
-        user_grants: Lww::default(),
+        grants: Lww::default(),
     };
     let mut tagged = v1.clone();
     tagged.tags.update(100, tags(&[("a", "1")]));

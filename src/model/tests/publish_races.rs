@@ -63,7 +63,7 @@ async fn upload(n: &Node, blocks: u32, fill: u8, timestamp_msec: u64) -> ObjectR
         legal_hold: Default::default(),
         sse_c: None,
         acl: Default::default(),
-        user_grants: hangar_table::Lww::default(),
+        grants: hangar_table::Lww::default(),
     }
 }
 

@@ -72,7 +72,7 @@ async fn row(n: &Node, bucket: &BucketRow, key: &str, fill: u8, block: bool) -> 
         legal_hold: Default::default(),
         sse_c: None,
         acl: Default::default(),
-        user_grants: hangar_table::Lww::default(),
+        grants: hangar_table::Lww::default(),
     }
 }
 

@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 
-use hangar_model::access::{AclPermission, CannedAcl, UserGrant, user_granted};
+use hangar_model::access::{AclGrant, AclPermission, CannedAcl, acl_granted_to};
 use hangar_model::bucket::BucketRow;
 use hangar_model::key::KeyRow;
 
@@ -349,11 +349,11 @@ impl Caller {
 }
 
 /// The ACL of an object version: its canned ACL (`None`: never set, so
-/// `private`) and its grants to users.
+/// `private`) and its other grants.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ObjectAcl<'a> {
     pub canned: Option<CannedAcl>,
-    pub users: &'a [UserGrant],
+    pub grants: &'a [AclGrant],
 }
 
 /// What an ACL must grant for `action`, and whether the bucket's ACL
@@ -381,9 +381,9 @@ fn acl_permission(action: &str) -> Option<(bool, AclPermission)> {
 
 /// Whether the ACLs of `bucket` and of the object (`object`) grant
 /// `action` to the caller whose key is `key` (`None`: anonymous): their
-/// canned ACLs' grants to the AllUsers / AuthenticatedUsers groups,
-/// unless `ignore_public` (`IgnorePublicAcls`), and their grants to the
-/// key's canonical user id.
+/// canned ACLs' grants to the AllUsers / AuthenticatedUsers groups and
+/// their other grants to those groups, unless `ignore_public`
+/// (`IgnorePublicAcls`), and their grants to the key's canonical user id.
 pub(crate) fn acl_grants(
     bucket: &BucketRow,
     object: Option<ObjectAcl<'_>>,
@@ -404,15 +404,17 @@ pub(crate) fn acl_grants(
                 .is_some_and(|a| a.grants_read(signed)),
             _ => false,
         };
-    let users = if on_bucket {
-        &bucket.user_grants.value[..]
+    let grants = if on_bucket {
+        &bucket.grants.value[..]
     } else {
-        object.map_or(&[][..], |o| o.users)
+        object.map_or(&[][..], |o| o.grants)
     };
+    if group || grants.is_empty() {
+        return group;
+    }
     // The canonical id is derived by a hash: only for ACLs with grants.
-    group
-        || (!users.is_empty()
-            && key.is_some_and(|k| user_granted(users, &k.canonical_id(), wanted)))
+    let id = key.map(KeyRow::canonical_id);
+    acl_granted_to(grants, id.as_deref(), wanted, ignore_public)
 }
 
 /// Combines a policy's decision with the key's own permission and the
@@ -572,7 +574,7 @@ mod tests {
         let canned = |c| {
             Some(ObjectAcl {
                 canned: Some(c),
-                users: &[],
+                grants: &[],
             })
         };
         let public = canned(CannedAcl::PublicRead);
@@ -607,24 +609,23 @@ mod tests {
             Some(key(KEY1, "nothing", Permission::default())),
             "127.0.0.1",
         );
-        let grant = |permission| UserGrant {
+        let grant = |permission| AclGrant {
             id: id.clone(),
             permission,
         };
-        b.user_grants.update(3, vec![grant(AclPermission::Read)]);
+        b.grants.update(3, vec![grant(AclPermission::Read)]);
         assert!(them.may(&b, Need::Read, "s3:ListBucket", None));
         assert!(!stranger.may(&b, Need::Read, "s3:ListBucket", None));
         assert!(!them.may(&b, Need::Write, "s3:PutObject", Some("a")));
         assert!(!them.may(&b, Need::Owner, "s3:GetBucketAcl", None));
-        b.user_grants.update(4, vec![grant(AclPermission::Write)]);
+        b.grants.update(4, vec![grant(AclPermission::Write)]);
         assert!(them.may(&b, Need::Write, "s3:PutObject", Some("a")));
         assert!(them.may(&b, Need::Write, "s3:DeleteObject", Some("a")));
         assert!(!them.may(&b, Need::Read, "s3:ListBucket", None));
-        b.user_grants.update(5, vec![grant(AclPermission::ReadAcp)]);
+        b.grants.update(5, vec![grant(AclPermission::ReadAcp)]);
         assert!(them.may(&b, Need::Owner, "s3:GetBucketAcl", None));
         assert!(!them.may(&b, Need::Owner, "s3:PutBucketAcl", None));
-        b.user_grants
-            .update(6, vec![grant(AclPermission::FullControl)]);
+        b.grants.update(6, vec![grant(AclPermission::FullControl)]);
         for (need, action) in [
             (Need::Read, "s3:ListBucket"),
             (Need::Write, "s3:PutObject"),
@@ -641,7 +642,7 @@ mod tests {
         let users = [grant(AclPermission::ReadAcp)];
         let acl = Some(ObjectAcl {
             canned: None,
-            users: &users,
+            grants: &users,
         });
         assert!(them.may_with_acl(&b, Need::Read, "s3:GetObjectAcl", Some("a"), acl));
         assert!(!them.may_with_acl(&b, Need::Read, "s3:GetObject", Some("a"), acl));
@@ -650,9 +651,7 @@ mod tests {
         // IgnorePublicAcls leaves grants to users alone; BucketOwnerEnforced
         // disables them too; a Deny wins.
         let mut ignored = bucket(None);
-        ignored
-            .user_grants
-            .update(3, vec![grant(AclPermission::Read)]);
+        ignored.grants.update(3, vec![grant(AclPermission::Read)]);
         ignored.public_access_block.update(
             3,
             Some(PublicAccessBlock {
@@ -669,10 +668,44 @@ mod tests {
         let mut denied = bucket(Some(
             r#"{"Statement":[{"Effect":"Deny","Principal":"*","Action":"s3:ListBucket","Resource":"*"}]}"#,
         ));
-        denied
-            .user_grants
-            .update(3, vec![grant(AclPermission::Read)]);
+        denied.grants.update(3, vec![grant(AclPermission::Read)]);
         assert!(!them.may(&denied, Need::Read, "s3:ListBucket", None));
+        // Grants to groups: AllUsers is everyone, AuthenticatedUsers every
+        // signed request, unless IgnorePublicAcls; LogDelivery no one.
+        let anon = caller(None, "127.0.0.1");
+        let to = |id: &str, permission| AclGrant {
+            id: id.to_owned(),
+            permission,
+        };
+        let mut b = bucket(None);
+        b.grants.update(
+            3,
+            vec![
+                to(hangar_model::access::ALL_USERS, AclPermission::ReadAcp),
+                to(
+                    hangar_model::access::AUTHENTICATED_USERS,
+                    AclPermission::Write,
+                ),
+                to(
+                    hangar_model::access::LOG_DELIVERY,
+                    AclPermission::FullControl,
+                ),
+            ],
+        );
+        assert!(anon.may(&b, Need::Owner, "s3:GetBucketAcl", None));
+        assert!(!anon.may(&b, Need::Write, "s3:PutObject", Some("a")));
+        assert!(stranger.may(&b, Need::Write, "s3:PutObject", Some("a")));
+        assert!(!anon.may(&b, Need::Owner, "s3:PutBucketAcl", None));
+        assert!(!anon.may(&b, Need::Read, "s3:ListBucket", None));
+        b.public_access_block.update(
+            4,
+            Some(PublicAccessBlock {
+                ignore_public_acls: true,
+                ..Default::default()
+            }),
+        );
+        assert!(!anon.may(&b, Need::Owner, "s3:GetBucketAcl", None));
+        assert!(!stranger.may(&b, Need::Write, "s3:PutObject", Some("a")));
     }
 
     #[test]

@@ -582,15 +582,15 @@ impl AccessLogs {
             legal_hold: Lww::default(),
             sse_c: None,
             acl: Lww::default(),
-            user_grants: Lww::default(),
+            grants: Lww::default(),
         };
         // TargetGrants: the log object's own ACL.
         if batch.target.has_grants() {
             let acl = crate::ops_acl::AskedAcl {
                 canned: batch.target.object_acl.unwrap_or_default(),
-                users: batch.target.object_grants.clone(),
+                grants: batch.target.object_grants.clone(),
             };
-            (row.acl, row.user_grants) = crate::ops_acl::AskedAcl::upload_registers(Some(&acl));
+            (row.acl, row.grants) = crate::ops_acl::AskedAcl::upload_registers(Some(&acl));
         }
         if let Err(e) = api.model.objects().publish(&bucket, &name, row).await {
             let _ = api.model.objects().abort_upload(version).await;

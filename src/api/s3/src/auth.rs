@@ -178,9 +178,9 @@ impl KeyAccess {
         };
         let acl = crate::access::ObjectAcl {
             canned: found.row.acl.value,
-            users: &found.row.user_grants.value,
+            grants: &found.row.grants.value,
         };
-        if acl.canned.is_none() && acl.users.is_empty() {
+        if acl.canned.is_none() && acl.grants.is_empty() {
             return Ok(false);
         }
         Ok(caller.may_with_acl(bucket, need, action, object, Some(acl)))

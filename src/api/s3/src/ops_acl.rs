@@ -1,10 +1,10 @@
 //! Put/GetBucketAcl and Put/GetObjectAcl, and the ACLs of uploads and
 //! creations (`x-amz-acl`, `x-amz-grant-*`): what a request asks for is
-//! read into a canned ACL, for the groups (`hangar_model::access::
-//! CannedAcl`), and grants to users by canonical user id
-//! (`hangar_model::access::UserGrant`), both registers of the bucket row
-//! and of each object version, applied by [`crate::access`]. Group grants
-//! that no canned ACL expresses answer `501 NotImplemented`. The owner
+//! read into a canned ACL, for what it says of the groups
+//! (`hangar_model::access::CannedAcl`), and the other grants, to users by
+//! canonical user id and to groups by URI (`hangar_model::access::
+//! AclGrant`), both registers of the bucket row and of each object
+//! version, applied by [`crate::access`]. The owner
 //! shown is who the bucket's creating key (`created_by`) is
 //! ([`bucket_owner`]), for the bucket and its objects alike; it always has
 //! full control.
@@ -12,7 +12,9 @@
 use std::collections::BTreeSet;
 
 use hangar_model::Model;
-use hangar_model::access::{AclPermission, CannedAcl, MAX_GRANTS, UserGrant};
+use hangar_model::access::{
+    ALL_USERS, AUTHENTICATED_USERS, AclGrant, AclPermission, CannedAcl, LOG_DELIVERY, MAX_GRANTS,
+};
 use hangar_model::bucket::BucketRow;
 use hangar_table::Lww;
 use s3s::dto::{
@@ -27,20 +29,22 @@ use crate::S3Api;
 use crate::access::signer;
 use crate::error::OrS3;
 
-const ALL_USERS: &str = "http://acs.amazonaws.com/groups/global/AllUsers";
-const AUTHENTICATED_USERS: &str = "http://acs.amazonaws.com/groups/global/AuthenticatedUsers";
-
-/// The canned ACL of an `x-amz-acl` value; `aws-exec-read` and
-/// `log-delivery-write` (grants to AWS services) are not supported.
+/// The canned ACL of an `x-amz-acl` value; `aws-exec-read` (a grant to
+/// Amazon EC2) is not supported, and `log-delivery-write` is read as its
+/// grants by [`requested_grants`].
 pub(crate) fn canned(name: &str) -> S3Result<CannedAcl> {
     CannedAcl::parse(name).ok_or_else(|| match name {
-        "aws-exec-read" | "log-delivery-write" => s3_error!(
+        "aws-exec-read" | LOG_DELIVERY_WRITE => s3_error!(
             NotImplemented,
             "The canned ACL {name} is not supported by this server"
         ),
         _ => s3_error!(InvalidArgument, "Invalid canned ACL: {name}"),
     })
 }
+
+/// The canned ACL that grants the LogDelivery group WRITE and READ_ACP on
+/// a bucket (S3 user guide, "Canned ACL"): kept as those grants.
+const LOG_DELIVERY_WRITE: &str = "log-delivery-write";
 
 /// The ACL headers of a request that may set an ACL: `x-amz-acl` and the
 /// `x-amz-grant-*` headers its operation takes.
@@ -153,78 +157,99 @@ pub(crate) fn grantee_ref(g: &Grantee) -> Option<GranteeRef> {
 }
 
 /// An ACL as a request asks for it: the canned ACL its group grants
-/// express, and its grants to users other than the owner (who always has
+/// express, and its other grants, none to the owner (who always has
 /// full control).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct AskedAcl {
     pub canned: CannedAcl,
-    pub users: Vec<UserGrant>,
+    pub grants: Vec<AclGrant>,
 }
 
 impl AskedAcl {
+    /// Whether it grants anything to the AllUsers or AuthenticatedUsers
+    /// group (S3's "public" ACL).
+    pub(crate) fn is_public(&self) -> bool {
+        self.canned.is_public() || self.grants.iter().any(AclGrant::is_public)
+    }
+
     /// The registers of an object an upload with `acl` makes, stamped 0 as
     /// an upload's are: the canned ACL when public (`private` and
-    /// `bucket-owner-*` are what no register says), the grants to users
+    /// `bucket-owner-*` are what no register says), the other grants
     /// when there are any.
     pub(crate) fn upload_registers(
         acl: Option<&AskedAcl>,
-    ) -> (Lww<Option<CannedAcl>>, Lww<Vec<UserGrant>>) {
+    ) -> (Lww<Option<CannedAcl>>, Lww<Vec<AclGrant>>) {
         let canned = acl
             .map(|a| a.canned)
             .filter(|c| c.is_public())
             .map_or_else(Lww::default, |c| Lww::new(0, Some(c)));
         let users = acl
-            .filter(|a| !a.users.is_empty())
-            .map_or_else(Lww::default, |a| Lww::new(0, a.users.clone()));
+            .filter(|a| !a.grants.is_empty())
+            .map_or_else(Lww::default, |a| Lww::new(0, a.grants.clone()));
         (canned, users)
     }
 }
 
-/// The ACL `grants` express for a bucket owned by `owner`: group grants
-/// that a canned ACL says (READ / READ+WRITE to AllUsers, READ to
-/// AuthenticatedUsers), any grant to a user. Grantees are checked by
+/// The ACL `grants` express for something owned by `owner`: the canned
+/// ACL that says the most of its grants to the AllUsers and
+/// AuthenticatedUsers groups (READ and WRITE, READ, or READ to
+/// AuthenticatedUsers), and the rest as grants: to users, and to groups
+/// where no canned ACL says it. The owner's own grants are left out: it
+/// always has full control. Grantees are checked by
 /// [`S3Api::check_grantees`] first.
 fn asked_acl(owner: &Owner, grants: Vec<(GranteeRef, AclPermission)>) -> S3Result<AskedAcl> {
-    let (mut all_read, mut all_write, mut auth_read) = (false, false, false);
-    let mut users = BTreeSet::new();
+    let mut rest = BTreeSet::new();
     for (grantee, permission) in grants {
-        match (grantee, permission) {
-            // The owner has full control whatever its grants say.
-            (GranteeRef::User(id), _) if Some(id.as_str()) == owner.id.as_deref() => {}
-            (GranteeRef::User(id), permission) => {
-                users.insert(UserGrant { id, permission });
+        let id = match grantee {
+            GranteeRef::User(id) if Some(id.as_str()) == owner.id.as_deref() => continue,
+            GranteeRef::User(id) => id,
+            GranteeRef::Group(uri)
+                if [ALL_USERS, AUTHENTICATED_USERS, LOG_DELIVERY].contains(&uri.as_str()) =>
+            {
+                uri
             }
-            (GranteeRef::Group(uri), AclPermission::Read) if uri == ALL_USERS => all_read = true,
-            (GranteeRef::Group(uri), AclPermission::Write) if uri == ALL_USERS => all_write = true,
-            (GranteeRef::Group(uri), AclPermission::Read) if uri == AUTHENTICATED_USERS => {
-                auth_read = true
+            GranteeRef::Group(uri) => {
+                return Err(s3_error!(InvalidArgument, "Invalid group uri: {uri}"));
             }
-            _ => return Err(not_expressible()),
-        }
+            // Refused by `check_grantees`.
+            GranteeRef::Email => continue,
+        };
+        rest.insert(AclGrant { id, permission });
     }
-    if users.len() > MAX_GRANTS {
+    let grant = |id: &str, permission| AclGrant {
+        id: id.to_owned(),
+        permission,
+    };
+    let all_read = grant(ALL_USERS, AclPermission::Read);
+    let all_write = grant(ALL_USERS, AclPermission::Write);
+    let auth_read = grant(AUTHENTICATED_USERS, AclPermission::Read);
+    let canned = if rest.contains(&all_read) && rest.contains(&all_write) {
+        rest.remove(&all_read);
+        rest.remove(&all_write);
+        CannedAcl::PublicReadWrite
+    } else if rest.remove(&all_read) {
+        CannedAcl::PublicRead
+    } else if rest.remove(&auth_read) {
+        CannedAcl::AuthenticatedRead
+    } else {
+        CannedAcl::Private
+    };
+    if rest.len() > MAX_GRANTS {
         return Err(s3_error!(
             MalformedACLError,
             "An ACL may hold at most {MAX_GRANTS} grants"
         ));
     }
-    let canned = match (all_read, all_write, auth_read) {
-        (false, false, false) => CannedAcl::Private,
-        (true, false, false) => CannedAcl::PublicRead,
-        (true, true, false) => CannedAcl::PublicReadWrite,
-        (false, false, true) => CannedAcl::AuthenticatedRead,
-        _ => return Err(not_expressible()),
-    };
     Ok(AskedAcl {
         canned,
-        users: users.into_iter().collect(),
+        grants: rest.into_iter().collect(),
     })
 }
 
 /// What a request asks for to set an ACL.
 #[derive(Debug)]
 enum Requested {
-    /// `x-amz-acl`: a canned ACL, no grant to users.
+    /// `x-amz-acl`: a canned ACL, no other grant.
     Canned(CannedAcl),
     /// `x-amz-grant-*` headers or an `AccessControlPolicy` body.
     Grants(Vec<(GranteeRef, AclPermission)>),
@@ -249,6 +274,16 @@ fn requested_grants(
         ));
     }
     Ok(match (h.canned_acl(), body) {
+        (Some(LOG_DELIVERY_WRITE), _) => Some(Requested::Grants(vec![
+            (
+                GranteeRef::Group(LOG_DELIVERY.to_owned()),
+                AclPermission::Write,
+            ),
+            (
+                GranteeRef::Group(LOG_DELIVERY.to_owned()),
+                AclPermission::ReadAcp,
+            ),
+        ])),
         (Some(a), _) => Some(Requested::Canned(canned(a)?)),
         (None, Some(p)) => Some(Requested::Grants(body_grants(p)?)),
         (None, None) if headers => Some(Requested::Grants(header_grants(h)?)),
@@ -295,8 +330,9 @@ fn owner_full_control_only(acl: Option<&str>, body: Option<&AccessControlPolicy>
     }
 }
 
-/// `BlockPublicAcls`: a request setting a public ACL is refused.
-fn check_not_blocked(bucket: &BucketRow, acl: CannedAcl) -> S3Result<()> {
+/// `BlockPublicAcls`: a request setting a public ACL (a canned one, or a
+/// grant to the AllUsers or AuthenticatedUsers group) is refused.
+fn check_not_blocked(bucket: &BucketRow, acl: &AskedAcl) -> S3Result<()> {
     if acl.is_public()
         && bucket
             .public_access_block()
@@ -308,13 +344,6 @@ fn check_not_blocked(bucket: &BucketRow, acl: CannedAcl) -> S3Result<()> {
         ));
     }
     Ok(())
-}
-
-fn not_expressible() -> S3Error {
-    s3_error!(
-        NotImplemented,
-        "Only group grants that a canned ACL expresses (READ or READ and WRITE to AllUsers, READ to AuthenticatedUsers) are supported"
-    )
 }
 
 impl crate::S3Api {
@@ -373,14 +402,14 @@ impl crate::S3Api {
             None => None,
             Some(Requested::Canned(canned)) => Some(AskedAcl {
                 canned,
-                users: Vec::new(),
+                grants: Vec::new(),
             }),
             Some(Requested::Grants(grants)) => Some(self.resolved_acl(owner, grants).await?),
         })
     }
 
     /// The ACL an upload stores: `None` for none, or `private` or
-    /// `bucket-owner-*` without grants to users (the same grants in
+    /// `bucket-owner-*` without other grants (the same grants in
     /// Hangar, whose bucket owners own every object: not stored, so such
     /// uploads, which rclone and s3cmd make, keep their row format);
     /// refused when public and the bucket blocks public ACLs, and any but
@@ -409,14 +438,14 @@ impl crate::S3Api {
                 .transpose()?
                 .map(|canned| AskedAcl {
                     canned,
-                    users: Vec::new(),
+                    grants: Vec::new(),
                 })
         };
         let Some(acl) = acl else {
             return Ok(None);
         };
-        check_not_blocked(bucket, acl.canned)?;
-        Ok((acl.canned.is_public() || !acl.users.is_empty()).then_some(acl))
+        check_not_blocked(bucket, &acl)?;
+        Ok((acl.canned.is_public() || !acl.grants.is_empty()).then_some(acl))
     }
 }
 
@@ -445,7 +474,7 @@ pub(crate) async fn bucket_owner(model: &Model, bucket: &BucketRow) -> S3Result<
 /// The owner id of the buckets the operator made (`hangar bucket create`).
 const OPERATOR_OWNER: &str = "hangar";
 
-fn group(uri: &str, permission: &'static str) -> Grant {
+fn group(uri: &str, permission: &str) -> Grant {
     Grant {
         grantee: Some(Grantee {
             display_name: None,
@@ -454,13 +483,13 @@ fn group(uri: &str, permission: &'static str) -> Grant {
             type_: Type::from_static(Type::GROUP),
             uri: Some(uri.to_owned()),
         }),
-        permission: Some(Permission::from_static(permission)),
+        permission: Some(Permission::from(permission.to_owned())),
     }
 }
 
-/// The grants an ACL shows: the owner's FULL_CONTROL, then the grants to
-/// users, then the groups' of the canned ACL.
-pub(crate) fn grants(acl: CannedAcl, users: &[UserGrant], owner: &Owner) -> Vec<Grant> {
+/// The grants an ACL shows: the owner's FULL_CONTROL, then its other
+/// grants, then the groups' of the canned ACL.
+pub(crate) fn grants(acl: CannedAcl, users: &[AclGrant], owner: &Owner) -> Vec<Grant> {
     let user = |id: Option<String>, display_name: Option<String>, permission: &str| Grant {
         grantee: Some(Grantee {
             display_name,
@@ -477,7 +506,11 @@ pub(crate) fn grants(acl: CannedAcl, users: &[UserGrant], owner: &Owner) -> Vec<
         Permission::FULL_CONTROL,
     )];
     for g in users {
-        out.push(user(Some(g.id.clone()), None, g.permission.as_str()));
+        out.push(if g.is_group() {
+            group(&g.id, g.permission.as_str())
+        } else {
+            user(Some(g.id.clone()), None, g.permission.as_str())
+        });
     }
     match acl {
         CannedAcl::PublicRead => out.push(group(ALL_USERS, Permission::READ)),
@@ -521,7 +554,7 @@ impl S3Api {
             .asked_acl(&owner, h, body)
             .await?
             .ok_or_else(no_acl_given)?;
-        check_not_blocked(b, acl.canned)?;
+        check_not_blocked(b, &acl)?;
         Ok(Some(acl))
     }
 
@@ -535,7 +568,7 @@ impl S3Api {
         if let Some(acl) = self.acl_to_set(&b, &input, body).await? {
             self.model
                 .buckets()
-                .set_bucket_acl(&b.name, acl.canned, acl.users)
+                .set_bucket_acl(&b.name, acl.canned, acl.grants)
                 .await
                 .or_s3()?;
         }
@@ -552,7 +585,7 @@ impl S3Api {
         let owner = bucket_owner(&self.model, &b).await?;
         // ACLs disabled: reads show the owner's full control only.
         let grants = if b.acls_enabled() {
-            grants(b.acl(), &b.user_grants.value, &owner)
+            grants(b.acl(), &b.grants.value, &owner)
         } else {
             grants(CannedAcl::Private, &[], &owner)
         };
@@ -583,7 +616,7 @@ impl S3Api {
         if let Some(acl) = acl {
             self.model
                 .objects()
-                .set_version_acl(&b, &found, acl.canned, acl.users)
+                .set_version_acl(&b, &found, acl.canned, acl.grants)
                 .await
                 .or_s3()?;
         }
@@ -608,7 +641,7 @@ impl S3Api {
             .await?;
         let owner = bucket_owner(&self.model, &b).await?;
         let grants = if b.acls_enabled() {
-            grants(found.row.acl(), &found.row.user_grants.value, &owner)
+            grants(found.row.acl(), &found.row.grants.value, &owner)
         } else {
             grants(CannedAcl::Private, &[], &owner)
         };
@@ -657,11 +690,11 @@ mod tests {
     #[test]
     fn acl_bodies_read_back_as_they_were_answered() {
         let users = vec![
-            UserGrant {
+            AclGrant {
                 id: "u1".into(),
                 permission: AclPermission::ReadAcp,
             },
-            UserGrant {
+            AclGrant {
                 id: "u2".into(),
                 permission: AclPermission::FullControl,
             },
@@ -679,21 +712,50 @@ mod tests {
                     got,
                     AskedAcl {
                         canned: acl,
-                        users: users.clone()
+                        grants: users.clone()
                     }
                 );
             }
         }
-        // Group grants no canned ACL says: 501.
-        for g in [
-            group(ALL_USERS, Permission::WRITE),
+        // Group grants no canned ACL says: kept as grants, beside the
+        // canned ACL that says the rest.
+        let body = policy(vec![
+            group(ALL_USERS, Permission::READ),
             group(ALL_USERS, Permission::READ_ACP),
-            group(AUTHENTICATED_USERS, Permission::WRITE),
-        ] {
-            let body = policy(vec![g]);
-            let e = asked_acl(&owner(), body_grants(&body).unwrap()).unwrap_err();
-            assert_eq!(code(e), "NotImplemented");
-        }
+            group(AUTHENTICATED_USERS, Permission::READ),
+            group(LOG_DELIVERY, Permission::WRITE),
+        ]);
+        let got = asked_acl(&owner(), body_grants(&body).unwrap()).unwrap();
+        assert_eq!(got.canned, CannedAcl::PublicRead);
+        let kept: Vec<(&str, AclPermission)> = got
+            .grants
+            .iter()
+            .map(|g| (g.id.as_str(), g.permission))
+            .collect();
+        assert_eq!(
+            kept,
+            [
+                (ALL_USERS, AclPermission::ReadAcp),
+                (AUTHENTICATED_USERS, AclPermission::Read),
+                (LOG_DELIVERY, AclPermission::Write),
+            ]
+        );
+        assert!(got.is_public());
+        // Shown back as they were given.
+        let shown = grants(got.canned, &got.grants, &owner());
+        let again = asked_acl(&owner(), body_grants(&policy(shown)).unwrap()).unwrap();
+        assert_eq!(again, got);
+        let write_only = asked_acl(
+            &owner(),
+            body_grants(&policy(vec![group(ALL_USERS, Permission::WRITE)])).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(write_only.canned, CannedAcl::Private);
+        let unknown = policy(vec![group("http://example.com/groups/x", Permission::READ)]);
+        assert_eq!(
+            code(asked_acl(&owner(), body_grants(&unknown).unwrap()).unwrap_err()),
+            "InvalidArgument"
+        );
         // A permission S3 does not have: malformed.
         let mut g = group(ALL_USERS, Permission::READ);
         g.permission = Some(Permission::from("LIST".to_owned()));
@@ -720,17 +782,17 @@ mod tests {
         let acl = asked_acl(&owner(), grants).unwrap();
         assert_eq!(acl.canned, CannedAcl::PublicRead);
         assert_eq!(
-            acl.users,
+            acl.grants,
             vec![
-                UserGrant {
+                AclGrant {
                     id: "u1".into(),
                     permission: AclPermission::Read
                 },
-                UserGrant {
+                AclGrant {
                     id: "u1".into(),
                     permission: AclPermission::WriteAcp
                 },
-                UserGrant {
+                AclGrant {
                     id: "u2".into(),
                     permission: AclPermission::WriteAcp
                 },
@@ -765,10 +827,24 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
-        assert_eq!(
-            code(canned("log-delivery-write").unwrap_err()),
-            "NotImplemented"
-        );
+        assert_eq!(code(canned("aws-exec-read").unwrap_err()), "NotImplemented");
+        // log-delivery-write: its two grants.
+        match requested_grants(&Headers(Some("log-delivery-write"), vec![]), None) {
+            Ok(Some(Requested::Grants(g))) => assert_eq!(
+                asked_acl(&owner(), g).unwrap().grants,
+                [
+                    AclGrant {
+                        id: LOG_DELIVERY.into(),
+                        permission: AclPermission::Write
+                    },
+                    AclGrant {
+                        id: LOG_DELIVERY.into(),
+                        permission: AclPermission::ReadAcp
+                    },
+                ]
+            ),
+            other => panic!("{other:?}"),
+        }
         assert_eq!(code(canned("bogus").unwrap_err()), "InvalidArgument");
     }
 
@@ -780,7 +856,10 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         assert_eq!(
-            asked_acl(&owner(), grants(MAX_GRANTS)).unwrap().users.len(),
+            asked_acl(&owner(), grants(MAX_GRANTS))
+                .unwrap()
+                .grants
+                .len(),
             MAX_GRANTS
         );
         assert_eq!(
@@ -791,8 +870,12 @@ mod tests {
 
     #[test]
     fn public_acls_are_refused_where_blocked() {
+        let canned = |canned| AskedAcl {
+            canned,
+            grants: Vec::new(),
+        };
         let mut b = BucketRow::new("b", "ab".repeat(32), 1, 1);
-        assert!(check_not_blocked(&b, CannedAcl::PublicRead).is_ok());
+        assert!(check_not_blocked(&b, &canned(CannedAcl::PublicRead)).is_ok());
         b.public_access_block.update(
             2,
             Some(hangar_model::access::PublicAccessBlock {
@@ -801,9 +884,20 @@ mod tests {
             }),
         );
         assert_eq!(
-            code(check_not_blocked(&b, CannedAcl::PublicRead).unwrap_err()),
+            code(check_not_blocked(&b, &canned(CannedAcl::PublicRead)).unwrap_err()),
             "AccessDenied"
         );
-        assert!(check_not_blocked(&b, CannedAcl::BucketOwnerFullControl).is_ok());
+        assert!(check_not_blocked(&b, &canned(CannedAcl::BucketOwnerFullControl)).is_ok());
+        let to_everyone = AskedAcl {
+            canned: CannedAcl::Private,
+            grants: vec![AclGrant {
+                id: ALL_USERS.into(),
+                permission: AclPermission::ReadAcp,
+            }],
+        };
+        assert_eq!(
+            code(check_not_blocked(&b, &to_everyone).unwrap_err()),
+            "AccessDenied"
+        );
     }
 }

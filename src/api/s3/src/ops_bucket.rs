@@ -151,7 +151,11 @@ impl S3Api {
             ));
         }
         let acl = self.asked_acl(&creator, &req.input, None).await?;
-        if enforced && acl.as_ref().is_some_and(|a| a.canned.is_public()) {
+        if enforced
+            && acl
+                .as_ref()
+                .is_some_and(|a| a.is_public() || !a.grants.is_empty())
+        {
             return Err(s3_error!(
                 InvalidBucketAclWithObjectOwnership,
                 "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting"
@@ -191,7 +195,7 @@ impl S3Api {
                 let acl = acl.unwrap_or_default();
                 self.model
                     .buckets()
-                    .set_bucket_acl(name, acl.canned, acl.users)
+                    .set_bucket_acl(name, acl.canned, acl.grants)
                     .await
                     .or_s3()?;
                 return Ok(S3Response::new(CreateBucketOutput {
@@ -222,7 +226,7 @@ impl S3Api {
         if let Some(acl) = acl.filter(|a| *a != crate::ops_acl::AskedAcl::default()) {
             self.model
                 .buckets()
-                .set_bucket_acl(name, acl.canned, acl.users)
+                .set_bucket_acl(name, acl.canned, acl.grants)
                 .await
                 .or_s3()?;
         }

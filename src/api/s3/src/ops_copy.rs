@@ -258,10 +258,10 @@ impl S3Api {
             legal_hold: Lww::default(),
             sse_c,
             acl: Lww::default(),
-            user_grants: Lww::default(),
+            grants: Lww::default(),
         };
         let mut row = row;
-        (row.acl, row.user_grants) = crate::ops_acl::AskedAcl::upload_registers(acl.as_ref());
+        (row.acl, row.grants) = crate::ops_acl::AskedAcl::upload_registers(acl.as_ref());
         lock.apply(&mut row);
         let row = match self.model.objects().publish(&dst_b, &input.key, row).await {
             Ok(row) => row,

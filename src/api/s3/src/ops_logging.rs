@@ -114,13 +114,13 @@ impl S3Api {
             target_prefix: e.target_prefix,
             partitioned,
             object_acl: Some(acl.canned).filter(|c| c.is_public()),
-            object_grants: acl.users,
+            object_grants: acl.grants,
         })
     }
 
     /// The ACL `TargetGrants` give the log objects written into `target`,
     /// owned by its owner (who has full control of them): grants to users
-    /// and those to groups a canned ACL expresses, as on PutObjectAcl.
+    /// and to groups, read as a PutObjectAcl body is.
     /// A target whose ACLs are disabled (`BucketOwnerEnforced`) takes none
     /// (AWS API reference, TargetGrant), and one that blocks public ACLs
     /// no public one.
@@ -158,7 +158,7 @@ impl S3Api {
         }
         let owner = bucket_owner(&self.model, target).await?;
         let acl = self.resolved_acl(&owner, named).await?;
-        if acl.canned.is_public()
+        if acl.is_public()
             && target
                 .public_access_block()
                 .is_some_and(|p| p.block_public_acls)

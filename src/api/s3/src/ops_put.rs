@@ -622,9 +622,9 @@ impl S3Api {
             legal_hold: Lww::default(),
             sse_c: stored.sse_c,
             acl: Lww::default(),
-            user_grants: Lww::default(),
+            grants: Lww::default(),
         };
-        (row.acl, row.user_grants) = crate::ops_acl::AskedAcl::upload_registers(acl.as_ref());
+        (row.acl, row.grants) = crate::ops_acl::AskedAcl::upload_registers(acl.as_ref());
         lock.apply(&mut row);
         let row = match self
             .model

@@ -106,11 +106,15 @@ def test_every_broken_condition_is_refused_and_nothing_is_stored(node, admin_key
     conds = [{"bucket": other}, ["eq", "$key", "x/ok"]]
     r = post(node, admin_key, bucket, {"key": "x/ok"}, conds, b"elsewhere")
     refused(r, 403, "AccessDenied", starts="Invalid according to Policy: Policy Condition failed")
-    # ${filename} is not supported (yet): refused, not stored literally.
-    fields, conds = basic(bucket, "x/${filename}")
-    r = post(node, admin_key, bucket, fields, conds, b"named")
-    refused(r, 501, "NotImplemented")
     assert "Contents" not in s3.list_objects_v2(Bucket=bucket)
+    # ${filename} in the key is the file's name (API reference, POST
+    # Object, `key`); the policy sees the field as sent.
+    fields, conds = basic(bucket, "x/${filename}")
+    r = post(node, admin_key, bucket, fields, conds, b"named", filename="named file.txt")
+    assert r.status_code == 204, r.content
+    assert r.headers["Location"].endswith("/x/named%20file.txt"), r.headers
+    assert s3.get_object(Bucket=bucket, Key="x/named file.txt")["Body"].read() == b"named"
+    s3.delete_object(Bucket=bucket, Key="x/named file.txt")
     # The same form, within its policy, is accepted.
     r = post(node, admin_key, bucket, ok_fields, ok_conds + [["content-length-range", 10, 20]], b"z" * 15)
     assert r.status_code == 204, r.content
@@ -142,6 +146,13 @@ def test_boto3_generate_presigned_post(node, s3, bucket):
     r = requests.post(p["url"], data=p["fields"], files={"file": ("big.txt", b"b" * 101)},
                       allow_redirects=False, timeout=60)
     refused(r, 400, "EntityTooLarge")
+    # The usual form of a browser upload: the key is the file's name.
+    p = s3.generate_presigned_post(bucket, "boto/${filename}", Conditions=[["starts-with", "$key", "boto/"]],
+                                   ExpiresIn=300)
+    r = requests.post(p["url"], data=p["fields"], files={"file": ("two.txt", b"second")},
+                      allow_redirects=False, timeout=60)
+    assert r.status_code == 204, r.content
+    assert s3.get_object(Bucket=bucket, Key="boto/two.txt")["Body"].read() == b"second"
 
 
 @pytest.fixture(scope="module")
@@ -193,8 +204,8 @@ def test_form_checksum_and_content_md5_are_verified(node, admin_key, s3, bucket)
 
 
 def test_an_x_amz_tagging_field_tags_the_object(node, admin_key, s3, bucket):
-    # The header's form, as a form field (S3's XML `tagging` field is not
-    # read: doc/s3-compatibility.md, PostObject).
+    # The header's form, as a form field (S3's own `tagging` field, an XML
+    # document, is the next test's).
     fields, conditions = basic(bucket, "tagged.txt", **{"x-amz-tagging": "team=blue%20sky&a%2Bb=x"})
     r = post(node, admin_key, bucket, fields, conditions, b"tagged")
     assert r.status_code == 204, r.content
@@ -204,3 +215,33 @@ def test_an_x_amz_tagging_field_tags_the_object(node, admin_key, s3, bucket):
     r = post(node, admin_key, bucket, fields, conditions, b"never stored")
     assert r.status_code == 400, r.content
     assert s3.list_objects_v2(Bucket=bucket, Prefix="bad-tags").get("KeyCount") == 0
+
+
+def test_s3s_tagging_and_acl_fields_tag_and_share_the_object(node, admin_key, s3, bucket):
+    # AWS S3 API reference, POST Object: `tagging` is "the specified set of
+    # tags ... in XML" (PutObjectTagging's document), `acl` a canned ACL.
+    tagging = ("<Tagging><TagSet><Tag><Key>team</Key><Value>blue sky</Value></Tag>"
+               "<Tag><Key>a+b</Key><Value>x</Value></Tag></TagSet></Tagging>")
+    fields, conditions = basic(bucket, "form-tagged.txt", tagging=tagging, acl="public-read")
+    r = post(node, admin_key, bucket, fields, conditions, b"shared")
+    assert r.status_code == 204, r.content
+    tags = s3.get_object_tagging(Bucket=bucket, Key="form-tagged.txt")["TagSet"]
+    assert {t["Key"]: t["Value"] for t in tags} == {"team": "blue sky", "a+b": "x"}
+    grants = s3.get_object_acl(Bucket=bucket, Key="form-tagged.txt")["Grants"]
+    assert {"Grantee": {"Type": "Group", "URI": "http://acs.amazonaws.com/groups/global/AllUsers"},
+            "Permission": "READ"} in grants
+    anon = requests.get(f"{node.endpoint}/{bucket}/form-tagged.txt", timeout=30)
+    assert anon.status_code == 200 and anon.content == b"shared"
+    # A document that is not XML, and a tag S3 refuses, store nothing.
+    for name, doc, code in [("bad-xml.txt", "<Tagging><TagSet>", "MalformedXML"),
+                            ("bad-tag.txt", "<Tagging><TagSet><Tag><Key>aws:x</Key><Value>1</Value>"
+                                            "</Tag></TagSet></Tagging>", "InvalidTag")]:
+        fields, conditions = basic(bucket, name, tagging=doc)
+        r = post(node, admin_key, bucket, fields, conditions, b"never stored")
+        assert r.status_code == 400, r.content
+        assert error(r)[0] == code
+        assert s3.list_objects_v2(Bucket=bucket, Prefix=name).get("KeyCount") == 0
+    # The field and the header's form together are refused.
+    fields, conditions = basic(bucket, "twice.txt", acl="private", **{"x-amz-acl": "private"})
+    r = post(node, admin_key, bucket, fields, conditions, b"never stored")
+    assert r.status_code == 400 and error(r)[0] == "InvalidArgument", r.content

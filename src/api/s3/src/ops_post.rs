@@ -18,10 +18,6 @@ use s3s::{S3Request, S3Response, S3Result, s3_error};
 
 use crate::S3Api;
 
-/// The form's `key` placeholder S3 replaces by the file's name; s3s keeps
-/// no file name, so it is refused rather than stored literally.
-const FILENAME_PLACEHOLDER: &str = "${filename}";
-
 impl S3Api {
     pub(crate) async fn do_post_object(
         &self,
@@ -36,11 +32,31 @@ impl S3Api {
                 crate::request_time::V2_REFUSED,
             ));
         }
-        if req.input.key.contains(FILENAME_PLACEHOLDER) {
-            return Err(s3_error!(
-                NotImplemented,
-                "${{filename}} in a POST form's key is not supported"
-            ));
+        let mut req = req;
+        // Read by the POST gate from the fields and the file part's header.
+        let extras = req
+            .extensions
+            .get::<crate::post_gate::PostFormExtras>()
+            .cloned()
+            .unwrap_or_default();
+        if req
+            .input
+            .key
+            .contains(crate::post_gate::FILENAME_PLACEHOLDER)
+        {
+            req.input.key = crate::post_gate::with_filename(&req.input.key, &extras.filename);
+        }
+        if let Some(acl) = extras.acl {
+            if req.input.acl.is_some() {
+                return Err(both("acl", "x-amz-acl"));
+            }
+            req.input.acl = Some(ObjectCannedACL::from(acl));
+        }
+        if let Some(xml) = extras.tagging {
+            if req.input.tagging.is_some() {
+                return Err(both("tagging", "x-amz-tagging"));
+            }
+            req.input.tagging = Some(crate::tagging::header_of_xml(&xml)?);
         }
         let S3Request {
             input,
@@ -122,6 +138,14 @@ impl S3Api {
         resp.headers = headers;
         Ok(resp)
     }
+}
+
+/// A form that says one thing twice, in S3's field and in its header's.
+fn both(field: &str, header: &str) -> s3s::S3Error {
+    s3_error!(
+        InvalidArgument,
+        "A POST form may give either the field '{field}' or '{header}', not both."
+    )
 }
 
 /// The headers a PutObject of the form's file would carry: its length and

@@ -80,6 +80,8 @@ enum Form {
     File {
         fields: Vec<(String, String)>,
         content_at: usize,
+        /// The file part's `filename`, if it has one.
+        filename: Option<String>,
     },
     /// More bytes are needed.
     Partial,
@@ -138,10 +140,20 @@ impl PostGate {
                 s3s::Body::http_body_unsync(Prefixed::new(prefix, body)),
             )
         };
-        let Form::File { fields, .. } = form else {
+        let Form::File {
+            fields, filename, ..
+        } = form
+        else {
             return Ok(rebuilt(parts, body));
         };
         let fields = Fields(fields);
+        let filename = filename.unwrap_or_default();
+        let mut parts = parts;
+        parts.extensions.insert(PostFormExtras {
+            filename: filename.clone(),
+            acl: fields.get("acl").map(str::to_owned),
+            tagging: fields.get("tagging").map(str::to_owned),
+        });
         let Some(bucket) = self.bucket(&parts) else {
             return Ok(rebuilt(parts, body));
         };
@@ -151,6 +163,7 @@ impl PostGate {
                 "Bucket POST must contain a field named 'key'.  If it is specified, please check the order of the fields."
             ));
         };
+        let object = &with_filename(object, &filename);
         let key = match self.signer(&fields).await? {
             Signer::LeftToS3s => return Ok(rebuilt(parts, body)),
             Signer::Anonymous => None,
@@ -316,8 +329,39 @@ fn find(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {
         .map(|i| i + from)
 }
 
+/// The form's `key` placeholder S3 replaces by the file's name.
+pub(crate) const FILENAME_PLACEHOLDER: &str = "${filename}";
+
+/// `key` with `${filename}` replaced by `filename`, the name of the form's
+/// file (AWS S3 API reference, POST Object, `key`: "the variable
+/// ${filename} is automatically replaced with the name of the file
+/// provided by the user"); none is the empty name.
+pub(crate) fn with_filename(key: &str, filename: &str) -> String {
+    key.replace(FILENAME_PLACEHOLDER, filename)
+}
+
+/// What a POST form says that s3s does not pass on (AWS S3 API reference,
+/// POST Object): put in the request's extensions by [`PostGate::admit`].
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PostFormExtras {
+    /// The name of the form's file (its part's `filename`), which replaces
+    /// `${filename}` in the form's key.
+    pub filename: String,
+    /// The `acl` field: a canned ACL (s3s reads only `x-amz-acl`).
+    pub acl: Option<String>,
+    /// The `tagging` field: an XML `Tagging` document (s3s reads only
+    /// `x-amz-tagging`, the header's form).
+    pub tagging: Option<String>,
+}
+
 /// The `name` of a part's `Content-Disposition` header among `headers`.
 fn part_name(headers: &[u8]) -> Option<String> {
+    part_param(headers, "name")
+}
+
+/// The parameter `param` (`name`, `filename`) of a part's
+/// `Content-Disposition` header among `headers`, unquoted.
+fn part_param(headers: &[u8], param: &str) -> Option<String> {
     let text = std::str::from_utf8(headers).ok()?;
     let cd = text.split("\r\n").find_map(|l| {
         let (k, v) = l.split_once(':')?;
@@ -327,7 +371,7 @@ fn part_name(headers: &[u8]) -> Option<String> {
     })?;
     cd.split(';').find_map(|p| {
         let (k, v) = p.trim().split_once('=')?;
-        (k.trim() == "name").then(|| v.trim().trim_matches('"').to_owned())
+        (k.trim() == param).then(|| v.trim().trim_matches('"').to_owned())
     })
 }
 
@@ -354,7 +398,12 @@ fn parse_form(buf: &[u8], boundary: &str) -> Form {
         let name = part_name(&buf[at..head_end]).unwrap_or_default();
         let content_at = head_end + 4;
         if name.eq_ignore_ascii_case("file") {
-            return Form::File { fields, content_at };
+            let filename = part_param(&buf[at..head_end], "filename");
+            return Form::File {
+                fields,
+                content_at,
+                filename,
+            };
         }
         let mut end_delim = b"\r\n".to_vec();
         end_delim.extend_from_slice(delim);
@@ -378,7 +427,12 @@ Content-Type: text/plain\r\n\r\nCONTENT\r\n--XyZ--\r\n";
 
     #[test]
     fn the_fields_before_the_file_are_read_and_the_file_found() {
-        let Form::File { fields, content_at } = parse_form(FORM, "XyZ") else {
+        let Form::File {
+            fields,
+            content_at,
+            filename,
+        } = parse_form(FORM, "XyZ")
+        else {
             panic!("no file part found");
         };
         assert_eq!(
@@ -389,6 +443,7 @@ Content-Type: text/plain\r\n\r\nCONTENT\r\n--XyZ--\r\n";
             ]
         );
         assert!(FORM[content_at..].starts_with(b"CONTENT"));
+        assert_eq!(filename.as_deref(), Some("f.txt"));
     }
 
     #[test]

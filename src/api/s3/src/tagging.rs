@@ -169,12 +169,46 @@ pub fn from_optional_header(header: Option<&str>) -> S3Result<TagSet> {
     header.map_or_else(|| Ok(TagSet::new()), from_header)
 }
 
+/// The tags of a PostObject form's `tagging` field (AWS S3 API reference,
+/// POST Object, `tagging`: the XML `Tagging` document of
+/// PutObjectTagging), checked as PutObjectTagging checks them, written as
+/// an `x-amz-tagging` header so that the form is stored by PutObject's path.
+pub fn header_of_xml(xml: &str) -> S3Result<String> {
+    use s3s::xml::Deserialize as _;
+    let mut d = s3s::xml::Deserializer::new(xml.as_bytes());
+    let tagging = Tagging::deserialize(&mut d).map_err(|_| crate::error::malformed_xml())?;
+    let tags = from_xml(tagging, TagsOf::Object)?;
+    Ok(tags
+        .iter()
+        .map(|(k, v)| format!("{}={}", urlencoding::encode(k), urlencoding::encode(v)))
+        .collect::<Vec<_>>()
+        .join("&"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn code(r: S3Result<TagSet>) -> String {
         r.unwrap_err().code().as_str().to_owned()
+    }
+
+    #[test]
+    fn a_form_tagging_document_becomes_the_header_it_means() {
+        let xml = "<Tagging><TagSet><Tag><Key>team</Key><Value>blue sky</Value></Tag>\
+                   <Tag><Key>a+b</Key><Value>x=y</Value></Tag></TagSet></Tagging>";
+        let header = header_of_xml(xml).unwrap();
+        let tags = from_header(&header).unwrap();
+        assert_eq!(tags.get("team").map(String::as_str), Some("blue sky"));
+        assert_eq!(tags.get("a+b").map(String::as_str), Some("x=y"));
+        assert_eq!(tags.len(), 2);
+        assert_eq!(
+            header_of_xml("<Tagging><TagSet>")
+                .unwrap_err()
+                .code()
+                .as_str(),
+            "MalformedXML"
+        );
     }
 
     #[test]

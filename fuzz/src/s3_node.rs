@@ -84,6 +84,7 @@ impl Node {
                     // So that V2 dates and expiries reach their parsers
                     // (request_time) rather than the refusal.
                     allow_signature_v2: true,
+                    notify_targets: Vec::new(),
                 },
             );
             hangar_api_s3::server::service(api)

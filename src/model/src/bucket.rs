@@ -5,9 +5,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::row_format::{
     ACCESS_LOG_ROW_FORMAT, ACCESS_ROW_FORMAT, CREATOR_ROW_FORMAT, GRANTS_ROW_FORMAT,
-    LIFECYCLE_ROW_FORMAT, LOG_GRANTS_ROW_FORMAT, MANAGED_SSE_ROW_FORMAT, OBJECT_LOCK_ROW_FORMAT,
-    OWNERSHIP_ROW_FORMAT, PARTITIONED_LOG_ROW_FORMAT, QUOTA_ROW_FORMAT, TAGS_CORS_ROW_FORMAT,
-    VERSIONING_ROW_FORMAT, WEBSITE_ROW_FORMAT,
+    LIFECYCLE_ROW_FORMAT, LOG_GRANTS_ROW_FORMAT, MANAGED_SSE_ROW_FORMAT, NOTIFY_ROW_FORMAT,
+    OBJECT_LOCK_ROW_FORMAT, OWNERSHIP_ROW_FORMAT, PARTITIONED_LOG_ROW_FORMAT, QUOTA_ROW_FORMAT,
+    TAGS_CORS_ROW_FORMAT, VERSIONING_ROW_FORMAT, WEBSITE_ROW_FORMAT,
 };
 use hangar_db::{DbError, Tx};
 use hangar_table::{Crdt, Lww, ROW_FORMAT, Schema};
@@ -112,6 +112,11 @@ pub struct BucketRow {
     /// absent while never set).
     #[serde(default, skip_serializing_if = "Lww::is_unset")]
     pub logging: Lww<Option<BucketLogging>>,
+    /// PutBucketNotificationConfiguration: the rules selecting the events
+    /// sent to the operator's targets (row format 21; absent while never
+    /// set; empty: none). See [`crate::notification`].
+    #[serde(default, skip_serializing_if = "Lww::is_unset")]
+    pub notification: Lww<Vec<crate::notification::NotificationRule>>,
 }
 
 /// Where a bucket's server access logs are written: objects named
@@ -237,6 +242,7 @@ impl Crdt for BucketRow {
                 self.ownership.merge(&other.ownership);
                 self.encryption.merge(&other.encryption);
                 self.logging.merge(&other.logging);
+                self.notification.merge(&other.notification);
             }
         }
     }
@@ -266,6 +272,7 @@ impl BucketRow {
             ownership: Lww::default(),
             encryption: Lww::default(),
             logging: Lww::default(),
+            notification: Lww::default(),
         }
     }
 
@@ -347,6 +354,11 @@ impl BucketRow {
         &self.lifecycle.value
     }
 
+    /// The notification rules; empty when the bucket sends no events.
+    pub fn notification_rules(&self) -> &[crate::notification::NotificationRule] {
+        &self.notification.value
+    }
+
     /// The website configuration; `None` when the bucket is no website.
     pub fn website(&self) -> Option<&WebsiteConfig> {
         self.website.value.as_ref()
@@ -371,7 +383,9 @@ impl Schema for BucketTable {
     type Replication = hangar_table::Full;
 
     fn format_of(row: &BucketRow) -> u8 {
-        if row.logging().is_some_and(BucketLogging::has_grants) {
+        if !row.notification.is_unset() {
+            NOTIFY_ROW_FORMAT
+        } else if row.logging().is_some_and(BucketLogging::has_grants) {
             LOG_GRANTS_ROW_FORMAT
         } else if !row.grants.is_unset() {
             GRANTS_ROW_FORMAT
@@ -408,9 +422,10 @@ impl Schema for BucketTable {
     }
 
     /// Counts and logs a live bucket displaced by another of its name that
-    /// is not its successor (see [`displaced`]).
+    /// is not its successor (see [`displaced`]); keeps this node's index of
+    /// the buckets' notification rules ([`crate::notification`]).
     fn updated(
-        _tx: &mut Tx<'_>,
+        tx: &mut Tx<'_>,
         _partition: &[u8],
         _sort: &[u8],
         old: Option<&BucketRow>,
@@ -434,6 +449,16 @@ impl Schema for BucketTable {
                     );
                 }
             }
+        }
+        if old != Some(merged) {
+            let rules = merged.notification_rules();
+            let entry =
+                (!merged.deleted && !rules.is_empty()).then(|| crate::notification::BucketRules {
+                    name: merged.name.clone(),
+                    versioned: merged.versioning() != Versioning::Off,
+                    rules: rules.to_vec(),
+                });
+            crate::notification::tx_index_rules(tx, merged.id_bytes(), entry)?;
         }
         Ok(())
     }

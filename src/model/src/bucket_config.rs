@@ -172,6 +172,19 @@ impl Buckets {
         .await
     }
 
+    /// Replaces the notification rules of bucket `name` (empty: none).
+    pub async fn set_bucket_notification(
+        &self,
+        name: &str,
+        rules: Vec<crate::notification::NotificationRule>,
+    ) -> Result<BucketRow> {
+        self.update_bucket(name, move |b, now| {
+            b.notification.update(now, rules);
+            Ok(())
+        })
+        .await
+    }
+
     /// Sets the default encryption of bucket `name` (`None` removes it).
     pub async fn set_bucket_encryption(
         &self,

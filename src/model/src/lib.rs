@@ -24,6 +24,8 @@
 //!   [`kms`]: the keys of SSE-KMS, [`kms_keys`]: their service
 //!   (`Model::kms_keys`);
 //! - [`garbage`]: uploads in progress and the collector of dead versions;
+//! - [`notification`]: bucket notification rules and the durable queue
+//!   of the events they select (`Model::notifications`);
 //! - configuration registers (tags of buckets and objects, CORS rules of
 //!   buckets, [`website`] configuration), changed by the services' `set_*`.
 //!
@@ -61,6 +63,8 @@ mod format19_tests;
 #[cfg(test)]
 mod format20_tests;
 #[cfg(test)]
+mod format21_tests;
+#[cfg(test)]
 mod format3_tests;
 #[cfg(test)]
 mod format5_tests;
@@ -82,6 +86,9 @@ pub mod lifecycle_worker;
 mod lock_ops;
 mod model;
 pub mod multipart;
+pub mod notification;
+#[cfg(test)]
+mod notification_tests;
 pub mod object;
 pub mod object_config;
 pub mod object_lock;

@@ -232,7 +232,7 @@ impl Model {
         );
         for (i, removal) in plan {
             let (sort, row) = &rows[i];
-            let v = VersionRef::of_row(sort, row);
+            let v = VersionRef::of_row(sort, &row.version);
             if self.lifecycle_remove(bucket, key, v, removal).await? {
                 match removal {
                     Removal::ExpireCurrent => {

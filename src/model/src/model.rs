@@ -34,6 +34,7 @@ pub struct Model {
     uploads: Uploads,
     blocks: Arc<Blocks>,
     tables: Tables,
+    notifications: crate::notification::Notifications,
 }
 
 /// How long a bucket deletion's fence refuses writes before it is sealed
@@ -100,6 +101,7 @@ impl Model {
             blocks.clone(),
         )?);
         let uploads = Uploads::new(db.clone(), mpus, parts, objects.clone(), blocks.clone());
+        let notifications = crate::notification::Notifications::start(db.clone(), cluster)?;
         Ok(Arc::new(Model {
             db,
             cluster: cluster.clone(),
@@ -110,6 +112,7 @@ impl Model {
             uploads,
             blocks,
             tables,
+            notifications,
         }))
     }
 
@@ -152,6 +155,11 @@ impl Model {
     /// The bucket service: buckets, their names and configuration.
     pub fn buckets(&self) -> &Buckets {
         &self.buckets
+    }
+
+    /// The queue of bucket notification events on this node.
+    pub fn notifications(&self) -> &crate::notification::Notifications {
+        &self.notifications
     }
 
     /// The object service: objects, their versions and registers.

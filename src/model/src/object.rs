@@ -166,6 +166,58 @@ impl ObjectRow {
         self.acl.value.unwrap_or_default()
     }
 
+    /// The S3 events (bucket notifications, [`crate::notification`]) that
+    /// the change of this row from `old` is:
+    /// a new version (or its removal) when the version changed, else changes
+    /// of its tags and ACL. With the time each happened.
+    pub fn events_since(&self, old: Option<&ObjectRow>) -> Vec<(&'static str, u64)> {
+        let merged = self;
+        let mut out = Vec::new();
+        match old {
+            Some(o) if o.same_version(merged) => {
+                if o.tags != merged.tags {
+                    let name = if merged.tag_set().is_empty() {
+                        "s3:ObjectTagging:Delete"
+                    } else {
+                        "s3:ObjectTagging:Put"
+                    };
+                    out.push((name, merged.tags.ts));
+                }
+                if o.acl != merged.acl || o.grants != merged.grants {
+                    out.push(("s3:ObjectAcl:Put", merged.acl.ts.max(merged.grants.ts)));
+                }
+            }
+            // Each DELETE's tombstone is its event, the key's object gone or
+            // not (as S3 sends one for each DELETE of a key).
+            _ if merged.is_deleted() => {
+                out.push(("s3:ObjectRemoved:Delete", merged.timestamp_msec));
+            }
+            _ if merged.is_delete_marker() => {
+                out.push((
+                    "s3:ObjectRemoved:DeleteMarkerCreated",
+                    merged.timestamp_msec,
+                ));
+            }
+            _ => {
+                // A multipart object's ETag is `<md5 of the parts' md5s>-<n>`.
+                let name = if merged.etag.contains('-') {
+                    "s3:ObjectCreated:CompleteMultipartUpload"
+                } else {
+                    "s3:ObjectCreated:Put"
+                };
+                out.push((name, merged.timestamp_msec));
+            }
+        }
+        out
+    }
+
+    /// Whether `other` is the same version (every field of the version
+    /// register equal): then only its tags, retention, legal hold or ACL
+    /// may differ.
+    pub fn same_version(&self, other: &ObjectRow) -> bool {
+        self.version_register() == other.version_register()
+    }
+
     /// Every field but the tags, retention, legal hold and ACL, in merge order.
     #[allow(clippy::type_complexity)]
     fn version_register(
@@ -276,11 +328,13 @@ impl Schema for ObjectTable {
 
     /// Every version that is not the one the merge keeps — the one replaced,
     /// or the one inserted if it lost — is queued for collection; the
-    /// bucket's usage counters take the difference ([`crate::usage`]).
+    /// bucket's usage counters take the difference ([`crate::usage`]); the
+    /// change's events that the bucket's notification rules select are
+    /// queued ([`crate::notification`]).
     fn updated(
         tx: &mut Tx<'_>,
         partition: &[u8],
-        _sort: &[u8],
+        sort: &[u8],
         old: Option<&ObjectRow>,
         inserted: &ObjectRow,
         merged: &ObjectRow,
@@ -289,6 +343,17 @@ impl Schema for ObjectTable {
             if loser.version != merged.version && loser.has_blocks() {
                 queue_version_gc(tx, &loser.version);
             }
+        }
+        if old != Some(merged) {
+            let change = crate::notification::Change {
+                bucket_id: partition,
+                sort,
+                version: &merged.version,
+                size: merged.size,
+                etag: &merged.etag,
+                events: merged.events_since(old),
+            };
+            crate::notification::tx_queue_events(tx, &change)?;
         }
         crate::usage::tx_change(
             tx,

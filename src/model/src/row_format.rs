@@ -131,6 +131,13 @@ pub const GRANTS_ROW_FORMAT: u8 = 19;
 /// logging target has them; 20 includes 3 to 19.
 pub const LOG_GRANTS_ROW_FORMAT: u8 = 20;
 
+/// Format 20 plus a bucket's notification rules
+/// (`BucketRow::notification`, PutBucketNotificationConfiguration): a
+/// reader of an older format would drop them on its next merge and the
+/// bucket's events would stop, so such rows say so. Written only for the
+/// bucket rows that carry them; 21 includes 3 to 20.
+pub const NOTIFY_ROW_FORMAT: u8 = 21;
+
 /// The newest format of the model's rows: every table of the model reads
 /// formats 2 to this one.
-pub const NEWEST: u8 = LOG_GRANTS_ROW_FORMAT;
+pub const NEWEST: u8 = NOTIFY_ROW_FORMAT;

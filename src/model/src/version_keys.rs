@@ -22,7 +22,6 @@
 //! versioned row is the newer ([`newer_is_null`]).
 
 use crate::VersionId;
-use crate::object::ObjectRow;
 
 /// The byte between a key and the rest of a version's sort key.
 pub const SEPARATOR: u8 = 0x00;
@@ -63,12 +62,12 @@ impl VersionRef {
         }
     }
 
-    /// The version a row at sort key `sort` is (`None` for another key).
-    pub fn of_row(sort: &[u8], row: &ObjectRow) -> VersionRef {
+    /// The version a row at sort key `sort`, of version id `version`, is.
+    pub fn of_row(sort: &[u8], version: &VersionId) -> VersionRef {
         match split_sort_key(sort).1 {
             Some(_) => VersionRef::Id {
                 ts: row_ts(sort),
-                id: row.version,
+                id: *version,
             },
             None => VersionRef::Null,
         }

@@ -85,7 +85,7 @@ impl Head {
 
 fn found(sort: Vec<u8>, row: ObjectRow) -> FoundVersion {
     FoundVersion {
-        id: Some(VersionRef::of_row(&sort, &row)),
+        id: Some(VersionRef::of_row(&sort, &row.version)),
         row,
         sort,
     }

@@ -17,6 +17,7 @@ use hangar_model::bucket::{
 use hangar_model::key::{KeyRow, Permission};
 use hangar_model::lifecycle::{LifecycleFilter, LifecycleRule};
 use hangar_model::multipart::{MpuRow, PartRow};
+use hangar_model::notification::{DestinationKind, NotificationRule};
 use hangar_model::object::{ObjectData, ObjectRow, StoredChecksum};
 use hangar_model::object_lock::{
     DefaultRetention, ObjectLockConfig, Retention, RetentionMode, RetentionPeriod,
@@ -231,6 +232,23 @@ fn bucket_logging() -> impl Strategy<Value = Option<BucketLogging>> {
     })
 }
 
+/// No notification rules, or one of two sets of them (row format 21).
+fn notification_rules() -> impl Strategy<Value = Vec<NotificationRule>> {
+    let rule = |id: &str, prefix: &str| NotificationRule {
+        id: id.to_owned(),
+        kind: DestinationKind::Queue,
+        target: "arn:hangar:sqs::hook:webhook".to_owned(),
+        events: vec!["s3:ObjectCreated:*".to_owned()],
+        prefix: prefix.to_owned(),
+        suffix: String::new(),
+    };
+    prop_oneof![
+        Just(Vec::new()),
+        Just(vec![rule("a", "in/")]),
+        Just(vec![rule("a", "in/"), rule("b", "out/")]),
+    ]
+}
+
 /// No public access block, or any of its switches (row format 10).
 fn public_access_block() -> impl Strategy<Value = Option<PublicAccessBlock>> {
     proptest::option::of(
@@ -280,6 +298,7 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
             lww(bucket_encryption()),
             lww(bucket_logging()),
             lww(grants()),
+            lww(notification_rules()),
         ),
     )
         .prop_map(
@@ -295,7 +314,17 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
                 object_lock,
                 lifecycle,
                 website,
-                (policy, public_access_block, acl, quotas, ownership, encryption, logging, grants),
+                (
+                    policy,
+                    public_access_block,
+                    acl,
+                    quotas,
+                    ownership,
+                    encryption,
+                    logging,
+                    grants,
+                    notification,
+                ),
             )| {
                 let mut b = BucketRow::new("bucket", id, created, updated);
                 b.deleted = deleted;
@@ -314,6 +343,7 @@ fn bucket_row() -> impl Strategy<Value = BucketRow> {
                 b.ownership = ownership;
                 b.encryption = encryption;
                 b.logging = logging;
+                b.notification = notification;
                 b
             },
         )

@@ -559,6 +559,43 @@ pub struct Config {
     /// Verify a block's hash every time it is read from disk.
     #[serde(default = "default_true")]
     pub verify_blocks_on_read: bool,
+    /// `[[notify_webhook]]`: the HTTP endpoints bucket notifications may
+    /// be sent to, each named by its `id` in a bucket's configuration
+    /// (`arn:hangar:sqs::<id>:webhook`).
+    #[serde(default)]
+    pub notify_webhook: Vec<NotifyWebhook>,
+}
+
+/// `[[notify_webhook]]`: a bucket notification target that receives each
+/// event as an HTTP POST of S3's event JSON. Its `Debug` never shows the
+/// token.
+#[derive(Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NotifyWebhook {
+    /// The name buckets refer to it by (letters, digits, `-`, `_`).
+    pub id: String,
+    /// `http://host:port/path` (HTTPS is not built yet).
+    pub endpoint: String,
+    /// Sent as `Authorization: Bearer <auth_token>` when set.
+    #[serde(default)]
+    pub auth_token: Option<String>,
+}
+
+impl std::fmt::Debug for NotifyWebhook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NotifyWebhook")
+            .field("id", &self.id)
+            .field("endpoint", &self.endpoint)
+            .field("auth_token", &self.auth_token.as_ref().map(|_| "…"))
+            .finish()
+    }
+}
+
+impl NotifyWebhook {
+    /// The ARN a bucket's notification configuration names it by.
+    pub fn arn(&self) -> String {
+        format!("arn:hangar:sqs::{}:webhook", self.id)
+    }
 }
 
 /// Replication settings derived from `replication_factor` / `replication_mode`.
@@ -687,6 +724,32 @@ impl Config {
         }
         if self.s3_api.s3_region.is_empty() {
             return bad("[s3_api] s3_region must not be empty".into());
+        }
+        let mut ids = std::collections::BTreeSet::new();
+        for w in &self.notify_webhook {
+            let ok_id = !w.id.is_empty()
+                && w.id
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+            if !ok_id || !ids.insert(w.id.as_str()) {
+                return bad(format!(
+                    "[[notify_webhook]] id {:?} must be unique, of letters, digits, - and _",
+                    w.id
+                ));
+            }
+            if w.endpoint.starts_with("https://") {
+                return bad(format!(
+                    "[[notify_webhook]] {}: HTTPS endpoints are not supported yet",
+                    w.id
+                ));
+            }
+            let host = w.endpoint.strip_prefix("http://").unwrap_or("");
+            if host.is_empty() || host.starts_with('/') || host.contains(char::is_whitespace) {
+                return bad(format!(
+                    "[[notify_webhook]] {}: endpoint {:?} is not an http:// URL",
+                    w.id, w.endpoint
+                ));
+            }
         }
         for (key, inline, file) in [
             (
@@ -1009,6 +1072,31 @@ api_bind_addr = "127.0.0.1:3900"
         let text = BASE.replace("metadata_dir = \"/tmp/m\"\n", "");
         let err = Config::parse(&text).unwrap_err().to_string();
         assert!(err.contains("metadata_dir"), "{err}");
+    }
+
+    #[test]
+    fn notify_webhooks_are_checked_and_their_tokens_not_shown() {
+        let hook = |id: &str, endpoint: &str| {
+            format!(
+                "{BASE}\n[[notify_webhook]]\nid = \"{id}\"\nendpoint = \"{endpoint}\"\nauth_token = \"s3cret\"\n"
+            )
+        };
+        let c = Config::parse(&hook("hook-1", "http://127.0.0.1:9000/events")).unwrap();
+        assert_eq!(c.notify_webhook[0].arn(), "arn:hangar:sqs::hook-1:webhook");
+        assert!(!format!("{:?}", c.notify_webhook[0]).contains("s3cret"));
+        for (id, endpoint, says) in [
+            ("hook", "https://example.test/", "HTTPS"),
+            ("hook", "ftp://example.test/", "http://"),
+            ("hook", "http:///path", "http://"),
+            ("a:b", "http://127.0.0.1:9000/", "letters"),
+        ] {
+            let err = Config::parse(&hook(id, endpoint)).unwrap_err().to_string();
+            assert!(err.contains(says), "{endpoint}: {err}");
+        }
+        let twice =
+            hook("h", "http://a/") + "[[notify_webhook]]\nid = \"h\"\nendpoint = \"http://b/\"\n";
+        let err = Config::parse(&twice).unwrap_err().to_string();
+        assert!(err.contains("unique"), "{err}");
     }
 
     #[test]

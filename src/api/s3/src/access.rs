@@ -119,6 +119,8 @@ pub(crate) fn iam_action(op: &str, by_version: bool) -> String {
         "DeleteBucketOwnershipControls" => "PutBucketOwnershipControls",
         "GetBucketEncryption" => "GetEncryptionConfiguration",
         "PutBucketEncryption" | "DeleteBucketEncryption" => "PutEncryptionConfiguration",
+        "GetBucketNotificationConfiguration" => "GetBucketNotification",
+        "PutBucketNotificationConfiguration" => "PutBucketNotification",
         other => other,
     };
     format!("s3:{name}")

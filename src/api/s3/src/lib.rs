@@ -30,6 +30,7 @@ mod lifecycle_rules;
 mod lingering_body;
 pub mod metrics;
 mod multipart_checksum;
+pub mod notify_worker;
 mod object_parts;
 mod ops_acl;
 mod ops_attributes;
@@ -43,6 +44,7 @@ mod ops_lifecycle;
 mod ops_list;
 mod ops_logging;
 mod ops_multipart;
+mod ops_notification;
 mod ops_object_lock;
 mod ops_ownership;
 mod ops_policy;
@@ -114,6 +116,8 @@ pub struct S3Settings {
     /// bounds (`[s3_api] allow_signature_v2`); refused otherwise
     /// ([`request_time`]).
     pub allow_signature_v2: bool,
+    /// The targets bucket notifications may name (`[[notify_webhook]]`).
+    pub notify_targets: Vec<hangar_util::config::NotifyWebhook>,
 }
 
 /// The S3 API of one node.

@@ -241,6 +241,55 @@ impl Collector for AccessLogCollector {
     }
 }
 
+/// Registers the bucket notifications' counters in `registry`.
+pub fn register_notifications(
+    registry: &mut Registry,
+    notify: Arc<crate::notify_worker::NotifyWorker>,
+) {
+    registry.register_collector(Box::new(NotifyCollector(notify)));
+}
+
+struct NotifyCollector(Arc<crate::notify_worker::NotifyWorker>);
+
+impl std::fmt::Debug for NotifyCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("NotifyCollector")
+    }
+}
+
+impl Collector for NotifyCollector {
+    fn encode(&self, mut e: DescriptorEncoder) -> std::fmt::Result {
+        let (delivered, failures, queued, dropped) = self.0.counters();
+        for (name, help, v) in [
+            (
+                "hangar_notify_delivered",
+                "Bucket notification events this node delivered to their targets",
+                delivered,
+            ),
+            (
+                "hangar_notify_failures",
+                "Failed attempts to deliver bucket notification events (each stops its target for a backoff)",
+                failures,
+            ),
+            (
+                "hangar_notify_dropped",
+                "Bucket notification events not queued because this node's queue was full",
+                dropped,
+            ),
+        ] {
+            let c = ConstCounter::new(v);
+            c.encode(e.encode_descriptor(name, help, None, c.metric_type())?)?;
+        }
+        let g = ConstGauge::new(queued as i64);
+        g.encode(e.encode_descriptor(
+            "hangar_notify_queued",
+            "Bucket notification events queued on this node, waiting to be delivered (or for their sender to say they were)",
+            None,
+            g.metric_type(),
+        )?)
+    }
+}
+
 /// The S3 RAM budget and the refusals, read at scrape time.
 #[derive(Debug)]
 struct BudgetCollector {

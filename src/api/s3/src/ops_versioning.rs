@@ -15,7 +15,7 @@ use hangar_model::version_list::{ListedVersion, VersionCursor};
 use s3s::dto::{
     BucketVersioningStatus, GetBucketVersioningInput, GetBucketVersioningOutput,
     ListObjectVersionsInput, ListObjectVersionsOutput, MFADelete, PutBucketVersioningInput,
-    PutBucketVersioningOutput, TimestampFormat,
+    PutBucketVersioningOutput,
 };
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 
@@ -23,7 +23,6 @@ use crate::S3Api;
 use crate::access::signer;
 use crate::error::OrS3;
 use crate::ops_list::{after_prefix, encoder, max_keys};
-use crate::time::timestamp;
 use crate::xml_text::escape;
 
 /// Parses a request's `versionId`: `null`, or an id Hangar gave.
@@ -52,12 +51,6 @@ pub(crate) fn published_id(bucket: &BucketRow, row: &ObjectRow) -> Option<String
 /// would make of its output (carried in the response's extensions).
 #[derive(Debug, Clone)]
 pub(crate) struct XmlBody(pub bytes::Bytes);
-
-fn iso(msec: u64) -> String {
-    let mut v = Vec::new();
-    let _ = timestamp(msec).format(TimestampFormat::DateTime, &mut v);
-    String::from_utf8(v).unwrap_or_default()
-}
 
 /// One page of a ListObjectVersions answer.
 struct Page {
@@ -292,7 +285,11 @@ impl S3Api {
                         "IsLatest",
                         if v.is_latest { "true" } else { "false" },
                     );
-                    el(&mut x, "LastModified", &iso(v.row.timestamp_msec));
+                    el(
+                        &mut x,
+                        "LastModified",
+                        &crate::time::iso8601_msec(v.row.timestamp_msec),
+                    );
                     if !marker {
                         el(&mut x, "ETag", &format!("\"{}\"", v.row.etag));
                         el(&mut x, "Size", &v.row.size.to_string());

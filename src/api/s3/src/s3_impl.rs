@@ -380,6 +380,20 @@ impl S3 for S3Api {
         self.do_delete_public_access_block(req).await
     }
 
+    async fn put_bucket_notification_configuration(
+        &self,
+        req: S3Request<PutBucketNotificationConfigurationInput>,
+    ) -> S3Result<S3Response<PutBucketNotificationConfigurationOutput>> {
+        self.do_put_bucket_notification_configuration(req).await
+    }
+
+    async fn get_bucket_notification_configuration(
+        &self,
+        req: S3Request<GetBucketNotificationConfigurationInput>,
+    ) -> S3Result<S3Response<GetBucketNotificationConfigurationOutput>> {
+        self.do_get_bucket_notification_configuration(req).await
+    }
+
     async fn put_bucket_logging(
         &self,
         req: S3Request<PutBucketLoggingInput>,

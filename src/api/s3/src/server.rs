@@ -59,6 +59,8 @@ pub struct Endpoint {
     /// Server access logs of the buckets that have logging on.
     logs: Arc<AccessLogs>,
     access_log_flush: std::time::Duration,
+    /// The sender of the bucket notification events queued on this node.
+    notify: Arc<crate::notify_worker::NotifyWorker>,
 }
 
 impl Endpoint {
@@ -69,9 +71,16 @@ impl Endpoint {
         tokio::spawn(self.logs.clone().run(self.access_log_flush, worker));
     }
 
-    /// Registers the access logs' metrics in `registry`.
+    /// Starts sending the bucket notification events this node is due to
+    /// send, reporting to `worker`. Once per node, as the access logs.
+    pub fn start_notifications(&self, worker: hangar_util::worker::WorkerHandle) {
+        tokio::spawn(self.notify.clone().run(worker));
+    }
+
+    /// Registers the access logs' and notifications' metrics in `registry`.
     pub fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
         crate::metrics::register_access_logs(registry, self.logs.clone());
+        crate::metrics::register_notifications(registry, self.notify.clone());
     }
 }
 
@@ -84,6 +93,11 @@ pub fn service(api: S3Api) -> Endpoint {
     let allow_signature_v2 = api.settings.allow_signature_v2;
     let access_log_flush = api.settings.access_log_flush;
     let logs = Arc::new(AccessLogs::new(api.clone()));
+    let notify = Arc::new(crate::notify_worker::NotifyWorker::new(
+        model.clone(),
+        region.clone(),
+        &api.settings.notify_targets,
+    ));
     let cors = Arc::new(Cors::new(model.clone(), root_domain.clone()));
     let post = Arc::new(crate::post_gate::PostGate::new(
         model.clone(),
@@ -104,6 +118,7 @@ pub fn service(api: S3Api) -> Endpoint {
         allow_signature_v2,
         logs,
         access_log_flush,
+        notify,
     }
 }
 

@@ -424,6 +424,7 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
             access_log_flush: Duration::from_secs(cfg.s3_access_log_flush_secs.max(1)),
             access_log_spool: Some(cfg.metadata_dir.join("access-log-spool")),
             allow_signature_v2: cfg.s3_api.allow_signature_v2,
+            notify_targets: cfg.notify_webhook.clone(),
         },
     );
     tracing::info!(
@@ -451,6 +452,7 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
     start_web(&cfg, &api, limits).await?;
     on_ready();
     endpoint.start_access_logs(node.workers.register("access-logs"));
+    endpoint.start_notifications(node.workers.register("notifications"));
     hangar_api_s3::server::serve(listener, endpoint, s3_metrics, limits, shutdown_signal())
         .await
         .map_err(io("S3 server"))?;

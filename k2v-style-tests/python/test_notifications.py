@@ -10,6 +10,8 @@ killed."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import threading
 import time
@@ -22,6 +24,7 @@ from hangar_testlib import Node, bucket_name, error_code, metric, s3_client
 from cluster_testlib import key_of, laid_out_cluster
 
 TOKEN = "notify-test-token"
+HMAC_SECRET = "notify-hmac-secret"
 
 
 class Receiver:
@@ -31,6 +34,7 @@ class Receiver:
     def __init__(self):
         self.events: list[dict] = []
         self.auth: set[str] = set()
+        self.bad_signatures = 0
         self.down = False
         self.attempts = 0
         self.lock = threading.Lock()
@@ -46,6 +50,9 @@ class Receiver:
                         self.end_headers()
                         return
                     receiver.auth.add(self.headers.get("Authorization", ""))
+                    want = "sha256=" + hmac.new(HMAC_SECRET.encode(), body, hashlib.sha256).hexdigest()
+                    if self.headers.get("X-Hangar-Signature") != want:
+                        receiver.bad_signatures += 1
                     receiver.events.extend(json.loads(body)["Records"])
                 self.send_response(200)
                 self.end_headers()
@@ -71,6 +78,7 @@ def with_webhook(n: Node, port: int) -> Node:
 id = "hook"
 endpoint = "http://127.0.0.1:{port}/events"
 auth_token = "{TOKEN}"
+hmac_secret = "{HMAC_SECRET}"
 """)
     return n
 
@@ -184,6 +192,7 @@ def test_every_acknowledged_write_is_delivered_with_s3s_fields(hooked, receiver)
     seqs = [e["s3"]["object"]["sequencer"] for e in events if e["s3"]["object"]["key"] == "in/a+b.txt"]
     assert seqs == sorted(seqs) and len(set(seqs)) == 3
     assert receiver.auth == {f"Bearer {TOKEN}"}
+    assert receiver.bad_signatures == 0
 
 
 def test_versioned_buckets_name_the_version_of_each_event(hooked, receiver):

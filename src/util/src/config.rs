@@ -579,6 +579,10 @@ pub struct NotifyWebhook {
     /// Sent as `Authorization: Bearer <auth_token>` when set.
     #[serde(default)]
     pub auth_token: Option<String>,
+    /// When set, each message is signed: `X-Hangar-Signature:
+    /// sha256=<hex of HMAC-SHA256(hmac_secret, body)>`.
+    #[serde(default)]
+    pub hmac_secret: Option<String>,
 }
 
 impl std::fmt::Debug for NotifyWebhook {
@@ -587,6 +591,7 @@ impl std::fmt::Debug for NotifyWebhook {
             .field("id", &self.id)
             .field("endpoint", &self.endpoint)
             .field("auth_token", &self.auth_token.as_ref().map(|_| "…"))
+            .field("hmac_secret", &self.hmac_secret.as_ref().map(|_| "…"))
             .finish()
     }
 }

@@ -242,6 +242,17 @@ impl NotifyWorker {
     }
 }
 
+/// The `X-Hangar-Signature` of a message `body` sent with `secret`:
+/// `sha256=` and the hex HMAC-SHA256 of the body, as webhook receivers
+/// commonly check them.
+fn signature(secret: &str, body: &[u8]) -> String {
+    use hmac::{KeyInit, Mac};
+    let mut mac = <hmac::Hmac<sha2::Sha256> as KeyInit>::new_from_slice(secret.as_bytes())
+        .expect("HMAC takes any key");
+    mac.update(body);
+    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+}
+
 /// A key as S3's event messages write it: URL-encoded, spaces as `+`.
 fn event_key(key: &str) -> String {
     urlencoding::encode(key)
@@ -300,6 +311,9 @@ impl Conn {
         if let Some(t) = &target.auth_token {
             req = req.header(http::header::AUTHORIZATION, format!("Bearer {t}"));
         }
+        if let Some(secret) = &target.hmac_secret {
+            req = req.header("x-hangar-signature", signature(secret, &body));
+        }
         let req = req
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| PostError::Other(e.to_string()))?;
@@ -318,6 +332,15 @@ impl Conn {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn signatures_are_the_hmac_sha256_of_the_body() {
+        // RFC 4231, test case 2.
+        assert_eq!(
+            signature("Jefe", b"what do ya want for nothing?"),
+            "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+    }
 
     #[test]
     fn keys_are_url_encoded_with_plus_for_spaces() {

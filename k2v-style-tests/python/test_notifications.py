@@ -13,6 +13,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import shutil
+import subprocess
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,7 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from botocore.exceptions import ClientError
 
-from hangar_testlib import Node, bucket_name, error_code, metric, s3_client
+from hangar_testlib import Node, bucket_name, error_code, free_port, metric, s3_client, wait_port
 from cluster_testlib import key_of, laid_out_cluster
 
 TOKEN = "notify-test-token"
@@ -84,6 +86,38 @@ hmac_secret = "{HMAC_SECRET}"
 
 
 ARN = "arn:hangar:sqs::hook:webhook"
+REDIS_ARN = "arn:hangar:sqs::stream:redis"
+
+
+class Redis:
+    """A real redis-server on loopback, with an append-only file so that
+    what it took survives its restart."""
+
+    def __init__(self, root):
+        self.root = root
+        self.port = free_port()
+        self.proc = None
+        self.start()
+
+    def start(self):
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.root),
+             "--appendonly", "yes", "--appendfsync", "always", "--save", ""],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_port(self.port, self.proc, 20)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(20)
+
+    def entries(self, stream: str) -> list[dict]:
+        import redis
+        r = redis.Redis(port=self.port)
+        try:
+            return [{k.decode(): v.decode() for k, v in fields.items()}
+                    for _, fields in r.xrange(stream)]
+        finally:
+            r.close()
 
 
 def config(prefix: str = "in/") -> dict:
@@ -112,8 +146,23 @@ def receiver():
 
 
 @pytest.fixture(scope="module")
-def hooked(tmp_path_factory, receiver):
+def redis_server(tmp_path_factory):
+    if shutil.which("redis-server") is None:
+        pytest.fail("redis-server is missing: run script/install-test-deps")
+    r = Redis(tmp_path_factory.mktemp("redis"))
+    yield r
+    r.stop()
+
+
+@pytest.fixture(scope="module")
+def hooked(tmp_path_factory, receiver, redis_server):
     n = with_webhook(Node(tmp_path_factory.mktemp("notify")), receiver.port)
+    n.config.write_text(n.config.read_text() + f"""
+[[notify_redis]]
+id = "stream"
+address = "redis://127.0.0.1:{redis_server.port}"
+stream = "hangar-events"
+""")
     n.start()
     yield n
     n.stop()
@@ -271,3 +320,35 @@ def test_three_nodes_deliver_each_event_once_and_survive_a_kill(tmp_path_factory
         for n in nodes:
             n.stop()
         r.close()
+
+
+def test_a_redis_stream_gets_every_event_through_a_broker_restart(hooked, redis_server):
+    s3 = s3_client(hooked, hooked.create_key("redis", create_bucket=True))
+    b = bucket_name("notify-redis")
+    s3.create_bucket(Bucket=b)
+    s3.put_bucket_notification_configuration(Bucket=b, NotificationConfiguration={
+        "QueueConfigurations": [{"Id": "to-redis", "QueueArn": REDIS_ARN,
+                                 "Events": ["s3:ObjectCreated:*", "s3:ObjectRemoved:*"]}]})
+    mine = lambda: [e for e in redis_server.entries("hangar-events") if e["key"].startswith(b + "/")]  # noqa: E731
+    s3.put_object(Bucket=b, Key="first.txt", Body=b"1")
+    s3.delete_object(Bucket=b, Key="first.txt")
+    wait_until(lambda: len(mine()) >= 2, 20, "2 stream entries")
+    first = mine()
+    assert [e["event"] for e in first] == ["s3:ObjectCreated:Put", "s3:ObjectRemoved:Delete"]
+    record = json.loads(first[0]["records"])["Records"][0]
+    assert record["eventName"] == "ObjectCreated:Put"
+    assert record["s3"]["configurationId"] == "to-redis"
+    assert record["s3"]["object"]["key"] == "first.txt"
+    # The broker down: writes are acknowledged all the same, and their
+    # events reach the stream once it is back.
+    failures = metric(hooked, "hangar_notify_failures_total")
+    redis_server.stop()
+    try:
+        keys = [f"while-down-{i}.txt" for i in range(10)]
+        for k in keys:
+            s3.put_object(Bucket=b, Key=k, Body=k.encode())
+        wait_until(lambda: metric(hooked, "hangar_notify_failures_total") > failures, 10, "a failed XADD")
+    finally:
+        redis_server.start()
+    wait_until(lambda: {e["key"] for e in mine()} >= {f"{b}/{k}" for k in keys}, 60,
+               "every event written while the broker was down")

@@ -564,6 +564,50 @@ pub struct Config {
     /// (`arn:hangar:sqs::<id>:webhook`).
     #[serde(default)]
     pub notify_webhook: Vec<NotifyWebhook>,
+    /// `[[notify_redis]]`: the Redis streams bucket notifications may be
+    /// appended to (`arn:hangar:sqs::<id>:redis`).
+    #[serde(default)]
+    pub notify_redis: Vec<NotifyRedis>,
+}
+
+/// `[[notify_redis]]`: a bucket notification target that appends each
+/// event to a Redis stream (`XADD`). Its `Debug` never shows a password
+/// the address may carry.
+#[derive(Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NotifyRedis {
+    /// The name buckets refer to it by (letters, digits, `-`, `_`).
+    pub id: String,
+    /// `redis://[:password@]host:port[/db]`.
+    pub address: String,
+    /// The stream's key.
+    pub stream: String,
+    /// When set, each `XADD` trims the stream to about this many entries
+    /// (`MAXLEN ~`).
+    #[serde(default)]
+    pub max_len: Option<u64>,
+}
+
+impl std::fmt::Debug for NotifyRedis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let address = match self.address.rsplit_once('@') {
+            Some((_, host)) => format!("redis://…@{host}"),
+            None => self.address.clone(),
+        };
+        f.debug_struct("NotifyRedis")
+            .field("id", &self.id)
+            .field("address", &address)
+            .field("stream", &self.stream)
+            .field("max_len", &self.max_len)
+            .finish()
+    }
+}
+
+impl NotifyRedis {
+    /// The ARN a bucket's notification configuration names it by.
+    pub fn arn(&self) -> String {
+        format!("arn:hangar:sqs::{}:redis", self.id)
+    }
 }
 
 /// `[[notify_webhook]]`: a bucket notification target that receives each
@@ -731,17 +775,31 @@ impl Config {
             return bad("[s3_api] s3_region must not be empty".into());
         }
         let mut ids = std::collections::BTreeSet::new();
-        for w in &self.notify_webhook {
-            let ok_id = !w.id.is_empty()
-                && w.id
+        let ids_of = self
+            .notify_webhook
+            .iter()
+            .map(|w| ("notify_webhook", &w.id))
+            .chain(self.notify_redis.iter().map(|r| ("notify_redis", &r.id)));
+        for (table, id) in ids_of {
+            let ok_id = !id.is_empty()
+                && id
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-            if !ok_id || !ids.insert(w.id.as_str()) {
+            if !ok_id || !ids.insert(id.as_str()) {
                 return bad(format!(
-                    "[[notify_webhook]] id {:?} must be unique, of letters, digits, - and _",
-                    w.id
+                    "[[{table}]] id {id:?} must be unique among the notification targets, of letters, digits, - and _"
                 ));
             }
+        }
+        for r in &self.notify_redis {
+            if !r.address.starts_with("redis://") || r.stream.is_empty() {
+                return bad(format!(
+                    "[[notify_redis]] {}: address must be a redis:// URL and stream a key",
+                    r.id
+                ));
+            }
+        }
+        for w in &self.notify_webhook {
             if w.endpoint.starts_with("https://") {
                 return bad(format!(
                     "[[notify_webhook]] {}: HTTPS endpoints are not supported yet",
@@ -1102,6 +1160,18 @@ api_bind_addr = "127.0.0.1:3900"
             hook("h", "http://a/") + "[[notify_webhook]]\nid = \"h\"\nendpoint = \"http://b/\"\n";
         let err = Config::parse(&twice).unwrap_err().to_string();
         assert!(err.contains("unique"), "{err}");
+        let redis = |address: &str| {
+            format!(
+                "{BASE}\n[[notify_redis]]\nid = \"r\"\naddress = \"{address}\"\nstream = \"s\"\n"
+            )
+        };
+        let c = Config::parse(&redis("redis://:pw@127.0.0.1:6379/0")).unwrap();
+        assert_eq!(c.notify_redis[0].arn(), "arn:hangar:sqs::r:redis");
+        assert!(!format!("{:?}", c.notify_redis[0]).contains("pw"));
+        let err = Config::parse(&redis("http://127.0.0.1:6379"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("redis://"), "{err}");
     }
 
     #[test]

@@ -30,6 +30,7 @@ mod lifecycle_rules;
 mod lingering_body;
 pub mod metrics;
 mod multipart_checksum;
+pub mod notify_targets;
 pub mod notify_worker;
 mod object_parts;
 mod ops_acl;
@@ -116,8 +117,9 @@ pub struct S3Settings {
     /// bounds (`[s3_api] allow_signature_v2`); refused otherwise
     /// ([`request_time`]).
     pub allow_signature_v2: bool,
-    /// The targets bucket notifications may name (`[[notify_webhook]]`).
-    pub notify_targets: Vec<hangar_util::config::NotifyWebhook>,
+    /// The targets bucket notifications may name (`[[notify_webhook]]`,
+    /// `[[notify_redis]]`).
+    pub notify_targets: Vec<notify_targets::NotifyTarget>,
 }
 
 /// The S3 API of one node.

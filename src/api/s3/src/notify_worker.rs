@@ -1,8 +1,7 @@
 //! Sends the bucket notification events this node is due to send
-//! (`hangar_model::notification::Notifications::due`) to their targets,
-//! the operator's `[[notify_webhook]]`s: each event is one HTTP POST of
-//! S3's event message (`{"Records": [...]}`), and counts as delivered once
-//! the target answers 2xx.
+//! (`hangar_model::notification::Notifications::due`) to their targets
+//! ([`crate::notify_targets`]): each event is one S3 event message
+//! (`{"Records": [...]}`), delivered once its target accepted it.
 //!
 //! A target's events go out one at a time, oldest first, so that a key's
 //! events arrive in the order of their sequencer; a failure stops that
@@ -15,21 +14,17 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use hangar_model::Model;
 use hangar_model::notification::{Queued, QueuedEvent};
-use hangar_util::config::NotifyWebhook;
+
+use crate::notify_targets::NotifyTarget;
 use hangar_util::worker::{WorkerHandle, WorkerState};
-use http_body_util::Full;
-use hyper_util::rt::TokioIo;
 use serde_json::json;
 
 /// Events read from the queue in one round.
 const ROUND: usize = 256;
 /// How long a round waits when nothing was due.
 const IDLE: Duration = Duration::from_millis(250);
-/// How long a target has to accept a connection and answer one POST.
-const TIMEOUT: Duration = Duration::from_secs(10);
 const BACKOFF_MIN: Duration = Duration::from_secs(1);
 const BACKOFF_MAX: Duration = Duration::from_secs(60);
 
@@ -37,7 +32,7 @@ const BACKOFF_MAX: Duration = Duration::from_secs(60);
 pub struct NotifyWorker {
     model: Arc<Model>,
     region: String,
-    targets: BTreeMap<String, NotifyWebhook>,
+    targets: BTreeMap<String, NotifyTarget>,
     delivered: AtomicU64,
     failures: AtomicU64,
     queued: AtomicU64,
@@ -51,7 +46,7 @@ struct Backoff {
 }
 
 impl NotifyWorker {
-    pub fn new(model: Arc<Model>, region: String, targets: &[NotifyWebhook]) -> NotifyWorker {
+    pub fn new(model: Arc<Model>, region: String, targets: &[NotifyTarget]) -> NotifyWorker {
         NotifyWorker {
             model,
             region,
@@ -113,7 +108,7 @@ impl NotifyWorker {
             for (arn, events) in by_target {
                 let Some(target) = self.targets.get(&arn) else {
                     // Kept: the operator may configure the target again.
-                    worker.record_error(format!("no [[notify_webhook]] is {arn}"));
+                    worker.record_error(format!("no notification target is {arn}"));
                     backoff.insert(
                         arn,
                         Backoff {
@@ -123,16 +118,23 @@ impl NotifyWorker {
                     );
                     continue;
                 };
-                let (ok, err) = self.send_all(target, events).await;
-                sent.extend(ok);
+                let messages: Vec<Vec<u8>> = events
+                    .iter()
+                    .map(|q| {
+                        serde_json::to_vec(&json!({ "Records": [self.record(q)] }))
+                            .expect("events encode")
+                    })
+                    .collect();
+                let (accepted, err) = target.send(&events, messages).await;
+                sent.extend(events.into_iter().take(accepted));
                 match err {
                     None => {
                         backoff.remove(&arn);
                     }
                     Some(e) => {
                         self.failures.fetch_add(1, Ordering::Relaxed);
-                        worker.record_error(format!("{}: {e}", target.id));
-                        tracing::warn!("notify: target {} failed: {e}", target.id);
+                        worker.record_error(format!("{}: {e}", target.id()));
+                        tracing::warn!("notify: target {} failed: {e}", target.id());
                         let next = backoff.get(&arn).map_or(BACKOFF_MIN, |b| b.next);
                         backoff.insert(
                             arn,
@@ -154,52 +156,6 @@ impl NotifyWorker {
                 worker.set_progress(format!("{n} events sent"), None);
             }
         }
-    }
-
-    /// Sends `events` to `target` in order over one connection; returns
-    /// those it accepted, and the error that stopped the rest.
-    async fn send_all(
-        &self,
-        target: &NotifyWebhook,
-        events: Vec<Queued>,
-    ) -> (Vec<Queued>, Option<String>) {
-        let mut ok = Vec::new();
-        let mut conn: Option<Conn> = None;
-        for q in events {
-            let body = serde_json::to_vec(&json!({ "Records": [self.record(&q)] }))
-                .expect("events encode");
-            let mut fresh = false;
-            let status = loop {
-                // A target may close the connection after any answer
-                // (HTTP/1.0, `Connection: close`): a closed one is replaced
-                // once, as nothing of the request was sent on it.
-                let mut c = match conn.take() {
-                    Some(c) if !c.send.is_closed() => c,
-                    _ => {
-                        fresh = true;
-                        match tokio::time::timeout(TIMEOUT, connect(&target.endpoint)).await {
-                            Ok(Ok(c)) => c,
-                            Ok(Err(e)) => return (ok, Some(e)),
-                            Err(_) => return (ok, Some("connection timed out".into())),
-                        }
-                    }
-                };
-                match tokio::time::timeout(TIMEOUT, c.post(target, body.clone())).await {
-                    Ok(Ok(status)) => {
-                        conn = Some(c);
-                        break status;
-                    }
-                    Ok(Err(PostError::Closed)) if !fresh => continue,
-                    Ok(Err(e)) => return (ok, Some(e.to_string())),
-                    Err(_) => return (ok, Some("no answer in time".into())),
-                }
-            };
-            if !status.is_success() {
-                return (ok, Some(format!("answered {status}")));
-            }
-            ok.push(q);
-        }
-        (ok, None)
     }
 
     /// S3's event record of `q` (AWS S3 User Guide, "Event message
@@ -242,17 +198,6 @@ impl NotifyWorker {
     }
 }
 
-/// The `X-Hangar-Signature` of a message `body` sent with `secret`:
-/// `sha256=` and the hex HMAC-SHA256 of the body, as webhook receivers
-/// commonly check them.
-fn signature(secret: &str, body: &[u8]) -> String {
-    use hmac::{KeyInit, Mac};
-    let mut mac = <hmac::Hmac<sha2::Sha256> as KeyInit>::new_from_slice(secret.as_bytes())
-        .expect("HMAC takes any key");
-    mac.update(body);
-    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
-}
-
 /// A key as S3's event messages write it: URL-encoded, spaces as `+`.
 fn event_key(key: &str) -> String {
     urlencoding::encode(key)
@@ -260,87 +205,9 @@ fn event_key(key: &str) -> String {
         .replace("%2F", "/")
 }
 
-/// An HTTP/1.1 connection to a target.
-struct Conn {
-    send: hyper::client::conn::http1::SendRequest<Full<Bytes>>,
-    host: String,
-    path: String,
-}
-
-async fn connect(endpoint: &str) -> Result<Conn, String> {
-    let uri: http::Uri = endpoint.parse().map_err(|e| format!("bad endpoint: {e}"))?;
-    let host = uri.host().ok_or("endpoint without a host")?.to_owned();
-    let port = uri.port_u16().unwrap_or(80);
-    let path = uri
-        .path_and_query()
-        .map_or("/".to_owned(), |p| p.as_str().to_owned());
-    let stream = tokio::net::TcpStream::connect((host.as_str(), port))
-        .await
-        .map_err(|e| format!("cannot connect: {e}"))?;
-    let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(|e| format!("cannot connect: {e}"))?;
-    tokio::spawn(conn);
-    let host = match uri.port_u16() {
-        Some(p) => format!("{host}:{p}"),
-        None => host,
-    };
-    Ok(Conn { send, host, path })
-}
-
-/// Why a POST failed.
-#[derive(Debug, thiserror::Error)]
-enum PostError {
-    /// The connection was closed before the request was sent.
-    #[error("connection closed")]
-    Closed,
-    #[error("{0}")]
-    Other(String),
-}
-
-impl Conn {
-    async fn post(
-        &mut self,
-        target: &NotifyWebhook,
-        body: Vec<u8>,
-    ) -> Result<http::StatusCode, PostError> {
-        self.send.ready().await.map_err(|_| PostError::Closed)?;
-        let mut req = http::Request::post(self.path.as_str())
-            .header(http::header::HOST, self.host.as_str())
-            .header(http::header::CONTENT_TYPE, "application/json");
-        if let Some(t) = &target.auth_token {
-            req = req.header(http::header::AUTHORIZATION, format!("Bearer {t}"));
-        }
-        if let Some(secret) = &target.hmac_secret {
-            req = req.header("x-hangar-signature", signature(secret, &body));
-        }
-        let req = req
-            .body(Full::new(Bytes::from(body)))
-            .map_err(|e| PostError::Other(e.to_string()))?;
-        let resp = self
-            .send
-            .send_request(req)
-            .await
-            .map_err(|e| PostError::Other(format!("no answer: {e}")))?;
-        let status = resp.status();
-        // Read to its end, so that the connection can carry the next one.
-        let _ = http_body_util::BodyExt::collect(resp.into_body()).await;
-        Ok(status)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn signatures_are_the_hmac_sha256_of_the_body() {
-        // RFC 4231, test case 2.
-        assert_eq!(
-            signature("Jefe", b"what do ya want for nothing?"),
-            "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
-        );
-    }
 
     #[test]
     fn keys_are_url_encoded_with_plus_for_spaces() {

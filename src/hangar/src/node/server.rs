@@ -424,7 +424,10 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
             access_log_flush: Duration::from_secs(cfg.s3_access_log_flush_secs.max(1)),
             access_log_spool: Some(cfg.metadata_dir.join("access-log-spool")),
             allow_signature_v2: cfg.s3_api.allow_signature_v2,
-            notify_targets: cfg.notify_webhook.clone(),
+            notify_targets: hangar_api_s3::notify_targets::NotifyTarget::all(
+                &cfg.notify_webhook,
+                &cfg.notify_redis,
+            ),
         },
     );
     tracing::info!(

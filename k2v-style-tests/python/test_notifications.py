@@ -87,6 +87,59 @@ hmac_secret = "{HMAC_SECRET}"
 
 ARN = "arn:hangar:sqs::hook:webhook"
 REDIS_ARN = "arn:hangar:sqs::stream:redis"
+NATS_ARN = "arn:hangar:sqs::jet:nats"
+
+
+class Nats:
+    """A real nats-server on loopback with JetStream on a store directory
+    (so that its stream survives its restart), and a stream HANGAR taking
+    the subject hangar.events."""
+
+    def __init__(self, root):
+        self.root = root
+        self.port = free_port()
+        self.proc = None
+        self.start()
+        self.run(self._add_stream)
+
+    def start(self):
+        self.proc = subprocess.Popen(
+            ["nats-server", "-js", "-sd", str(self.root), "-a", "127.0.0.1", "-p", str(self.port)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_port(self.port, self.proc, 20)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(20)
+
+    def run(self, job):
+        import asyncio
+
+        import nats
+
+        async def go():
+            nc = await nats.connect(f"nats://127.0.0.1:{self.port}")
+            try:
+                return await job(nc.jetstream())
+            finally:
+                await nc.close()
+        return asyncio.run(go())
+
+    @staticmethod
+    async def _add_stream(js):
+        await js.add_stream(name="HANGAR", subjects=["hangar.events"])
+
+    def messages(self) -> list[tuple[str, dict]]:
+        async def read(js):
+            info = await js.stream_info("HANGAR")
+            out = []
+            if info.state.messages == 0:
+                return out
+            for seq in range(info.state.first_seq, info.state.last_seq + 1):
+                m = await js.get_msg("HANGAR", seq)
+                out.append((m.headers.get("Hangar-Event"), json.loads(m.data)))
+            return out
+        return self.run(read)
 
 
 class Redis:
@@ -155,13 +208,27 @@ def redis_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def hooked(tmp_path_factory, receiver, redis_server):
+def nats_server(tmp_path_factory):
+    if shutil.which("nats-server") is None:
+        pytest.fail("nats-server is missing: run script/install-test-deps")
+    n = Nats(tmp_path_factory.mktemp("nats"))
+    yield n
+    n.stop()
+
+
+@pytest.fixture(scope="module")
+def hooked(tmp_path_factory, receiver, redis_server, nats_server):
     n = with_webhook(Node(tmp_path_factory.mktemp("notify")), receiver.port)
     n.config.write_text(n.config.read_text() + f"""
 [[notify_redis]]
 id = "stream"
 address = "redis://127.0.0.1:{redis_server.port}"
 stream = "hangar-events"
+
+[[notify_nats]]
+id = "jet"
+address = "nats://127.0.0.1:{nats_server.port}"
+subject = "hangar.events"
 """)
     n.start()
     yield n
@@ -352,3 +419,29 @@ def test_a_redis_stream_gets_every_event_through_a_broker_restart(hooked, redis_
         redis_server.start()
     wait_until(lambda: {e["key"] for e in mine()} >= {f"{b}/{k}" for k in keys}, 60,
                "every event written while the broker was down")
+
+
+def test_a_nats_jetstream_gets_every_event_through_a_server_restart(hooked, nats_server):
+    s3 = s3_client(hooked, hooked.create_key("nats", create_bucket=True))
+    b = bucket_name("notify-nats")
+    s3.create_bucket(Bucket=b)
+    s3.put_bucket_notification_configuration(Bucket=b, NotificationConfiguration={
+        "TopicConfigurations": [{"Id": "to-nats", "TopicArn": NATS_ARN,
+                                 "Events": ["s3:ObjectCreated:*"]}]})
+    got = lambda: [(h, m["Records"][0]) for h, m in nats_server.messages()  # noqa: E731
+                   if m["Records"][0]["s3"]["bucket"]["name"] == b]
+    s3.put_object(Bucket=b, Key="first.txt", Body=b"1")
+    wait_until(lambda: len(got()) >= 1, 20, "a JetStream message")
+    header, record = got()[0]
+    assert header == "s3:ObjectCreated:Put" and record["s3"]["configurationId"] == "to-nats"
+    failures = metric(hooked, "hangar_notify_failures_total")
+    nats_server.stop()
+    try:
+        keys = [f"while-down-{i}.txt" for i in range(10)]
+        for k in keys:
+            s3.put_object(Bucket=b, Key=k, Body=k.encode())
+        wait_until(lambda: metric(hooked, "hangar_notify_failures_total") > failures, 15, "a failed publish")
+    finally:
+        nats_server.start()
+    wait_until(lambda: {r["s3"]["object"]["key"] for _, r in got()} >= set(keys), 60,
+               "every event written while the server was down")

@@ -568,6 +568,46 @@ pub struct Config {
     /// appended to (`arn:hangar:sqs::<id>:redis`).
     #[serde(default)]
     pub notify_redis: Vec<NotifyRedis>,
+    /// `[[notify_nats]]`: the NATS JetStream subjects bucket notifications
+    /// may be published to (`arn:hangar:sqs::<id>:nats`).
+    #[serde(default)]
+    pub notify_nats: Vec<NotifyNats>,
+}
+
+/// `[[notify_nats]]`: a bucket notification target that publishes each
+/// event to a NATS subject that a JetStream stream takes, and counts it
+/// delivered once the stream acknowledged it. Its `Debug` never shows
+/// the token.
+#[derive(Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NotifyNats {
+    /// The name buckets refer to it by (letters, digits, `-`, `_`).
+    pub id: String,
+    /// `nats://host:port`.
+    pub address: String,
+    /// The subject; a JetStream stream must take it.
+    pub subject: String,
+    /// The server's authentication token, if it wants one.
+    #[serde(default)]
+    pub auth_token: Option<String>,
+}
+
+impl std::fmt::Debug for NotifyNats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NotifyNats")
+            .field("id", &self.id)
+            .field("address", &self.address)
+            .field("subject", &self.subject)
+            .field("auth_token", &self.auth_token.as_ref().map(|_| "…"))
+            .finish()
+    }
+}
+
+impl NotifyNats {
+    /// The ARN a bucket's notification configuration names it by.
+    pub fn arn(&self) -> String {
+        format!("arn:hangar:sqs::{}:nats", self.id)
+    }
 }
 
 /// `[[notify_redis]]`: a bucket notification target that appends each
@@ -779,7 +819,8 @@ impl Config {
             .notify_webhook
             .iter()
             .map(|w| ("notify_webhook", &w.id))
-            .chain(self.notify_redis.iter().map(|r| ("notify_redis", &r.id)));
+            .chain(self.notify_redis.iter().map(|r| ("notify_redis", &r.id)))
+            .chain(self.notify_nats.iter().map(|n| ("notify_nats", &n.id)));
         for (table, id) in ids_of {
             let ok_id = !id.is_empty()
                 && id
@@ -796,6 +837,14 @@ impl Config {
                 return bad(format!(
                     "[[notify_redis]] {}: address must be a redis:// URL and stream a key",
                     r.id
+                ));
+            }
+        }
+        for n in &self.notify_nats {
+            if !n.address.starts_with("nats://") || n.subject.is_empty() {
+                return bad(format!(
+                    "[[notify_nats]] {}: address must be a nats:// URL and subject a subject",
+                    n.id
                 ));
             }
         }
@@ -1172,6 +1221,16 @@ api_bind_addr = "127.0.0.1:3900"
             .unwrap_err()
             .to_string();
         assert!(err.contains("redis://"), "{err}");
+        let nats = format!(
+            "{BASE}\n[[notify_nats]]\nid = \"n\"\naddress = \"nats://127.0.0.1:4222\"\nsubject = \"s.e\"\nauth_token = \"tok3n\"\n"
+        );
+        let c = Config::parse(&nats).unwrap();
+        assert_eq!(c.notify_nats[0].arn(), "arn:hangar:sqs::n:nats");
+        assert!(!format!("{:?}", c.notify_nats[0]).contains("tok3n"));
+        let err = Config::parse(&nats.replace("nats://", "tcp://"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("nats://"), "{err}");
     }
 
     #[test]

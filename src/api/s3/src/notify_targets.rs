@@ -9,12 +9,16 @@
 //! - A Redis stream takes each as an entry `XADD <stream> [MAXLEN ~ n] *
 //!   event <name> key <bucket>/<key> records <message>`, accepted once
 //!   Redis answers the entry's id (the redis crate, a maintained client).
+//! - A NATS subject takes each as a message published through JetStream
+//!   (headers `Hangar-Event` and `Nats-Msg-Id`, the event's queue key, so
+//!   that the stream drops a duplicate sent within its duplicate window),
+//!   accepted once the stream acknowledged it (async-nats).
 
 use std::time::Duration;
 
 use bytes::Bytes;
 use hangar_model::notification::Queued;
-use hangar_util::config::{NotifyRedis, NotifyWebhook};
+use hangar_util::config::{NotifyNats, NotifyRedis, NotifyWebhook};
 use http_body_util::Full;
 use hyper_util::rt::TokioIo;
 
@@ -26,16 +30,22 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 pub enum NotifyTarget {
     Webhook(NotifyWebhook),
     Redis(NotifyRedis),
+    Nats(NotifyNats),
 }
 
 impl NotifyTarget {
     /// Every target of the configuration.
-    pub fn all(webhooks: &[NotifyWebhook], redis: &[NotifyRedis]) -> Vec<NotifyTarget> {
+    pub fn all(
+        webhooks: &[NotifyWebhook],
+        redis: &[NotifyRedis],
+        nats: &[NotifyNats],
+    ) -> Vec<NotifyTarget> {
         webhooks
             .iter()
             .cloned()
             .map(NotifyTarget::Webhook)
             .chain(redis.iter().cloned().map(NotifyTarget::Redis))
+            .chain(nats.iter().cloned().map(NotifyTarget::Nats))
             .collect()
     }
 
@@ -44,6 +54,7 @@ impl NotifyTarget {
         match self {
             NotifyTarget::Webhook(w) => w.arn(),
             NotifyTarget::Redis(r) => r.arn(),
+            NotifyTarget::Nats(n) => n.arn(),
         }
     }
 
@@ -52,6 +63,7 @@ impl NotifyTarget {
         match self {
             NotifyTarget::Webhook(w) => &w.id,
             NotifyTarget::Redis(r) => &r.id,
+            NotifyTarget::Nats(n) => &n.id,
         }
     }
 
@@ -66,6 +78,7 @@ impl NotifyTarget {
         match self {
             NotifyTarget::Webhook(w) => send_webhook(w, messages).await,
             NotifyTarget::Redis(r) => send_redis(r, events, messages).await,
+            NotifyTarget::Nats(n) => send_nats(n, events, messages).await,
         }
     }
 }
@@ -147,6 +160,54 @@ async fn send_redis(
         }
     }
     (ok, None)
+}
+
+/// Publishes `messages` to the subject of `target` through JetStream, one
+/// at a time, each acknowledged by its stream before the next.
+async fn send_nats(
+    target: &NotifyNats,
+    events: &[Queued],
+    messages: Vec<Vec<u8>>,
+) -> (usize, Option<String>) {
+    let mut options = async_nats::ConnectOptions::new().connection_timeout(TIMEOUT);
+    if let Some(t) = &target.auth_token {
+        options = options.token(t.clone());
+    }
+    let client = match tokio::time::timeout(TIMEOUT, options.connect(target.address.as_str())).await
+    {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => return (0, Some(format!("cannot connect: {e}"))),
+        Err(_) => return (0, Some("connection timed out".into())),
+    };
+    let js = async_nats::jetstream::new(client.clone());
+    let mut ok = 0;
+    let mut err = None;
+    for (q, body) in events.iter().zip(messages) {
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert("Hangar-Event", q.event.event.as_str());
+        headers.insert("Nats-Msg-Id", hex::encode(&q.key).as_str());
+        let published = async {
+            js.publish_with_headers(target.subject.clone(), headers, Bytes::from(body))
+                .await
+                .map_err(|e| format!("publish failed: {e}"))?
+                .await
+                .map_err(|e| format!("no acknowledgement from a stream: {e}"))
+        };
+        match tokio::time::timeout(TIMEOUT, published).await {
+            Ok(Ok(_ack)) => ok += 1,
+            Ok(Err(e)) => {
+                err = Some(e);
+                break;
+            }
+            Err(_) => {
+                err = Some("no acknowledgement in time".into());
+                break;
+            }
+        }
+    }
+    // Ends the connection's task; what was acknowledged is in the stream.
+    let _ = client.drain().await;
+    (ok, err)
 }
 
 /// The `X-Hangar-Signature` of a message `body` sent with `secret`:

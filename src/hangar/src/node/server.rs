@@ -427,6 +427,7 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
             notify_targets: hangar_api_s3::notify_targets::NotifyTarget::all(
                 &cfg.notify_webhook,
                 &cfg.notify_redis,
+                &cfg.notify_nats,
             ),
         },
     );

@@ -10,9 +10,12 @@ killed."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
+import os
+import signal
 import shutil
 import subprocess
 import threading
@@ -88,6 +91,56 @@ hmac_secret = "{HMAC_SECRET}"
 ARN = "arn:hangar:sqs::hook:webhook"
 REDIS_ARN = "arn:hangar:sqs::stream:redis"
 NATS_ARN = "arn:hangar:sqs::jet:nats"
+AMQP_ARN = "arn:hangar:sqs::rabbit:amqp"
+RABBITMQ = "/usr/lib/rabbitmq/bin/rabbitmq-server"
+
+
+class Rabbit:
+    """A real RabbitMQ broker (Debian's rabbitmq-server) on a port of its
+    own, its data in a directory that survives its restart, and a durable
+    queue hangar-events."""
+
+    def __init__(self, root):
+        self.root = root
+        self.port = free_port()
+        self.name = f"hangartest{self.port}@localhost"
+        self.proc = None
+        self.start()
+        with self.channel() as ch:
+            ch.queue_declare("hangar-events", durable=True)
+
+    def start(self):
+        env = dict(os.environ, HOME=str(self.root), RABBITMQ_NODE_PORT=str(self.port),
+                   RABBITMQ_DIST_PORT=str(free_port()), RABBITMQ_NODENAME=self.name,
+                   RABBITMQ_MNESIA_BASE=str(self.root / "mnesia"),
+                   RABBITMQ_LOG_BASE=str(self.root / "log"),
+                   RABBITMQ_ENABLED_PLUGINS_FILE=str(self.root / "plugins"),
+                   RABBITMQ_CONFIG_FILE=str(self.root / "none"))
+        self.proc = subprocess.Popen([RABBITMQ], env=env, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, start_new_session=True)
+        wait_port(self.port, self.proc, 60)
+
+    def stop(self):
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        self.proc.wait(60)
+
+    @contextlib.contextmanager
+    def channel(self):
+        import pika
+        conn = pika.BlockingConnection(pika.ConnectionParameters("127.0.0.1", self.port))
+        try:
+            yield conn.channel()
+        finally:
+            conn.close()
+
+    def take_all(self) -> list[tuple[str, dict]]:
+        out = []
+        with self.channel() as ch:
+            while True:
+                method, props, body = ch.basic_get("hangar-events", auto_ack=True)
+                if method is None:
+                    return out
+                out.append((props.headers.get("Hangar-Event"), json.loads(body)))
 
 
 class Nats:
@@ -217,7 +270,16 @@ def nats_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def hooked(tmp_path_factory, receiver, redis_server, nats_server):
+def rabbit(tmp_path_factory):
+    if not os.path.exists(RABBITMQ):
+        pytest.fail("rabbitmq-server is missing: run script/install-test-deps")
+    r = Rabbit(tmp_path_factory.mktemp("rabbit"))
+    yield r
+    r.stop()
+
+
+@pytest.fixture(scope="module")
+def hooked(tmp_path_factory, receiver, redis_server, nats_server, rabbit):
     n = with_webhook(Node(tmp_path_factory.mktemp("notify")), receiver.port)
     n.config.write_text(n.config.read_text() + f"""
 [[notify_redis]]
@@ -229,6 +291,11 @@ stream = "hangar-events"
 id = "jet"
 address = "nats://127.0.0.1:{nats_server.port}"
 subject = "hangar.events"
+
+[[notify_amqp]]
+id = "rabbit"
+address = "amqp://guest:guest@127.0.0.1:{rabbit.port}/%2f"
+routing_key = "hangar-events"
 """)
     n.start()
     yield n
@@ -445,3 +512,35 @@ def test_a_nats_jetstream_gets_every_event_through_a_server_restart(hooked, nats
         nats_server.start()
     wait_until(lambda: {r["s3"]["object"]["key"] for _, r in got()} >= set(keys), 60,
                "every event written while the server was down")
+
+
+def test_a_rabbitmq_queue_gets_every_event_through_a_broker_restart(hooked, rabbit):
+    s3 = s3_client(hooked, hooked.create_key("amqp", create_bucket=True))
+    b = bucket_name("notify-amqp")
+    s3.create_bucket(Bucket=b)
+    s3.put_bucket_notification_configuration(Bucket=b, NotificationConfiguration={
+        "QueueConfigurations": [{"Id": "to-amqp", "QueueArn": AMQP_ARN,
+                                 "Events": ["s3:ObjectCreated:*"]}]})
+    taken: list[tuple[str, dict]] = []
+    got = lambda: [r for _, m in taken for r in m["Records"]  # noqa: E731
+                   if r["s3"]["bucket"]["name"] == b]
+
+    def take():
+        taken.extend(rabbit.take_all())
+        return got()
+
+    s3.put_object(Bucket=b, Key="first.txt", Body=b"1")
+    wait_until(lambda: len(take()) >= 1, 20, "an AMQP message")
+    assert taken[-1][0] == "s3:ObjectCreated:Put"
+    assert got()[0]["s3"]["configurationId"] == "to-amqp"
+    failures = metric(hooked, "hangar_notify_failures_total")
+    rabbit.stop()
+    try:
+        keys = [f"while-down-{i}.txt" for i in range(10)]
+        for k in keys:
+            s3.put_object(Bucket=b, Key=k, Body=k.encode())
+        wait_until(lambda: metric(hooked, "hangar_notify_failures_total") > failures, 15, "a failed publish")
+    finally:
+        rabbit.start()
+    wait_until(lambda: {r["s3"]["object"]["key"] for r in take()} >= set(keys), 90,
+               "every event written while the broker was down")

@@ -572,6 +572,51 @@ pub struct Config {
     /// may be published to (`arn:hangar:sqs::<id>:nats`).
     #[serde(default)]
     pub notify_nats: Vec<NotifyNats>,
+    /// `[[notify_amqp]]`: the AMQP 0-9-1 exchanges (RabbitMQ) bucket
+    /// notifications may be published to (`arn:hangar:sqs::<id>:amqp`).
+    #[serde(default)]
+    pub notify_amqp: Vec<NotifyAmqp>,
+}
+
+/// `[[notify_amqp]]`: a bucket notification target that publishes each
+/// event to an AMQP 0-9-1 exchange, persistent and mandatory, and counts
+/// it delivered once the broker confirmed it (publisher confirms) and
+/// routed it to a queue. Its `Debug` never shows a password the address
+/// may carry.
+#[derive(Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NotifyAmqp {
+    /// The name buckets refer to it by (letters, digits, `-`, `_`).
+    pub id: String,
+    /// `amqp://[user:password@]host:port/<vhost, URL-encoded>`.
+    pub address: String,
+    /// The exchange (empty: the default exchange, which routes to the
+    /// queue named by the routing key).
+    #[serde(default)]
+    pub exchange: String,
+    pub routing_key: String,
+}
+
+impl std::fmt::Debug for NotifyAmqp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let address = match self.address.rsplit_once('@') {
+            Some((_, host)) => format!("amqp://…@{host}"),
+            None => self.address.clone(),
+        };
+        f.debug_struct("NotifyAmqp")
+            .field("id", &self.id)
+            .field("address", &address)
+            .field("exchange", &self.exchange)
+            .field("routing_key", &self.routing_key)
+            .finish()
+    }
+}
+
+impl NotifyAmqp {
+    /// The ARN a bucket's notification configuration names it by.
+    pub fn arn(&self) -> String {
+        format!("arn:hangar:sqs::{}:amqp", self.id)
+    }
 }
 
 /// `[[notify_nats]]`: a bucket notification target that publishes each
@@ -820,7 +865,8 @@ impl Config {
             .iter()
             .map(|w| ("notify_webhook", &w.id))
             .chain(self.notify_redis.iter().map(|r| ("notify_redis", &r.id)))
-            .chain(self.notify_nats.iter().map(|n| ("notify_nats", &n.id)));
+            .chain(self.notify_nats.iter().map(|n| ("notify_nats", &n.id)))
+            .chain(self.notify_amqp.iter().map(|a| ("notify_amqp", &a.id)));
         for (table, id) in ids_of {
             let ok_id = !id.is_empty()
                 && id
@@ -837,6 +883,14 @@ impl Config {
                 return bad(format!(
                     "[[notify_redis]] {}: address must be a redis:// URL and stream a key",
                     r.id
+                ));
+            }
+        }
+        for a in &self.notify_amqp {
+            if !a.address.starts_with("amqp://") {
+                return bad(format!(
+                    "[[notify_amqp]] {}: address must be an amqp:// URL",
+                    a.id
                 ));
             }
         }
@@ -1231,6 +1285,13 @@ api_bind_addr = "127.0.0.1:3900"
             .unwrap_err()
             .to_string();
         assert!(err.contains("nats://"), "{err}");
+        let amqp = format!(
+            "{BASE}\n[[notify_amqp]]\nid = \"q\"\naddress = \"amqp://u:pw@127.0.0.1:5672/%2f\"\nrouting_key = \"k\"\n"
+        );
+        let c = Config::parse(&amqp).unwrap();
+        assert_eq!(c.notify_amqp[0].arn(), "arn:hangar:sqs::q:amqp");
+        assert_eq!(c.notify_amqp[0].exchange, "");
+        assert!(!format!("{:?}", c.notify_amqp[0]).contains("pw"));
     }
 
     #[test]

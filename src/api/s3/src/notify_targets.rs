@@ -13,12 +13,15 @@
 //!   (headers `Hangar-Event` and `Nats-Msg-Id`, the event's queue key, so
 //!   that the stream drops a duplicate sent within its duplicate window),
 //!   accepted once the stream acknowledged it (async-nats).
+//! - An AMQP 0-9-1 exchange takes each as a persistent, mandatory message
+//!   (`application/json`, header `Hangar-Event`), accepted once the broker
+//!   confirmed it and routed it to a queue (lapin, publisher confirms).
 
 use std::time::Duration;
 
 use bytes::Bytes;
 use hangar_model::notification::Queued;
-use hangar_util::config::{NotifyNats, NotifyRedis, NotifyWebhook};
+use hangar_util::config::{NotifyAmqp, NotifyNats, NotifyRedis, NotifyWebhook};
 use http_body_util::Full;
 use hyper_util::rt::TokioIo;
 
@@ -31,6 +34,7 @@ pub enum NotifyTarget {
     Webhook(NotifyWebhook),
     Redis(NotifyRedis),
     Nats(NotifyNats),
+    Amqp(NotifyAmqp),
 }
 
 impl NotifyTarget {
@@ -39,6 +43,7 @@ impl NotifyTarget {
         webhooks: &[NotifyWebhook],
         redis: &[NotifyRedis],
         nats: &[NotifyNats],
+        amqp: &[NotifyAmqp],
     ) -> Vec<NotifyTarget> {
         webhooks
             .iter()
@@ -46,6 +51,7 @@ impl NotifyTarget {
             .map(NotifyTarget::Webhook)
             .chain(redis.iter().cloned().map(NotifyTarget::Redis))
             .chain(nats.iter().cloned().map(NotifyTarget::Nats))
+            .chain(amqp.iter().cloned().map(NotifyTarget::Amqp))
             .collect()
     }
 
@@ -55,6 +61,7 @@ impl NotifyTarget {
             NotifyTarget::Webhook(w) => w.arn(),
             NotifyTarget::Redis(r) => r.arn(),
             NotifyTarget::Nats(n) => n.arn(),
+            NotifyTarget::Amqp(a) => a.arn(),
         }
     }
 
@@ -64,6 +71,7 @@ impl NotifyTarget {
             NotifyTarget::Webhook(w) => &w.id,
             NotifyTarget::Redis(r) => &r.id,
             NotifyTarget::Nats(n) => &n.id,
+            NotifyTarget::Amqp(a) => &a.id,
         }
     }
 
@@ -79,6 +87,7 @@ impl NotifyTarget {
             NotifyTarget::Webhook(w) => send_webhook(w, messages).await,
             NotifyTarget::Redis(r) => send_redis(r, events, messages).await,
             NotifyTarget::Nats(n) => send_nats(n, events, messages).await,
+            NotifyTarget::Amqp(a) => send_amqp(a, events, messages).await,
         }
     }
 }
@@ -207,6 +216,90 @@ async fn send_nats(
     }
     // Ends the connection's task; what was acknowledged is in the stream.
     let _ = client.drain().await;
+    (ok, err)
+}
+
+/// Publishes `messages` to the exchange of `target`, one at a time, each
+/// confirmed by the broker before the next.
+async fn send_amqp(
+    target: &NotifyAmqp,
+    events: &[Queued],
+    messages: Vec<Vec<u8>>,
+) -> (usize, Option<String>) {
+    use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
+    use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
+    let opened = async {
+        let conn =
+            lapin::Connection::connect(&target.address, lapin::ConnectionProperties::default())
+                .await
+                .map_err(|e| format!("cannot connect: {e}"))?;
+        let channel = conn
+            .create_channel()
+            .await
+            .map_err(|e| format!("cannot open a channel: {e}"))?;
+        channel
+            .confirm_select(ConfirmSelectOptions::default())
+            .await
+            .map_err(|e| format!("publisher confirms refused: {e}"))?;
+        Ok::<_, String>((conn, channel))
+    };
+    let (conn, channel) = match tokio::time::timeout(TIMEOUT, opened).await {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => return (0, Some(e)),
+        Err(_) => return (0, Some("connection timed out".into())),
+    };
+    let mut ok = 0;
+    let mut err = None;
+    for (q, body) in events.iter().zip(messages) {
+        let mut headers = FieldTable::default();
+        headers.insert(
+            ShortString::from("Hangar-Event"),
+            AMQPValue::LongString(LongString::from(q.event.event.as_str())),
+        );
+        let properties = lapin::BasicProperties::default()
+            .with_content_type(ShortString::from("application/json"))
+            .with_delivery_mode(2)
+            .with_headers(headers);
+        let published = async {
+            let confirm = channel
+                .basic_publish(
+                    ShortString::from(target.exchange.as_str()),
+                    ShortString::from(target.routing_key.as_str()),
+                    BasicPublishOptions {
+                        mandatory: true,
+                        immediate: false,
+                    },
+                    &body,
+                    properties,
+                )
+                .await
+                .map_err(|e| format!("publish failed: {e}"))?
+                .await
+                .map_err(|e| format!("no confirmation: {e}"))?;
+            if !confirm.is_ack() {
+                return Err("the broker refused the message".to_owned());
+            }
+            if confirm.take_message().is_some() {
+                return Err(format!(
+                    "no queue takes routing key {:?} of exchange {:?}",
+                    target.routing_key, target.exchange
+                ));
+            }
+            Ok(())
+        };
+        match tokio::time::timeout(TIMEOUT, published).await {
+            Ok(Ok(())) => ok += 1,
+            Ok(Err(e)) => {
+                err = Some(e);
+                break;
+            }
+            Err(_) => {
+                err = Some("no confirmation in time".into());
+                break;
+            }
+        }
+    }
+    let _ = conn.close(200, ShortString::from("done")).await;
     (ok, err)
 }
 

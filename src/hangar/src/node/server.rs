@@ -428,6 +428,7 @@ pub async fn serve(cfg: Config, node: Node, on_ready: impl FnOnce()) -> Result<(
                 &cfg.notify_webhook,
                 &cfg.notify_redis,
                 &cfg.notify_nats,
+                &cfg.notify_amqp,
             ),
         },
     );

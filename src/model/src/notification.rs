@@ -42,8 +42,9 @@ use crate::{Result, VersionId};
 /// Local index: bucket id (32 bytes) → [`BucketRules`] (MessagePack), for
 /// the buckets with notification rules.
 pub const NOTIFY_RULES_TREE: &str = "notify_rules";
-/// The queue: time (ms, 8 bytes BE) ++ event hash (16 bytes) →
-/// [`QueuedEvent`] (MessagePack).
+/// The queue: target (8 bytes of a hash of its ARN) ++ time (ms, 8 bytes
+/// BE) ++ event hash (16 bytes) → [`QueuedEvent`] (MessagePack): each
+/// target's events in time order.
 pub const NOTIFY_QUEUE_TREE: &str = "notify_queue";
 /// Counters of the queue: `count` (events queued) and `dropped` (events
 /// not queued because the queue was full), u64 BE.
@@ -63,6 +64,21 @@ pub const ORPHAN: Duration = Duration::from_secs(600);
 /// How late after a change this node may merge it and still queue its
 /// events.
 pub const LATE: Duration = Duration::from_secs(300);
+
+/// Most queued events [`Notifications::due`] looks at for one target in
+/// one round.
+pub const SCAN: usize = 4096;
+
+/// Length of a queue key.
+const KEY_LEN: usize = 8 + 8 + 16;
+
+/// The first bytes of the queue keys of `target`'s events.
+fn target_prefix(target: &str) -> [u8; 8] {
+    let h = blake3::Hasher::new_derive_key("hangar 2026-12-08 notification target")
+        .update(target.as_bytes())
+        .finalize();
+    h.as_bytes()[..8].try_into().expect("8 bytes")
+}
 
 /// The mesh path of [`DeliveredRequest`].
 pub const PATH: &str = "hangar/notify/delivered";
@@ -206,7 +222,8 @@ pub(crate) fn tx_queue_events(
                 h.update(&(part.len() as u64).to_be_bytes());
                 h.update(part);
             }
-            let mut k = time_msec.to_be_bytes().to_vec();
+            let mut k = target_prefix(&rule.target).to_vec();
+            k.extend_from_slice(&time_msec.to_be_bytes());
             k.extend_from_slice(&h.finalize().as_bytes()[..16]);
             if tx.get(NOTIFY_QUEUE_TREE, &k)?.is_some() {
                 continue;
@@ -336,13 +353,13 @@ impl Handler<DeliveredRequest, ()> for DeliveredHandler {
         &self,
         req: Request<DeliveredRequest>,
     ) -> std::result::Result<Response<()>, HandlerError> {
-        // Queue keys are 24 bytes; anything else is not one of ours.
+        // Anything but a queue key's length is not one of ours.
         let keys = req
             .msg
             .keys
             .into_iter()
             .map(|k| k.into_vec())
-            .filter(|k| k.len() == 24)
+            .filter(|k| k.len() == KEY_LEN)
             .take(4096)
             .collect();
         remove(&self.db, keys).await.map_err(HandlerError::new)?;
@@ -371,63 +388,52 @@ impl Notifications {
         })
     }
 
-    /// Up to `limit` queued events this node should send now, oldest
-    /// first: those of the partitions whose first live replica is this
-    /// node (after [`TAKEOVER`] when that is not the first replica), and
-    /// the copies no one acknowledged within [`ORPHAN`] (see the module's
-    /// doc).
-    /// Events `skip` refuses (those of a target in its backoff) are passed
-    /// over, so that they do not hold back the others.
-    pub async fn due(
-        &self,
-        limit: usize,
-        now_msec: u64,
-        skip: impl Fn(&QueuedEvent) -> bool,
-    ) -> Result<Vec<Queued>> {
+    /// Up to `limit` queued events of `target` this node should send
+    /// now, oldest first: those of the partitions whose first live replica
+    /// is this node (after [`TAKEOVER`] when that is not the first
+    /// replica), and the copies no one acknowledged within [`ORPHAN`] (see
+    /// the module's doc). It looks at no more than [`SCAN`] events, so
+    /// that a long backlog (a target down, copies waiting for their
+    /// sender's acknowledgement) costs each round a bounded read; a target
+    /// in its backoff is not asked at all.
+    pub async fn due(&self, target: &str, limit: usize, now_msec: u64) -> Result<Vec<Queued>> {
         use std::ops::Bound;
+        let prefix = target_prefix(target);
+        let mut end = prefix.to_vec();
+        end.push(0xff);
         let me = self.cluster.id();
         let mut out = Vec::new();
-        let mut from = Bound::Unbounded;
-        loop {
-            let page = self
-                .db
-                .range_async(
-                    NOTIFY_QUEUE_TREE,
-                    from.clone(),
-                    Bound::Unbounded,
-                    false,
-                    512,
-                )
-                .await?;
-            let n = page.len();
-            for (key, value) in page {
-                from = Bound::Excluded(key.clone());
-                let Ok(event) = rmp_serde::from_slice::<QueuedEvent>(&value) else {
-                    continue;
-                };
-                if skip(&event) {
-                    continue;
+        let page = self
+            .db
+            .range_async(
+                NOTIFY_QUEUE_TREE,
+                Bound::Included(prefix.to_vec()),
+                Bound::Excluded(end),
+                false,
+                SCAN,
+            )
+            .await?;
+        for (key, value) in page {
+            let Ok(event) = rmp_serde::from_slice::<QueuedEvent>(&value) else {
+                continue;
+            };
+            let age = Duration::from_millis(now_msec.saturating_sub(event.queued_msec));
+            let p = partition_of_bucket(&event.bucket_id);
+            let nodes = self.cluster.read_nodes_of_partition(p);
+            let sender = nodes.iter().copied().find(|n| self.cluster.is_up(*n));
+            let send = match sender {
+                Some(s) if s == me => nodes.first() == Some(&me) || age >= TAKEOVER,
+                Some(_) => age >= ORPHAN,
+                None => true,
+            };
+            if send {
+                out.push(Queued { key, event });
+                if out.len() >= limit {
+                    break;
                 }
-                let age = Duration::from_millis(now_msec.saturating_sub(event.queued_msec));
-                let p = partition_of_bucket(&event.bucket_id);
-                let nodes = self.cluster.read_nodes_of_partition(p);
-                let sender = nodes.iter().copied().find(|n| self.cluster.is_up(*n));
-                let send = match sender {
-                    Some(s) if s == me => nodes.first() == Some(&me) || age >= TAKEOVER,
-                    Some(_) => age >= ORPHAN,
-                    None => true,
-                };
-                if send {
-                    out.push(Queued { key, event });
-                    if out.len() >= limit {
-                        return Ok(out);
-                    }
-                }
-            }
-            if n < 512 {
-                return Ok(out);
             }
         }
+        Ok(out)
     }
 
     /// Drops `events`, delivered, from this node's queue, and tells the

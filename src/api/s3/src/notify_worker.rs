@@ -6,7 +6,9 @@
 //! A target's events go out one at a time, oldest first, so that a key's
 //! events arrive in the order of their sequencer; a failure stops that
 //! target's events for this round and puts the target in a backoff (1 s,
-//! doubling to 60 s) while the other targets go on. A target that is down
+//! doubling to 60 s) while the other targets go on. Only the configured
+//! targets are asked for: the events of a target removed from the
+//! configuration stay queued until it comes back. A target that is down
 //! costs the PUTs nothing: their events wait in the queue, on disk.
 
 use std::collections::BTreeMap;
@@ -15,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use hangar_model::Model;
-use hangar_model::notification::{Queued, QueuedEvent};
+use hangar_model::notification::Queued;
 
 use crate::notify_targets::NotifyTarget;
 use hangar_util::worker::{WorkerHandle, WorkerState};
@@ -80,44 +82,28 @@ impl NotifyWorker {
                 worker.set_queue_length(Some(queued));
             }
             let now = Instant::now();
-            let waiting = |e: &QueuedEvent| backoff.get(&e.target).is_some_and(|b| b.until > now);
-            let due = match self
-                .model
-                .notifications()
-                .due(ROUND, hangar_util::time::now_msec(), waiting)
-                .await
-            {
-                Ok(d) => d,
-                Err(e) => {
-                    worker.record_error(format!("reading the queue: {e}"));
-                    tokio::time::sleep(BACKOFF_MIN).await;
+            let mut sent = Vec::new();
+            for (arn, target) in &self.targets {
+                if backoff.get(arn).is_some_and(|b| b.until > now) {
                     continue;
                 }
-            };
-            if due.is_empty() {
-                worker.set_state(WorkerState::Idle);
-                tokio::time::sleep(IDLE).await;
-                continue;
-            }
-            worker.set_state(WorkerState::Busy);
-            let mut by_target: BTreeMap<String, Vec<Queued>> = BTreeMap::new();
-            for q in due {
-                by_target.entry(q.event.target.clone()).or_default().push(q);
-            }
-            let mut sent = Vec::new();
-            for (arn, events) in by_target {
-                let Some(target) = self.targets.get(&arn) else {
-                    // Kept: the operator may configure the target again.
-                    worker.record_error(format!("no notification target is {arn}"));
-                    backoff.insert(
-                        arn,
-                        Backoff {
-                            until: Instant::now() + BACKOFF_MAX,
-                            next: BACKOFF_MAX,
-                        },
-                    );
-                    continue;
+                let events = match self
+                    .model
+                    .notifications()
+                    .due(arn, ROUND, hangar_util::time::now_msec())
+                    .await
+                {
+                    Ok(d) => d,
+                    Err(e) => {
+                        worker.record_error(format!("reading the queue: {e}"));
+                        continue;
+                    }
                 };
+                if events.is_empty() {
+                    continue;
+                }
+                worker.set_state(WorkerState::Busy);
+                let arn = arn.clone();
                 let messages: Vec<Vec<u8>> = events
                     .iter()
                     .map(|q| {
@@ -146,7 +132,10 @@ impl NotifyWorker {
                     }
                 }
             }
-            if !sent.is_empty() {
+            if sent.is_empty() {
+                worker.set_state(WorkerState::Idle);
+                tokio::time::sleep(IDLE).await;
+            } else {
                 let n = sent.len() as u64;
                 if let Err(e) = self.model.notifications().delivered(&sent).await {
                     worker.record_error(format!("recording deliveries: {e}"));

@@ -407,6 +407,8 @@ def test_a_target_down_then_back_and_a_node_killed_lose_no_event(hooked, receive
         wait_until(lambda: receiver.attempts > attempts, 10, "a delivery attempt")
         assert metric(hooked, "hangar_notify_queued") >= 10
         assert metric(hooked, "hangar_notify_failures_total") >= 1
+        worker = {w["name"]: w for w in hooked.cli_json("worker", "list")}["notifications"]
+        assert worker["queue_length"] >= 10 and worker["errors"] >= 1 and worker["last_error"], worker
         # Killed with its events waiting: they are on disk.
         for k in keys[10:]:
             s3.put_object(Bucket=b, Key=k, Body=k.encode())

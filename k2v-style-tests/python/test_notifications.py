@@ -216,7 +216,7 @@ def test_a_target_down_then_back_and_a_node_killed_lose_no_event(hooked, receive
             s3.put_object(Bucket=b, Key=k, Body=k.encode())
         wait_until(lambda: receiver.attempts > attempts, 10, "a delivery attempt")
         assert metric(hooked, "hangar_notify_queued") >= 10
-        assert metric(hooked, "hangar_notify_failures_total") >= 1
+        assert metric(hooked, 'hangar_notify_failures_total{target="hook"}') >= 1
         worker = {w["name"]: w for w in hooked.cli_json("worker", "list")}["notifications"]
         assert worker["queue_length"] >= 10 and worker["errors"] >= 1 and worker["last_error"], worker
         # Killed with its events waiting: they are on disk.
@@ -249,7 +249,7 @@ def test_three_nodes_deliver_each_event_once_and_survive_a_kill(tmp_path_factory
         time.sleep(3)
         # All up: one delivery per event, not one per replica.
         assert sorted(k for _, k in r.names()) == sorted(keys)
-        sent = [metric(n, "hangar_notify_delivered_total") for n in nodes]
+        sent = [metric(n, 'hangar_notify_delivered_total{target="hook"}') for n in nodes]
         assert sorted(sent) == [0, 0, 30], sent
         # The sender killed: the writes made meanwhile are delivered all the
         # same, by another replica once the sender has been down for the
@@ -268,9 +268,11 @@ def test_three_nodes_deliver_each_event_once_and_survive_a_kill(tmp_path_factory
         r.close()
 
 
-@pytest.mark.parametrize("broker,arn", [("redis_server", REDIS_ARN), ("nats_server", NATS_ARN),
-                                        ("rabbit", AMQP_ARN)])
-def test_a_broker_gets_every_event_through_its_restart(request, hooked, broker, arn):
+@pytest.mark.parametrize("broker,target", [("redis_server", "stream"), ("nats_server", "jet"),
+                                           ("rabbit", "rabbit")])
+def test_a_broker_gets_every_event_through_its_restart(request, hooked, broker, target):
+    arn = {"stream": REDIS_ARN, "jet": NATS_ARN, "rabbit": AMQP_ARN}[target]
+    failed = f'hangar_notify_failures_total{{target="{target}"}}'
     server = request.getfixturevalue(broker)
     s3 = s3_client(hooked, hooked.create_key(f"to-{broker}", create_bucket=True))
     b = bucket_name("notify-broker")
@@ -293,13 +295,13 @@ def test_a_broker_gets_every_event_through_its_restart(request, hooked, broker, 
     assert first[0][1]["s3"]["object"]["key"] == "first.txt"
     # The broker down: writes are acknowledged all the same, and their
     # events reach it once it is back.
-    failures = metric(hooked, "hangar_notify_failures_total")
+    failures = metric(hooked, failed)
     server.stop()
     try:
         keys = [f"while-down-{i}.txt" for i in range(10)]
         for k in keys:
             s3.put_object(Bucket=b, Key=k, Body=k.encode())
-        wait_until(lambda: metric(hooked, "hangar_notify_failures_total") > failures, 15,
+        wait_until(lambda: metric(hooked, failed) > failures, 15,
                    "a failed delivery")
     finally:
         server.start()

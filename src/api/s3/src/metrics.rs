@@ -249,6 +249,11 @@ pub fn register_notifications(
     registry.register_collector(Box::new(NotifyCollector(notify)));
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TargetLabel {
+    target: String,
+}
+
 struct NotifyCollector(Arc<crate::notify_worker::NotifyWorker>);
 
 impl std::fmt::Debug for NotifyCollector {
@@ -259,27 +264,40 @@ impl std::fmt::Debug for NotifyCollector {
 
 impl Collector for NotifyCollector {
     fn encode(&self, mut e: DescriptorEncoder) -> std::fmt::Result {
-        let (delivered, failures, queued, dropped) = self.0.counters();
-        for (name, help, v) in [
+        let (queued, dropped) = self.0.counters();
+        let by_target = self.0.by_target();
+        for (name, help, delivered) in [
             (
                 "hangar_notify_delivered",
-                "Bucket notification events this node delivered to their targets",
-                delivered,
+                "Bucket notification events this node delivered, by target id",
+                true,
             ),
             (
                 "hangar_notify_failures",
-                "Failed attempts to deliver bucket notification events (each stops its target for a backoff)",
-                failures,
-            ),
-            (
-                "hangar_notify_dropped",
-                "Bucket notification events not queued because this node's queue was full",
-                dropped,
+                "Failed attempts to deliver bucket notification events, by target id (each stops its target for a backoff)",
+                false,
             ),
         ] {
-            let c = ConstCounter::new(v);
-            c.encode(e.encode_descriptor(name, help, None, c.metric_type())?)?;
+            let c = ConstCounter::new(0u64);
+            let mut f = e.encode_descriptor(name, help, None, c.metric_type())?;
+            for (target, counts) in &by_target {
+                let v = if delivered {
+                    counts.delivered
+                } else {
+                    counts.failures
+                };
+                ConstCounter::new(v).encode(f.encode_family(&TargetLabel {
+                    target: target.clone(),
+                })?)?;
+            }
         }
+        let c = ConstCounter::new(dropped);
+        c.encode(e.encode_descriptor(
+            "hangar_notify_dropped",
+            "Bucket notification events not queued because this node's queue was full",
+            None,
+            c.metric_type(),
+        )?)?;
         let g = ConstGauge::new(queued as i64);
         g.encode(e.encode_descriptor(
             "hangar_notify_queued",

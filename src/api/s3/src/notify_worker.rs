@@ -35,10 +35,17 @@ pub struct NotifyWorker {
     model: Arc<Model>,
     region: String,
     targets: BTreeMap<String, NotifyTarget>,
-    delivered: AtomicU64,
-    failures: AtomicU64,
+    /// Events delivered and failed attempts, by target id.
+    by_target: std::sync::Mutex<BTreeMap<String, Counts>>,
     queued: AtomicU64,
     dropped: AtomicU64,
+}
+
+/// A target's counters since the node started.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Counts {
+    pub delivered: u64,
+    pub failures: u64,
 }
 
 /// When a failing target is tried again, and how long the next wait is.
@@ -53,22 +60,35 @@ impl NotifyWorker {
             model,
             region,
             targets: targets.iter().map(|t| (t.arn(), t.clone())).collect(),
-            delivered: AtomicU64::new(0),
-            failures: AtomicU64::new(0),
+            by_target: std::sync::Mutex::new(
+                targets
+                    .iter()
+                    .map(|t| (t.id().to_owned(), Counts::default()))
+                    .collect(),
+            ),
             queued: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
         }
     }
 
-    /// Events delivered, failed attempts, events queued on this node, and
-    /// events dropped because the queue was full.
-    pub fn counters(&self) -> (u64, u64, u64, u64) {
+    /// Events queued on this node, and events dropped because the queue
+    /// was full.
+    pub fn counters(&self) -> (u64, u64) {
         (
-            self.delivered.load(Ordering::Relaxed),
-            self.failures.load(Ordering::Relaxed),
             self.queued.load(Ordering::Relaxed),
             self.dropped.load(Ordering::Relaxed),
         )
+    }
+
+    /// Events delivered and failed attempts of each target, by its id.
+    pub fn by_target(&self) -> Vec<(String, Counts)> {
+        let m = self.by_target.lock().unwrap_or_else(|e| e.into_inner());
+        m.iter().map(|(k, v)| (k.clone(), *v)).collect()
+    }
+
+    fn count(&self, target: &str, f: impl FnOnce(&mut Counts)) {
+        let mut m = self.by_target.lock().unwrap_or_else(|e| e.into_inner());
+        f(m.entry(target.to_owned()).or_default());
     }
 
     /// Runs until the process ends, reporting to `worker`
@@ -112,13 +132,14 @@ impl NotifyWorker {
                     })
                     .collect();
                 let (accepted, err) = target.send(&events, messages).await;
+                self.count(target.id(), |c| c.delivered += accepted as u64);
                 sent.extend(events.into_iter().take(accepted));
                 match err {
                     None => {
                         backoff.remove(&arn);
                     }
                     Some(e) => {
-                        self.failures.fetch_add(1, Ordering::Relaxed);
+                        self.count(target.id(), |c| c.failures += 1);
                         worker.record_error(format!("{}: {e}", target.id()));
                         tracing::warn!("notify: target {} failed: {e}", target.id());
                         let next = backoff.get(&arn).map_or(BACKOFF_MIN, |b| b.next);
@@ -140,7 +161,6 @@ impl NotifyWorker {
                 if let Err(e) = self.model.notifications().delivered(&sent).await {
                     worker.record_error(format!("recording deliveries: {e}"));
                 }
-                self.delivered.fetch_add(n, Ordering::Relaxed);
                 worker.add_processed(n);
                 worker.set_progress(format!("{n} events sent"), None);
             }

@@ -46,6 +46,16 @@ pub const NOTIFY_RULES_TREE: &str = "notify_rules";
 /// BE) ++ event hash (16 bytes) → [`QueuedEvent`] (MessagePack): each
 /// target's events in time order.
 pub const NOTIFY_QUEUE_TREE: &str = "notify_queue";
+/// Events this node knows were delivered: queue key → when it learnt it
+/// (ms, u64 BE), kept [`ACKED_FOR`], so that a change this node merges
+/// after its sender delivered the event (a lagging replica) does not queue
+/// it again.
+pub const NOTIFY_ACKED_TREE: &str = "notify_acked";
+
+/// How long a delivered event's key is kept: longer than [`LATE`], past
+/// which a late merge queues nothing anyway.
+pub const ACKED_FOR: Duration = Duration::from_secs(600);
+
 /// Counters of the queue: `count` (events queued) and `dropped` (events
 /// not queued because the queue was full), u64 BE.
 pub const NOTIFY_STATE_TREE: &str = "notify_state";
@@ -225,7 +235,10 @@ pub(crate) fn tx_queue_events(
             let mut k = target_prefix(&rule.target).to_vec();
             k.extend_from_slice(&time_msec.to_be_bytes());
             k.extend_from_slice(&h.finalize().as_bytes()[..16]);
-            if tx.get(NOTIFY_QUEUE_TREE, &k)?.is_some() {
+            // Queued already, or delivered already (this node was told
+            // before it merged the change).
+            if tx.get(NOTIFY_QUEUE_TREE, &k)?.is_some() || tx.get(NOTIFY_ACKED_TREE, &k)?.is_some()
+            {
                 continue;
             }
             let count = counter(tx, COUNT)?;
@@ -303,9 +316,11 @@ fn counter(tx: &Tx<'_>, name: &[u8]) -> std::result::Result<u64, DbError> {
 /// Removes the queued events `keys` that are still there, in one
 /// transaction.
 async fn remove(db: &Db, keys: Vec<Vec<u8>>) -> Result<()> {
+    let now = hangar_util::time::now_msec().to_be_bytes().to_vec();
     db.write(move |tx| {
         let mut removed = 0u64;
         for k in keys {
+            tx.put(NOTIFY_ACKED_TREE, k.clone(), now.clone());
             if tx.get(NOTIFY_QUEUE_TREE, &k)?.is_some() {
                 tx.delete(NOTIFY_QUEUE_TREE, k);
                 removed += 1;
@@ -469,6 +484,50 @@ impl Notifications {
         });
         futures::future::join_all(calls).await;
         Ok(())
+    }
+
+    /// Forgets the delivered events' keys kept longer than [`ACKED_FOR`]
+    /// (a pass over the kept keys, a page at a time); returns how many.
+    pub async fn forget_delivered(&self, now_msec: u64) -> Result<u64> {
+        use std::ops::Bound;
+        let mut from = Bound::Unbounded;
+        let mut forgotten = 0u64;
+        loop {
+            let page = self
+                .db
+                .range_async(
+                    NOTIFY_ACKED_TREE,
+                    from.clone(),
+                    Bound::Unbounded,
+                    false,
+                    1024,
+                )
+                .await?;
+            let n = page.len();
+            let old: Vec<Vec<u8>> = page
+                .into_iter()
+                .filter_map(|(k, v)| {
+                    from = Bound::Excluded(k.clone());
+                    // A value that is no time is forgotten too.
+                    let at = v.as_slice().try_into().map_or(0, u64::from_be_bytes);
+                    (now_msec.saturating_sub(at) > ACKED_FOR.as_millis() as u64).then_some(k)
+                })
+                .collect();
+            forgotten += old.len() as u64;
+            if !old.is_empty() {
+                self.db
+                    .write(move |tx| {
+                        for k in old {
+                            tx.delete(NOTIFY_ACKED_TREE, k);
+                        }
+                        Ok::<_, crate::ModelError>(())
+                    })
+                    .await?;
+            }
+            if n < 1024 {
+                return Ok(forgotten);
+            }
+        }
     }
 
     /// Events queued on this node, and events dropped because the queue

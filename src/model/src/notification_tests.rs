@@ -250,3 +250,69 @@ fn the_queue_finds_a_buckets_partition_as_the_object_table_places_it() {
         assert_eq!(partition_of_bucket(&id), ObjectTable::layout_partition(&id));
     }
 }
+
+#[test]
+fn a_replica_told_an_event_was_delivered_before_it_merged_the_change_queues_nothing() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        // The sender: queues the event, delivers it.
+        let (_ds, sender) = replica().await;
+        let r = row(hangar_util::time::now_msec(), 1, "e");
+        let queued = merge_all(&sender, vec![r.clone()]).await;
+        assert_eq!(queued.len(), 1);
+        let key = queued[0].0.clone();
+        // A lagging replica hears of the delivery first, then merges.
+        let (_dl, lagging) = replica().await;
+        lagging
+            .write(move |tx| {
+                tx.put(
+                    crate::notification::NOTIFY_ACKED_TREE,
+                    key,
+                    hangar_util::time::now_msec().to_be_bytes().to_vec(),
+                );
+                Ok::<_, crate::ModelError>(())
+            })
+            .await
+            .unwrap();
+        assert!(merge_all(&lagging, vec![r]).await.is_empty());
+    });
+}
+
+#[tokio::test]
+async fn delivered_keys_are_forgotten_once_kept_their_time() {
+    let (_d, model) = crate::test_support::test_model().await;
+    let now = hangar_util::time::now_msec();
+    let kept_for = crate::notification::ACKED_FOR.as_millis() as u64;
+    let entries = [
+        (b"old".to_vec(), now - kept_for - 1),
+        (b"new".to_vec(), now - 1000),
+    ];
+    model
+        .db()
+        .write(move |tx| {
+            for (k, at) in entries {
+                tx.put(
+                    crate::notification::NOTIFY_ACKED_TREE,
+                    k,
+                    at.to_be_bytes().to_vec(),
+                );
+            }
+            Ok::<_, crate::ModelError>(())
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        model.notifications().forget_delivered(now).await.unwrap(),
+        1
+    );
+    let left = |k: &[u8]| {
+        model
+            .db()
+            .get(crate::notification::NOTIFY_ACKED_TREE, k)
+            .unwrap()
+    };
+    assert!(left(b"old").is_none() && left(b"new").is_some());
+}

@@ -27,6 +27,9 @@ use serde_json::json;
 const ROUND: usize = 256;
 /// How long a round waits when nothing was due.
 const IDLE: Duration = Duration::from_millis(250);
+/// How often the keys of delivered events kept past their time are
+/// forgotten.
+const FORGET_EVERY: Duration = Duration::from_secs(60);
 const BACKOFF_MIN: Duration = Duration::from_secs(1);
 const BACKOFF_MAX: Duration = Duration::from_secs(60);
 
@@ -95,7 +98,15 @@ impl NotifyWorker {
     /// (`hangar worker list`: events sent, failures, queue length).
     pub async fn run(self: Arc<Self>, worker: WorkerHandle) {
         let mut backoff: BTreeMap<String, Backoff> = BTreeMap::new();
+        let mut forgot_at = Instant::now();
         loop {
+            if forgot_at.elapsed() >= FORGET_EVERY {
+                forgot_at = Instant::now();
+                let now = hangar_util::time::now_msec();
+                if let Err(e) = self.model.notifications().forget_delivered(now).await {
+                    worker.record_error(format!("forgetting delivered events: {e}"));
+                }
+            }
             if let Ok((queued, dropped)) = self.model.notifications().counters().await {
                 self.queued.store(queued, Ordering::Relaxed);
                 self.dropped.store(dropped, Ordering::Relaxed);

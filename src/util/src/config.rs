@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::notify_targets::{NotifyAmqp, NotifyNats, NotifyRedis, NotifyWebhook};
 use crate::size::Size;
 
 /// Why a configuration could not be loaded. The message always names the key.
@@ -578,160 +579,6 @@ pub struct Config {
     pub notify_amqp: Vec<NotifyAmqp>,
 }
 
-/// `[[notify_amqp]]`: a bucket notification target that publishes each
-/// event to an AMQP 0-9-1 exchange, persistent and mandatory, and counts
-/// it delivered once the broker confirmed it (publisher confirms) and
-/// routed it to a queue. Its `Debug` never shows a password the address
-/// may carry.
-#[derive(Clone, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct NotifyAmqp {
-    /// The name buckets refer to it by (letters, digits, `-`, `_`).
-    pub id: String,
-    /// `amqp://[user:password@]host:port/<vhost, URL-encoded>`.
-    pub address: String,
-    /// The exchange (empty: the default exchange, which routes to the
-    /// queue named by the routing key).
-    #[serde(default)]
-    pub exchange: String,
-    pub routing_key: String,
-}
-
-impl std::fmt::Debug for NotifyAmqp {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let address = match self.address.rsplit_once('@') {
-            Some((_, host)) => format!("amqp://…@{host}"),
-            None => self.address.clone(),
-        };
-        f.debug_struct("NotifyAmqp")
-            .field("id", &self.id)
-            .field("address", &address)
-            .field("exchange", &self.exchange)
-            .field("routing_key", &self.routing_key)
-            .finish()
-    }
-}
-
-impl NotifyAmqp {
-    /// The ARN a bucket's notification configuration names it by.
-    pub fn arn(&self) -> String {
-        format!("arn:hangar:sqs::{}:amqp", self.id)
-    }
-}
-
-/// `[[notify_nats]]`: a bucket notification target that publishes each
-/// event to a NATS subject that a JetStream stream takes, and counts it
-/// delivered once the stream acknowledged it. Its `Debug` never shows
-/// the token.
-#[derive(Clone, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct NotifyNats {
-    /// The name buckets refer to it by (letters, digits, `-`, `_`).
-    pub id: String,
-    /// `nats://host:port`.
-    pub address: String,
-    /// The subject; a JetStream stream must take it.
-    pub subject: String,
-    /// The server's authentication token, if it wants one.
-    #[serde(default)]
-    pub auth_token: Option<String>,
-}
-
-impl std::fmt::Debug for NotifyNats {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NotifyNats")
-            .field("id", &self.id)
-            .field("address", &self.address)
-            .field("subject", &self.subject)
-            .field("auth_token", &self.auth_token.as_ref().map(|_| "…"))
-            .finish()
-    }
-}
-
-impl NotifyNats {
-    /// The ARN a bucket's notification configuration names it by.
-    pub fn arn(&self) -> String {
-        format!("arn:hangar:sqs::{}:nats", self.id)
-    }
-}
-
-/// `[[notify_redis]]`: a bucket notification target that appends each
-/// event to a Redis stream (`XADD`). Its `Debug` never shows a password
-/// the address may carry.
-#[derive(Clone, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct NotifyRedis {
-    /// The name buckets refer to it by (letters, digits, `-`, `_`).
-    pub id: String,
-    /// `redis://[:password@]host:port[/db]`.
-    pub address: String,
-    /// The stream's key.
-    pub stream: String,
-    /// When set, each `XADD` trims the stream to about this many entries
-    /// (`MAXLEN ~`).
-    #[serde(default)]
-    pub max_len: Option<u64>,
-}
-
-impl std::fmt::Debug for NotifyRedis {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let address = match self.address.rsplit_once('@') {
-            Some((_, host)) => format!("redis://…@{host}"),
-            None => self.address.clone(),
-        };
-        f.debug_struct("NotifyRedis")
-            .field("id", &self.id)
-            .field("address", &address)
-            .field("stream", &self.stream)
-            .field("max_len", &self.max_len)
-            .finish()
-    }
-}
-
-impl NotifyRedis {
-    /// The ARN a bucket's notification configuration names it by.
-    pub fn arn(&self) -> String {
-        format!("arn:hangar:sqs::{}:redis", self.id)
-    }
-}
-
-/// `[[notify_webhook]]`: a bucket notification target that receives each
-/// event as an HTTP POST of S3's event JSON. Its `Debug` never shows the
-/// token.
-#[derive(Clone, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct NotifyWebhook {
-    /// The name buckets refer to it by (letters, digits, `-`, `_`).
-    pub id: String,
-    /// `http://host:port/path` (HTTPS is not built yet).
-    pub endpoint: String,
-    /// Sent as `Authorization: Bearer <auth_token>` when set.
-    #[serde(default)]
-    pub auth_token: Option<String>,
-    /// When set, each message is signed: `X-Hangar-Signature:
-    /// sha256=<hex of HMAC-SHA256(hmac_secret, body)>`.
-    #[serde(default)]
-    pub hmac_secret: Option<String>,
-}
-
-impl std::fmt::Debug for NotifyWebhook {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NotifyWebhook")
-            .field("id", &self.id)
-            .field("endpoint", &self.endpoint)
-            .field("auth_token", &self.auth_token.as_ref().map(|_| "…"))
-            .field("hmac_secret", &self.hmac_secret.as_ref().map(|_| "…"))
-            .finish()
-    }
-}
-
-impl NotifyWebhook {
-    /// The ARN a bucket's notification configuration names it by.
-    pub fn arn(&self) -> String {
-        format!("arn:hangar:sqs::{}:webhook", self.id)
-    }
-}
-
 /// Replication settings derived from `replication_factor` / `replication_mode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Replication {
@@ -859,64 +706,13 @@ impl Config {
         if self.s3_api.s3_region.is_empty() {
             return bad("[s3_api] s3_region must not be empty".into());
         }
-        let mut ids = std::collections::BTreeSet::new();
-        let ids_of = self
-            .notify_webhook
-            .iter()
-            .map(|w| ("notify_webhook", &w.id))
-            .chain(self.notify_redis.iter().map(|r| ("notify_redis", &r.id)))
-            .chain(self.notify_nats.iter().map(|n| ("notify_nats", &n.id)))
-            .chain(self.notify_amqp.iter().map(|a| ("notify_amqp", &a.id)));
-        for (table, id) in ids_of {
-            let ok_id = !id.is_empty()
-                && id
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-            if !ok_id || !ids.insert(id.as_str()) {
-                return bad(format!(
-                    "[[{table}]] id {id:?} must be unique among the notification targets, of letters, digits, - and _"
-                ));
-            }
-        }
-        for r in &self.notify_redis {
-            if !r.address.starts_with("redis://") || r.stream.is_empty() {
-                return bad(format!(
-                    "[[notify_redis]] {}: address must be a redis:// URL and stream a key",
-                    r.id
-                ));
-            }
-        }
-        for a in &self.notify_amqp {
-            if !a.address.starts_with("amqp://") {
-                return bad(format!(
-                    "[[notify_amqp]] {}: address must be an amqp:// URL",
-                    a.id
-                ));
-            }
-        }
-        for n in &self.notify_nats {
-            if !n.address.starts_with("nats://") || n.subject.is_empty() {
-                return bad(format!(
-                    "[[notify_nats]] {}: address must be a nats:// URL and subject a subject",
-                    n.id
-                ));
-            }
-        }
-        for w in &self.notify_webhook {
-            if w.endpoint.starts_with("https://") {
-                return bad(format!(
-                    "[[notify_webhook]] {}: HTTPS endpoints are not supported yet",
-                    w.id
-                ));
-            }
-            let host = w.endpoint.strip_prefix("http://").unwrap_or("");
-            if host.is_empty() || host.starts_with('/') || host.contains(char::is_whitespace) {
-                return bad(format!(
-                    "[[notify_webhook]] {}: endpoint {:?} is not an http:// URL",
-                    w.id, w.endpoint
-                ));
-            }
-        }
+        crate::notify_targets::validate(
+            &self.notify_webhook,
+            &self.notify_redis,
+            &self.notify_nats,
+            &self.notify_amqp,
+        )
+        .or_else(bad)?;
         for (key, inline, file) in [
             (
                 "admin_token",

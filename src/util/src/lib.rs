@@ -2,7 +2,8 @@
 //! parsing, the registry through which background workers report progress,
 //! the connection bounds the HTTP endpoints share (`conn_limits`,
 //! `idle_io`), the open-file limit (`fd_limit`), whether the node is serving clients now (`foreground`),
-//! when something last happened (`last_event`), and the low-priority threads
+//! when something last happened (`last_event`), the targets of bucket
+//! notifications (`notify_targets`), and the low-priority threads
 //! of background block work (`low_priority`).
 //!
 //! Every other crate may depend on this one; it depends on none of them.
@@ -17,6 +18,7 @@ pub mod idle_io;
 pub mod last_event;
 pub mod low_priority;
 pub mod node_id;
+pub mod notify_targets;
 pub mod serde_id16;
 pub mod size;
 pub mod time;

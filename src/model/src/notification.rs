@@ -177,17 +177,18 @@ pub(crate) struct Change<'a> {
     pub version: &'a VersionId,
     pub size: u64,
     pub etag: &'a str,
-    /// The S3 events the change is, with their times
-    /// (`ObjectRow::events_since`).
-    pub events: Vec<(&'static str, u64)>,
 }
 
 /// The object table's part of the hook: queues the events of `change`
-/// that the bucket's rules select, in the row's transaction. Idempotent:
-/// a change merged twice queues the same keys.
+/// (`events`: the S3 events it is, with their times,
+/// `ObjectRow::events_since`) that the bucket's rules select, in the row's
+/// transaction. A bucket without rules costs one point read: `events` is
+/// then not computed. Idempotent: a change merged twice queues the same
+/// keys.
 pub(crate) fn tx_queue_events(
     tx: &mut Tx<'_>,
     change: &Change<'_>,
+    events: impl FnOnce() -> Vec<(&'static str, u64)>,
 ) -> std::result::Result<(), DbError> {
     let Change {
         bucket_id,
@@ -195,7 +196,6 @@ pub(crate) fn tx_queue_events(
         version,
         size,
         etag,
-        ..
     } = *change;
     let Some(raw) = tx.get(NOTIFY_RULES_TREE, bucket_id)? else {
         return Ok(());
@@ -213,7 +213,7 @@ pub(crate) fn tx_queue_events(
         None if rules.versioned => Some(VersionRef::Null.to_string()),
         None => None,
     };
-    for &(event, time_msec) in &change.events {
+    for (event, time_msec) in events() {
         // A change this node merges long after it was made (anti-entropy
         // after an absence) was queued by the replicas that took it then.
         if now.saturating_sub(time_msec) > LATE.as_millis() as u64 {

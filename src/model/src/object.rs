@@ -351,9 +351,8 @@ impl Schema for ObjectTable {
                 version: &merged.version,
                 size: merged.size,
                 etag: &merged.etag,
-                events: merged.events_since(old),
             };
-            crate::notification::tx_queue_events(tx, &change)?;
+            crate::notification::tx_queue_events(tx, &change, || merged.events_since(old))?;
         }
         crate::usage::tx_change(
             tx,

@@ -307,11 +307,8 @@ async fn send_amqp(
 /// `sha256=` and the hex HMAC-SHA256 of the body, as webhook receivers
 /// commonly check them.
 fn signature(secret: &str, body: &[u8]) -> String {
-    use hmac::{KeyInit, Mac};
-    let mut mac = <hmac::Hmac<sha2::Sha256> as KeyInit>::new_from_slice(secret.as_bytes())
-        .expect("HMAC takes any key");
-    mac.update(body);
-    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+    let mac = crate::presign::hmac(secret.as_bytes(), body);
+    format!("sha256={}", hex::encode(mac))
 }
 
 /// An HTTP/1.1 connection to a target.

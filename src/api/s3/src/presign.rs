@@ -70,9 +70,9 @@ pub fn path_for(bucket: &str, object: &str) -> String {
 }
 
 /// HMAC-SHA256 of `data` under `key`.
-pub(crate) fn hmac(key: &[u8], data: &str) -> [u8; 32] {
+pub(crate) fn hmac(key: &[u8], data: impl AsRef<[u8]>) -> [u8; 32] {
     let mut m = <Hmac<Sha256>>::new_from_slice(key).expect("HMAC takes any key length");
-    m.update(data.as_bytes());
+    m.update(data.as_ref());
     m.finalize().into_bytes().into()
 }
 

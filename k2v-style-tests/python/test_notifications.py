@@ -61,31 +61,29 @@ def receiver():
     r.close()
 
 
+def broker(tmp_path_factory, cls, program: str):
+    """A started `cls` broker in a fresh directory, stopped afterwards;
+    the suite fails (rather than skips) when its `program` is missing."""
+    if shutil.which(program) is None and not os.path.exists(program):
+        pytest.fail(f"{program} is missing: run script/install-test-deps")
+    b = cls(tmp_path_factory.mktemp(cls.__name__.lower()))
+    yield b
+    b.stop()
+
+
 @pytest.fixture(scope="module")
 def redis_server(tmp_path_factory):
-    if shutil.which("redis-server") is None:
-        pytest.fail("redis-server is missing: run script/install-test-deps")
-    r = Redis(tmp_path_factory.mktemp("redis"))
-    yield r
-    r.stop()
+    yield from broker(tmp_path_factory, Redis, "redis-server")
 
 
 @pytest.fixture(scope="module")
 def nats_server(tmp_path_factory):
-    if shutil.which("nats-server") is None:
-        pytest.fail("nats-server is missing: run script/install-test-deps")
-    n = Nats(tmp_path_factory.mktemp("nats"))
-    yield n
-    n.stop()
+    yield from broker(tmp_path_factory, Nats, "nats-server")
 
 
 @pytest.fixture(scope="module")
 def rabbit(tmp_path_factory):
-    if not os.path.exists(RABBITMQ):
-        pytest.fail("rabbitmq-server is missing: run script/install-test-deps")
-    r = Rabbit(tmp_path_factory.mktemp("rabbit"))
-    yield r
-    r.stop()
+    yield from broker(tmp_path_factory, Rabbit, RABBITMQ)
 
 
 @pytest.fixture(scope="module")

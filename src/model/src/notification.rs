@@ -417,6 +417,7 @@ impl Notifications {
         let mut end = prefix.to_vec();
         end.push(0xff);
         let me = self.cluster.id();
+        let mut senders = std::collections::HashMap::new();
         let mut out = Vec::new();
         let page = self
             .db
@@ -433,11 +434,17 @@ impl Notifications {
                 continue;
             };
             let age = Duration::from_millis(now_msec.saturating_sub(event.queued_msec));
-            let p = partition_of_bucket(&event.bucket_id);
-            let nodes = self.cluster.read_nodes_of_partition(p);
-            let sender = nodes.iter().copied().find(|n| self.cluster.is_up(*n));
+            // A backlog is mostly a few buckets: each one's sender is
+            // looked up once per round.
+            let (first, sender) = *senders.entry(event.bucket_id.clone()).or_insert_with(|| {
+                let nodes = self
+                    .cluster
+                    .read_nodes_of_partition(partition_of_bucket(&event.bucket_id));
+                let sender = nodes.iter().copied().find(|n| self.cluster.is_up(*n));
+                (nodes.first() == Some(&me), sender)
+            });
             let send = match sender {
-                Some(s) if s == me => nodes.first() == Some(&me) || age >= TAKEOVER,
+                Some(s) if s == me => first || age >= TAKEOVER,
                 Some(_) => age >= ORPHAN,
                 None => true,
             };
